@@ -1,0 +1,67 @@
+"""Shared fixtures: the literature data sets of ../shared/data.
+
+The folder is read in place (never copied into the repository). When it is missing, tests that
+need it are skipped with a message, except under CI (``CI`` set), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import xuqcal
+
+PAL_FILTER = "uE > 1e-6 * std(E)"
+
+#: The nine data sets of ../shared/data/README.md: file, E, uE, where.
+DATASETS = {
+    1: ("PAL2022/Diffusion_RF_Test_cal.csv", "E", "uE", PAL_FILTER),
+    2: ("PAL2022/Perovskite_RF_Test_cal.csv", "E", "uE", PAL_FILTER),
+    3: ("PAL2022/Diffusion_LR_Test_cal.csv", "E", "uE", PAL_FILTER),
+    4: ("PAL2022/Perovskite_LR_Test_cal.csv", "E", "uE", PAL_FILTER),
+    5: ("PAL2022/Diffusion_GPR_Bayesian_Test_cal.csv", "E", "uE", PAL_FILTER),
+    6: ("PAL2022/Perovskite_GPR_Bayesian_Test_cal.csv", "E", "uE", PAL_FILTER),
+    7: ("BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv", "E_ - prediction",
+        "sqrt(uncertainty_total)", None),
+    8: ("RAS2023/logP_10k_a_LS-GCN_test.csv", "logP - y_pred", "uq", None),
+    9: ("RAS2023/logP_150k_LS-GCN_test.csv", "logP - y_pred", "uq", None),
+}
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder (``XUQCAL_SHARED_DATA`` or ``../shared/data`` beside the repo)."""
+    env = os.environ.get("XUQCAL_SHARED_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def require_shared_data() -> Path:
+    """The shared data folder, or skip (fail under CI) when it is missing."""
+    folder = shared_data_dir()
+    if not folder.is_dir():
+        message = (f"shared data folder {folder} is missing (set XUQCAL_SHARED_DATA to its "
+                   "location)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return require_shared_data()
+
+
+@pytest.fixture(scope="session")
+def load_set(shared_data):
+    """Load literature set ``k`` (1-9) as an input Dataset, cached for the session."""
+    cache: dict[int, object] = {}
+
+    def load(k: int):
+        if k not in cache:
+            path, E, uE, where = DATASETS[k]
+            cache[k] = xuqcal.read_csv(shared_data / path, E=E, uE=uE, where=where)
+        return cache[k]
+
+    return load

@@ -1,0 +1,60 @@
+"""xuqcal: validation of prediction uncertainties in ML regression, on xarray and Dask.
+
+Importing the package registers the ``.uqcal`` accessor on :class:`xarray.Dataset`.
+
+Examples
+--------
+>>> import xuqcal
+>>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=0)
+>>> result = ds.uqcal.validate(["zms", "rce"], n_boot=1000)
+>>> result.zeta.dims
+('statistic', 'scheme')
+"""
+
+from xuqcal import generators, synthetic
+from xuqcal._version import __version__
+from xuqcal.accessor import UQCalAccessor
+from xuqcal.generators import get_generator
+from xuqcal.intervals import (
+    bca_interval,
+    percentile_interval,
+    student_interval,
+    wilson_interval,
+    zeta,
+)
+from xuqcal.io import (
+    from_arrays,
+    from_dataframe,
+    open_dataset,
+    read_csv,
+    to_netcdf,
+    validate_dataset,
+)
+from xuqcal.resampling import bootstrap
+from xuqcal.statistics import STATISTICS, beta_gm, kappa_cs, stats
+from xuqcal.validation import validate
+
+__all__ = [
+    "STATISTICS",
+    "UQCalAccessor",
+    "__version__",
+    "bca_interval",
+    "beta_gm",
+    "bootstrap",
+    "from_arrays",
+    "from_dataframe",
+    "generators",
+    "get_generator",
+    "kappa_cs",
+    "open_dataset",
+    "percentile_interval",
+    "read_csv",
+    "stats",
+    "student_interval",
+    "synthetic",
+    "to_netcdf",
+    "validate",
+    "validate_dataset",
+    "wilson_interval",
+    "zeta",
+]

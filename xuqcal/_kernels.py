@@ -1,0 +1,324 @@
+"""Numba kernels: statistics of a weighted sample, bootstrap blocks and jackknife values.
+
+Everything here works on plain NumPy arrays along one ``sample`` axis and knows statistics only
+by integer code; labels, laziness and validation live in the layers above.
+
+The central idea: a bootstrap resample, the full data set and a leave-one-out sample are all the
+same data with integer **multiplicities** ``counts`` (all ones; multinomial; one zero). One kernel,
+:func:`evaluate_counts`, computes every statistic from ``(data, counts)`` in O(M):
+
+* moment statistics from weighted sums;
+* binned statistics by walking the points in the order of the binning variable (prepared once
+  with a stable sort), cutting the expanded sequence of ``sum(counts)`` points into equal-count
+  bins ``[floor(b n / N), floor((b + 1) n / N))`` — a resample is thus re-sorted and re-binned
+  exactly, in O(M) instead of O(M log M);
+* ``cc`` (Spearman) from average ranks of the weighted sample, computed by walking the points in
+  the order of ``uE`` and of ``|E|`` with their tie groups.
+
+Ties of the binning variable inside a resample are ordered by the original row order (the
+resampled copies of one point are adjacent). See ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from xuqcal._random import fill_counts
+
+# Statistic codes (the registry in xuqcal.statistics maps keys to these).
+MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
+N_MOMENT = 9  # codes below this are moment statistics
+BINNED_CODES = (ENCE, UCE, ZMSE)
+LOG_2PI = math.log(2.0 * math.pi)
+
+# Indices of the weighted sums of moment statistics.
+S_N, S_E2, S_U2, S_Z2, S_LNU2, S_ZD, S_ZD2 = range(7)
+N_SUMS = 7
+
+
+def finalize_moment(code, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift):
+    """Value of a moment statistic from weighted sums (scalars or arrays alike).
+
+    ``s_zd`` and ``s_zd2`` are sums of ``Z - z_shift`` and its square (shifted data keep the
+    variance accurate). Written with operators and NumPy ufuncs only, so that the same source
+    serves NumPy arrays, xarray objects and, compiled, the Numba kernels.
+    """
+    if code == MSE:
+        return s_e2 / s_n
+    if code == RMSE:
+        return np.sqrt(s_e2 / s_n)
+    if code == MV:
+        return s_u2 / s_n
+    if code == RMV:
+        return np.sqrt(s_u2 / s_n)
+    if code == ZM:
+        return z_shift + s_zd / s_n
+    if code == ZMS:
+        return s_z2 / s_n
+    if code == ZV:
+        return (s_zd2 - s_zd * s_zd / s_n) / (s_n - 1.0)
+    if code == RCE:
+        rmv = np.sqrt(s_u2 / s_n)
+        return (rmv - np.sqrt(s_e2 / s_n)) / rmv
+    if code == NLL:
+        return 0.5 * (s_z2 / s_n + s_lnu2 / s_n + LOG_2PI)
+    return np.nan * s_n
+
+
+_finalize_moment = nb.njit(inline="always")(finalize_moment)
+
+
+@nb.njit(inline="always")
+def _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2):
+    total = 0.0
+    for b in range(n_bins):
+        if code == ENCE:
+            rmv = np.sqrt(b_u2[b] / b_n[b])
+            total += np.abs(rmv - np.sqrt(b_e2[b] / b_n[b])) / rmv
+        elif code == UCE:
+            total += np.abs(b_u2[b] / b_n[b] - b_e2[b] / b_n[b])
+        else:  # ZMSE
+            total += np.abs(np.log(b_z2[b] / b_n[b]))
+    return total / n_bins
+
+
+@nb.njit(inline="always")
+def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
+    """Equal-count bins of the expanded weighted sequence (points in binning order)."""
+    n_total = 0
+    for p in range(counts.shape[0]):
+        n_total += counts[p]
+    b_n[:] = 0.0
+    b_e2[:] = 0.0
+    b_u2[:] = 0.0
+    b_z2[:] = 0.0
+    b = 0
+    pos = 0
+    next_start = (n_total * 1) // n_bins
+    for p in range(counts.shape[0]):
+        c = counts[p]
+        while c > 0:
+            while pos >= next_start:
+                b += 1
+                next_start = ((b + 1) * n_total) // n_bins
+            take = min(c, next_start - pos)
+            b_n[b] += take
+            b_e2[b] += take * e2[p]
+            b_u2[b] += take * u2[p]
+            b_z2[b] += take * z2[p]
+            pos += take
+            c -= take
+
+
+@nb.njit(inline="always")
+def _average_ranks(order, tie, counts, rank):
+    """Average ranks (1-based) of the weighted sample; ``tie[k]`` marks ``order[k]`` as tied
+    with ``order[k - 1]``. Points of zero weight get a rank too; it is never used."""
+    m = order.shape[0]
+    below = 0.0
+    k = 0
+    while k < m:
+        end = k + 1
+        while end < m and tie[end]:
+            end += 1
+        group = 0.0
+        for j in range(k, end):
+            group += counts[order[j]]
+        value = below + 0.5 * (group + 1.0)
+        for j in range(k, end):
+            rank[order[j]] = value
+        below += group
+        k = end
+
+
+@nb.njit(inline="always")
+def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
+    _average_ranks(order_u, tie_u, counts, rank_u)
+    _average_ranks(order_e, tie_e, counts, rank_e)
+    n = 0.0
+    for p in range(counts.shape[0]):
+        n += counts[p]
+    centre = 0.5 * (n + 1.0)
+    sab = 0.0
+    saa = 0.0
+    sbb = 0.0
+    for p in range(counts.shape[0]):
+        c = counts[p]
+        if c == 0:
+            continue
+        a = rank_u[p] - centre
+        b = rank_e[p] - centre
+        sab += c * a * b
+        saa += c * a * a
+        sbb += c * b * b
+    return sab / np.sqrt(saa * sbb)
+
+
+@nb.njit(inline="always")
+def _moment_sums(counts, e2, u2, z, z2, lnu2, z_shift, sums):
+    sums[:] = 0.0
+    for p in range(counts.shape[0]):
+        c = counts[p]
+        if c == 0:
+            continue
+        zd = z[p] - z_shift
+        sums[S_N] += c
+        sums[S_E2] += c * e2[p]
+        sums[S_U2] += c * u2[p]
+        sums[S_Z2] += c * z2[p]
+        sums[S_LNU2] += c * lnu2[p]
+        sums[S_ZD] += c * zd
+        sums[S_ZD2] += c * zd * zd
+
+
+@nb.njit(nogil=True, cache=True)
+def evaluate_counts(codes, counts, n_bins, e2, u2, z, z2, lnu2, z_shift,
+                    order_u, tie_u, order_e, tie_e, work, out):
+    """Every statistic of ``codes`` for the sample weighted by ``counts``.
+
+    Arrays are in the order of the binning variable. ``work`` is a scratch tuple
+    ``(sums, b_n, b_e2, b_u2, b_z2, rank_u, rank_e)``.
+    """
+    sums, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
+    have_sums = False
+    have_bins = False
+    for k in range(codes.shape[0]):
+        code = codes[k]
+        if code < N_MOMENT:
+            if not have_sums:
+                _moment_sums(counts, e2, u2, z, z2, lnu2, z_shift, sums)
+                have_sums = True
+            out[k] = _finalize_moment(code, sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
+                                      sums[S_LNU2], sums[S_ZD], sums[S_ZD2], z_shift)
+        elif code == CC:
+            out[k] = _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e)
+        else:
+            if not have_bins:
+                _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2)
+                have_bins = True
+            out[k] = _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2)
+
+
+def make_work(m: int, n_bins: int):
+    """Scratch arrays for :func:`evaluate_counts` (one set per task)."""
+    nb_ = max(n_bins, 1)
+    return (np.zeros(N_SUMS), np.zeros(nb_), np.zeros(nb_), np.zeros(nb_), np.zeros(nb_),
+            np.zeros(m), np.zeros(m))
+
+
+@nb.njit(nogil=True, cache=True)
+def bootstrap_block(key, start, stop, codes, n_bins, e2, u2, z, z2, lnu2, z_shift,
+                    order_u, tie_u, order_e, tie_e, work, out):
+    """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``."""
+    counts = np.empty(e2.shape[0], np.int32)
+    for r in range(start, stop):
+        fill_counts(key, r, counts)
+        evaluate_counts(codes, counts, n_bins, e2, u2, z, z2, lnu2, z_shift,
+                        order_u, tie_u, order_e, tie_e, work, out[r - start])
+
+
+# ----------------------------------------------------------------------------- jackknife
+
+
+@nb.njit(nogil=True, cache=True)
+def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
+    """Leave-one-out values of moment statistics in closed form, O(1) per point."""
+    t_e2 = 0.0
+    t_u2 = 0.0
+    t_z2 = 0.0
+    t_lnu2 = 0.0
+    t_zd = 0.0
+    t_zd2 = 0.0
+    m = e2.shape[0]
+    for p in range(m):
+        zd = z[p] - z_shift
+        t_e2 += e2[p]
+        t_u2 += u2[p]
+        t_z2 += z2[p]
+        t_lnu2 += lnu2[p]
+        t_zd += zd
+        t_zd2 += zd * zd
+    n = m - 1.0
+    for i in range(start, stop):
+        zd = z[i] - z_shift
+        for k in range(codes.shape[0]):
+            out[i - start, k] = _finalize_moment(codes[k], n, t_e2 - e2[i], t_u2 - u2[i],
+                                                 t_z2 - z2[i], t_lnu2 - lnu2[i], t_zd - zd,
+                                                 t_zd2 - zd * zd, z_shift)
+
+
+@nb.njit(nogil=True, cache=True)
+def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
+    """Leave-one-out values of binned statistics, re-binned exactly, O(N) per point.
+
+    With prefix sums over the binning order, bin ``[s, e)`` of the reduced sequence (point
+    ``q`` removed) covers original positions ``[lo, hi)`` minus ``q``.
+    """
+    m = e2.shape[0]
+    p_e2 = np.zeros(m + 1)
+    p_u2 = np.zeros(m + 1)
+    p_z2 = np.zeros(m + 1)
+    for p in range(m):
+        p_e2[p + 1] = p_e2[p] + e2[p]
+        p_u2[p + 1] = p_u2[p] + u2[p]
+        p_z2[p + 1] = p_z2[p] + z2[p]
+    n = m - 1
+    b_n = np.zeros(n_bins)
+    b_e2 = np.zeros(n_bins)
+    b_u2 = np.zeros(n_bins)
+    b_z2 = np.zeros(n_bins)
+    for q in range(start, stop):
+        for b in range(n_bins):
+            s = (b * n) // n_bins
+            e = ((b + 1) * n) // n_bins
+            lo = s if s < q else s + 1
+            hi = e if e <= q else e + 1
+            se2 = p_e2[hi] - p_e2[lo]
+            su2 = p_u2[hi] - p_u2[lo]
+            sz2 = p_z2[hi] - p_z2[lo]
+            if lo <= q < hi:
+                se2 -= e2[q]
+                su2 -= u2[q]
+                sz2 -= z2[q]
+            b_n[b] = e - s
+            b_e2[b] = se2
+            b_u2[b] = su2
+            b_z2[b] = sz2
+        for k in range(codes.shape[0]):
+            out[q - start, k] = _finalize_binned(codes[k], n_bins, b_n, b_e2, b_u2, b_z2)
+
+
+@nb.njit(nogil=True, cache=True)
+def jackknife_spearman(group_u, group_e, rank_u, rank_e, start, stop, out):
+    """Exact leave-one-out Spearman correlations, O(M) per point.
+
+    Removing point ``i`` lowers the average rank of every other point ``j`` by 1 if ``j`` is
+    above ``i``, by 1/2 if tied with it, so the reduced ranks follow from the full ones and the
+    tie-group numbers ``group_*`` without re-sorting.
+    """
+    m = rank_u.shape[0]
+    centre = 0.5 * m  # mean rank of m - 1 points
+    for i in range(start, stop):
+        gu = group_u[i]
+        ge = group_e[i]
+        sab = 0.0
+        saa = 0.0
+        sbb = 0.0
+        for j in range(m):
+            du = 0.5 * ((group_u[j] > gu) + (group_u[j] >= gu))
+            de = 0.5 * ((group_e[j] > ge) + (group_e[j] >= ge))
+            a = rank_u[j] - du - centre
+            b = rank_e[j] - de - centre
+            sab += a * b
+            saa += a * a
+            sbb += b * b
+        # remove the term of j == i (it was computed with du = de = 1/2)
+        a = rank_u[i] - 0.5 - centre
+        b = rank_e[i] - 0.5 - centre
+        sab -= a * b
+        saa -= a * a
+        sbb -= b * b
+        out[i - start] = sab / np.sqrt(saa * sbb)

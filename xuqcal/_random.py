@@ -1,0 +1,201 @@
+"""Counter-based random streams: one independent stream per (seed, purpose, replicate).
+
+Every random draw in xuqcal comes from a stream whose starting state is a function of
+``(seed, purpose, replicate)`` only. A chunk of replicates ``[start, stop)`` therefore draws
+exactly the same numbers whichever task, thread, process or cluster worker computes it, and
+however the ``replicate`` dimension is chunked: determinism does not depend on the scheduler.
+
+The generator is SplitMix64 (Steele, Lea & Flood 2014; the seeding generator recommended for the
+xoshiro family): a Weyl sequence ``s += 0x9E3779B97F4A7C15`` passed through a 64-bit finaliser.
+The per-purpose key is derived from the user's seed with :class:`numpy.random.SeedSequence`
+(``spawn_key=(crc32(purpose), *extra)``), so seeds are hashed by NumPy's well-tested scheme;
+the replicate index is mixed into that key to start the replicate's own stream.
+
+Bounded integers use Lemire's multiply-shift with rejection (exactly uniform); variates are drawn
+with the Marsaglia polar method (normal) and Marsaglia & Tsang (gamma). See ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numba as nb
+import numpy as np
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_S11 = np.uint64(11)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_TWO32 = np.uint64(1 << 32)
+_ONE = np.uint64(1)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+# Codes of the generative distributions understood by the kernels (see xuqcal.generators).
+NORMAL = 0
+STUDENT = 1
+UNIFORM = 2
+LAPLACE = 3
+NORMP = 4
+
+
+def stream_key(seed: int, purpose: str, *extra: int) -> np.uint64:
+    """Derive the 64-bit key of the streams used for one purpose.
+
+    Parameters
+    ----------
+    seed : int
+        The user's seed (a non-negative integer).
+    purpose : str
+        What the draws are for (``"bootstrap"``, ``"reference:t6"``, ...): different purposes
+        get statistically independent streams from the same seed.
+    *extra : int
+        Further non-negative integers that select a sub-family of streams.
+
+    Returns
+    -------
+    numpy.uint64
+
+    Examples
+    --------
+    >>> int(stream_key(0, "bootstrap")) == int(stream_key(0, "bootstrap"))
+    True
+    >>> stream_key(0, "bootstrap") != stream_key(1, "bootstrap")
+    True
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+    sequence = np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(purpose.encode()), *extra))
+    return sequence.generate_state(1, dtype=np.uint64)[0]
+
+
+@nb.njit(inline="always")
+def _mix64(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@nb.njit(inline="always")
+def stream_start(key, replicate):
+    """Starting state of the stream of ``replicate`` under ``key``."""
+    return _mix64(key ^ _mix64(np.uint64(replicate) * _GAMMA + _ONE))
+
+
+@nb.njit(inline="always")
+def next_u64(state):
+    """Next 64 random bits; returns ``(bits, new_state)``."""
+    state = state + _GAMMA
+    return _mix64(state), state
+
+
+@nb.njit(inline="always")
+def next_uniform(state):
+    """Uniform double in the open interval (0, 1); returns ``(u, new_state)``."""
+    bits, state = next_u64(state)
+    return (np.float64(bits >> _S11) + 0.5) * _INV53, state
+
+
+@nb.njit(inline="always")
+def next_below(state, bound):
+    """Uniform integer in ``[0, bound)`` for ``0 < bound < 2**32`` (Lemire, exact)."""
+    b = np.uint64(bound)
+    while True:
+        bits, state = next_u64(state)
+        m = (bits & _LOW32) * b
+        low = m & _LOW32
+        if low >= b or low >= (_TWO32 - b) % b:
+            return np.int64(m >> _S32), state
+
+
+@nb.njit(inline="always")
+def next_normal(state):
+    """Standard normal variate (Marsaglia polar method); returns ``(x, new_state)``."""
+    while True:
+        u, state = next_uniform(state)
+        v, state = next_uniform(state)
+        u = 2.0 * u - 1.0
+        v = 2.0 * v - 1.0
+        s = u * u + v * v
+        if 0.0 < s < 1.0:
+            return u * np.sqrt(-2.0 * np.log(s) / s), state
+
+
+@nb.njit(inline="always")
+def next_gamma(state, shape):
+    """Gamma(shape, 1) variate (Marsaglia & Tsang 2000); returns ``(x, new_state)``."""
+    boost = 1.0
+    if shape < 1.0:
+        u, state = next_uniform(state)
+        boost = u ** (1.0 / shape)
+        shape = shape + 1.0
+    d = shape - 1.0 / 3.0
+    c = 1.0 / np.sqrt(9.0 * d)
+    while True:
+        x, state = next_normal(state)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u, state = next_uniform(state)
+        if np.log(u) < 0.5 * x * x + d - d * v + d * np.log(v):
+            return d * v * boost, state
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_counts(key, replicate, counts):
+    """Bootstrap multiplicities: draw ``len(counts)`` indices with replacement, count each."""
+    n = counts.shape[0]
+    counts[:] = 0
+    state = stream_start(key, replicate)
+    for _ in range(n):
+        j, state = next_below(state, n)
+        counts[j] += 1
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_variates(key, replicate, code, parameter, out):
+    """Fill ``out`` with unit-variance, zero-mean draws of one generative distribution.
+
+    ``code`` is one of NORMAL, STUDENT (``parameter`` = degrees of freedom ν > 2), UNIFORM,
+    LAPLACE, NORMP (``parameter`` = p > 0).
+    """
+    state = stream_start(key, replicate)
+    n = out.shape[0]
+    if code == NORMAL:
+        for i in range(n):
+            out[i], state = next_normal(state)
+    elif code == STUDENT:
+        scale = np.sqrt((parameter - 2.0) / parameter)
+        for i in range(n):
+            x, state = next_normal(state)
+            g, state = next_gamma(state, 0.5 * parameter)
+            out[i] = scale * x / np.sqrt(g / (0.5 * parameter))
+    elif code == UNIFORM:
+        root3 = np.sqrt(3.0)
+        for i in range(n):
+            u, state = next_uniform(state)
+            out[i] = root3 * (2.0 * u - 1.0)
+    elif code == LAPLACE:
+        b = 1.0 / np.sqrt(2.0)
+        for i in range(n):
+            u, state = next_uniform(state)
+            d = u - 0.5
+            out[i] = -b * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d))
+    elif code == NORMP:
+        p = parameter
+        # |X|^p / p ~ Gamma(1/p); Var(X) = p^(2/p) Γ(3/p) / Γ(1/p)
+        log_var = (2.0 / p) * np.log(p) + math.lgamma(3.0 / p) - math.lgamma(1.0 / p)
+        scale = np.exp(-0.5 * log_var)
+        for i in range(n):
+            g, state = next_gamma(state, 1.0 / p)
+            u, state = next_uniform(state)
+            sign = 1.0 if u < 0.5 else -1.0
+            out[i] = sign * scale * (p * g) ** (1.0 / p)
+    else:
+        raise ValueError("unknown generator code")

@@ -1,0 +1,57 @@
+"""The ``.uqcal`` accessor: a thin facade over the module functions.
+
+Importing :mod:`xuqcal` registers it on :class:`xarray.Dataset`. Each method validates the data
+set once (:func:`xuqcal.io.validate_dataset`) and delegates to a function that takes and returns
+xarray objects, usable without the accessor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import xarray as xr
+
+from xuqcal import io, resampling, validation
+from xuqcal import statistics as _statistics
+
+
+@xr.register_dataset_accessor("uqcal")
+class UQCalAccessor:
+    """Calibration statistics, bootstrap intervals and validation of ``E`` and ``uE``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
+    >>> ds.uqcal.stats(["zms"]).statistic.values.tolist()
+    ['zms']
+    """
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    def _checked(self, E: str = "E", uE: str = "uE") -> xr.Dataset:
+        return io.validate_dataset(self._ds, E=E, uE=uE)
+
+    def stats(self, statistics: str | Iterable[str] | None = ("zms", "rce"), *,
+              n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE") -> xr.DataArray:
+        """Point estimates over ``statistic``; see :func:`xuqcal.statistics.stats`."""
+        return _statistics.stats(self._checked(), statistics, n_bins=n_bins, by=by)
+
+    def bootstrap(self, statistics: str | Iterable[str] = ("zms", "rce"), *, n: int = 10_000,
+                  method: str = "bca", level: float = 0.95, seed: int = 0,
+                  chunks: int | Sequence[int] | None = None,
+                  n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
+                  keep_replicates: bool = False) -> xr.Dataset:
+        """Lazy bootstrap intervals; see :func:`xuqcal.resampling.bootstrap`."""
+        return resampling.bootstrap(self._checked(), statistics, n=n, method=method,
+                                    level=level, seed=seed, chunks=chunks, n_bins=n_bins, by=by,
+                                    keep_replicates=keep_replicates)
+
+    def validate(self, statistics: str | Iterable[str] = validation.DEFAULT_STATISTICS, *,
+                 n_boot: int = 10_000, level: float = 0.95, seed: int = 0,
+                 n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
+                 chunks: int | Sequence[int] | None = None) -> xr.Dataset:
+        """ζ-scores and verdicts; see :func:`xuqcal.validation.validate`."""
+        return validation.validate(self._checked(), statistics, n_boot=n_boot, level=level,
+                                   seed=seed, n_bins=n_bins, by=by, chunks=chunks)
