@@ -65,7 +65,7 @@ def stream_key(seed: int, purpose: str, *extra: int) -> np.uint64:
     --------
     >>> int(stream_key(0, "bootstrap")) == int(stream_key(0, "bootstrap"))
     True
-    >>> stream_key(0, "bootstrap") != stream_key(1, "bootstrap")
+    >>> bool(stream_key(0, "bootstrap") != stream_key(1, "bootstrap"))
     True
     """
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:

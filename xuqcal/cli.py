@@ -164,6 +164,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.output is not None:
         paths = {name: args.output / f"demo_{name}.nc" for name in cases}
         _check_writable(list(paths.values()), args.overwrite)
+    print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
+          "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
     with compute_context(args):
         for name, ds in cases.items():
             result = _run_validation(ds, args, titles[name])

@@ -177,7 +177,7 @@ def wilson_interval(successes, n, level: float = 0.95, *, continuity: bool = Tru
     --------
     >>> lo, hi = wilson_interval(85, 100)
     >>> round(float(lo), 4), round(float(hi), 4)
-    (0.7617, 0.9096)
+    (0.7615, 0.9109)
     """
     level = check_level(level)
     x = np.asarray(successes, dtype=np.float64)

@@ -1,0 +1,93 @@
+"""The xuqcal command."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+import xuqcal
+from xuqcal.cli import main
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    ds = xuqcal.synthetic.nig(800, nu=6, seed=5)
+    frame = pd.DataFrame({"y": np.linspace(0, 1, 800), "err": ds.E.values,
+                          "var": ds.uE.values**2})
+    frame["y_pred"] = frame.y - frame.err
+    frame.loc[3, "var"] = 0.0  # a row the where filter removes
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+ARGS = ["--E", "y - y_pred", "--uE", "sqrt(var)", "--where", "uE > 0", "--n-boot", "500",
+        "--no-progress"]
+
+
+def test_validate_prints_table_and_writes_netcdf(csv_file, tmp_path, capsys):
+    out = tmp_path / "result.nc"
+    assert main(["validate", str(csv_file), *ARGS, "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "M = 799" in printed and "zeta" in printed and "verdict" in printed
+    for key in ("zms", "rce", "zm", "zv", "nll"):
+        assert f"\n{key} " in printed
+    with xr.open_dataset(out) as result:
+        assert result.attrs["where"] == "uE > 0"
+        assert result.attrs["n_replicates"] == 500
+        assert result.sizes["statistic"] == 5
+
+
+def test_validate_refuses_to_overwrite(csv_file, tmp_path, capsys):
+    out = tmp_path / "result.nc"
+    out.write_text("precious")
+    assert main(["validate", str(csv_file), *ARGS, "-o", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert out.read_text() == "precious"
+    assert main(["validate", str(csv_file), *ARGS, "-o", str(out), "--overwrite"]) == 0
+    with xr.open_dataset(out) as result:
+        assert "zeta" in result
+
+
+def test_validate_reports_bad_input(csv_file, capsys):
+    args = [a for a in ARGS if a not in ("--where", "uE > 0")]
+    assert main(["validate", str(csv_file), *args]) == 2
+    assert "uE: 1 of 800 values are not positive" in capsys.readouterr().err
+    assert main(["validate", str(csv_file), "--E", "y - nope", "--uE", "var"]) == 2
+    assert "unknown name 'nope'" in capsys.readouterr().err
+
+
+def test_statistics_option(csv_file, capsys):
+    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence"]) == 0
+    assert "no predefined reference" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["validate", str(csv_file), *ARGS, "--statistics", "zms,bogus"])
+
+
+def test_demo(tmp_path, capsys):
+    assert main(["demo", "--n-boot", "500", "--size", "2000", "-o", str(tmp_path / "d"),
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "calibrated" in printed and "20% too small" in printed
+    miscalibrated = xr.open_dataset(tmp_path / "d" / "demo_miscalibrated.nc")
+    assert miscalibrated.verdict.sel(statistic="zms") == "fail"
+    miscalibrated.close()
+
+
+def test_demo_on_a_distributed_cluster(capsys):
+    pytest.importorskip("distributed")
+    assert main(["demo", "--n-boot", "300", "--size", "1000", "--workers", "2"]) == 0
+    assert "dask.distributed" in capsys.readouterr().err
+
+
+def test_installed_entry_point():
+    exe = shutil.which("xuqcal")
+    command = [exe] if exe else [sys.executable, "-m", "xuqcal.cli"]
+    done = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"xuqcal {xuqcal.__version__}"

@@ -1,0 +1,60 @@
+"""Published numbers of TARGETS.md reproduced on ../shared/data (average calibration).
+
+Tolerances follow from the noise: the estimates are deterministic (rounding of the published
+value only); a BCa bound from 10 000 replicates has a Monte Carlo sd of ~0.7 % of the interval
+width, so a bound must agree within 0.01 (as TARGETS.md says) plus the published rounding; ζ
+inherits the bound's noise through its denominator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xuqcal
+
+# set: (ZMS, ZMS lo, ZMS hi, ζ_ZMS, RCE, RCE lo, RCE hi, ζ_RCE), as published
+AVERAGE_CALIBRATION = {
+    1: (0.960, 0.867, 1.10, -0.28, 0.0186, -0.0209, 0.0542, 0.47),
+    2: (0.885, 0.803, 0.995, -1.05, -0.0387, -0.107, 0.0193, -0.67),
+    3: (1.120, 1.05, 1.20, 1.67, -0.00748, -0.0524, 0.0400, -0.16),
+    7: (0.972, 0.936, 1.01, -0.71, -0.264, -0.685, -0.0028, -1.01),
+}
+BOUND_TOLERANCE = 0.01
+
+
+def _half_unit(published: float) -> float:
+    """Half a unit in the last published digit (3 significant digits in TARGETS.md)."""
+    text = f"{published:.3g}"
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return 0.5 * 10.0**-decimals
+
+
+@pytest.fixture(scope="module")
+def validated(load_set):
+    return {k: xuqcal.validate(load_set(k), ["zms", "rce"], n_boot=10_000, seed=0)
+            for k in AVERAGE_CALIBRATION}
+
+
+@pytest.mark.parametrize("k", sorted(AVERAGE_CALIBRATION))
+@pytest.mark.parametrize("key", ["zms", "rce"])
+def test_average_calibration_table(validated, k, key):
+    published = AVERAGE_CALIBRATION[k]
+    estimate, lo, hi, z = published[:4] if key == "zms" else published[4:]
+    r = validated[k].sel(statistic=key)
+    assert r.estimate.item() == pytest.approx(estimate, abs=_half_unit(estimate) + 1e-12)
+    assert r.ci_low.item() == pytest.approx(lo, abs=BOUND_TOLERANCE + _half_unit(lo))
+    assert r.ci_high.item() == pytest.approx(hi, abs=BOUND_TOLERANCE + _half_unit(hi))
+    # ζ = Δ / width with width the distance to the bound on the reference's side: a shift δ of
+    # that bound changes ζ by |ζ| δ / width
+    width = abs(r.estimate.item() - (hi if r.estimate.item() <= r.reference.item() else lo))
+    tolerance = abs(z) * (BOUND_TOLERANCE + _half_unit(hi)) / width + 0.005
+    assert r.zeta.sel(scheme="BS").item() == pytest.approx(z, abs=tolerance)
+    if abs(abs(z) - 1) > tolerance:  # the verdict is decided beyond the noise
+        assert str(r.verdict.values) == ("pass" if abs(z) <= 1 else "fail")
+
+
+def test_zms_of_every_shared_set_is_finite(load_set):
+    for k in range(1, 10):
+        value = xuqcal.stats(load_set(k), ["zms", "rce", "cc", "ence", "zmse"])
+        assert np.isfinite(value.values).all(), k

@@ -1,0 +1,96 @@
+"""The registry, labelled point estimates and descriptive statistics."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+from naive import naive_statistics
+from scipy.stats.mstats import hdquantiles
+
+import xuqcal
+from xuqcal.statistics import STATISTICS, get_statistics
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = xuqcal.synthetic.nig(3000, nu=4, seed=8)
+    return ds.assign(X=("sample", np.random.default_rng(0).integers(0, 9, 3000).astype(float)))
+
+
+def test_registry_metadata():
+    assert set(STATISTICS) == {"mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll",
+                               "cc", "ence", "uce", "zmse"}
+    refs = {k: s.reference for k, s in STATISTICS.items() if s.reference is not None}
+    assert refs == {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
+    assert STATISTICS["nll"].has_reference and not STATISTICS["cc"].has_reference
+    uE = np.array([0.5, 2.0])
+    assert STATISTICS["nll"].reference_value(uE) == pytest.approx(
+        0.5 * (1 + np.mean(np.log(uE**2)) + np.log(2 * np.pi)))
+    assert np.isnan(STATISTICS["ence"].reference_value())
+
+
+def test_stats_is_labelled_and_correct(data):
+    keys = list(STATISTICS)
+    values = data.uqcal.stats(keys, n_bins=15)
+    assert values.dims == ("statistic",)
+    assert values.statistic.values.tolist() == keys
+    assert values.attrs["n_bins"] == 15 and values.attrs["by"] == "uE"
+    want = naive_statistics(data.E.values, data.uE.values, 15)
+    np.testing.assert_allclose(values.values, [want[k] for k in keys], rtol=1e-10)
+
+
+def test_stats_binned_on_a_feature(data):
+    values = xuqcal.stats(data, ["ence", "zmse"], n_bins=10, by="X")
+    want = naive_statistics(data.E.values, data.uE.values, 10, by=data.X.values)
+    np.testing.assert_allclose(values.values, [want["ence"], want["zmse"]], rtol=1e-12)
+
+
+def test_stats_lazy_for_any_sample_chunks(data):
+    lazy = data.chunk({"sample": 700})
+    values = xuqcal.stats(lazy, ["zms", "cc", "ence"])
+    assert isinstance(values.data, dask.array.Array)
+    xr.testing.assert_identical(values.compute(), xuqcal.stats(data, ["zms", "cc", "ence"]))
+
+
+def test_stats_keeps_extra_dimensions():
+    sets = [xuqcal.synthetic.nig(500, nu=6, seed=1, replicate=r) for r in range(3)]
+    stacked = xr.concat(sets, dim="replicate")
+    values = xuqcal.stats(stacked, ["zms", "ence"], n_bins=5)
+    assert values.dims == ("replicate", "statistic")
+    for r, ds in enumerate(sets):
+        np.testing.assert_array_equal(values.isel(replicate=r),
+                                      xuqcal.stats(ds, ["zms", "ence"], n_bins=5))
+
+
+def test_errors(data):
+    with pytest.raises(ValueError, match=r"unknown statistic 'ZMS'.*known statistics are"):
+        data.uqcal.stats(["ZMS"])
+    with pytest.raises(ValueError, match="listed twice"):
+        get_statistics(["zms", "zms"])
+    with pytest.raises(ValueError, match="n_bins=2000 needs at least 4000 points"):
+        data.uqcal.stats(["ence"], n_bins=2000)
+    with pytest.raises(ValueError, match="n_bins: expected a positive integer"):
+        data.uqcal.stats(["ence"], n_bins=0)
+    with pytest.raises(ValueError, match="binning variable 'Y'"):
+        data.uqcal.stats(["ence"], by="Y")
+
+
+def test_accessor_validates_input():
+    bad = xr.Dataset({"E": ("sample", [1.0, np.nan, 0.5]), "uE": ("sample", [1.0, 1.0, -1.0])})
+    with pytest.raises(ValueError, match=r"E: 1 of 3 values are NaN") as info:
+        bad.uqcal.stats(["zms"])
+    assert "uE: 1 of 3 values are not positive" in str(info.value)
+
+
+def test_beta_gm_and_kappa_cs_definitions():
+    x = np.random.default_rng(1).gamma(2.0, size=5000)
+    med = hdquantiles(x, prob=[0.5])[0]
+    assert xuqcal.beta_gm(x) == pytest.approx((x.mean() - med) / np.mean(np.abs(x - med)))
+    q = hdquantiles(x, prob=[0.025, 0.25, 0.75, 0.975])
+    assert xuqcal.kappa_cs(x) == pytest.approx((q[3] - q[0]) / (q[2] - q[1]) - 2.91)
+    assert xuqcal.beta_gm(x) > 0.1  # right-skewed
+    normal = np.random.default_rng(2).standard_normal(50_000)
+    assert abs(xuqcal.beta_gm(normal)) < 0.02
+    assert abs(xuqcal.kappa_cs(normal)) < 0.05
