@@ -80,3 +80,21 @@ def test_codes_are_unique_and_cover_registry():
     assert sorted(codes) == list(range(len(codes)))
     assert {s.key for s in STATISTICS.values() if s.needs_bins} == {"ence", "uce", "zmse"}
     assert all((s.code < K.N_MOMENT) == (s.kind == "moment") for s in STATISTICS.values())
+
+
+@pytest.mark.parametrize("keys", [["zms", "rce", "zv", "nll"], ALL])
+def test_bootstrap_block_is_counts_of_its_stream(keys):
+    """Replicate r of a block == the statistics of fill_counts(key, r) (same resample)."""
+    from xuqcal import _random
+
+    E, uE = _data(5, 400, ties=True)
+    prepared = PreparedData.from_arrays(E, uE, n_bins=8)
+    codes = codes_of(get_statistics(keys))
+    key = _random.stream_key(4, "bootstrap")
+    out = np.empty((6, len(codes)))
+    K.bootstrap_block(key, 10, 16, codes, 8, *prepared.kernel_arrays(),
+                      K.make_work(400, 8), out)
+    counts = np.empty(400, dtype=np.int32)
+    for i, r in enumerate(range(10, 16)):
+        _random.fill_counts(key, r, counts)
+        np.testing.assert_allclose(out[i], prepared.evaluate(codes, counts), rtol=1e-12)

@@ -26,7 +26,7 @@ import math
 import numba as nb
 import numpy as np
 
-from xuqcal._random import fill_counts
+from xuqcal._random import fill_variates, next_below, stream_start
 
 # Statistic codes (the registry in xuqcal.statistics maps keys to these).
 MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
@@ -158,38 +158,54 @@ def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
 
 
 @nb.njit(inline="always")
-def _moment_sums(counts, e2, u2, z, z2, lnu2, z_shift, sums):
-    sums[:] = 0.0
+def _moment_sums(counts, packed, sums):
+    """Weighted sums of the packed per-point moment columns (branch-free)."""
+    s_n = 0.0
+    s_e2 = 0.0
+    s_u2 = 0.0
+    s_z2 = 0.0
+    s_lnu2 = 0.0
+    s_zd = 0.0
+    s_zd2 = 0.0
     for p in range(counts.shape[0]):
-        c = counts[p]
-        if c == 0:
-            continue
-        zd = z[p] - z_shift
-        sums[S_N] += c
-        sums[S_E2] += c * e2[p]
-        sums[S_U2] += c * u2[p]
-        sums[S_Z2] += c * z2[p]
-        sums[S_LNU2] += c * lnu2[p]
-        sums[S_ZD] += c * zd
-        sums[S_ZD2] += c * zd * zd
+        c = np.float64(counts[p])
+        s_n += c
+        s_e2 += c * packed[p, 0]
+        s_u2 += c * packed[p, 1]
+        s_z2 += c * packed[p, 2]
+        s_lnu2 += c * packed[p, 3]
+        s_zd += c * packed[p, 4]
+        s_zd2 += c * packed[p, 5]
+    _store_sums(sums, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2)
 
 
-@nb.njit(nogil=True, cache=True)
-def evaluate_counts(codes, counts, n_bins, e2, u2, z, z2, lnu2, z_shift,
-                    order_u, tie_u, order_e, tie_e, work, out):
-    """Every statistic of ``codes`` for the sample weighted by ``counts``.
+@nb.njit(inline="always")
+def _store_sums(sums, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2):
+    sums[S_N] = s_n
+    sums[S_E2] = s_e2
+    sums[S_U2] = s_u2
+    sums[S_Z2] = s_z2
+    sums[S_LNU2] = s_lnu2
+    sums[S_ZD] = s_zd
+    sums[S_ZD2] = s_zd2
 
-    Arrays are in the order of the binning variable. ``work`` is a scratch tuple
-    ``(sums, b_n, b_e2, b_u2, b_z2, rank_u, rank_e)``.
-    """
-    sums, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
-    have_sums = False
+
+def pack_moments(e2, u2, z, z2, lnu2, z_shift):
+    """Per-point moment columns in one row-major array: one cache line per drawn point."""
+    zd = z - z_shift
+    return np.ascontiguousarray(np.stack([e2, u2, z2, lnu2, zd, zd * zd], axis=1))
+
+
+@nb.njit(inline="always")
+def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shift,
+              order_u, tie_u, order_e, tie_e, work, out):
+    _, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
     have_bins = False
     for k in range(codes.shape[0]):
         code = codes[k]
         if code < N_MOMENT:
             if not have_sums:
-                _moment_sums(counts, e2, u2, z, z2, lnu2, z_shift, sums)
+                _moment_sums(counts, packed, sums)
                 have_sums = True
             out[k] = _finalize_moment(code, sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
                                       sums[S_LNU2], sums[S_ZD], sums[S_ZD2], z_shift)
@@ -202,6 +218,19 @@ def evaluate_counts(codes, counts, n_bins, e2, u2, z, z2, lnu2, z_shift,
             out[k] = _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2)
 
 
+@nb.njit(nogil=True, cache=True)
+def evaluate_counts(codes, counts, n_bins, packed, e2, u2, z2, z_shift,
+                    order_u, tie_u, order_e, tie_e, work, out):
+    """Every statistic of ``codes`` for the sample weighted by ``counts``.
+
+    Arrays are in the order of the binning variable; ``packed`` holds the moment columns
+    (:func:`pack_moments`). ``work`` is a scratch tuple
+    ``(sums, b_n, b_e2, b_u2, b_z2, rank_u, rank_e)`` (:func:`make_work`).
+    """
+    _evaluate(codes, counts, work[0], False, n_bins, packed, e2, u2, z2, z_shift,
+              order_u, tie_u, order_e, tie_e, work, out)
+
+
 def make_work(m: int, n_bins: int):
     """Scratch arrays for :func:`evaluate_counts` (one set per task)."""
     nb_ = max(n_bins, 1)
@@ -210,14 +239,90 @@ def make_work(m: int, n_bins: int):
 
 
 @nb.njit(nogil=True, cache=True)
-def bootstrap_block(key, start, stop, codes, n_bins, e2, u2, z, z2, lnu2, z_shift,
+def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
                     order_u, tie_u, order_e, tie_e, work, out):
-    """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``."""
-    counts = np.empty(e2.shape[0], np.int32)
+    """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
+
+    Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`). Moment sums
+    are accumulated while drawing; multiplicities are counted only when a binned or rank
+    statistic needs them.
+    """
+    m = e2.shape[0]
+    need_counts = False
+    for k in range(codes.shape[0]):
+        if codes[k] >= N_MOMENT:
+            need_counts = True
+    # only the moment columns the requested statistics use are gathered per draw (each column
+    # is summed in draw order, so a value does not depend on which other statistics are asked)
+    columns = _moment_columns(codes)
+    n_columns = columns.shape[0]
+    compact = np.zeros((m, max(n_columns, 1)))  # at least one column: read unconditionally
+    for i in range(m):
+        for c in range(n_columns):
+            compact[i, c] = packed[i, columns[c]]
+    accumulated = np.zeros(6)
+    column_sums = np.zeros(6)
+    counts = np.zeros(m if need_counts else 0, np.int32)
+    sums = work[0]
     for r in range(start, stop):
-        fill_counts(key, r, counts)
-        evaluate_counts(codes, counts, n_bins, e2, u2, z, z2, lnu2, z_shift,
-                        order_u, tie_u, order_e, tie_e, work, out[r - start])
+        state = stream_start(key, r)
+        if need_counts:
+            counts[:] = 0
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        a4 = 0.0
+        a5 = 0.0
+        for _ in range(m):
+            j, state = next_below(state, m)
+            if need_counts:
+                counts[j] += 1
+            a0 += compact[j, 0]
+            if n_columns > 1:
+                a1 += compact[j, 1]
+                if n_columns > 2:
+                    a2 += compact[j, 2]
+                    if n_columns > 3:
+                        a3 += compact[j, 3]
+                        if n_columns > 4:
+                            a4 += compact[j, 4]
+                            if n_columns > 5:
+                                a5 += compact[j, 5]
+        accumulated[0] = a0
+        accumulated[1] = a1
+        accumulated[2] = a2
+        accumulated[3] = a3
+        accumulated[4] = a4
+        accumulated[5] = a5
+        column_sums[:] = 0.0
+        for c in range(n_columns):
+            column_sums[columns[c]] = accumulated[c]
+        _store_sums(sums, np.float64(m), column_sums[0], column_sums[1], column_sums[2],
+                    column_sums[3], column_sums[4], column_sums[5])
+        _evaluate(codes, counts, sums, n_columns > 0, n_bins, packed, e2, u2, z2, z_shift,
+                  order_u, tie_u, order_e, tie_e, work, out[r - start])
+
+
+@nb.njit(inline="always")
+def _moment_columns(codes):
+    """Columns of :func:`pack_moments` (e2, u2, z2, lnu2, zd, zd2) used by ``codes``."""
+    used = np.zeros(6, np.bool_)
+    for k in range(codes.shape[0]):
+        code = codes[k]
+        if code == MSE or code == RMSE or code == RCE:
+            used[0] = True
+        if code == MV or code == RMV or code == RCE:
+            used[1] = True
+        if code == ZMS or code == NLL:
+            used[2] = True
+        if code == NLL:
+            used[3] = True
+        if code == ZM or code == ZV:
+            used[4] = True
+        if code == ZV:
+            used[5] = True
+    return np.flatnonzero(used)
 
 
 # ----------------------------------------------------------------------------- jackknife
@@ -322,3 +427,91 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, start, stop, out):
         saa -= a * a
         sbb -= b * b
         out[i - start] = sab / np.sqrt(saa * sbb)
+
+
+# ----------------------------------------------------------------------- simulated references
+
+_RADIX_BITS = 11
+_RADIX_SIZE = 1 << _RADIX_BITS
+_RADIX_MASK = np.uint64(_RADIX_SIZE - 1)
+
+
+@nb.njit(inline="always")
+def _radix_argsort(keys, order, buffer, histogram):
+    """Stable LSD radix argsort of non-negative float64 values viewed as uint64 ``keys``.
+
+    Passes whose digit is the same for every key (typically the exponent bits) are skipped.
+    Returns the array (``order`` or ``buffer``) that holds the sorting permutation.
+    """
+    m = keys.shape[0]
+    for i in range(m):
+        order[i] = i
+    for shift in range(0, 64, _RADIX_BITS):
+        s = np.uint64(shift)
+        histogram[:] = 0
+        for i in range(m):
+            histogram[((keys[i] >> s) & _RADIX_MASK) + 1] += 1
+        if histogram[((keys[0] >> s) & _RADIX_MASK) + 1] == m:
+            continue
+        for d in range(_RADIX_SIZE):
+            histogram[d + 1] += histogram[d]
+        for i in range(m):
+            p = order[i]
+            d = (keys[p] >> s) & _RADIX_MASK
+            buffer[histogram[d]] = p
+            histogram[d] += 1
+        order, buffer = buffer, order
+    return order
+
+
+@nb.njit(nogil=True, cache=True)
+def simulate_block(key, generator_code, generator_parameter, start, stop, codes, n_bins, uE,
+                   u2, lnu2, order_u, tie_u, work, out):
+    """Statistics of synthetic error sets ``E~ = uE * eps``, ``eps ~ D``, for replicates
+    ``start .. stop - 1`` (the uncertainties and their binning order are kept)."""
+    m = uE.shape[0]
+    need_cc = False
+    for k in range(codes.shape[0]):
+        if codes[k] == CC:
+            need_cc = True
+    eps = np.empty(m)
+    e2 = np.empty(m)
+    z2 = np.empty(m)
+    counts = np.ones(m, np.int32)
+    abs_e = np.empty(m if need_cc else 0)
+    keys = abs_e.view(np.uint64)  # non-negative doubles sort like their bit patterns
+    order_a = np.empty(m if need_cc else 0, np.int64)
+    order_b = np.empty(m if need_cc else 0, np.int64)
+    histogram = np.empty(_RADIX_SIZE + 1, np.int64)
+    tie_e = np.zeros(m if need_cc else 0, np.bool_)
+    order_e = order_a
+    dummy_packed = np.empty((0, 6))
+    sums = work[0]
+    s_u2 = 0.0
+    s_lnu2 = 0.0
+    for i in range(m):
+        s_u2 += u2[i]
+        s_lnu2 += lnu2[i]
+    for r in range(start, stop):
+        fill_variates(key, r, generator_code, generator_parameter, eps)
+        s_e2 = 0.0
+        s_z2 = 0.0
+        s_z = 0.0
+        for i in range(m):
+            x = eps[i]
+            e = uE[i] * x
+            e2[i] = e * e
+            z2[i] = x * x
+            s_e2 += e * e
+            s_z2 += x * x
+            s_z += x
+            if need_cc:
+                abs_e[i] = np.abs(e)
+        # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
+        _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
+        if need_cc:
+            order_e = _radix_argsort(keys, order_a, order_b, histogram)
+            for k in range(1, m):
+                tie_e[k] = keys[order_e[k]] == keys[order_e[k - 1]]
+        _evaluate(codes, counts, sums, True, n_bins, dummy_packed, e2, u2, z2, 0.0,
+                  order_u, tie_u, order_e, tie_e, work, out[r - start])

@@ -166,6 +166,7 @@ class PreparedData:
     tie_e: np.ndarray
     n_bins: int
     by: str
+    packed: np.ndarray
 
     @property
     def size(self) -> int:
@@ -200,24 +201,26 @@ class PreparedData:
         order_u = np.argsort(uE, kind="stable")
         absE = np.abs(E)
         order_e = np.argsort(absE, kind="stable")
+        e2, u2, z2, lnu2, z_shift = E * E, uE * uE, z * z, np.log(uE * uE), float(np.mean(z))
         return cls(
-            e2=E * E,
-            u2=uE * uE,
+            e2=e2,
+            u2=u2,
             z=z,
-            z2=z * z,
-            lnu2=np.log(uE * uE),
-            z_shift=float(np.mean(z)),
+            z2=z2,
+            lnu2=lnu2,
+            z_shift=z_shift,
             order_u=order_u,
             tie_u=_tie_flags(uE[order_u]),
             order_e=order_e,
             tie_e=_tie_flags(absE[order_e]),
             n_bins=int(n_bins),
             by=by,
+            packed=K.pack_moments(e2, u2, z, z2, lnu2, z_shift),
         )
 
     def kernel_arrays(self) -> tuple:
         """Positional arguments shared by the kernels after ``codes, counts, n_bins``."""
-        return (self.e2, self.u2, self.z, self.z2, self.lnu2, self.z_shift,
+        return (self.packed, self.e2, self.u2, self.z2, self.z_shift,
                 self.order_u, self.tie_u, self.order_e, self.tie_e)
 
     def evaluate(self, codes: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
