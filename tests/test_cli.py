@@ -28,20 +28,22 @@ def csv_file(tmp_path):
 
 
 ARGS = ["--E", "y - y_pred", "--uE", "sqrt(var)", "--where", "uE > 0", "--n-boot", "500",
-        "--no-progress"]
+        "--n-mc", "300", "--no-progress"]
 
 
 def test_validate_prints_table_and_writes_netcdf(csv_file, tmp_path, capsys):
     out = tmp_path / "result.nc"
     assert main(["validate", str(csv_file), *ARGS, "-o", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "M = 799" in printed and "zeta" in printed and "verdict" in printed
-    for key in ("zms", "rce", "zm", "zv", "nll"):
+    assert "M = 799" in printed and "verdict" in printed
+    assert "ζ_BS" in printed and "ζ_SimN" in printed and "ζ_Sim2T" in printed
+    for key in ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse"):
         assert f"\n{key} " in printed
     with xr.open_dataset(out) as result:
         assert result.attrs["where"] == "uE > 0"
         assert result.attrs["n_replicates"] == 500
-        assert result.sizes["statistic"] == 5
+        assert result.sizes["statistic"] == 8
+        assert result.attrs["n_mc"] == 300
 
 
 def test_validate_refuses_to_overwrite(csv_file, tmp_path, capsys):
@@ -63,16 +65,20 @@ def test_validate_reports_bad_input(csv_file, capsys):
     assert "unknown name 'nope'" in capsys.readouterr().err
 
 
-def test_statistics_option(csv_file, capsys):
-    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence"]) == 0
-    assert "no predefined reference" in capsys.readouterr().out
+def test_statistics_and_generator_options(csv_file, capsys):
+    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
+                 "--generators", "normal,uniform", "--known-generator", "normal"]) == 0
+    printed = capsys.readouterr().out
+    assert "ζ_Sim[uniform]" in printed and "(SimN)" in printed
     with pytest.raises(SystemExit):
         main(["validate", str(csv_file), *ARGS, "--statistics", "zms,bogus"])
+    with pytest.raises(SystemExit):
+        main(["validate", str(csv_file), *ARGS, "--generators", "normal,t2"])
 
 
 def test_demo(tmp_path, capsys):
-    assert main(["demo", "--n-boot", "500", "--size", "2000", "-o", str(tmp_path / "d"),
-                 "--no-progress"]) == 0
+    assert main(["demo", "--n-boot", "500", "--n-mc", "300", "--size", "2000", "-o",
+                 str(tmp_path / "d"), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "calibrated" in printed and "20% too small" in printed
     miscalibrated = xr.open_dataset(tmp_path / "d" / "demo_miscalibrated.nc")
@@ -82,7 +88,8 @@ def test_demo(tmp_path, capsys):
 
 def test_demo_on_a_distributed_cluster(capsys):
     pytest.importorskip("distributed")
-    assert main(["demo", "--n-boot", "300", "--size", "1000", "--workers", "2"]) == 0
+    assert main(["demo", "--n-boot", "300", "--n-mc", "200", "--size", "1000",
+                 "--workers", "2"]) == 0
     assert "dask.distributed" in capsys.readouterr().err
 
 

@@ -88,3 +88,20 @@ def test_streams_depend_only_on_seed_purpose_replicate():
 def test_bad_seeds(seed):
     with pytest.raises(ValueError, match="seed"):
         _random.stream_key(seed, "bootstrap")
+
+
+def test_stale_kernel_caches_are_removed(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "__pycache__").mkdir(parents=True)
+    for name in _random.KERNEL_MODULES:
+        (package / name).write_text("")
+    cache = package / "__pycache__" / "k.nbi"
+    cache.write_text("")
+    import os
+
+    os.utime(cache, (1, 1))  # older than the sources
+    assert _random.invalidate_stale_kernel_caches(package) == 1
+    assert not cache.exists()
+    cache.write_text("")  # newer than the sources: kept
+    assert _random.invalidate_stale_kernel_caches(package) == 0
+    assert cache.exists()

@@ -1,71 +1,155 @@
-"""Validation against predefined references (the BS scheme)."""
+"""Validation: ζ-scores per scheme (BS, Sim, Sim2) and the recommended workflow."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import xuqcal
-from xuqcal.validation import summary_table
+from xuqcal.intervals import wilson_interval
+from xuqcal.validation import NOT_USABLE, summary_table
+
+KEYS = ["zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse"]
 
 
 @pytest.fixture(scope="module")
 def result():
     ds = xuqcal.synthetic.nig(4000, nu=6, seed=12, uE_scale=0.9)
-    return ds, xuqcal.validate(ds, ["zms", "rce", "zm", "zv", "nll", "ence"], n_boot=2000)
+    return ds, xuqcal.validate(ds, KEYS, n_boot=2000, n_mc=2000)
 
 
 def test_structure(result):
     _, v = result
-    assert v.zeta.dims == ("statistic", "scheme")
-    assert v.scheme.values.tolist() == ["BS"]
-    for name in ("estimate", "bias", "se", "ci_low", "ci_high", "verdict", "verdict_scheme"):
+    assert v.scheme.values.tolist() == ["BS", "SimN", "SimT", "Sim2N", "Sim2T"]
+    assert v.scheme_generator.values.tolist() == ["", "normal", "t6", "normal", "t6"]
+    for name in ("estimate", "bias", "se", "ci_low", "ci_high", "verdict", "verdict_scheme",
+                 "generator_sensitive"):
         assert v[name].dims == ("statistic",)
     for name in ("reference", "u_ref", "zeta", "valid"):
         assert v[name].dims == ("statistic", "scheme")
-    assert v.attrs["n_replicates"] == 2000 and v.attrs["method"] == "bca"
+    for name in ("sim_mean", "sim_se", "sim_q025", "sim_q975"):
+        assert v[name].dims == ("statistic", "generator")
+    assert v.attrs["n_replicates"] == 2000 and v.attrs["n_mc"] == 2000
 
 
-def test_references_and_zeta(result):
+def test_bs_scheme(result):
     ds, v = result
     bs = v.sel(scheme="BS")
     ref = bs.reference.to_series()
     assert ref[["zms", "rce", "zm", "zv"]].tolist() == [1.0, 0.0, 0.0, 1.0]
     uE = ds.uE.values
     assert ref["nll"] == pytest.approx(0.5 * (1 + np.mean(np.log(uE**2)) + np.log(2 * np.pi)))
-    assert np.isnan(ref["ence"]) and np.isnan(bs.zeta.sel(statistic="ence"))
-    want = xuqcal.zeta(v.estimate, bs.reference, v.ci_low, v.ci_high)
-    np.testing.assert_allclose(bs.zeta, want)
-    inside = (v.ci_low <= bs.reference) & (bs.reference <= v.ci_high)
-    np.testing.assert_array_equal(bs.valid.values[:5], inside.values[:5])
+    for key in ("cc", "ence", "zmse"):  # BS does not apply: NaN, not valid
+        assert np.isnan(bs.reference.sel(statistic=key))
+        assert np.isnan(bs.zeta.sel(statistic=key)) and not bs.valid.sel(statistic=key)
+    np.testing.assert_allclose(bs.zeta, xuqcal.zeta(v.estimate, bs.reference, v.ci_low,
+                                                     v.ci_high))
 
 
-def test_verdicts(result):
+def test_sim_schemes(result):
+    _, v = result
+    for gen, suffix in (("normal", "N"), ("t6", "T")):
+        sim = v.sel(scheme=f"Sim{suffix}")
+        mean, se = v.sim_mean.sel(generator=gen), v.sim_se.sel(generator=gen)
+        np.testing.assert_array_equal(sim.reference, mean)
+        np.testing.assert_allclose(sim.u_ref, 2 * se)
+        np.testing.assert_allclose(sim.zeta, xuqcal.zeta(v.estimate, mean, v.ci_low, v.ci_high,
+                                                          2 * se))
+        sim2 = v.sel(scheme=f"Sim2{suffix}")
+        above = v.estimate > mean
+        q = xr.where(above, v.sim_q975.sel(generator=gen), v.sim_q025.sel(generator=gen))
+        np.testing.assert_allclose(sim2.zeta, (v.estimate - mean) / abs(mean - q))
+        # Sim2 is valid exactly when the estimate lies in the simulated 95 % range
+        inside = (v.sim_q025.sel(generator=gen) <= v.estimate) & \
+            (v.estimate <= v.sim_q975.sel(generator=gen))
+        np.testing.assert_array_equal(sim2.valid, inside)
+
+
+def test_recommended_workflow(result):
     _, v = result
     verdict = v.verdict.to_series()
-    # uncertainties 10 % too small: ZMS ≈ 1.23 fails clearly, <Z> is still 0
+    scheme = v.verdict_scheme.to_series()
+    # predefined references decide by BS; uncertainties 10 % too small fail ZMS clearly
+    assert (scheme[["zms", "rce", "zm", "zv", "nll"]] == "BS").all()
     assert verdict["zms"] == "fail" and verdict["rce"] == "fail"
-    assert verdict["ence"] == "no predefined reference"
+    # cc and ence references differ between normal and t6 errors far beyond their uncertainty
+    for key in ("cc", "ence"):
+        assert bool(v.generator_sensitive.sel(statistic=key))
+        assert verdict[key] == NOT_USABLE and scheme[key] == ""
+    # ζ values are still reported for every scheme
+    assert np.isfinite(v.zeta.sel(statistic="cc", scheme=["SimN", "SimT"])).all()
+
+
+def test_generator_sensitivity_rule(result):
+    _, v = result
+    diff = abs(v.sim_mean.sel(generator="normal") - v.sim_mean.sel(generator="t6"))
+    combined = np.hypot(2 * v.sim_se.sel(generator="normal"), 2 * v.sim_se.sel(generator="t6"))
+    np.testing.assert_array_equal(v.generator_sensitive, diff > combined)
+
+
+def test_known_generator_is_respected():
+    ds = xuqcal.synthetic.nig(2000, nu=6, seed=2)
+    v = xuqcal.validate(ds, ["zms", "ence"], n_boot=500, n_mc=500, generators=["t6"],
+                        known_generator="normal")
+    assert v.scheme.values.tolist() == ["BS", "SimT", "SimN", "Sim2T", "Sim2N"]
+    assert v.verdict_scheme.sel(statistic="ence") == "SimN"
     assert v.verdict_scheme.sel(statistic="zms") == "BS"
+    assert v.attrs["known_generator"] == "normal"
+    other = xuqcal.validate(ds, ["ence"], n_boot=500, n_mc=500, generators=["uniform"])
+    assert other.scheme.values.tolist() == ["BS", "Sim[uniform]", "Sim2[uniform]"]
+    assert other.verdict_scheme.item() == "Sim[uniform]"  # one generator: no sensitivity check
+    with pytest.raises(ValueError, match="unknown generator"):
+        xuqcal.validate(ds, ["ence"], generators=["student"])
 
 
 def test_summary_table(result):
     _, v = result
     lines = summary_table(v).splitlines()
     assert len(lines) == 1 + v.sizes["statistic"]
-    assert lines[1].split()[0] == "zms" and lines[1].split()[-1] == "fail"
+    assert lines[0].split()[4:9] == ["ζ_BS", "ζ_SimN", "ζ_SimT", "ζ_Sim2N", "ζ_Sim2T"]
+    assert lines[1].split()[0] == "zms" and lines[1].endswith("fail (BS)")
 
 
 def test_result_round_trips_through_netcdf(result, tmp_path):
     _, v = result
     path = xuqcal.to_netcdf(v, tmp_path / "v.nc")
-    import xarray as xr
-
     with xr.open_dataset(path) as back:
         back = back.load()
     np.testing.assert_array_equal(back.zeta, v.zeta)
     assert back.verdict.values.tolist() == v.verdict.values.tolist()
-    assert back.valid.dtype == bool
+    assert back.valid.dtype == bool and back.generator_sensitive.dtype == bool
     assert back.attrs["seed"] == 0
     with pytest.raises(FileExistsError, match="overwrite"):
         xuqcal.to_netcdf(v, path)
+
+
+def _pass_fractions(n_sets: int, scheme: str) -> dict[str, tuple[int, float, float]]:
+    passed = {"ence": 0, "zmse": 0}
+    for r in range(n_sets):
+        ds = xuqcal.synthetic.nig(1000, nu=6, seed=77, replicate=r)
+        v = xuqcal.validate(ds, ["ence", "zmse"], n_boot=1000, n_mc=1000, seed=r,
+                            generators=["normal"], known_generator="normal")
+        for key in passed:
+            passed[key] += bool(v.valid.sel(statistic=key, scheme=scheme))
+    return {k: (n, *wilson_interval(n, n_sets)) for k, n in passed.items()}
+
+
+def test_sim2_scheme_passes_calibrated_data_at_the_nominal_rate():
+    """Calibrated NIG data (D = normal) pass ENCE and ZMSE under Sim2N in ~95 % of sets."""
+    for key, (n, lo, hi) in _pass_fractions(150, "Sim2N").items():
+        assert lo <= 0.95 <= hi, (key, n, lo, hi)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="The SimN scheme as specified (METHODS §5: simulated mean vs the bootstrap BCa "
+           "interval of the data) passes only ~60 % of calibrated data sets for ENCE and ZMSE "
+           "(M = 1000 and 5000, 20 bins): their bootstrap bias is ~2.5 sd, so z0 ≈ -2 and the "
+           "BCa endpoints collapse below the estimate. scipy.stats.bootstrap gives the same "
+           "intervals. Kept failing on purpose until the method is decided; see docs/design.md.",
+)
+def test_sim_scheme_passes_calibrated_data_at_the_nominal_rate():
+    """The acceptance criterion of the simulated-reference issue, with the verdict scheme."""
+    for key, (n, lo, hi) in _pass_fractions(150, "SimN").items():
+        assert lo <= 0.95 <= hi, (key, n, lo, hi)

@@ -30,6 +30,7 @@ from xuqcal.io import (
     to_netcdf,
     validate_dataset,
 )
+from xuqcal.reference import reference
 from xuqcal.resampling import bootstrap
 from xuqcal.statistics import STATISTICS, beta_gm, kappa_cs, stats
 from xuqcal.validation import validate
@@ -49,6 +50,7 @@ __all__ = [
     "open_dataset",
     "percentile_interval",
     "read_csv",
+    "reference",
     "stats",
     "student_interval",
     "synthetic",

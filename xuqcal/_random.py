@@ -12,16 +12,47 @@ The per-purpose key is derived from the user's seed with :class:`numpy.random.Se
 the replicate index is mixed into that key to start the replicate's own stream.
 
 Bounded integers use Lemire's multiply-shift with rejection (exactly uniform); variates are drawn
-with the Marsaglia polar method (normal) and Marsaglia & Tsang (gamma). See ``docs/design.md``.
+with the Marsaglia polar method (normal, both variates of a pair used), Bailey's polar
+method (Student-t) and Marsaglia & Tsang (gamma). See ``docs/design.md``.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
+from pathlib import Path
 
 import numba as nb
 import numpy as np
+
+#: Modules whose Numba kernels call each other (and are cached with ``cache=True``).
+KERNEL_MODULES = ("_random.py", "_kernels.py", "synthetic.py")
+
+
+def invalidate_stale_kernel_caches(package: Path = Path(__file__).parent) -> int:
+    """Remove Numba's cache files when a kernel module is newer than them.
+
+    Numba invalidates a cached function only when its *own* file changes, not when a function
+    it calls in another module does; after an edit of ``_random.py`` (e.g. in an editable
+    install) a kernel of ``_kernels.py`` could otherwise reload stale machine code. Returns the
+    number of files removed; a read-only install is left alone.
+    """
+    cache = package / "__pycache__"
+    try:
+        files = [f for f in cache.iterdir() if f.suffix in (".nbi", ".nbc")]
+        if not files:
+            return 0
+        newest_source = max((package / name).stat().st_mtime for name in KERNEL_MODULES)
+        if newest_source <= min(f.stat().st_mtime for f in files):
+            return 0
+        for f in files:
+            f.unlink()
+        return len(files)
+    except OSError:
+        return 0
+
+
+invalidate_stale_kernel_caches()
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -114,8 +145,9 @@ def next_below(state, bound):
 
 
 @nb.njit(inline="always")
-def next_normal(state):
-    """Standard normal variate (Marsaglia polar method); returns ``(x, new_state)``."""
+def next_normal_pair(state):
+    """Two independent standard normal variates (Marsaglia polar method);
+    returns ``(x, y, new_state)``."""
     while True:
         u, state = next_uniform(state)
         v, state = next_uniform(state)
@@ -123,7 +155,29 @@ def next_normal(state):
         v = 2.0 * v - 1.0
         s = u * u + v * v
         if 0.0 < s < 1.0:
-            return u * np.sqrt(-2.0 * np.log(s) / s), state
+            f = np.sqrt(-2.0 * np.log(s) / s)
+            return u * f, v * f, state
+
+
+@nb.njit(inline="always")
+def next_normal(state):
+    """One standard normal variate (the first of a polar pair); returns ``(x, new_state)``."""
+    x, _, state = next_normal_pair(state)
+    return x, state
+
+
+@nb.njit(inline="always")
+def next_student(state, nu):
+    """Student-t(ν) variate, Bailey's polar method (Math. Comp. 62, 1994), exact for ν > 0;
+    returns ``(t, new_state)``."""
+    while True:
+        u, state = next_uniform(state)
+        v, state = next_uniform(state)
+        u = 2.0 * u - 1.0
+        v = 2.0 * v - 1.0
+        w = u * u + v * v
+        if 0.0 < w < 1.0:
+            return u * np.sqrt(nu * (w ** (-2.0 / nu) - 1.0) / w), state
 
 
 @nb.njit(inline="always")
@@ -168,14 +222,15 @@ def fill_variates(key, replicate, code, parameter, out):
     state = stream_start(key, replicate)
     n = out.shape[0]
     if code == NORMAL:
-        for i in range(n):
-            out[i], state = next_normal(state)
+        for i in range(0, n - 1, 2):
+            out[i], out[i + 1], state = next_normal_pair(state)
+        if n % 2:
+            out[n - 1], state = next_normal(state)
     elif code == STUDENT:
         scale = np.sqrt((parameter - 2.0) / parameter)
         for i in range(n):
-            x, state = next_normal(state)
-            g, state = next_gamma(state, 0.5 * parameter)
-            out[i] = scale * x / np.sqrt(g / (0.5 * parameter))
+            t, state = next_student(state, parameter)
+            out[i] = scale * t
     elif code == UNIFORM:
         root3 = np.sqrt(3.0)
         for i in range(n):

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 import xarray as xr
 
 from xuqcal import io, resampling, validation
+from xuqcal import reference as _reference
 from xuqcal import statistics as _statistics
 
 
@@ -48,10 +49,23 @@ class UQCalAccessor:
                                     level=level, seed=seed, chunks=chunks, n_bins=n_bins, by=by,
                                     keep_replicates=keep_replicates)
 
-    def validate(self, statistics: str | Iterable[str] = validation.DEFAULT_STATISTICS, *,
-                 n_boot: int = 10_000, level: float = 0.95, seed: int = 0,
-                 n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
+    def reference(self, statistics: str | Iterable[str] = ("cc", "ence", "zmse"), *,
+                  generator: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
+                  n: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
+                  by: str = "uE", chunks: int | Sequence[int] | None = None,
+                  keep_replicates: bool = False) -> xr.Dataset:
+        """Lazy simulated references; see :func:`xuqcal.reference.reference`."""
+        return _reference.reference(self._checked(), statistics, generator=generator, n=n,
+                                   seed=seed, n_bins=n_bins, by=by, chunks=chunks,
+                                   keep_replicates=keep_replicates)
+
+    def validate(self, statistics: str | Iterable[str] | None = None, *, n_boot: int = 10_000,
+                 n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
+                 generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
+                 known_generator: str | None = None, level: float = 0.95, by: str = "uE",
                  chunks: int | Sequence[int] | None = None) -> xr.Dataset:
-        """ζ-scores and verdicts; see :func:`xuqcal.validation.validate`."""
-        return validation.validate(self._checked(), statistics, n_boot=n_boot, level=level,
-                                   seed=seed, n_bins=n_bins, by=by, chunks=chunks)
+        """ζ-scores per scheme and verdicts; see :func:`xuqcal.validation.validate`."""
+        return validation.validate(self._checked(), statistics, n_boot=n_boot, n_mc=n_mc,
+                                   seed=seed, n_bins=n_bins, generators=generators,
+                                   known_generator=known_generator, level=level, by=by,
+                                   chunks=chunks)

@@ -18,6 +18,8 @@ import xarray as xr
 
 from xuqcal import io, synthetic
 from xuqcal._version import __version__
+from xuqcal.generators import get_generator
+from xuqcal.reference import DEFAULT_GENERATORS
 from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
 from xuqcal.validation import DEFAULT_STATISTICS, summary_table, validate
 
@@ -31,6 +33,14 @@ def _statistics_list(text: str) -> list[str]:
     return keys
 
 
+def _generator_list(text: str) -> list[str]:
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    try:
+        return [get_generator(name).name for name in names]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-boot", type=int, default=10_000, metavar="N",
                         help="bootstrap replicates for the BCa intervals (default: 10000)")
@@ -38,6 +48,16 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--level", type=float, default=0.95, help="confidence level")
     parser.add_argument("--n-bins", type=int, default=DEFAULT_N_BINS, metavar="N",
                         help=f"bins of the binned statistics (default: {DEFAULT_N_BINS})")
+    parser.add_argument("--n-mc", type=int, default=10_000, metavar="N",
+                        help="synthetic error sets per generator for the simulated references "
+                             "(default: 10000)")
+    parser.add_argument("--generators", type=_generator_list, default=list(DEFAULT_GENERATORS),
+                        metavar="LIST",
+                        help="generative distributions of the simulated references "
+                             f"(default: {','.join(DEFAULT_GENERATORS)})")
+    parser.add_argument("--known-generator", metavar="NAME",
+                        help="the errors' generative distribution when it is known (e.g. "
+                             "normal): validate with it, skip the sensitivity check")
     parser.add_argument("--statistics", type=_statistics_list,
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
@@ -117,12 +137,15 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
 
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
     start = time.perf_counter()
-    result = validate(ds, args.statistics, n_boot=args.n_boot, level=args.level,
-                      seed=args.seed, n_bins=args.n_bins)
+    result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
+                      seed=args.seed, n_bins=args.n_bins, generators=args.generators,
+                      known_generator=args.known_generator)
     elapsed = time.perf_counter() - start
     print(f"\n{title}")
     print(f"M = {ds.sizes['sample']}, BCa {args.level:.0%} intervals from {args.n_boot} "
-          f"bootstrap replicates, seed {args.seed} ({elapsed:.1f} s)")
+          f"bootstrap replicates, simulated references from {args.n_mc} sets per generator "
+          f"({', '.join(args.generators)}), {args.n_bins} bins, seed {args.seed} "
+          f"({elapsed:.1f} s)")
     print(summary_table(result))
     return result
 

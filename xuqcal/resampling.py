@@ -85,6 +85,23 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
     return out
 
 
+def blocks_along_replicate(function, prepared, n: int, chunks, width: int, *args) -> da.Array:
+    """Lazy ``(n, width)`` array, one Dask task per chunk of replicates.
+
+    Each task calls ``function(prepared, *args, start, stop)``, which returns the
+    ``(stop - start, width)`` values of replicates ``start .. stop - 1``; ``prepared`` (a
+    :class:`PreparedData` or a Delayed that computes one) is a single node shared by all tasks.
+    """
+    prepared = _as_delayed(prepared)
+    blocks = []
+    start = 0
+    for size in replicate_chunks(n, chunks):
+        block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
+        blocks.append(da.from_delayed(block, shape=(size, width), dtype=np.float64))
+        start += size
+    return da.concatenate(blocks, axis=0)
+
+
 def bootstrap_replicates(prepared, codes: np.ndarray, n: int, seed: int,
                          chunks: int | Sequence[int] | None = None) -> da.Array:
     """Lazy ``(n, len(codes))`` array of bootstrap replicates, one task per chunk.
@@ -92,15 +109,8 @@ def bootstrap_replicates(prepared, codes: np.ndarray, n: int, seed: int,
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
     key = stream_key(seed, "bootstrap")
-    prepared = _as_delayed(prepared)
-    blocks = []
-    start = 0
-    for size in replicate_chunks(n, chunks):
-        block = dask.delayed(_replicate_block, pure=True)(prepared, codes, key, start,
-                                                          start + size)
-        blocks.append(da.from_delayed(block, shape=(size, codes.shape[0]), dtype=np.float64))
-        start += size
-    return da.concatenate(blocks, axis=0)
+    return blocks_along_replicate(_replicate_block, prepared, n, chunks, codes.shape[0], codes,
+                                  key)
 
 
 def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop: int

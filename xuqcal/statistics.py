@@ -155,6 +155,7 @@ class PreparedData:
     """
 
     e2: np.ndarray
+    u: np.ndarray
     u2: np.ndarray
     z: np.ndarray
     z2: np.ndarray
@@ -204,6 +205,7 @@ class PreparedData:
         e2, u2, z2, lnu2, z_shift = E * E, uE * uE, z * z, np.log(uE * uE), float(np.mean(z))
         return cls(
             e2=e2,
+            u=uE,
             u2=u2,
             z=z,
             z2=z2,

@@ -2,64 +2,105 @@
 
 The result of :func:`validate` is a Dataset over ``statistic × scheme``:
 
-* ``BS`` — predefined reference value, bootstrap BCa interval of the data.
-* ``SimN``/``SimT``, ``Sim2N``/``Sim2T`` — simulated references (added by the simulated-reference
-  workflow; NaN where a scheme does not apply).
+=========  ====================================  ==============================================
+scheme     reference                             interval
+=========  ====================================  ==============================================
+``BS``     predefined value (zms = 1, ...)       bootstrap BCa interval of the data
+``Sim<g>`` simulated mean with generator g,      bootstrap BCa interval of the data
+           ``U_ref = 2 se``
+``Sim2<g>`` simulated mean                       the simulated 2.5–97.5 % quantiles:
+                                                 ``ζ = (θ - mean) / |mean - q|``, q on θ's side
+=========  ====================================  ==============================================
 
-A statistic is ``valid`` under a scheme when ``|ζ| ≤ 1``; its ``verdict`` follows the recommended
-workflow (a predefined reference decides by ``BS``).
+``<g>`` is ``N`` for ``normal``, ``T`` for ``t6`` and ``[name]`` for any other generator, so the
+default generators give the schemes ``BS, SimN, SimT, Sim2N, Sim2T``. ζ is NaN where a scheme
+does not apply (``BS`` without a predefined reference). A statistic is ``valid`` under a scheme
+when ``|ζ| ≤ 1``.
+
+The ``verdict`` follows the recommended workflow: a predefined reference decides by ``BS``;
+otherwise, with a known generator, by ``Sim`` with that generator; otherwise the simulated
+references of all generators must agree within their combined uncertainty
+(``|Δ mean| ≤ sqrt(U_1² + U_2²)``, ``U = 2 se``), else the statistic is *not usable for
+validation when D is unknown*; if they agree, ``Sim`` with the first generator decides.
+``Sim2`` is reported for comparison only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import combinations
 
+import dask
 import numpy as np
 import xarray as xr
 
+from xuqcal.generators import get_generator
 from xuqcal.intervals import zeta
+from xuqcal.reference import DEFAULT_GENERATORS, reference
 from xuqcal.resampling import bootstrap
 from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
 
-#: Schemes reported by :func:`validate`, in this order.
-SCHEMES = ("BS",)
-DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll")
+DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
+#: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
+U_REF_FACTOR = 2.0
 
 PASS = "pass"
 FAIL = "fail"
-NO_REFERENCE = "no predefined reference"
+NOT_USABLE = "not usable for validation: reference depends on the generator"
+
+
+def scheme_suffix(generator: str) -> str:
+    """Short label of a generator in scheme names: ``N``, ``T`` (t6) or ``[name]``.
+
+    Examples
+    --------
+    >>> [scheme_suffix(g) for g in ("normal", "t6", "uniform")]
+    ['N', 'T', '[uniform]']
+    """
+    return {"normal": "N", "t6": "T"}.get(generator, f"[{generator}]")
 
 
 def validate(
     ds: xr.Dataset,
-    statistics: str | Iterable[str] = DEFAULT_STATISTICS,
+    statistics: str | Iterable[str] | None = None,
     *,
     n_boot: int = 10_000,
-    level: float = 0.95,
+    n_mc: int = 10_000,
     seed: int = 0,
     n_bins: int = DEFAULT_N_BINS,
+    generators: str | Iterable[str] = DEFAULT_GENERATORS,
+    known_generator: str | None = None,
+    level: float = 0.95,
     by: str = "uE",
     chunks: int | Sequence[int] | None = None,
     E: str = "E",
     uE: str = "uE",
 ) -> xr.Dataset:
-    """Validate statistics of a data set: estimates, BCa intervals, references, ζ, verdicts.
+    """Validate statistics of a data set: estimates, intervals, references, ζ and verdicts.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE``.
-    statistics : str or sequence of str
-        Statistic keys; those without a predefined reference get NaN ζ under ``BS`` and the
-        verdict ``"no predefined reference"``.
+    statistics : str or sequence of str, optional
+        Statistic keys (default: ``zms rce zm zv nll cc ence zmse``).
     n_boot : int
         Bootstrap replicates for the BCa intervals.
-    level : float
-        Confidence level of the intervals.
+    n_mc : int
+        Synthetic error sets per generator for the simulated references.
     seed : int
-        Seed of every random draw.
+        Seed of every random draw (bootstrap and simulation use independent streams).
     n_bins, by : int, str
-        Binning of the binned statistics.
+        Equal-count bins on ``by`` for the binned statistics.
+    generators : str or sequence of str
+        Generative distributions D of the simulated references (at least one; two or more for
+        the sensitivity check of the recommended workflow).
+    known_generator : str, optional
+        The generative distribution when it is known (e.g. ``"normal"`` for a Gaussian
+        process): statistics without a predefined reference are then validated with it, and
+        the sensitivity check is skipped. It is added to ``generators`` if missing.
+    level : float
+        Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
         Replicates per Dask task.
     E, uE : str
@@ -68,82 +109,163 @@ def validate(
     Returns
     -------
     xarray.Dataset
-        Computed (not lazy): ``estimate``, ``bias``, ``se``, ``ci_low``, ``ci_high`` over
-        ``statistic``; ``reference``, ``u_ref``, ``zeta``, ``valid`` over ``statistic × scheme``;
-        ``verdict`` and ``verdict_scheme`` over ``statistic``.
+        Computed (not lazy). Over ``statistic``: ``estimate``, ``bias``, ``se``, ``ci_low``,
+        ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``. Over
+        ``statistic × generator``: ``sim_mean``, ``sim_se``, ``sim_q025``, ``sim_q975``. Over
+        ``statistic × scheme``: ``reference``, ``u_ref``, ``zeta``, ``valid``.
 
     Examples
     --------
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=3)
-    >>> v = validate(ds, ["zms", "rce"], n_boot=1000)
-    >>> v.zeta.dims
-    ('statistic', 'scheme')
-    >>> sorted(set(v.verdict.values) - {"pass", "fail"})
-    []
+    >>> v = validate(ds, ["zms", "ence"], n_boot=500, n_mc=500)
+    >>> v.scheme.values.tolist()
+    ['BS', 'SimN', 'SimT', 'Sim2N', 'Sim2T']
+    >>> str(v.verdict_scheme.sel(statistic="zms").values)
+    'BS'
     """
-    stats = get_statistics(statistics)
-    result = bootstrap(ds, [s.key for s in stats], n=n_boot, method="bca", level=level,
-                       seed=seed, chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE).compute()
+    stats = get_statistics(statistics if statistics is not None else DEFAULT_STATISTICS)
+    names = [generators] if isinstance(generators, str) else list(generators)
+    names = [get_generator(g).name for g in names]
+    if known_generator is not None:
+        known_generator = get_generator(known_generator).name
+        if known_generator not in names:
+            names.append(known_generator)
+    if not names:
+        raise ValueError("generators: at least one generator is needed")
+    keys = [s.key for s in stats]
+    lazy_bootstrap = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed,
+                               chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
+    lazy_reference = reference(ds, keys, generator=names, n=n_mc, seed=seed, n_bins=n_bins,
+                               by=by, chunks=chunks, E=E, uE=uE)
+    result, simulated = dask.compute(lazy_bootstrap, lazy_reference)
+
+    schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
+               *[f"Sim2{scheme_suffix(g)}" for g in names]]
+    scheme_generator = ["", *names, *names]
+    estimate = result.estimate.values
     uE_values = np.asarray(ds[uE].values)
-    references = np.array([[s.reference_value(uE_values) if s.has_reference else np.nan
-                            for _ in SCHEMES] for s in stats])
-    scheme_coord = {"scheme": ("scheme", list(SCHEMES))}
-    reference = xr.DataArray(references, dims=("statistic", "scheme"), coords=scheme_coord)
-    u_ref = xr.zeros_like(reference)
-    z = zeta(result.estimate, reference, result.ci_low, result.ci_high, u_ref)
-    valid = np.abs(z) <= 1.0
-    result["reference"] = reference.assign_attrs(long_name="reference value of the statistic")
-    result["u_ref"] = u_ref.assign_attrs(long_name="standard uncertainty of the reference")
-    result["zeta"] = z.assign_attrs(long_name="zeta-score of the estimate vs the reference")
-    result["valid"] = valid.assign_attrs(long_name="|zeta| <= 1")
-    verdicts, used = [], []
+    reference_value = np.full((len(stats), len(schemes)), np.nan)
+    u_ref = np.zeros_like(reference_value)
+    z = np.full_like(reference_value, np.nan)
     for i, s in enumerate(stats):
         if s.has_reference:
-            used.append("BS")
-            verdicts.append(PASS if bool(valid.isel(statistic=i).sel(scheme="BS")) else FAIL)
-        else:
-            used.append("")
-            verdicts.append(NO_REFERENCE)
+            reference_value[i, 0] = s.reference_value(uE_values)
+    bs_zeta = zeta(estimate, reference_value[:, 0], result.ci_low.values, result.ci_high.values)
+    z[:, 0] = bs_zeta
+    for j, g in enumerate(names):
+        sim = simulated.sel(generator=g)
+        mean, se = sim["mean"].values, sim["se"].values
+        col, col2 = 1 + j, 1 + len(names) + j
+        reference_value[:, col] = mean
+        u_ref[:, col] = U_REF_FACTOR * se
+        z[:, col] = zeta(estimate, mean, result.ci_low.values, result.ci_high.values,
+                         U_REF_FACTOR * se)
+        reference_value[:, col2] = mean
+        # Sim2: the simulated 95 % range plays the role of the interval, centred on the mean
+        q = np.where(estimate > mean, sim["q975"].values, sim["q025"].values)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z[:, col2] = (estimate - mean) / np.abs(mean - q)
+
+    dims = ("statistic", "scheme")
+    scheme_coords = {"scheme": ("scheme", schemes),
+                     "scheme_generator": ("scheme", scheme_generator)}
+    result = result.assign_coords(scheme_coords)
+    result["reference"] = xr.DataArray(reference_value, dims=dims,
+                                       attrs={"long_name": "reference value of the statistic"})
+    result["u_ref"] = xr.DataArray(u_ref, dims=dims,
+                                   attrs={"long_name": "standard uncertainty of the reference"})
+    result["zeta"] = xr.DataArray(z, dims=dims,
+                                  attrs={"long_name": "zeta-score of the estimate"})
+    result["valid"] = xr.DataArray(np.abs(z) <= 1.0, dims=dims,
+                                   attrs={"long_name": "|zeta| <= 1"})
+    for name in ("mean", "se", "q025", "q975"):
+        result[f"sim_{name}"] = simulated[name].assign_attrs(
+            long_name=f"simulated reference: {simulated[name].attrs['long_name']}")
+    result = result.assign_coords(df=simulated.df)
+
+    sensitive = _generator_sensitive(simulated)
+    result["generator_sensitive"] = xr.DataArray(
+        sensitive, dims="statistic",
+        attrs={"long_name": "simulated references of the generators differ by more than "
+                            "their combined uncertainty (U = 2 se)"},
+    )
+    verdicts, used = _verdicts(stats, result, sensitive, names, known_generator)
     result["verdict"] = xr.DataArray(np.array(verdicts, dtype=object), dims="statistic",
                                      attrs={"long_name": "verdict of the recommended workflow"})
-    result["verdict_scheme"] = xr.DataArray(
-        np.array(used, dtype=object), dims="statistic",
-        attrs={"long_name": "scheme that decides the verdict"},
-    )
+    result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic",
+                                            attrs={"long_name": "scheme of the verdict"})
     result.attrs.update(
-        schemes=", ".join(SCHEMES),
-        scheme_BS="predefined reference value; bootstrap BCa interval of the data",
+        schemes=", ".join(schemes),
+        generators=", ".join(names),
+        known_generator=known_generator or "",
+        n_mc=n_mc,
+        u_ref="Sim schemes: U_ref = 2 se of the simulated mean",
         validation_rule="valid when |zeta| <= 1",
     )
     return result
 
 
+def _generator_sensitive(simulated: xr.Dataset) -> np.ndarray:
+    """Whether any two generators' simulated means differ beyond ``sqrt(U_1² + U_2²)``."""
+    mean = simulated["mean"].values
+    u = U_REF_FACTOR * simulated["se"].values
+    sensitive = np.zeros(mean.shape[0], dtype=bool)
+    for a, b in combinations(range(mean.shape[1]), 2):
+        sensitive |= np.abs(mean[:, a] - mean[:, b]) > np.hypot(u[:, a], u[:, b])
+    return sensitive
+
+
+def _verdicts(stats, result, sensitive, names, known_generator):
+    verdicts, used = [], []
+    for i, s in enumerate(stats):
+        if s.has_reference:
+            scheme = "BS"
+        elif known_generator is not None:
+            scheme = f"Sim{scheme_suffix(known_generator)}"
+        elif sensitive[i]:
+            verdicts.append(NOT_USABLE)
+            used.append("")
+            continue
+        else:
+            scheme = f"Sim{scheme_suffix(names[0])}"
+        ok = bool(result["valid"].isel(statistic=i).sel(scheme=scheme))
+        verdicts.append(PASS if ok else FAIL)
+        used.append(scheme)
+    return verdicts, used
+
+
 def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
-    """A plain-text table of a :func:`validate` result (one row per statistic).
+    """A plain-text table of a :func:`validate` result: one row per statistic, the ζ of every
+    scheme, and the verdict with the scheme that decided it.
 
     Examples
     --------
     >>> import xuqcal
-    >>> v = validate(xuqcal.synthetic.nig(500, nu=6, seed=3), ["zms"], n_boot=500)
-    >>> print(summary_table(v).splitlines()[0].split())
-    ['statistic', 'estimate', 'ci_low', 'ci_high', 'reference', 'zeta', 'verdict']
+    >>> v = validate(xuqcal.synthetic.nig(500, nu=6, seed=3), ["zms"], n_boot=500, n_mc=200)
+    >>> print(summary_table(v).splitlines()[0].split()[:5])
+    ['statistic', 'estimate', 'ci_low', 'ci_high', 'ζ_BS']
     """
-    header = ["statistic", "estimate", "ci_low", "ci_high", "reference", "zeta", "verdict"]
+    schemes = [str(s) for s in result.scheme.values]
+    header = ["statistic", "estimate", "ci_low", "ci_high",
+              *[f"ζ_{s}" for s in schemes], "verdict"]
     rows = [header]
     for key in result.statistic.values:
         r = result.sel(statistic=key)
-        scheme = str(r.verdict_scheme.values) or "BS"
+        scheme = str(r.verdict_scheme.values)
+        verdict = str(r.verdict.values) + (f" ({scheme})" if scheme else "")
         rows.append([
-            str(key),
-            _fmt(r.estimate, digits), _fmt(r.ci_low, digits), _fmt(r.ci_high, digits),
-            _fmt(r.reference.sel(scheme=scheme), digits), _fmt(r.zeta.sel(scheme=scheme), 2),
-            str(r.verdict.values),
+            str(key), _fmt(r.estimate, digits), _fmt(r.ci_low, digits),
+            _fmt(r.ci_high, digits), *[_fmt(r.zeta.sel(scheme=s), 2) for s in schemes],
+            verdict,
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w)
-                               for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-                     for row in rows)
+    last = len(header) - 1
+    return "\n".join(
+        "  ".join(cell.ljust(w) if i in (0, last) else cell.rjust(w)
+                  for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+        for row in rows
+    )
 
 
 def _fmt(value, digits: int) -> str:
