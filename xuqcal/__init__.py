@@ -11,9 +11,10 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import generators, synthetic
+from xuqcal import generators, plot, synthetic
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
+from xuqcal.diagnostics import describe
 from xuqcal.generators import get_generator
 from xuqcal.intervals import (
     bca_interval,
@@ -42,6 +43,7 @@ __all__ = [
     "bca_interval",
     "beta_gm",
     "bootstrap",
+    "describe",
     "from_arrays",
     "from_dataframe",
     "generators",
@@ -49,6 +51,7 @@ __all__ = [
     "kappa_cs",
     "open_dataset",
     "percentile_interval",
+    "plot",
     "read_csv",
     "reference",
     "stats",

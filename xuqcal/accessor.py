@@ -11,7 +11,8 @@ from collections.abc import Iterable, Sequence
 
 import xarray as xr
 
-from xuqcal import io, resampling, validation
+from xuqcal import diagnostics, io, resampling, validation
+from xuqcal import plot as _plot
 from xuqcal import reference as _reference
 from xuqcal import statistics as _statistics
 
@@ -30,6 +31,15 @@ class UQCalAccessor:
 
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
+
+    @property
+    def plot(self) -> PlotAccessor:
+        """Figures of the analyses (``ds.uqcal.plot.zeta()``, ...)."""
+        return PlotAccessor(self)
+
+    def describe(self) -> xr.Dataset:
+        """Distribution diagnostics; see :func:`xuqcal.diagnostics.describe`."""
+        return diagnostics.describe(self._checked())
 
     def _checked(self, E: str = "E", uE: str = "uE") -> xr.Dataset:
         return io.validate_dataset(self._ds, E=E, uE=uE)
@@ -69,3 +79,22 @@ class UQCalAccessor:
                                    seed=seed, n_bins=n_bins, generators=generators,
                                    known_generator=known_generator, level=level, by=by,
                                    chunks=chunks)
+
+
+class PlotAccessor:
+    """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
+
+    def __init__(self, parent: UQCalAccessor) -> None:
+        self._parent = parent
+
+    def zeta(self, result: xr.Dataset | None = None, *, ax=None, **validate_kwargs):
+        """ζ-scores per statistic and scheme (runs :meth:`UQCalAccessor.validate` when no
+        ``result`` is given); see :func:`xuqcal.plot.zeta`."""
+        if result is None:
+            result = self._parent.validate(**validate_kwargs)
+        return _plot.zeta(result, ax=ax)
+
+    def error_distribution(self, generators: Iterable[str] = ("normal", "t6"), **kwargs):
+        """Histogram of E against re-simulated errors; see
+        :func:`xuqcal.plot.error_distribution`."""
+        return _plot.error_distribution(self._parent._checked(), generators, **kwargs)

@@ -1,0 +1,78 @@
+"""Distribution diagnostics and the plots (rendered to PNG, headless)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PIL import Image  # noqa: E402
+from scipy import stats  # noqa: E402
+
+import xuqcal  # noqa: E402
+
+
+def test_describe_recovers_the_nig_model():
+    ds = xuqcal.synthetic.nig(40_000, nu=6, seed=9)
+    d = ds.uqcal.describe()
+    E = ds.E.values
+    assert d["mean"].sel(variable="E") == pytest.approx(E.mean())
+    assert d["sd"].sel(variable="Z") == pytest.approx((E / ds.uE.values).std(ddof=1))
+    assert d.relative_bias.sel(variable="E") == pytest.approx(E.mean() / E.std(ddof=1))
+    # E ~ t(6) in the NIG model; Z ~ N(0, 1); uE² ~ IG(3, 3)
+    assert 5.0 < d.nu_eff.sel(variable="E") < 7.5
+    assert d.nu_eff.sel(variable="Z") > 30
+    assert d.uE2_shape.item() == pytest.approx(3.0, rel=0.05)
+    assert d.uE2_scale.item() == pytest.approx(3.0, rel=0.05)
+    assert d.beta_gm_uE.item() == pytest.approx(xuqcal.beta_gm(ds.uE.values))
+    assert abs(d.kappa_cs.sel(variable="Z")) < 0.1
+
+
+def test_student_t_fit_is_maximum_likelihood():
+    from xuqcal.diagnostics import student_t_fit
+
+    x = 1.0 + 0.3 * stats.t(5).rvs(5000, random_state=4)
+    nu, loc, scale = student_t_fit(x)
+    best = stats.t.logpdf(x, nu, loc, scale).sum()
+    for other in ((nu * 1.1, loc, scale), (nu, loc + 0.01, scale), (nu, loc, scale * 1.02)):
+        assert stats.t.logpdf(x, *other).sum() < best
+
+
+def _render(ax, path):
+    ax.figure.savefig(path, dpi=60)
+    plt.close(ax.figure)
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size[0] > 100 and image.size[1] > 100
+        pixels = np.asarray(image.convert("L"))
+    assert pixels.std() > 5  # something was drawn
+
+
+def test_zeta_plot(tmp_path):
+    ds = xuqcal.synthetic.nig(1500, nu=6, seed=1)
+    v = xuqcal.validate(ds, ["zms", "rce", "cc", "ence"], n_boot=300, n_mc=300)
+    ax = ds.uqcal.plot.zeta(v)
+    assert ax.get_ylabel() == "ζ-score" and ax.get_xlabel() == "statistic"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["zms", "rce", "cc", "ence"]
+    labels = ax.get_legend_handles_labels()[1]
+    assert {"BS", "SimN", "SimT", "Sim2N", "Sim2T"} <= set(labels)
+    _render(ax, tmp_path / "zeta.png")
+    # without a result, the accessor runs the validation itself
+    ax = ds.uqcal.plot.zeta(statistics=["zms"], n_boot=200, n_mc=200)
+    _render(ax, tmp_path / "zeta2.png")
+
+
+@pytest.mark.parametrize("variable", ["E", "Z"])
+def test_error_distribution_plot(tmp_path, variable):
+    ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
+    ax = ds.uqcal.plot.error_distribution(["normal", "t6", "uniform"], variable=variable,
+                                          n_sets=5)
+    assert ax.get_xlabel() == variable and ax.get_yscale() == "log"
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == ["data", "simulated, D = normal", "simulated, D = t6",
+                      "simulated, D = uniform"]
+    _render(ax, tmp_path / f"dist_{variable}.png")
+    with pytest.raises(ValueError, match="variable"):
+        ds.uqcal.plot.error_distribution(variable="uE")

@@ -1,0 +1,146 @@
+"""Matplotlib figures of the analyses. Every function draws on ``ax`` (a new figure when it is
+``None``) and returns the Axes; nothing needs a display (use any backend, e.g. Agg)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import xarray as xr
+
+from xuqcal.generators import get_generator
+
+#: One colour per scheme family; Sim2 schemes are drawn with open markers.
+_SCHEME_STYLE = {"BS": ("black", "o"), "Sim": ("tab:blue", "s"), "Sim2": ("tab:orange", "D")}
+_GENERATOR_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+
+
+def _axes(ax):
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    return ax
+
+
+def zeta(result: xr.Dataset, *, ax=None):
+    """ζ-scores of a validation result per statistic and scheme, with the band |ζ| ≤ 1.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        Output of :func:`xuqcal.validate`.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import xuqcal
+    >>> v = xuqcal.validate(xuqcal.synthetic.nig(1000, nu=6, seed=0), ["zms", "ence"],
+    ...                     n_boot=300, n_mc=300)
+    >>> zeta(v).get_ylabel()
+    'ζ-score'
+    """
+    ax = _axes(ax)
+    keys = [str(k) for k in result.statistic.values]
+    schemes = [str(s) for s in result.scheme.values]
+    x = np.arange(len(keys))
+    width = 0.8 / max(len(schemes), 1)
+    ax.axhspan(-1, 1, color="0.9", zorder=0, label="|ζ| ≤ 1 (valid)")
+    ax.axhline(0, color="0.5", lw=0.8, zorder=1)
+    generators = list(dict.fromkeys(g for g in result.scheme_generator.values if g))
+    for j, scheme in enumerate(schemes):
+        family = "Sim2" if scheme.startswith("Sim2") else "Sim" if scheme.startswith("Sim") \
+            else "BS"
+        colour, marker = _SCHEME_STYLE[family]
+        generator = str(result.scheme_generator.sel(scheme=scheme).values)
+        if generator and len(generators) > 1:
+            colour = _GENERATOR_COLOURS[generators.index(generator) % len(_GENERATOR_COLOURS)]
+        values = result.zeta.sel(scheme=scheme).values
+        ax.plot(x - 0.4 + width * (j + 0.5), values, ls="none", marker=marker, color=colour,
+                mfc="none" if family == "Sim2" else colour, label=scheme, zorder=3)
+    decided = result.verdict_scheme.values
+    for i, scheme in enumerate(decided):
+        if scheme:
+            j = schemes.index(str(scheme))
+            ax.plot(x[i] - 0.4 + width * (j + 0.5), result.zeta.values[i, j], ls="none",
+                    marker="o", ms=14, mfc="none", color="crimson", zorder=2,
+                    label="decides the verdict" if i == next(
+                        k for k, s in enumerate(decided) if s) else None)
+    ax.set_xticks(x, keys)
+    ax.set_xlabel("statistic")
+    ax.set_ylabel("ζ-score")
+    ax.set_title("Validation: ζ-scores per scheme")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return ax
+
+
+def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t6"), *,
+                       n_sets: int = 20, seed: int = 0, variable: str = "E", bins: int = 80,
+                       ax=None):
+    """Histogram of the errors against errors re-simulated from the uncertainties.
+
+    For each generator D, ``n_sets`` synthetic error sets ``uE * eps``, ``eps ~ D``, are pooled
+    and drawn as a density curve over the histogram of the data (log scale, to show the tails).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input with ``E`` and ``uE``.
+    generators : iterable of str
+        Generative distributions to compare.
+    n_sets : int
+        Synthetic sets per generator.
+    seed : int
+        Seed of the synthetic sets.
+    variable : {"E", "Z"}
+        Plot the errors or the z-scores.
+    bins : int
+        Number of histogram bins.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import xuqcal
+    >>> ax = error_distribution(xuqcal.synthetic.nig(1000, nu=6, seed=0))
+    >>> ax.get_xlabel()
+    'E'
+    """
+    if variable not in ("E", "Z"):
+        raise ValueError(f"variable: expected 'E' or 'Z', got {variable!r}")
+    ax = _axes(ax)
+    errors = np.asarray(ds["E"].values)
+    uncertainties = np.asarray(ds["uE"].values)
+    data = errors if variable == "E" else errors / uncertainties
+    edges = np.histogram_bin_edges(data, bins=bins)
+    ax.hist(data, bins=edges, density=True, color="0.75", label="data")
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    for k, name in enumerate(generators):
+        gen = get_generator(name)
+        eps = np.concatenate([gen.sample(uncertainties.size, seed=seed, replicate=r,
+                                         purpose="plot") for r in range(n_sets)])
+        simulated = np.tile(uncertainties, n_sets) * eps if variable == "E" else eps
+        density, _ = np.histogram(simulated, bins=edges, density=True)
+        density *= np.mean((simulated >= edges[0]) & (simulated <= edges[-1]))
+        ax.plot(centres, np.where(density > 0, density, np.nan), lw=1.5,
+                color=_GENERATOR_COLOURS[k % len(_GENERATOR_COLOURS)],
+                label=f"simulated, D = {gen.name}")
+    ax.set_yscale("log")
+    ax.set_xlabel(variable)
+    ax.set_ylabel("density")
+    ax.set_title("Errors against errors simulated from uE" if variable == "E"
+                 else "z-scores against the generators")
+    ax.legend(fontsize="small")
+    return ax
