@@ -6,13 +6,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from PIL import Image  # noqa: E402
-from scipy import stats  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+from scipy import stats
 
-import xuqcal  # noqa: E402
+import xuqcal
 
 
 def test_describe_recovers_the_nig_model():
