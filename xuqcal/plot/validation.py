@@ -1,5 +1,4 @@
-"""Matplotlib figures of the analyses. Every function draws on ``ax`` (a new figure when it is
-``None``) and returns the Axes; nothing needs a display (use any backend, e.g. Agg)."""
+"""Figures of the validation: ζ-scores per scheme, error distributions against generators."""
 
 from __future__ import annotations
 
@@ -9,19 +8,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.generators import get_generator
-
-#: One colour per scheme family; Sim2 schemes are drawn with open markers.
-_SCHEME_STYLE = {"BS": ("black", "o"), "Sim": ("tab:blue", "s"), "Sim2": ("tab:orange", "D")}
-_GENERATOR_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
-
-
-def _axes(ax):
-    if ax is not None:
-        return ax
-    import matplotlib.pyplot as plt
-
-    _, ax = plt.subplots(figsize=(8, 4), layout="constrained")
-    return ax
+from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes
 
 
 def zeta(result: xr.Dataset, *, ax=None):
@@ -47,7 +34,7 @@ def zeta(result: xr.Dataset, *, ax=None):
     >>> zeta(v).get_ylabel()
     'ζ-score'
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     keys = [str(k) for k in result.statistic.values]
     schemes = [str(s) for s in result.scheme.values]
     x = np.arange(len(keys))
@@ -58,10 +45,10 @@ def zeta(result: xr.Dataset, *, ax=None):
     for j, scheme in enumerate(schemes):
         family = "Sim2" if scheme.startswith("Sim2") else "Sim" if scheme.startswith("Sim") \
             else "BS"
-        colour, marker = _SCHEME_STYLE[family]
+        colour, marker = SCHEME_STYLE[family]
         generator = str(result.scheme_generator.sel(scheme=scheme).values)
         if generator and len(generators) > 1:
-            colour = _GENERATOR_COLOURS[generators.index(generator) % len(_GENERATOR_COLOURS)]
+            colour = GENERATOR_COLOURS[generators.index(generator) % len(GENERATOR_COLOURS)]
         values = result.zeta.sel(scheme=scheme).values
         ax.plot(x - 0.4 + width * (j + 0.5), values, ls="none", marker=marker, color=colour,
                 mfc="none" if family == "Sim2" else colour, label=scheme, zorder=3)
@@ -120,7 +107,7 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
     """
     if variable not in ("E", "Z"):
         raise ValueError(f"variable: expected 'E' or 'Z', got {variable!r}")
-    ax = _axes(ax)
+    ax = axes(ax)
     errors = np.asarray(ds["E"].values)
     uncertainties = np.asarray(ds["uE"].values)
     data = errors if variable == "E" else errors / uncertainties
@@ -135,7 +122,7 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
         density, _ = np.histogram(simulated, bins=edges, density=True)
         density *= np.mean((simulated >= edges[0]) & (simulated <= edges[-1]))
         ax.plot(centres, np.where(density > 0, density, np.nan), lw=1.5,
-                color=_GENERATOR_COLOURS[k % len(_GENERATOR_COLOURS)],
+                color=GENERATOR_COLOURS[k % len(GENERATOR_COLOURS)],
                 label=f"simulated, D = {gen.name}")
     ax.set_yscale("log")
     ax.set_xlabel(variable)

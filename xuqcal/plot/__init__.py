@@ -1,0 +1,10 @@
+"""Matplotlib figures of the analyses.
+
+Every function draws on ``ax`` (a new figure when it is ``None``) and returns the Axes; nothing
+needs a display (any backend works, e.g. Agg). The accessor exposes them as
+``ds.uqcal.plot.<name>``.
+"""
+
+from xuqcal.plot.validation import error_distribution, zeta
+
+__all__ = ["error_distribution", "zeta"]
