@@ -105,3 +105,13 @@ def test_stale_kernel_caches_are_removed(tmp_path):
     cache.write_text("")  # newer than the sources: kept
     assert _random.invalidate_stale_kernel_caches(package) == 0
     assert cache.exists()
+
+
+@pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "uniform", "laplace", "normp4",
+                                  "normp1.5"])
+def test_scipy_distribution_matches_the_sampler(name):
+    gen = get_generator(name)
+    dist = gen.distribution()
+    assert dist.mean() == pytest.approx(0.0, abs=1e-12)
+    assert dist.var() == pytest.approx(1.0, rel=1e-10)
+    assert stats.kstest(gen.sample(50_000, seed=2), dist.cdf).pvalue > KS_ALPHA

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from xuqcal import _random
 
@@ -51,6 +52,30 @@ class Generator:
     def df(self) -> float:
         """Degrees of freedom of a Student-t generator (NaN for the others)."""
         return self.parameter if self.code == _random.STUDENT else math.nan
+
+    def distribution(self):
+        """The distribution as a frozen ``scipy.stats`` object at unit variance (for its
+        ``cdf``, ``ppf``, ``pdf``, ...).
+
+        Examples
+        --------
+        >>> round(float(get_generator("t6").distribution().var()), 12)
+        1.0
+        >>> round(float(get_generator("normal").distribution().ppf(0.975)), 4)
+        1.96
+        """
+        if self.code == _random.NORMAL:
+            return stats.norm()
+        if self.code == _random.STUDENT:
+            nu = self.parameter
+            return stats.t(nu, scale=math.sqrt((nu - 2.0) / nu))
+        if self.code == _random.UNIFORM:
+            return stats.uniform(-math.sqrt(3.0), 2.0 * math.sqrt(3.0))
+        if self.code == _random.LAPLACE:
+            return stats.laplace(scale=1.0 / math.sqrt(2.0))
+        # normp: density ∝ exp(-|x|^p / p) is scipy's gennorm(p); rescale to unit variance
+        p = self.parameter
+        return stats.gennorm(p, scale=1.0 / math.sqrt(stats.gennorm(p).var()))
 
     def sample(self, size: int, *, seed: int, replicate: int = 0,
                purpose: str = "generator") -> np.ndarray:
