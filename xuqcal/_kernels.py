@@ -515,3 +515,67 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
                 tie_e[k] = keys[order_e[k]] == keys[order_e[k - 1]]
         _evaluate(codes, counts, sums, True, n_bins, dummy_packed, e2, u2, z2, 0.0,
                   order_u, tie_u, order_e, tie_e, work, out[r - start])
+
+
+# ------------------------------------------------------------------ grouped (per-bin) bootstrap
+
+
+@nb.njit(nogil=True, cache=True)
+def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, z_shift, out):
+    """Bootstrap replicates of moment statistics within each group (bin) separately.
+
+    Group ``g`` holds the points ``members[offsets[g]:offsets[g + 1]]``; its replicate ``r``
+    resamples them with replacement from the stream ``(keys[g], r)``. Writes
+    ``out[g, r - start, k]`` for statistic ``codes[k]`` (moment statistics only).
+    """
+    n_groups = offsets.shape[0] - 1
+    for g in range(n_groups):
+        lo = offsets[g]
+        size = offsets[g + 1] - lo
+        for r in range(start, stop):
+            state = stream_start(keys[g], r)
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            a4 = 0.0
+            a5 = 0.0
+            for _ in range(size):
+                j, state = next_below(state, size)
+                p = members[lo + j]
+                a0 += packed[p, 0]
+                a1 += packed[p, 1]
+                a2 += packed[p, 2]
+                a3 += packed[p, 3]
+                a4 += packed[p, 4]
+                a5 += packed[p, 5]
+            for k in range(codes.shape[0]):
+                out[g, r - start, k] = _finalize_moment(codes[k], np.float64(size), a0, a1, a2,
+                                                        a3, a4, a5, z_shift)
+
+
+@nb.njit(nogil=True, cache=True)
+def group_statistics(members, offsets, codes, packed, z_shift, out):
+    """Moment statistics of each group: ``out[g, k]``."""
+    for g in range(offsets.shape[0] - 1):
+        a = np.zeros(6)
+        for i in range(offsets[g], offsets[g + 1]):
+            for c in range(6):
+                a[c] += packed[members[i], c]
+        size = np.float64(offsets[g + 1] - offsets[g])
+        for k in range(codes.shape[0]):
+            out[g, k] = _finalize_moment(codes[k], size, a[0], a[1], a[2], a[3], a[4], a[5],
+                                         z_shift)
+
+
+@nb.njit(nogil=True, cache=True)
+def sample_without_replacement(key, replicate, population, size, out):
+    """``size`` distinct indices of ``range(population)`` from stream ``(key, replicate)``
+    (partial Fisher–Yates)."""
+    pool = np.arange(population)
+    state = stream_start(key, replicate)
+    for i in range(size):
+        j, state = next_below(state, population - i)
+        j += i
+        pool[i], pool[j] = pool[j], pool[i]
+        out[i] = pool[i]

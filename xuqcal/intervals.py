@@ -60,8 +60,10 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
     return np.sum(d**3, axis=-1) / (6.0 * np.sum(d**2, axis=-1) ** 1.5)
 
 
-def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.ndarray,
-                 level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
+                 jackknife: np.ndarray | None = None, level: float = 0.95, *,
+                 acceleration_value: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Bias-corrected and accelerated bootstrap interval.
 
     Parameters
@@ -70,10 +72,13 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.nda
         Bootstrap replicates of the statistic.
     estimate : array (...)
         The statistic on the data.
-    jackknife : array (..., M)
+    jackknife : array (..., M), optional
         Leave-one-out values of the statistic.
     level : float
         Confidence level.
+    acceleration_value : array (...), optional
+        The acceleration, when it was computed already (e.g. from jackknife samples of
+        different sizes); otherwise it comes from ``jackknife``.
 
     Returns
     -------
@@ -90,7 +95,12 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray, jackknife: np.nda
     level = check_level(level)
     replicates = np.asarray(replicates, dtype=np.float64)
     z0 = bias_correction(replicates, estimate)
-    a = acceleration(np.asarray(jackknife, dtype=np.float64))
+    if acceleration_value is not None:
+        a = np.asarray(acceleration_value, dtype=np.float64)
+    elif jackknife is not None:
+        a = acceleration(np.asarray(jackknife, dtype=np.float64))
+    else:
+        raise ValueError("bca_interval: give the jackknife values or the acceleration")
     z = special.ndtri(np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
     with np.errstate(invalid="ignore", divide="ignore"):
         zs = z0[..., np.newaxis] + z

@@ -1,0 +1,142 @@
+"""Local z-score analyses, f_v, ACF, order sensitivity, adversarial groups, reliability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import xuqcal
+from xuqcal.intervals import bca_interval, wilson_interval
+from xuqcal.local import adversarial_groups, autocorrelation, local, order_sensitivity, reliability
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = xuqcal.synthetic.nig(3000, nu=6, seed=21)
+    return ds.assign(X=("sample", np.round(np.random.default_rng(2).normal(size=3000), 1)))
+
+
+def test_per_bin_values_and_student_intervals(data):
+    loc = local(data, "zm", n_bins=10)
+    order = np.argsort(data.uE.values, kind="stable")
+    z = (data.E / data.uE).values[order]
+    for b, chunk in enumerate(np.array_split(z, 10)):  # equal-count bins of 300 points
+        assert loc.value[b].item() == pytest.approx(chunk.mean())
+        lo, hi = stats.t.interval(0.95, chunk.size - 1, chunk.mean(), stats.sem(chunk))
+        assert (loc.ci_low[b].item(), loc.ci_high[b].item()) == pytest.approx((lo, hi))
+    assert loc.attrs["interval"] == "student" and loc.attrs["target"] == 0.0
+
+
+def test_bca_per_bin_equals_a_direct_bootstrap_of_the_bin(data):
+    """Each bin's BCa interval matches scipy's BCa on that bin within Monte Carlo noise."""
+    loc = local(data, "zms", n_bins=5, n=8000, seed=4)
+    order = np.argsort(data.uE.values, kind="stable")
+    z2 = ((data.E / data.uE).values[order]) ** 2
+    for b, chunk in enumerate(np.array_split(z2, 5)):
+        ref = stats.bootstrap((chunk,), np.mean, n_resamples=8000, method="BCa",
+                              random_state=np.random.default_rng(b))
+        width = ref.confidence_interval.high - ref.confidence_interval.low
+        # B = 8000: each bound's Monte Carlo sd is < 1 % of the width; 4 % is > 4 sd
+        assert loc.ci_low[b].item() == pytest.approx(ref.confidence_interval.low,
+                                                      abs=0.04 * width)
+        assert loc.ci_high[b].item() == pytest.approx(ref.confidence_interval.high,
+                                                       abs=0.04 * width)
+
+
+def test_fraction_valid_and_acf(data):
+    loc = local(data, "zms", n_bins=30, n=1000)
+    assert loc.fraction_valid.item() == pytest.approx(loc.valid.mean().item())
+    lo, hi = wilson_interval(int(loc.valid.sum()), 30)
+    assert (loc.fraction_valid_low.item(), loc.fraction_valid_high.item()) == \
+        pytest.approx((lo, hi))
+    np.testing.assert_array_equal(loc.valid, (loc.ci_low <= 1) & (1 <= loc.ci_high))
+    assert loc.acf.sizes["lag"] == 1 + int(np.floor(10 * np.log10(30)))
+    np.testing.assert_allclose(loc.acf, autocorrelation(loc.value.values))
+    assert loc.attrs["acf_band"] == pytest.approx(1.96 / np.sqrt(30))
+    assert loc.global_value.item() == pytest.approx(float(((data.E / data.uE) ** 2).mean()))
+
+
+def test_autocorrelation_matches_definition():
+    x = np.random.default_rng(0).normal(size=50).cumsum()
+    d = x - x.mean()
+    acf = autocorrelation(x, 5)
+    for k in range(1, 6):
+        assert acf[k] == pytest.approx(np.sum(d[:-k] * d[k:]) / np.sum(d * d))
+
+
+def test_adaptivity_with_strata_and_deterministic(data):
+    loc = local(data, "zms", by="X", binning="strata", min_count=200, n=500, seed=3)
+    assert loc.attrs["binning"] == "strata" and loc.attrs["by"] == "X"
+    assert (loc["count"] >= 200).all()
+    again = local(data, "zms", by="X", binning="strata", min_count=200, n=500, seed=3)
+    np.testing.assert_array_equal(loc.ci_low, again.ci_low)
+
+
+def test_errors(data):
+    with pytest.raises(ValueError, match="local analyses support"):
+        local(data, "ence")
+    with pytest.raises(ValueError, match="'Y' is not in the dataset"):
+        local(data, by="Y")
+
+
+def test_conditional_calibration_of_qm9_u0(shared_data):
+    """TARGETS.md: f_v ≈ 0.97 for <Z> and ≈ 0.85 for <Z²> (100 bins on uE), the latter's
+    binomial interval excluding 0.95; <Z²> = 0.96(2), <Z> = 0.0082(83)."""
+    ds = xuqcal.read_csv(shared_data / "BUS2022" / "qm9_U0_test_Orig.csv",
+                         E="U0 - prediction", uE="sqrt(uncertainty_total)")
+    for statistic, published in (("zm", 0.97), ("zms", 0.85)):
+        loc = local(ds, statistic, n_bins=100, n=5000, seed=0)
+        fv = loc.fraction_valid.item()
+        lo, hi = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
+        published_lo, published_hi = wilson_interval(round(published * 100), 100)
+        assert lo <= published <= hi and published_lo <= fv <= published_hi, (statistic, fv)
+    assert not lo <= 0.95 <= hi  # <Z²>: the binomial interval excludes 0.95
+    assert loc.global_value.item() == pytest.approx(0.96, abs=0.005 + 0.0)
+    z = (ds.E / ds.uE).values
+    assert z.mean() == pytest.approx(0.0082, abs=0.00005)
+
+
+def test_order_sensitivity(data):
+    sens = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n=300, seed=1,
+                             binomial_noise=True)
+    assert sens.fraction_valid.sizes["order"] == 6
+    assert sens["mean"].item() == pytest.approx(sens.fraction_valid.mean().item())
+    assert (sens.fraction_valid_noisy * 20 % 1 == 0).all()
+    # X has few distinct values: the tie order changes the bins and so f_v
+    assert sens.fraction_valid.std() > 0
+    again = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n=300, seed=1)
+    np.testing.assert_array_equal(again.fraction_valid, sens.fraction_valid)
+
+
+def test_adversarial_groups_calibrated_and_control(data):
+    adv = adversarial_groups(data, n_groups=60, n=500, min_count=300)
+    assert adv["size"].values.tolist() == [1500, 750, 375]
+    for prefix in ("", "control_"):
+        values = adv[f"{prefix}fraction_valid"].values
+        assert ((values >= 0) & (values <= 1)).all()
+    # calibrated data and the N(0,1) control both validate most groups
+    assert (adv.control_fraction_valid > 0.8).all()
+    miscalibrated = xuqcal.synthetic.nig(3000, nu=6, seed=21, uE_scale=0.8)
+    bad = adversarial_groups(miscalibrated, n_groups=60, n=500, min_count=300)
+    assert (bad.fraction_valid < 0.2).all()
+
+
+def test_reliability(data):
+    rel = reliability(data, n_bins=8, n=1000)
+    order = np.argsort(data.uE.values, kind="stable")
+    E, uE = data.E.values[order], data.uE.values[order]
+    for b, (e, u) in enumerate(zip(np.array_split(E, 8), np.array_split(uE, 8), strict=True)):
+        assert rel.rmse[b].item() == pytest.approx(np.sqrt(np.mean(e**2)))
+        assert rel.rmv[b].item() == pytest.approx(np.sqrt(np.mean(u**2)))
+        assert rel.rmse_low[b] < rel.rmse[b] < rel.rmse_high[b]
+
+
+def test_bca_with_given_acceleration_equals_jackknife_route():
+    rng = np.random.default_rng(0)
+    reps, jack = rng.normal(size=(2, 500)), rng.gamma(2.0, size=(2, 40))
+    from xuqcal.intervals import acceleration
+
+    a = bca_interval(reps, np.zeros(2), jack)
+    b = bca_interval(reps, np.zeros(2), acceleration_value=acceleration(jack))
+    np.testing.assert_array_equal(a, b)

@@ -1,0 +1,430 @@
+"""Conditional calibration: local z-score analyses (METHODS §6).
+
+Consistency is calibration conditional on uE, adaptivity calibration conditional on an input
+feature X. The data are binned on the conditioning variable (:mod:`xuqcal.binning`) and, in each
+bin, a statistic is compared with its target: ``<Z>`` (target 0, Student interval), ``<Z²>``
+(target 1, bootstrap BCa), ``Var(Z)`` (1, BCa) or RCE (0, BCa). A bin is *valid* when its
+interval contains the target; the **fraction of valid bins** ``f_v`` (with a Wilson-cc
+interval) is compared with 0.95.
+
+The per-bin bootstraps of all bins run in one Numba kernel call: bin ``b``'s replicate ``r``
+draws from the stream ``(seed, purpose, b, r)``, so results do not depend on scheduling.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import dask
+import numpy as np
+import xarray as xr
+
+from xuqcal import _kernels as K
+from xuqcal._random import stream_key
+from xuqcal._version import __version__
+from xuqcal.binning import equal_count, make_bins, members
+from xuqcal.intervals import (
+    acceleration,
+    bca_interval,
+    check_level,
+    student_interval,
+    wilson_interval,
+)
+from xuqcal.resampling import RNG_DESCRIPTION, check_count
+from xuqcal.statistics import STATISTICS
+
+#: Statistics of the local analyses and their targets.
+TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
+TARGET_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class _Points:
+    """Per-point arrays of one data set, in data order."""
+
+    z: np.ndarray
+    packed: np.ndarray
+    z_shift: float
+    e2: np.ndarray
+    u2: np.ndarray
+    lnu2: np.ndarray
+
+    @classmethod
+    def from_arrays(cls, E, uE) -> _Points:
+        E = np.asarray(E, dtype=np.float64)
+        uE = np.asarray(uE, dtype=np.float64)
+        z = E / uE
+        e2, u2, lnu2 = E * E, uE * uE, np.log(uE * uE)
+        z_shift = float(np.mean(z))
+        return cls(z, K.pack_moments(e2, u2, z, z * z, lnu2, z_shift), z_shift, e2, u2, lnu2)
+
+
+def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
+    """One stream key per group: ``(seed, purpose, group)``."""
+    base = np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(purpose.encode()),))
+    return np.array([s.generate_state(1, dtype=np.uint64)[0] for s in base.spawn(n_groups)],
+                    dtype=np.uint64)
+
+
+def group_intervals(points: _Points, group_members: np.ndarray, offsets: np.ndarray,
+                    statistic: str, *, n: int = 5000, level: float = 0.95, seed: int = 0,
+                    purpose: str = "local") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Value and interval of a moment statistic in every group: ``(value, low, high)``.
+
+    ``zm`` uses the Student interval; the other statistics the BCa interval from ``n``
+    replicates per group (exact jackknife acceleration per group).
+    """
+    stat = STATISTICS[statistic]
+    if stat.kind != "moment":
+        raise ValueError(f"statistic: {statistic!r} is not a moment statistic")
+    n_groups = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    if np.any(sizes < 2):
+        raise ValueError(f"bins: {int(np.sum(sizes < 2))} bins have fewer than 2 points")
+    codes = np.array([stat.code], dtype=np.int64)
+    value = np.empty((n_groups, 1))
+    K.group_statistics(group_members, offsets, codes, points.packed, points.z_shift, value)
+    value = value[:, 0]
+    if statistic == "zm":
+        low, high = np.empty(n_groups), np.empty(n_groups)
+        for g in range(n_groups):
+            _, low[g], high[g] = student_interval(
+                points.z[group_members[offsets[g]:offsets[g + 1]]], level)
+        return value, low, high
+    keys = _group_keys(seed, purpose, n_groups)
+    replicates = np.empty((n_groups, n, 1))
+    K.grouped_bootstrap_block(keys, group_members, offsets, 0, n, codes, points.packed,
+                              points.z_shift, replicates)
+    accel = np.empty(n_groups)
+    for g in range(n_groups):
+        idx = group_members[offsets[g]:offsets[g + 1]]
+        jack = np.empty((idx.size, 1))
+        K.jackknife_moments(codes, points.e2[idx], points.u2[idx], points.z[idx],
+                            points.z[idx] ** 2, points.lnu2[idx], points.z_shift, 0, idx.size,
+                            jack)
+        accel[g] = acceleration(jack[:, 0])
+    low, high = bca_interval(replicates[:, :, 0], value, level=level, acceleration_value=accel)
+    return value, low, high
+
+
+def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
+    """Sample autocorrelation function at lags 0..max_lag (default ``floor(10 log10 N)``).
+
+    Examples
+    --------
+    >>> autocorrelation(np.array([1.0, -1.0, 1.0, -1.0]), 2).round(2).tolist()
+    [1.0, -0.75, 0.5]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if max_lag is None:
+        max_lag = math.floor(10 * math.log10(n))
+    max_lag = min(max_lag, n - 1)
+    d = x - x.mean()
+    denom = np.sum(d * d)
+    return np.array([1.0] + [np.sum(d[:-k] * d[k:]) / denom for k in range(1, max_lag + 1)])
+
+
+def _check_statistic(statistic: str) -> str:
+    if statistic not in TARGETS:
+        raise ValueError(f"statistic: local analyses support {', '.join(TARGETS)}; "
+                         f"got {statistic!r}")
+    return statistic
+
+
+def local(
+    ds: xr.Dataset,
+    statistic: str = "zms",
+    *,
+    by: str = "uE",
+    n_bins: int = 100,
+    binning: str = "equal",
+    min_count: int | None = None,
+    n: int = 5000,
+    level: float = 0.95,
+    seed: int = 0,
+    bins: xr.Dataset | None = None,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Local z-score analysis (LZM, LZMS, ...) of a statistic binned on a variable.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E``, ``uE`` and the conditioning variable.
+    statistic : {"zms", "zm", "zv", "rce"}
+        Statistic per bin (targets 1, 0, 1, 0).
+    by : str
+        Conditioning variable: ``uE`` (consistency) or a feature (adaptivity).
+    n_bins : int
+        Number of equal-count bins (``binning="equal"``).
+    binning : {"equal", "strata"}
+        Equal-count bins, or strata bins for stratified variables (``min_count`` default 100).
+    min_count : int, optional
+        Minimum points per bin (reduces ``n_bins`` for equal-count bins).
+    n : int
+        Bootstrap replicates per bin (BCa statistics).
+    level : float
+        Confidence level of the per-bin intervals.
+    seed : int
+        Seed of the per-bin bootstraps.
+    bins : xarray.Dataset, optional
+        Precomputed bins (from :func:`xuqcal.binning.make_bins`); overrides ``n_bins``,
+        ``binning`` and ``min_count``.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``bin``: ``count``, ``low``, ``high``, ``centre``, ``value``, ``ci_low``,
+        ``ci_high``, ``valid``. Over ``lag``: ``acf`` of the per-bin values. Scalars:
+        ``fraction_valid`` with ``fraction_valid_low``/``_high`` (Wilson-cc), ``global_value``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> loc = local(xuqcal.synthetic.nig(5000, nu=6, seed=0), "zms", n_bins=20, n=500)
+    >>> loc.value.dims, float(loc.attrs["target"])
+    (('bin',), 1.0)
+    """
+    _check_statistic(statistic)
+    level = check_level(level)
+    n = check_count(n, "n")
+    stream_key(seed, "local")  # validates the seed
+    if bins is None:
+        bins = make_bins(ds, by, n_bins=n_bins, binning=binning, min_count=min_count)
+    n_groups = bins.sizes["bin"]
+    group_members, offsets = members(bins.bin_index.values, n_groups)
+    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    value, low, high = group_intervals(points, group_members, offsets, statistic, n=n,
+                                       level=level, seed=seed, purpose=f"local:{statistic}")
+    target = TARGETS[statistic]
+    valid = (low <= target) & (target <= high)
+    n_valid = int(valid.sum())
+    fv_low, fv_high = wilson_interval(n_valid, n_groups)
+    acf = autocorrelation(value)
+    everything = np.arange(points.z.size)
+    global_value = np.empty((1, 1))
+    K.group_statistics(everything, np.array([0, everything.size]),
+                       np.array([STATISTICS[statistic].code]), points.packed, points.z_shift,
+                       global_value)
+    result = bins.drop_vars([v for v in ("bin_index", "upper_limit") if v in bins])
+    result = result.drop_dims("sample", errors="ignore")
+    result = result.assign(
+        value=("bin", value, {"long_name": f"{statistic} in the bin"}),
+        ci_low=("bin", low, {"long_name": "lower bound of the interval"}),
+        ci_high=("bin", high, {"long_name": "upper bound of the interval"}),
+        valid=("bin", valid, {"long_name": f"the interval contains the target {target:g}"}),
+        acf=("lag", acf, {"long_name": "autocorrelation of the per-bin values",
+                          "band": 1.96 / math.sqrt(n_groups)}),
+        fraction_valid=((), n_valid / n_groups, {"long_name": "fraction of valid bins"}),
+        fraction_valid_low=((), float(fv_low), {"long_name": "Wilson-cc lower bound of f_v"}),
+        fraction_valid_high=((), float(fv_high), {"long_name": "Wilson-cc upper bound"}),
+        global_value=((), float(global_value[0, 0]),
+                      {"long_name": f"{statistic} of the whole data set"}),
+    ).assign_coords(lag=np.arange(acf.size))
+    result.attrs.update(
+        statistic=statistic, target=target, by=bins.attrs.get("by", by),
+        binning=bins.attrs.get("scheme", binning), n_bins=n_groups,
+        interval="student" if statistic == "zm" else "bca", n_replicates=0
+        if statistic == "zm" else n, level=level, seed=seed,
+        target_fraction_valid=TARGET_FRACTION, acf_band=1.96 / math.sqrt(n_groups),
+        random_streams=RNG_DESCRIPTION, xuqcal_version=__version__,
+    )
+    return result
+
+
+def _fraction_valid_for_order(points: _Points, values: np.ndarray, statistic: str,
+                              n_bins: int, n: int, level: float, seed: int, order_key: int,
+                              binomial_noise: bool) -> tuple[float, float]:
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+        int(seed), spawn_key=(zlib.crc32(b"order"), int(order_key)))))
+    permutation = rng.permutation(values.size)
+    bins = equal_count(values[permutation], n_bins)
+    bin_index = np.empty(values.size, dtype=np.int64)
+    bin_index[permutation] = bins.bin_index.values
+    group_members, offsets = members(bin_index, n_bins)
+    _, low, high = group_intervals(points, group_members, offsets, statistic, n=n, level=level,
+                                   seed=seed, purpose=f"local:{statistic}")
+    target = TARGETS[statistic]
+    fv = float(np.mean((low <= target) & (target <= high)))
+    noisy = rng.binomial(n_bins, fv) / n_bins if binomial_noise else math.nan
+    return fv, noisy
+
+
+def order_sensitivity(
+    ds: xr.Dataset,
+    statistic: str = "zms",
+    *,
+    by: str,
+    n_orders: int = 1000,
+    n_bins: int = 100,
+    n: int = 5000,
+    level: float = 0.95,
+    seed: int = 0,
+    binomial_noise: bool = False,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Sensitivity of ``f_v`` to the order of tied values of a stratified variable.
+
+    For each of ``n_orders`` random row orders (ties of ``by`` broken at random), the
+    equal-count bins and ``f_v`` are recomputed. Orders are independent Dask tasks (stream
+    ``(seed, "order", k)``), run in parallel by the current scheduler.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``fraction_valid`` over ``order`` (and ``fraction_valid_noisy`` with binomial noise
+        ``Binomial(N, f_v) / N`` when asked); ``mean``, ``q025``, ``q975`` of f_v.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
+    >>> ds = ds.assign(X=("sample", np.round(ds.uE.values, 1)))
+    >>> s = order_sensitivity(ds, by="X", n_orders=4, n_bins=10, n=200)
+    >>> s.fraction_valid.sizes["order"]
+    4
+    """
+    _check_statistic(statistic)
+    n_orders = check_count(n_orders, "n_orders", minimum=1)
+    if by not in ds.variables:
+        raise ValueError(f"by: the conditioning variable {by!r} is not in the dataset")
+    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    values = np.asarray(ds[by].values)
+    equal_count(values, n_bins)  # checks the bins before any work
+    tasks = [dask.delayed(_fraction_valid_for_order, pure=True)(
+        points, values, statistic, n_bins, n, level, seed, k, binomial_noise)
+        for k in range(n_orders)]
+    results = np.array(dask.compute(*tasks), dtype=np.float64)
+    fv = results[:, 0]
+    out = xr.Dataset(
+        {"fraction_valid": ("order", fv, {"long_name": "fraction of valid bins"}),
+         "mean": ((), float(fv.mean())),
+         "q025": ((), float(np.quantile(fv, 0.025))),
+         "q975": ((), float(np.quantile(fv, 0.975)))},
+        coords={"order": np.arange(n_orders)},
+        attrs={"statistic": statistic, "by": by, "n_bins": n_bins, "n_orders": n_orders,
+               "n_replicates": n, "level": level, "seed": seed,
+               "binomial_noise": int(binomial_noise), "xuqcal_version": __version__},
+    )
+    if binomial_noise:
+        out["fraction_valid_noisy"] = ("order", results[:, 1],
+                                       {"long_name": "f_v with binomial noise"})
+    return out
+
+
+def adversarial_groups(
+    ds: xr.Dataset,
+    *,
+    statistic: str = "zms",
+    min_count: int = 100,
+    n_groups: int = 200,
+    n: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    sizes: Sequence[int] | None = None,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Adversarial group validation (METHODS §6): random groups of sizes M/2, M/4, ...
+
+    For each size, ``n_groups`` random groups are drawn without replacement; the fraction
+    whose interval of the statistic contains its target is reported with a Wilson-cc interval,
+    together with the same on a control sample ``Z ~ N(0, 1)`` of the same size (same groups).
+    Not interpretable per group, but it needs no conditioning variable.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=20, n=200)
+    >>> adv["size"].values.tolist()
+    [400, 200, 100]
+    """
+    _check_statistic(statistic)
+    m = ds.sizes["sample"]
+    if sizes is None:
+        sizes, size = [], m // 2
+        while size >= min_count:
+            sizes.append(size)
+            size //= 2
+    if not sizes:
+        raise ValueError(f"min_count={min_count}: no group size M/2, M/4, ... of M={m} "
+                         "points reaches it")
+    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    control_eps = np.empty(m)
+    from xuqcal._random import fill_variates
+
+    fill_variates(stream_key(seed, "adversarial:control"), 0, 0, 0.0, control_eps)
+    control = _Points.from_arrays(control_eps, np.ones(m))
+    target = TARGETS[statistic]
+    columns = {name: [] for name in ("fraction_valid", "fraction_valid_low",
+                                     "fraction_valid_high", "control_fraction_valid",
+                                     "control_low", "control_high")}
+    for size in sizes:
+        key = stream_key(seed, "adversarial", int(size))
+        group_members = np.empty(n_groups * size, dtype=np.int64)
+        for g in range(n_groups):
+            K.sample_without_replacement(key, g, m, size,
+                                         group_members[g * size:(g + 1) * size])
+        offsets = np.arange(n_groups + 1, dtype=np.int64) * size
+        for prefix, data in (("", points), ("control_", control)):
+            _, low, high = group_intervals(data, group_members, offsets, statistic, n=n,
+                                           level=level, seed=seed,
+                                           purpose=f"adversarial:{size}")
+            k = int(np.sum((low <= target) & (target <= high)))
+            lo, hi = wilson_interval(k, n_groups)
+            columns[f"{prefix}fraction_valid"].append(k / n_groups)
+            columns["fraction_valid_low" if not prefix else "control_low"].append(float(lo))
+            columns["fraction_valid_high" if not prefix else "control_high"].append(float(hi))
+    return xr.Dataset(
+        {name: ("size", np.array(values)) for name, values in columns.items()},
+        coords={"size": np.array(sizes)},
+        attrs={"statistic": statistic, "target": target, "n_groups": n_groups,
+               "n_replicates": n, "level": level, "seed": seed,
+               "control": "Z ~ N(0, 1), same size and groups", "xuqcal_version": __version__},
+    )
+
+
+def reliability(
+    ds: xr.Dataset,
+    *,
+    n_bins: int = 20,
+    by: str = "uE",
+    n: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Reliability diagram data: per equal-count bin of ``by``, RMV and RMSE with a bootstrap
+    BCa interval on RMSE.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> rel = reliability(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n=300)
+    >>> sorted(v for v in rel.data_vars if v.startswith("rm"))
+    ['rmse', 'rmse_high', 'rmse_low', 'rmv']
+    """
+    bins = make_bins(ds, by, n_bins=n_bins)
+    group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
+    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n=n, level=level,
+                                      seed=seed, purpose="reliability")
+    rmv = np.empty((bins.sizes["bin"], 1))
+    K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
+                       points.packed, points.z_shift, rmv)
+    result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
+    return result.assign(
+        rmv=("bin", rmv[:, 0], {"long_name": "root mean variance in the bin"}),
+        rmse=("bin", rmse, {"long_name": "root mean squared error in the bin"}),
+        rmse_low=("bin", low, {"long_name": "lower bound of the BCa interval of RMSE"}),
+        rmse_high=("bin", high, {"long_name": "upper bound of the BCa interval of RMSE"}),
+    ).assign_attrs(n_replicates=n, level=level, seed=seed, xuqcal_version=__version__)
