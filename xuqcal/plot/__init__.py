@@ -5,6 +5,23 @@ needs a display (any backend works, e.g. Agg). The accessor exposes them as
 ``ds.uqcal.plot.<name>``.
 """
 
+from xuqcal.plot.local import (
+    acf,
+    adversarial,
+    fraction_valid,
+    local,
+    order_sensitivity,
+    reliability,
+)
 from xuqcal.plot.validation import error_distribution, zeta
 
-__all__ = ["error_distribution", "zeta"]
+__all__ = [
+    "acf",
+    "adversarial",
+    "error_distribution",
+    "fraction_valid",
+    "local",
+    "order_sensitivity",
+    "reliability",
+    "zeta",
+]
