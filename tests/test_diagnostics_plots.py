@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
-import numpy as np
 import pytest
-from PIL import Image
+from plotting import render
 from scipy import stats
 
 import xuqcal
@@ -41,15 +35,6 @@ def test_student_t_fit_is_maximum_likelihood():
         assert stats.t.logpdf(x, *other).sum() < best
 
 
-def _render(ax, path):
-    ax.figure.savefig(path, dpi=60)
-    plt.close(ax.figure)
-    with Image.open(path) as image:
-        assert image.format == "PNG" and image.size[0] > 100 and image.size[1] > 100
-        pixels = np.asarray(image.convert("L"))
-    assert pixels.std() > 5  # something was drawn
-
-
 def test_zeta_plot(tmp_path):
     ds = xuqcal.synthetic.nig(1500, nu=6, seed=1)
     v = xuqcal.validate(ds, ["zms", "rce", "cc", "ence"], n_boot=300, n_mc=300)
@@ -58,10 +43,10 @@ def test_zeta_plot(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["zms", "rce", "cc", "ence"]
     labels = ax.get_legend_handles_labels()[1]
     assert {"BS", "SimN", "SimT", "Sim2N", "Sim2T"} <= set(labels)
-    _render(ax, tmp_path / "zeta.png")
+    render(ax, tmp_path / "zeta.png")
     # without a result, the accessor runs the validation itself
     ax = ds.uqcal.plot.zeta(statistics=["zms"], n_boot=200, n_mc=200)
-    _render(ax, tmp_path / "zeta2.png")
+    render(ax, tmp_path / "zeta2.png")
 
 
 @pytest.mark.parametrize("variable", ["E", "Z"])
@@ -73,6 +58,6 @@ def test_error_distribution_plot(tmp_path, variable):
     labels = ax.get_legend_handles_labels()[1]
     assert labels == ["data", "simulated, D = normal", "simulated, D = t6",
                       "simulated, D = uniform"]
-    _render(ax, tmp_path / f"dist_{variable}.png")
+    render(ax, tmp_path / f"dist_{variable}.png")
     with pytest.raises(ValueError, match="variable"):
         ds.uqcal.plot.error_distribution(variable="uE")

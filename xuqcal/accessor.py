@@ -11,7 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import xarray as xr
 
+from xuqcal import binning as _binning
 from xuqcal import diagnostics, io, resampling, validation
+from xuqcal import local as _local
 from xuqcal import plot as _plot
 from xuqcal import reference as _reference
 from xuqcal import statistics as _statistics
@@ -80,6 +82,42 @@ class UQCalAccessor:
                                    known_generator=known_generator, level=level, by=by,
                                    chunks=chunks)
 
+    def bins(self, by: str | Sequence[str] = "uE", *, n_bins: int | tuple[int, int] = 20,
+             binning: str = "equal", min_count: int | None = None,
+             tiebreak: str | None = None) -> xr.Dataset:
+        """Bins of a variable (or a 2-D grid); see :func:`xuqcal.binning.make_bins`."""
+        return _binning.make_bins(self._ds, by, n_bins=n_bins, binning=binning,
+                                 min_count=min_count, tiebreak=tiebreak)
+
+    def local(self, statistic: str = "zms", *, by: str = "uE", n_bins: int = 100,
+              binning: str = "equal", min_count: int | None = None, n: int = 5000,
+              level: float = 0.95, seed: int = 0) -> xr.Dataset:
+        """Local z-score analysis (LZM, LZMS, ...); see :func:`xuqcal.local.local`."""
+        return _local.local(self._checked(), statistic, by=by, n_bins=n_bins, binning=binning,
+                           min_count=min_count, n=n, level=level, seed=seed)
+
+    def order_sensitivity(self, statistic: str = "zms", *, by: str, n_orders: int = 1000,
+                          n_bins: int = 100, n: int = 5000, level: float = 0.95, seed: int = 0,
+                          binomial_noise: bool = False) -> xr.Dataset:
+        """f_v over random tie orders; see :func:`xuqcal.local.order_sensitivity`."""
+        return _local.order_sensitivity(self._checked(), statistic, by=by, n_orders=n_orders,
+                                       n_bins=n_bins, n=n, level=level, seed=seed,
+                                       binomial_noise=binomial_noise)
+
+    def adversarial_groups(self, *, statistic: str = "zms", min_count: int = 100,
+                           n_groups: int = 200, n: int = 1000, level: float = 0.95,
+                           seed: int = 0) -> xr.Dataset:
+        """Adversarial group validation; see :func:`xuqcal.local.adversarial_groups`."""
+        return _local.adversarial_groups(self._checked(), statistic=statistic,
+                                        min_count=min_count, n_groups=n_groups, n=n,
+                                        level=level, seed=seed)
+
+    def reliability(self, *, n_bins: int = 20, by: str = "uE", n: int = 2000,
+                    level: float = 0.95, seed: int = 0) -> xr.Dataset:
+        """Reliability diagram data; see :func:`xuqcal.local.reliability`."""
+        return _local.reliability(self._checked(), n_bins=n_bins, by=by, n=n, level=level,
+                                 seed=seed)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
@@ -98,3 +136,23 @@ class PlotAccessor:
         """Histogram of E against re-simulated errors; see
         :func:`xuqcal.plot.error_distribution`."""
         return _plot.error_distribution(self._parent._checked(), generators, **kwargs)
+
+    def local(self, statistic: str = "zms", *, ax=None, **kwargs):
+        """Per-bin values with intervals (runs :meth:`UQCalAccessor.local`); see
+        :func:`xuqcal.plot.local`."""
+        return _plot.local(self._parent.local(statistic, **kwargs), ax=ax)
+
+    def fraction_valid(self, statistic: str = "zms", *, by: Sequence[str] = ("uE",), ax=None,
+                       **kwargs):
+        """f_v with Wilson intervals for each conditioning variable of ``by``; see
+        :func:`xuqcal.plot.fraction_valid`."""
+        results = {name: self._parent.local(statistic, by=name, **kwargs) for name in by}
+        return _plot.fraction_valid(results, ax=ax)
+
+    def acf(self, statistic: str = "zms", *, ax=None, **kwargs):
+        """ACF of the per-bin values; see :func:`xuqcal.plot.acf`."""
+        return _plot.acf(self._parent.local(statistic, **kwargs), ax=ax)
+
+    def reliability(self, *, ax=None, log: bool | None = None, **kwargs):
+        """Reliability diagram; see :func:`xuqcal.plot.reliability`."""
+        return _plot.reliability(self._parent.reliability(**kwargs), ax=ax, log=log)

@@ -1,0 +1,68 @@
+"""Local-analysis figures through the accessor, rendered to PNG."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from plotting import render
+
+import xuqcal
+
+
+@pytest.fixture(scope="module")
+def data():
+    ds = xuqcal.synthetic.nig(2000, nu=6, seed=5)
+    return ds.assign(X=("sample", np.round(np.random.default_rng(1).normal(size=2000), 1)))
+
+
+def test_accessor_methods_match_functions(data):
+    from xuqcal import local
+
+    np.testing.assert_array_equal(data.uqcal.local("zms", n_bins=10, n=200).ci_low,
+                                  local.local(data, "zms", n_bins=10, n=200).ci_low)
+    assert data.uqcal.bins("X", binning="strata", min_count=100).attrs["scheme"] == "strata"
+    assert data.uqcal.reliability(n_bins=5, n=100).sizes["bin"] == 5
+    assert data.uqcal.adversarial_groups(n_groups=10, n=100, min_count=400).sizes["size"] == 2
+    assert data.uqcal.order_sensitivity(by="X", n_orders=2, n_bins=10,
+                                        n=100).sizes["order"] == 2
+
+
+def test_local_plot(data, tmp_path):
+    ax = data.uqcal.plot.local("zms", n_bins=20, n=300)
+    assert ax.get_xscale() == "log" and ax.get_ylabel() == "<Z²>"
+    assert ax.get_title().startswith("<Z²> per bin of uE: f_v =")
+    render(ax, tmp_path / "local.png")
+    ax = data.uqcal.plot.local("zm", by="X", binning="strata", min_count=100)
+    assert ax.get_xscale() == "linear" and ax.get_xlabel() == "X (bin centre)"
+    render(ax, tmp_path / "local_x.png")
+
+
+def test_fraction_valid_plot(data, tmp_path):
+    ax = data.uqcal.plot.fraction_valid("zms", by=["uE", "X"], n_bins=20, n=300)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["uE", "X"]
+    render(ax, tmp_path / "fv.png")
+
+
+def test_acf_plot(data, tmp_path):
+    ax = data.uqcal.plot.acf("zms", n_bins=40, n=300)
+    assert ax.get_xlabel() == "lag (bins)" and ax.get_ylabel() == "autocorrelation"
+    render(ax, tmp_path / "acf.png")
+
+
+def test_reliability_plot(data, tmp_path):
+    ax = data.uqcal.plot.reliability(n=300)
+    assert ax.get_xlabel().startswith("RMV") and ax.get_ylabel().startswith("RMSE")
+    render(ax, tmp_path / "rel.png")
+
+
+def test_order_sensitivity_and_adversarial_plots(data, tmp_path):
+    from xuqcal import plot
+
+    sens = data.uqcal.order_sensitivity(by="X", n_orders=8, n_bins=20, n=200,
+                                        binomial_noise=True)
+    ax = plot.order_sensitivity(sens)
+    assert ax.get_xlabel() == "fraction of valid bins"
+    render(ax, tmp_path / "order.png")
+    ax = plot.adversarial(data.uqcal.adversarial_groups(n_groups=20, n=200, min_count=250))
+    assert ax.get_xlabel() == "group size" and ax.get_xscale() == "log"
+    render(ax, tmp_path / "adv.png")
