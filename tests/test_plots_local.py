@@ -66,3 +66,14 @@ def test_order_sensitivity_and_adversarial_plots(data, tmp_path):
     ax = plot.adversarial(data.uqcal.adversarial_groups(n_groups=20, n=200, min_count=250))
     assert ax.get_xlabel() == "group size" and ax.get_xscale() == "log"
     render(ax, tmp_path / "adv.png")
+
+
+def test_zscores_and_rank_correlation_through_the_accessor(data, tmp_path):
+    ax = data.uqcal.plot.zscores(by="uE")
+    assert ax.get_xlabel() == "uE" and ax.get_ylabel() == "Z = E / uE"
+    render(ax, tmp_path / "z.png")
+    matrix = data.uqcal.rank_correlation(["X"])
+    assert matrix["variable"].values.tolist() == ["X", "|E|", "uE"]
+    render(data.uqcal.plot.rank_correlation(["X"]), tmp_path / "rc.png")
+    running = data.uqcal.running_statistics(window=51)
+    assert running.attrs["window"] == 51

@@ -11,10 +11,11 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import generators, plot, synthetic
+from xuqcal import features, generators, plot, synthetic
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.diagnostics import describe
+from xuqcal.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.generators import get_generator
 from xuqcal.intervals import (
     bca_interval,
@@ -33,6 +34,7 @@ from xuqcal.io import (
 )
 from xuqcal.reference import reference
 from xuqcal.resampling import bootstrap
+from xuqcal.running import running_statistics
 from xuqcal.statistics import STATISTICS, beta_gm, kappa_cs, stats
 from xuqcal.validation import validate
 
@@ -40,20 +42,25 @@ __all__ = [
     "STATISTICS",
     "UQCalAccessor",
     "__version__",
+    "add_formula_features",
     "bca_interval",
     "beta_gm",
     "bootstrap",
     "describe",
+    "features",
     "from_arrays",
     "from_dataframe",
+    "from_formula",
     "generators",
     "get_generator",
     "kappa_cs",
     "open_dataset",
     "percentile_interval",
     "plot",
+    "rank_correlation",
     "read_csv",
     "reference",
+    "running_statistics",
     "stats",
     "student_interval",
     "synthetic",

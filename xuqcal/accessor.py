@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 import xarray as xr
 
 from xuqcal import binning as _binning
-from xuqcal import diagnostics, io, resampling, validation
+from xuqcal import diagnostics, features, io, resampling, running, validation
 from xuqcal import local as _local
 from xuqcal import plot as _plot
 from xuqcal import reference as _reference
@@ -118,6 +118,16 @@ class UQCalAccessor:
         return _local.reliability(self._checked(), n_bins=n_bins, by=by, n=n, level=level,
                                  seed=seed)
 
+    def rank_correlation(self, variables: Sequence[str] | None = None) -> xr.DataArray:
+        """Spearman matrix of features, |E| and uE; see
+        :func:`xuqcal.features.rank_correlation`."""
+        return features.rank_correlation(self._checked(), variables)
+
+    def running_statistics(self, by: str = "uE", window: int | None = None) -> xr.Dataset:
+        """Running mean and mean square of Z along ``by``; see
+        :func:`xuqcal.running.running_statistics`."""
+        return running.running_statistics(self._checked(), by=by, window=window)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
@@ -156,3 +166,12 @@ class PlotAccessor:
     def reliability(self, *, ax=None, log: bool | None = None, **kwargs):
         """Reliability diagram; see :func:`xuqcal.plot.reliability`."""
         return _plot.reliability(self._parent.reliability(**kwargs), ax=ax, log=log)
+
+    def zscores(self, by: str = "uE", *, window: int | None = None, ax=None,
+                log_x: bool | None = None):
+        """Z against ``by`` with running statistics; see :func:`xuqcal.plot.zscores`."""
+        return _plot.zscores(self._parent._checked(), by=by, window=window, ax=ax, log_x=log_x)
+
+    def rank_correlation(self, variables: Sequence[str] | None = None, *, ax=None):
+        """Heatmap of the rank-correlation matrix; see :func:`xuqcal.plot.rank_correlation`."""
+        return _plot.rank_correlation(self._parent.rank_correlation(variables), ax=ax)

@@ -14,6 +14,7 @@ from xuqcal.plot.local import (
     reliability,
 )
 from xuqcal.plot.validation import error_distribution, zeta
+from xuqcal.plot.zscores import rank_correlation, zscores
 
 __all__ = [
     "acf",
@@ -22,6 +23,8 @@ __all__ = [
     "fraction_valid",
     "local",
     "order_sensitivity",
+    "rank_correlation",
     "reliability",
     "zeta",
+    "zscores",
 ]

@@ -1,0 +1,202 @@
+"""Running statistics of the z-scores along a sorted conditioning variable (METHODS §6).
+
+The points are sorted by the conditioning variable (``uE`` for consistency, an input feature for
+adaptivity) and the running mean of ``Z = E / uE`` and of ``Z²`` are computed over a centred
+moving window, for the z-score scatter plots (:func:`xuqcal.plot.zscores`). A calibrated,
+consistent (or adaptive) set has a running mean near 0 and a running mean square near 1 all
+along the sorted variable.
+"""
+
+from __future__ import annotations
+
+import numbagg
+import numpy as np
+import xarray as xr
+
+from xuqcal._version import __version__
+from xuqcal.io import SAMPLE_DIM
+
+__all__ = ["RANK_DIM", "running_statistics"]
+
+RANK_DIM = "rank"
+"""Dimension of :func:`running_statistics`: the position in the sorted order."""
+
+_OUTPUTS = ("Z", "running_mean", "running_mean_square")
+
+
+def _check_count(value: object, name: str, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name}: expected an integer, got {value!r} ({type(value).__name__})")
+    value = int(value)
+    if not low <= value <= high:
+        raise ValueError(f"{name}: must be between {low} and {what}, got {value}")
+    return value
+
+
+def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) -> np.ndarray:
+    """Mean over a centred window of ``window`` points, with :func:`numbagg.move_mean`.
+
+    ``numbagg.move_mean`` is trailing: its value at position ``j`` averages ``x[j - window + 1
+    : j + 1]``. Shifting it by ``(window - 1) // 2`` centres it: the value at position ``i``
+    averages positions ``i - window // 2`` to ``i + (window - 1) // 2`` (for an even window, one
+    point more before ``i`` than after, the convention of pandas' ``rolling(center=True)``).
+    Near the ends, the window is cut to the existing points, and the value is NaN when fewer
+    than ``min_count`` points remain (default ``window``: NaN unless the window is complete).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        1-D values (NaN values are skipped and do not count towards ``min_count``).
+    window : int
+        Window length, ``1 <= window <= len(x)``.
+    min_count : int, optional
+        Minimum number of points for a value, ``1 <= min_count <= window``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same length as ``x``.
+
+    Examples
+    --------
+    >>> centred_move_mean(np.arange(6.0), 3).tolist()
+    [nan, 1.0, 2.0, 3.0, 4.0, nan]
+    >>> centred_move_mean(np.arange(6.0), 3, min_count=1).tolist()
+    [0.5, 1.0, 2.0, 3.0, 4.0, 4.5]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"x: expected 1-D values, got an array of shape {x.shape}")
+    window = _check_count(window, "window", 1, x.size, f"the number of points ({x.size})")
+    min_count = window if min_count is None else _check_count(
+        min_count, "min_count", 1, window, f"the window ({window})")
+    lead = (window - 1) // 2  # points after i inside its window
+    padded = np.concatenate([x, np.full(lead, np.nan)])  # NaNs are skipped: a cut window
+    return numbagg.move_mean(padded, window=window, min_count=min_count)[lead:]
+
+
+def running_statistics(
+    ds: xr.Dataset, by: str = "uE", window: int | None = None, *, min_count: int | None = None
+) -> xr.Dataset:
+    """Running mean of ``Z`` and of ``Z²`` along the points sorted by ``by`` (METHODS §6).
+
+    The points are sorted by ``by`` with a stable sort (tied values keep their row order), and
+    at each position of the sorted order the mean of ``Z = E / uE`` and of ``Z²`` over a centred
+    window of ``window`` points is computed with :func:`numbagg.move_mean` (see
+    :func:`centred_move_mean`): the window of position ``i`` covers positions
+    ``i - window // 2`` to ``i + (window - 1) // 2`` (as pandas' ``rolling(center=True)``). At
+    the ends of the sorted order the window is incomplete; there the values are NaN unless at
+    least ``min_count`` points of the window exist (by default ``min_count = window``: values
+    only where the window is complete, so the first ``window // 2`` and the last
+    ``(window - 1) // 2`` values are NaN).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE`` (1-D).
+    by : str
+        The conditioning variable, a 1-D variable over ``sample`` (``uE`` or a feature).
+    window : int, optional
+        Window length in points, ``1 <= window <= M``; default ``max(M // 100, 1)`` (METHODS §6:
+        M/100).
+    min_count : int, optional
+        Least number of points of a (cut) window giving a value, ``1 <= min_count <= window``;
+        default ``window``. ``min_count=1`` averages whatever part of the window exists.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``rank`` (0 to M-1, the position in the sorted order), with the coordinate
+        ``sample`` (row numbers of the sorted points) and the variables ``by`` (sorted values),
+        ``Z``, ``running_mean`` and ``running_mean_square``; attributes ``by``, ``window``,
+        ``min_count``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``by`` (or one named like an output variable), a variable that is not
+        1-D over ``sample``, non-finite values, or a window (or ``min_count``) out of range.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.from_arrays([1.0, -2.0, 3.0, 0.5, -1.0], [1.0, 2.0, 3.0, 0.5, 1.0])
+    >>> r = running_statistics(ds, window=3)
+    >>> r.sample.values.tolist()  # rows in the (stable) order of uE
+    [3, 0, 4, 1, 2]
+    >>> r.Z.values.tolist()
+    [1.0, 1.0, -1.0, -1.0, 1.0]
+    >>> r.running_mean.values.round(3).tolist()
+    [nan, 0.333, -0.333, -0.333, nan]
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    if not isinstance(by, str) or by not in ds.variables or by == SAMPLE_DIM:
+        available = [str(v) for v in ds.data_vars]
+        raise ValueError(
+            f"by: unknown variable {by!r}; available variables: {', '.join(available) or '(none)'}"
+        )
+    if by in _OUTPUTS:
+        raise ValueError(
+            f"by: the variable {by!r} has the name of an output variable ({', '.join(_OUTPUTS)});"
+            " rename it"
+        )
+    values: dict[str, np.ndarray] = {}
+    for name in dict.fromkeys(("E", "uE", by)):
+        if name not in ds.variables:
+            raise ValueError(f"{name}: the dataset has no variable {name!r}")
+        var = ds[name]
+        if var.dims != (SAMPLE_DIM,):
+            raise ValueError(
+                f"{name}: expected a 1-D variable over '{SAMPLE_DIM}', got dimensions {var.dims}"
+            )
+        data = np.asarray(var.values)
+        if data.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: values are not numeric (dtype {data.dtype})")
+        bad = int(np.count_nonzero(~np.isfinite(data.astype(np.float64))))
+        if bad:
+            raise ValueError(f"{name}: {bad} of {data.size} values are NaN or infinite")
+        values[name] = data
+    m = values["E"].size
+    if m == 0:
+        raise ValueError(f"ds: the dataset has 0 rows along '{SAMPLE_DIM}'")
+    if window is None:
+        window = max(m // 100, 1)
+    window = _check_count(window, "window", 1, m, f"the number of points M = {m}")
+    min_count = window if min_count is None else _check_count(
+        min_count, "min_count", 1, window, f"the window ({window})")
+
+    order = np.argsort(values[by], kind="stable")
+    z = values["E"].astype(np.float64)[order] / values["uE"].astype(np.float64)[order]
+    rows = (np.asarray(ds[SAMPLE_DIM].values) if SAMPLE_DIM in ds.coords
+            else np.arange(m))[order]
+    mean = centred_move_mean(z, window, min_count)
+    mean_square = centred_move_mean(z * z, window, min_count)
+
+    window_attrs = {"window": window, "min_count": min_count}
+    return xr.Dataset(
+        {
+            by: (RANK_DIM, values[by][order], dict(ds[by].attrs)),
+            "Z": (RANK_DIM, z, {"long_name": "z-score E / uE", "units": "1"}),
+            "running_mean": (RANK_DIM, mean,
+                             {"long_name": "running mean of Z", "units": "1", **window_attrs}),
+            "running_mean_square": (RANK_DIM, mean_square,
+                                    {"long_name": "running mean of Z²", "units": "1",
+                                     **window_attrs}),
+        },
+        coords={
+            RANK_DIM: (RANK_DIM, np.arange(m, dtype=np.int64),
+                       {"long_name": f"position in the stable sort order of {by}"}),
+            SAMPLE_DIM: (RANK_DIM, rows, {"long_name": "row number in the input"}),
+        },
+        attrs={
+            "by": by,
+            "window": window,
+            "min_count": min_count,
+            "window_position": "centred: positions i - window // 2 to i + (window - 1) // 2",
+            "edges": "NaN where fewer than min_count points of the window exist",
+            "method": "numbagg.move_mean (trailing) shifted by (window - 1) // 2",
+            "n_samples": m,
+            "xuqcal_version": __version__,
+        },
+    )
