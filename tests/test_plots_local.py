@@ -77,3 +77,17 @@ def test_zscores_and_rank_correlation_through_the_accessor(data, tmp_path):
     render(data.uqcal.plot.rank_correlation(["X"]), tmp_path / "rc.png")
     running = data.uqcal.running_statistics(window=51)
     assert running.attrs["window"] == 51
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [
+    ("confidence_curve", {"n_mc": 100}),
+    ("ablation", {"n_boot": 200}),
+    ("calibration_curve", {}),
+    ("local_coverage", {"n_bins": 10}),
+])
+def test_curve_plots_through_the_accessor(data, tmp_path, name, kwargs):
+    result = getattr(data.uqcal, name)(**kwargs)
+    assert result.attrs["xuqcal_version"] == xuqcal.__version__
+    ax = getattr(data.uqcal.plot, name)(**kwargs)
+    assert ax.get_xlabel() and ax.get_ylabel()
+    render(ax, tmp_path / f"{name}.png")

@@ -11,7 +11,7 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import features, generators, plot, synthetic
+from xuqcal import curves, features, generators, plot, synthetic
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.diagnostics import describe
@@ -46,6 +46,7 @@ __all__ = [
     "bca_interval",
     "beta_gm",
     "bootstrap",
+    "curves",
     "describe",
     "features",
     "from_arrays",

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 import xarray as xr
 
 from xuqcal import binning as _binning
+from xuqcal import curves as _curves
 from xuqcal import diagnostics, features, io, resampling, running, validation
 from xuqcal import local as _local
 from xuqcal import plot as _plot
@@ -128,6 +129,33 @@ class UQCalAccessor:
         :func:`xuqcal.running.running_statistics`."""
         return running.running_statistics(self._checked(), by=by, window=window)
 
+    def confidence_curve(self, *, statistic: str = "rmse", k=None, reference: str | None = "normal",
+                         n_mc: int = 1000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
+        """Confidence curve with its probabilistic reference; see
+        :func:`xuqcal.curves.confidence_curve`."""
+        return _curves.confidence_curve(self._checked(), statistic=statistic, k=k,
+                                        reference=reference, n_mc=n_mc, seed=seed, level=level)
+
+    def ablation(self, *, statistics: Sequence[str] = ("zms", "rce"), k=None,
+                 n_boot: int = 5000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
+        """Statistics with the largest uncertainties removed; see
+        :func:`xuqcal.curves.ablation`."""
+        return _curves.ablation(self._checked(), statistics=statistics, k=k, n_boot=n_boot,
+                                seed=seed, level=level)
+
+    def calibration_curve(self, *, generator: str = "normal", p=None,
+                          level: float = 0.95) -> xr.Dataset:
+        """Observed against expected coverage; see :func:`xuqcal.curves.calibration_curve`."""
+        return _curves.calibration_curve(self._checked(), generator=generator, p=p,
+                                         level=level)
+
+    def local_coverage(self, *, by: str = "uE", p: float = 0.95, n_bins: int = 20,
+                       generator: str = "normal", level: float = 0.95) -> xr.Dataset:
+        """Coverage of the p-interval per bin of ``by``; see
+        :func:`xuqcal.curves.local_coverage`."""
+        return _curves.local_coverage(self._checked(), by=by, p=p, n_bins=n_bins,
+                                      generator=generator, level=level)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
@@ -175,3 +203,19 @@ class PlotAccessor:
     def rank_correlation(self, variables: Sequence[str] | None = None, *, ax=None):
         """Heatmap of the rank-correlation matrix; see :func:`xuqcal.plot.rank_correlation`."""
         return _plot.rank_correlation(self._parent.rank_correlation(variables), ax=ax)
+
+    def confidence_curve(self, *, ax=None, **kwargs):
+        """Confidence curve with its reference band; see :func:`xuqcal.plot.confidence_curve`."""
+        return _plot.confidence_curve(self._parent.confidence_curve(**kwargs), ax=ax)
+
+    def ablation(self, *, ax=None, **kwargs):
+        """ΔZMS(k), ΔRCE(k) with the full-set intervals; see :func:`xuqcal.plot.ablation`."""
+        return _plot.ablation(self._parent.ablation(**kwargs), ax=ax)
+
+    def calibration_curve(self, *, ax=None, **kwargs):
+        """Calibration curve; see :func:`xuqcal.plot.calibration_curve`."""
+        return _plot.calibration_curve(self._parent.calibration_curve(**kwargs), ax=ax)
+
+    def local_coverage(self, *, ax=None, **kwargs):
+        """Local coverage probability; see :func:`xuqcal.plot.local_coverage`."""
+        return _plot.local_coverage(self._parent.local_coverage(**kwargs), ax=ax)

@@ -5,6 +5,7 @@ needs a display (any backend works, e.g. Agg). The accessor exposes them as
 ``ds.uqcal.plot.<name>``.
 """
 
+from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
 from xuqcal.plot.local import (
     acf,
     adversarial,
@@ -17,11 +18,15 @@ from xuqcal.plot.validation import error_distribution, zeta
 from xuqcal.plot.zscores import rank_correlation, zscores
 
 __all__ = [
+    "ablation",
     "acf",
     "adversarial",
+    "calibration_curve",
+    "confidence_curve",
     "error_distribution",
     "fraction_valid",
     "local",
+    "local_coverage",
     "order_sensitivity",
     "rank_correlation",
     "reliability",

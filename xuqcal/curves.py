@@ -1,0 +1,637 @@
+"""Curves of conditional calibration (METHODS §6): confidence curve with its probabilistic
+reference, ablation of the largest uncertainties, calibration curve and local coverage.
+
+* :func:`confidence_curve`: sort by decreasing ``uE`` (stable: ties keep the row order), remove
+  the first ``floor(k M / 100)`` points for ``k`` percent, and report the RMSE (or MAE) of the
+  rest, in O(M) per curve from a reverse cumulative sum. Its reference is the mean curve of
+  ``n_mc`` synthetic error sets ``uE * eps``, ``eps ~ D``, in the same order, with a 95 % band
+  (2.5 / 97.5 % quantiles of the simulated curves).
+* :func:`ablation`: ``Δstat(k) = stat(remaining) - stat(full)`` for ``k`` = 0–10 % removed,
+  against the full set's bootstrap BCa interval expressed as offsets from its estimate.
+* :func:`calibration_curve`: the observed fraction ``mean(|E| <= uE q_D((1 + p) / 2))`` against
+  the probability level ``p``, with Wilson-cc intervals and the miscalibration area
+  ``∫ |observed - p| dp`` (trapezoid rule over the grid of ``p``).
+* :func:`local_coverage`: the coverage of the ``p``-interval per equal-count bin of a variable.
+
+Replicate ``r`` of the confidence-curve reference draws ``eps`` from the stream
+``(seed, "confidence_curve:D", r)``: exactly
+``get_generator(D).sample(M, seed=seed, replicate=r, purpose="confidence_curve")``, with
+``eps[i]`` multiplying the uncertainty of row ``i``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numba as nb
+import numpy as np
+import xarray as xr
+
+from xuqcal._random import fill_variates, stream_key
+from xuqcal._version import __version__
+from xuqcal.binning import check_n_bins, equal_count_bounds, equal_count_order
+from xuqcal.generators import Generator, get_generator
+from xuqcal.intervals import check_level, wilson_interval
+from xuqcal.io import validate_dataset
+from xuqcal.resampling import bootstrap, check_count
+from xuqcal.statistics import DEFAULT_N_BINS, compute, get_statistics, statistic_coords
+
+__all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
+
+#: Statistics of the confidence curve.
+CONFIDENCE_STATISTICS = ("rmse", "mae")
+#: Default percents removed: confidence curve 0..99, ablation 0..10.
+DEFAULT_CONFIDENCE_K = np.arange(100)
+DEFAULT_ABLATION_K = np.arange(11)
+#: Default probability levels of the calibration curve.
+DEFAULT_P = np.linspace(0.01, 0.99, 99)
+ORDER_DESCRIPTION = ("points sorted by decreasing uE (stable: ties keep the row order); k % "
+                     "removed = the first floor(k M / 100) points of that order")
+
+
+# --------------------------------------------------------------------------------- helpers
+
+
+def _arrays(ds: xr.Dataset, E: str, uE: str, *, minimum: int, what: str,
+            extra: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float arrays of the errors and uncertainties (at least ``minimum`` points)."""
+    validate_dataset(ds, E=E, uE=uE, features=[v for v in extra if v not in (E, uE)])
+    m = ds.sizes["sample"]
+    if m < minimum:
+        raise ValueError(f"{what}: needs at least {minimum} points, but the data have {m}")
+    errors = np.ascontiguousarray(ds[E].values, dtype=np.float64)
+    uncertainties = np.ascontiguousarray(ds[uE].values, dtype=np.float64)
+    return errors, uncertainties
+
+
+def _percents(k, default: np.ndarray) -> np.ndarray:
+    """Validate percents removed: 1-D, finite, strictly increasing, in [0, 100)."""
+    values = default if k is None else np.atleast_1d(np.asarray(k, dtype=np.float64))
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"k: expected a non-empty 1-D sequence of percents, got {k!r}")
+    if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values >= 100):
+        bad = values[~(np.isfinite(values) & (values >= 0) & (values < 100))]
+        raise ValueError(
+            f"k: percents removed must lie in [0, 100), got {', '.join(f'{v:g}' for v in bad)}"
+        )
+    if np.any(np.diff(values) <= 0):
+        raise ValueError("k: percents removed must be strictly increasing")
+    return values
+
+
+def _n_removed(k: np.ndarray, m: int) -> np.ndarray:
+    """``floor(k M / 100)``, exact for integer percents (integer arithmetic), and rounded to
+    nine decimals before the floor otherwise (so that 0.1 % of 1000 points is 1 point)."""
+    if np.all(k == np.round(k)):
+        return (k.astype(np.int64) * m) // 100
+    return np.floor(np.round(k * m / 100.0, 9)).astype(np.int64)
+
+
+def _decreasing_order(uncertainties: np.ndarray) -> np.ndarray:
+    """Stable permutation by decreasing uncertainty (ties keep the row order)."""
+    return np.argsort(-uncertainties, kind="stable")
+
+
+def _k_coords(k: np.ndarray, removed: np.ndarray) -> dict:
+    return {
+        "k": ("k", k, {"long_name": "largest uncertainties removed", "units": "%"}),
+        "fraction_removed": ("k", k / 100.0,
+                             {"long_name": "fraction of the largest uncertainties removed"}),
+        "n_removed": ("k", removed, {"long_name": "number of points removed"}),
+    }
+
+
+def _probability(p, name: str = "p") -> float:
+    if isinstance(p, bool) or not isinstance(p, float | int | np.floating | np.integer) \
+            or not 0.0 < float(p) < 1.0:
+        raise ValueError(f"{name}: expected a probability level in (0, 1), got {p!r}")
+    return float(p)
+
+
+def _interval_quantile(generator: Generator, p: np.ndarray) -> np.ndarray:
+    """Half-width ``q_D((1 + p) / 2)`` of the central ``p``-interval of unit-variance D."""
+    return np.asarray(generator.distribution().ppf((1.0 + p) / 2.0), dtype=np.float64)
+
+
+# ------------------------------------------------------------------------- confidence curve
+
+
+@nb.njit(nogil=True, cache=True)
+def _tail_curve(sorted_values, removed, use_mae, out):
+    """RMSE (or MAE) of ``sorted_values[n:]`` for each ``n`` in ``removed`` (sums of squares
+    or of absolute values accumulated from the end, i.e. a reverse cumulative sum)."""
+    m = sorted_values.shape[0]
+    tail = np.empty(m + 1)
+    tail[m] = 0.0
+    s = 0.0
+    for j in range(m - 1, -1, -1):
+        x = sorted_values[j]
+        s += np.abs(x) if use_mae else x * x
+        tail[j] = s
+    for i in range(removed.shape[0]):
+        n = removed[i]
+        mean = tail[n] / (m - n)
+        out[i] = mean if use_mae else np.sqrt(mean)
+
+
+@nb.njit(nogil=True, cache=True)
+def _reference_curves(key, code, parameter, order, u_sorted, removed, use_mae, start, stop,
+                      out):
+    """Curves of the synthetic sets ``r = start .. stop - 1``: ``eps`` is drawn in row order
+    (as ``Generator.sample``), ``E~ = uE * eps`` is walked in the decreasing-uE ``order``.
+    Only one synthetic set (O(M) memory) exists at a time."""
+    m = order.shape[0]
+    eps = np.empty(m)
+    synthetic = np.empty(m)
+    for r in range(start, stop):
+        fill_variates(key, r, code, parameter, eps)
+        for j in range(m):
+            synthetic[j] = u_sorted[j] * eps[order[j]]
+        _tail_curve(synthetic, removed, use_mae, out[r - start])
+
+
+def confidence_curve(
+    ds: xr.Dataset,
+    *,
+    statistic: str = "rmse",
+    k=None,
+    reference: str | Generator | None = "normal",
+    n_mc: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Confidence curve (RMSE or MAE after removing the largest uncertainties) and its
+    probabilistic reference.
+
+    The points are sorted by decreasing ``uE`` (stable sort: tied uncertainties keep their row
+    order); for each percent ``k`` the first ``floor(k M / 100)`` points are removed and the
+    statistic of the remaining errors is reported. The reference keeps the uncertainties and
+    draws ``n_mc`` synthetic error sets ``uE * eps``, ``eps ~ D``; their curves (same order)
+    give the mean curve and a band of their ``(1 ∓ level) / 2`` quantiles (NumPy's linear
+    interpolation). Each curve costs O(M); only one synthetic set is held at a time.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE``.
+    statistic : {"rmse", "mae"}
+        Root mean square or mean absolute value of the remaining errors.
+    k : array_like of float, optional
+        Percents of the largest uncertainties removed, strictly increasing in [0, 100)
+        (default 0, 1, ..., 99).
+    reference : str or Generator or None
+        Generative distribution D of the reference (``"normal"``, ``"t6"``, ...); ``None``
+        skips the reference.
+    n_mc : int
+        Number of synthetic error sets (≥ 2).
+    seed : int
+        Seed: replicate ``r`` uses ``D.sample(M, seed=seed, replicate=r,
+        purpose="confidence_curve")``.
+    level : float
+        Coverage of the reference band (0.95: the 2.5 % and 97.5 % quantiles).
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``k`` (percent removed; coordinates ``fraction_removed`` = k / 100 and
+        ``n_removed``): ``value`` (the data curve) and, with a reference, ``reference_mean``,
+        ``reference_low``, ``reference_high`` and ``in_band`` (``low <= value <= high``). The
+        attributes record the statistic, generator, n_mc, seed, level and xuqcal version.
+
+    Raises
+    ------
+    ValueError
+        For an unknown statistic or generator, percents outside [0, 100), ``n_mc < 2`` or
+        fewer than 2 points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=0)
+    >>> cc = confidence_curve(ds, n_mc=200)
+    >>> cc.sizes["k"], cc.attrs["statistic"], cc.attrs["generator"]
+    (100, 'rmse', 'normal')
+    >>> bool(cc.in_band.mean() > 0.5)
+    True
+    """
+    key = statistic.lower() if isinstance(statistic, str) else statistic
+    if key not in CONFIDENCE_STATISTICS:
+        raise ValueError(f"statistic: unknown confidence-curve statistic {statistic!r}; "
+                         f"choose one of {', '.join(CONFIDENCE_STATISTICS)}")
+    use_mae = key == "mae"
+    gen = None if reference is None else get_generator(reference)
+    percents = _percents(k, DEFAULT_CONFIDENCE_K)
+    level = check_level(level)
+    if gen is not None:
+        n_mc = check_count(n_mc, "n_mc")
+        rng_key = stream_key(seed, f"confidence_curve:{gen.name}")
+    errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="confidence_curve")
+    m = errors.size
+    removed = _n_removed(percents, m)
+    order = _decreasing_order(uncertainties)
+
+    value = np.empty(percents.size)
+    _tail_curve(errors[order], removed, use_mae, value)
+    label = key.upper()
+    data_vars = {
+        "value": ("k", value, {"long_name": f"{label} of the remaining errors"}),
+    }
+    attrs = {
+        "statistic": key,
+        "generator": gen.name if gen is not None else "",
+        "n_mc": n_mc if gen is not None else 0,
+        "seed": seed,
+        "level": level,
+        "n_samples": m,
+        "order": ORDER_DESCRIPTION,
+        "xuqcal_version": __version__,
+    }
+    if gen is not None:
+        curves = np.empty((n_mc, percents.size))
+        _reference_curves(rng_key, gen.code, gen.parameter, order, uncertainties[order],
+                          removed, use_mae, 0, n_mc, curves)
+        mean = curves.mean(axis=0)
+        low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
+        band = f"{100 * (1 - level) / 2:g}-{100 * (1 + level) / 2:g} % quantiles"
+        data_vars.update(
+            reference_mean=("k", mean, {"long_name": f"mean {label} of simulated error sets "
+                                                     f"uE * eps, eps ~ {gen.name}"}),
+            reference_low=("k", low, {"long_name": f"lower bound of the reference band ({band} "
+                                                   "of the simulated curves)"}),
+            reference_high=("k", high, {"long_name": f"upper bound of the reference band "
+                                                     f"({band} of the simulated curves)"}),
+            in_band=("k", (low <= value) & (value <= high),
+                     {"long_name": "data curve inside the reference band"}),
+        )
+        attrs.update(
+            band=f"{band} (linear interpolation) of the simulated curves",
+            random_streams=(f"eps of replicate r = get_generator({gen.name!r}).sample(M, "
+                            "seed=seed, replicate=r, purpose='confidence_curve')"),
+        )
+    return xr.Dataset(data_vars, coords=_k_coords(percents, removed), attrs=attrs)
+
+
+# -------------------------------------------------------------------------------- ablation
+
+
+def ablation(
+    ds: xr.Dataset,
+    *,
+    statistics: str | Iterable[str] = ("zms", "rce"),
+    k=None,
+    n_boot: int = 5000,
+    seed: int = 0,
+    level: float = 0.95,
+    n_bins: int = DEFAULT_N_BINS,
+    by: str = "uE",
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Change of statistics when the largest uncertainties are removed (ablation curve).
+
+    For each percent ``k`` (default 0, 1, ..., 10), the first ``floor(k M / 100)`` points in
+    the order of decreasing ``uE`` (stable) are removed and ``Δstat(k) = stat(remaining) -
+    stat(full)`` is computed (the remaining points keep their row order). The full set's
+    bootstrap BCa interval is returned as offsets from its estimate (``ci_low - estimate``,
+    ``ci_high - estimate``), so that a Δ outside ``[ci_low_offset, ci_high_offset]`` means that
+    removing the points moves the statistic outside the full-set interval.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE``.
+    statistics : str or sequence of str
+        Statistic keys (see :data:`xuqcal.statistics.STATISTICS`).
+    k : array_like of float, optional
+        Percents removed, strictly increasing in [0, 100).
+    n_boot : int
+        Bootstrap replicates of the full-set interval.
+    seed : int
+        Seed of the bootstrap.
+    level : float
+        Confidence level of the interval.
+    n_bins, by : int, str
+        Equal-count bins of binned statistics (re-made on each remaining set).
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``statistic × k``: ``value`` (statistic of the remaining points), ``delta`` and
+        ``outside`` (Δ outside the offsets); over ``statistic``: ``estimate``, ``ci_low``,
+        ``ci_high``, ``ci_low_offset``, ``ci_high_offset``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ab = ablation(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_boot=500)
+    >>> ab.delta.dims, ab.sizes["k"]
+    (('statistic', 'k'), 11)
+    >>> float(ab.delta.sel(k=0).max())
+    0.0
+    """
+    chosen = get_statistics(statistics)
+    keys = [s.key for s in chosen]
+    percents = _percents(k, DEFAULT_ABLATION_K)
+    level = check_level(level)
+    n_boot = check_count(n_boot, "n_boot")
+    needs_bins = any(s.needs_bins for s in chosen)
+    if needs_bins and by not in ds.data_vars:
+        raise ValueError(f"by: the binning variable {by!r} is not in the dataset")
+    errors, uncertainties = _arrays(ds, E, uE, minimum=3, what="ablation",
+                                    extra=[by] if needs_bins else [])
+    m = errors.size
+    removed = _n_removed(percents, m)
+    if m - removed[-1] < 3:
+        raise ValueError(f"ablation: removing {percents[-1]:g} % of {m} points leaves fewer "
+                         "than 3 points")
+    if needs_bins:
+        check_n_bins(int(m - removed[-1]), n_bins, variable="the remaining data")
+    by_values = None
+    if needs_bins and by != uE:
+        by_values = np.asarray(ds[by].values)
+    order = _decreasing_order(uncertainties)
+    value = np.empty((len(keys), percents.size))
+    for j, n in enumerate(removed):
+        keep = np.sort(order[n:])
+        value[:, j] = compute(errors[keep], uncertainties[keep], keys, n_bins=n_bins, by=by,
+                              by_values=None if by_values is None else by_values[keep])
+    full = compute(errors, uncertainties, keys, n_bins=n_bins, by=by, by_values=by_values)
+    bs = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
+                   by=by, E=E, uE=uE).compute()
+    ci_low = bs.ci_low.values
+    ci_high = bs.ci_high.values
+    delta = value - full[:, np.newaxis]
+    lo_offset = ci_low - full
+    hi_offset = ci_high - full
+    outside = (delta < lo_offset[:, np.newaxis]) | (delta > hi_offset[:, np.newaxis])
+    sk = ("statistic", "k")
+    coords = {**statistic_coords(chosen), **_k_coords(percents, removed)}
+    return xr.Dataset(
+        {
+            "value": (sk, value, {"long_name": "statistic of the remaining points"}),
+            "delta": (sk, delta, {"long_name": "statistic of the remaining points minus the "
+                                               "statistic of the full set"}),
+            "outside": (sk, outside, {"long_name": "delta outside the full-set interval"}),
+            "estimate": ("statistic", full, {"long_name": "statistic of the full set"}),
+            "ci_low": ("statistic", ci_low, {"long_name": "full-set BCa interval, lower"}),
+            "ci_high": ("statistic", ci_high, {"long_name": "full-set BCa interval, upper"}),
+            "ci_low_offset": ("statistic", lo_offset,
+                              {"long_name": "ci_low - estimate of the full set"}),
+            "ci_high_offset": ("statistic", hi_offset,
+                               {"long_name": "ci_high - estimate of the full set"}),
+        },
+        coords=coords,
+        attrs={
+            "method": "bca",
+            "level": level,
+            "n_boot": n_boot,
+            "seed": seed,
+            "n_bins": n_bins if needs_bins else 0,
+            "by": by,
+            "n_samples": m,
+            "order": ORDER_DESCRIPTION,
+            "xuqcal_version": __version__,
+        },
+    )
+
+
+# ----------------------------------------------------------------------- calibration curve
+
+
+def _levels(p) -> np.ndarray:
+    values = DEFAULT_P if p is None else np.atleast_1d(np.asarray(p, dtype=np.float64))
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"p: expected a non-empty 1-D sequence of probability levels, got {p!r}")
+    bad = values[~((values > 0) & (values < 1))]
+    if bad.size:
+        raise ValueError(f"p: probability levels must lie in (0, 1), got "
+                         f"{', '.join(f'{v:g}' for v in bad)}")
+    if np.any(np.diff(values) <= 0):
+        raise ValueError("p: probability levels must be strictly increasing")
+    return values
+
+
+def _count_inside(abs_errors: np.ndarray, uncertainties: np.ndarray, quantiles: np.ndarray
+                  ) -> np.ndarray:
+    """``count(|E| <= uE * q)`` for each q (one pass over the points per level)."""
+    return np.array([np.count_nonzero(abs_errors <= uncertainties * q) for q in quantiles],
+                    dtype=np.int64)
+
+
+def calibration_curve(
+    ds: xr.Dataset,
+    *,
+    generator: str | Generator = "normal",
+    p=None,
+    level: float = 0.95,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Calibration curve: observed coverage of central intervals against their probability.
+
+    For each level ``p``, the central ``p``-interval of ``E = uE * eps``, ``eps ~ D``, is
+    ``|E| <= uE q_D((1 + p) / 2)``; the observed fraction of points inside it is compared with
+    ``p`` and given a Wilson score interval with continuity correction. The miscalibration
+    area is ``∫ |observed - p| dp`` by the trapezoid rule over the grid of ``p`` (the part of
+    [0, 1] outside the grid is not included).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE``.
+    generator : str or Generator
+        Generative distribution D (``"normal"``, ``"t6"``, ...).
+    p : array_like of float, optional
+        Probability levels, strictly increasing in (0, 1) (default
+        ``np.linspace(0.01, 0.99, 99)``).
+    level : float
+        Confidence level of the Wilson intervals.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``p`` (coordinate ``half_width`` = q_D((1 + p) / 2)): ``observed``, ``count``
+        (points inside), ``ci_low``, ``ci_high`` and ``valid`` (the interval contains p);
+        the scalar ``miscalibration_area`` (NaN for a single level).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> cal = calibration_curve(xuqcal.synthetic.nig(5000, nu=6, seed=0))
+    >>> cal.sizes["p"], bool(cal.miscalibration_area < 0.02)
+    (99, True)
+    >>> float(calibration_curve(xuqcal.io.from_arrays([0.1, 3.0], [1.0, 1.0]), p=[0.5]
+    ...                         ).observed[0])
+    0.5
+    """
+    gen = get_generator(generator)
+    levels = _levels(p)
+    level = check_level(level)
+    errors, uncertainties = _arrays(ds, E, uE, minimum=1, what="calibration_curve")
+    m = errors.size
+    quantiles = _interval_quantile(gen, levels)
+    count = _count_inside(np.abs(errors), uncertainties, quantiles)
+    observed = count / m
+    ci_low, ci_high = wilson_interval(count, np.full(count.shape, m), level)
+    ci_low, ci_high = np.atleast_1d(ci_low), np.atleast_1d(ci_high)
+    if levels.size >= 2:
+        gap = np.abs(observed - levels)
+        area = float(np.sum(0.5 * (gap[1:] + gap[:-1]) * np.diff(levels)))
+    else:
+        area = float("nan")
+    grid = f"{levels.size} levels from {levels[0]:g} to {levels[-1]:g}"
+    return xr.Dataset(
+        {
+            "observed": ("p", observed, {"long_name": "observed fraction inside the interval"}),
+            "count": ("p", count, {"long_name": "number of points inside the interval"}),
+            "ci_low": ("p", ci_low, {"long_name": "Wilson-cc interval of the fraction, lower"}),
+            "ci_high": ("p", ci_high, {"long_name": "Wilson-cc interval of the fraction, upper"}),
+            "valid": ("p", (ci_low <= levels) & (levels <= ci_high),
+                      {"long_name": "the interval of the observed fraction contains p"}),
+            "miscalibration_area": ((), area, {
+                "long_name": "miscalibration area, integral of |observed - p| dp",
+                "method": "trapezoid rule over the p grid",
+                "grid": grid,
+            }),
+        },
+        coords={
+            "p": ("p", levels, {"long_name": "expected fraction (probability level)"}),
+            "half_width": ("p", quantiles, {"long_name": "q_D((1 + p) / 2): interval half-width "
+                                                      "in units of uE"}),
+        },
+        attrs={
+            "generator": gen.name,
+            "level": level,
+            "interval": "|E| <= uE * q_D((1 + p) / 2)",
+            "ci_method": "Wilson score interval with continuity correction",
+            "n_samples": m,
+            "grid": grid,
+            "xuqcal_version": __version__,
+        },
+    )
+
+
+# -------------------------------------------------------------------------- local coverage
+
+
+def local_coverage(
+    ds: xr.Dataset,
+    *,
+    by: str = "uE",
+    p: float = 0.95,
+    n_bins: int = 20,
+    generator: str | Generator = "normal",
+    level: float = 0.95,
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.Dataset:
+    """Coverage of the central ``p``-interval per equal-count bin of a variable.
+
+    The points are sorted by ``by`` (stable sort) and cut into ``n_bins`` equal-count bins
+    (sorted positions ``[floor(b M / N), floor((b + 1) M / N))``); in each bin the fraction of
+    points with ``|E| <= uE q_D((1 + p) / 2)`` gets a Wilson-cc interval, and the bin is
+    *valid* when that interval contains ``p``. The fraction of valid bins is reported with its
+    own Wilson-cc interval (to compare with ``level``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E``, ``uE`` and the variable ``by``.
+    by : str
+        Conditioning variable (``uE`` for consistency, a feature for adaptivity).
+    p : float
+        Probability level of the interval, in (0, 1).
+    n_bins : int
+        Number of equal-count bins (at least 2 points per bin).
+    generator : str or Generator
+        Generative distribution D.
+    level : float
+        Confidence level of the Wilson intervals.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``bin`` (coordinates ``bin_low``, ``bin_high``: range of ``by`` in the bin;
+        ``bin_centre``: its mean): ``coverage``, ``count`` (points in the bin), ``n_inside``,
+        ``ci_low``, ``ci_high``, ``valid``; scalars ``fraction_valid``,
+        ``fraction_valid_low``, ``fraction_valid_high``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> lc = local_coverage(xuqcal.synthetic.nig(4000, nu=6, seed=0), n_bins=10)
+    >>> lc.sizes["bin"], int(lc["count"].sum())
+    (10, 4000)
+    """
+    p = _probability(p)
+    level = check_level(level)
+    gen = get_generator(generator)
+    if by not in ds.data_vars:
+        raise ValueError(f"by: the binning variable {by!r} is not in the dataset "
+                         f"(variables: {', '.join(map(str, ds.data_vars))})")
+    errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="local_coverage", extra=[by])
+    m = errors.size
+    check_n_bins(m, n_bins, variable=by)
+    by_values = np.asarray(ds[by].values, dtype=np.float64)
+    order = equal_count_order(by_values)
+    bounds = equal_count_bounds(m, n_bins)
+    q = float(_interval_quantile(gen, np.array([p]))[0])
+    inside = (np.abs(errors) <= uncertainties * q)[order]
+    sorted_by = by_values[order]
+    count = np.diff(bounds)
+    n_inside = np.add.reduceat(inside.astype(np.int64), bounds[:-1])
+    coverage = n_inside / count
+    ci_low, ci_high = wilson_interval(n_inside, count, level)
+    valid = (ci_low <= p) & (p <= ci_high)
+    n_valid = int(valid.sum())
+    fv_low, fv_high = wilson_interval(n_valid, n_bins, level)
+    centre = np.add.reduceat(sorted_by, bounds[:-1]) / count
+    return xr.Dataset(
+        {
+            "coverage": ("bin", coverage, {"long_name": f"fraction inside the {p:g}-interval"}),
+            "count": ("bin", count, {"long_name": "number of points in the bin"}),
+            "n_inside": ("bin", n_inside, {"long_name": "number of points inside the interval"}),
+            "ci_low": ("bin", ci_low, {"long_name": "Wilson-cc interval of the coverage, lower"}),
+            "ci_high": ("bin", ci_high,
+                        {"long_name": "Wilson-cc interval of the coverage, upper"}),
+            "valid": ("bin", valid, {"long_name": "the interval of the coverage contains p"}),
+            "fraction_valid": ((), n_valid / n_bins, {"long_name": "fraction of valid bins"}),
+            "fraction_valid_low": ((), float(fv_low),
+                                   {"long_name": "Wilson-cc interval of fraction_valid, lower"}),
+            "fraction_valid_high": ((), float(fv_high),
+                                    {"long_name": "Wilson-cc interval of fraction_valid, upper"}),
+        },
+        coords={
+            "bin": ("bin", np.arange(n_bins)),
+            "bin_low": ("bin", sorted_by[bounds[:-1]], {"long_name": f"smallest {by} in the bin"}),
+            "bin_high": ("bin", sorted_by[bounds[1:] - 1],
+                         {"long_name": f"largest {by} in the bin"}),
+            "bin_centre": ("bin", centre, {"long_name": f"mean {by} in the bin"}),
+        },
+        attrs={
+            "by": by,
+            "p": p,
+            "quantile": q,
+            "generator": gen.name,
+            "n_bins": n_bins,
+            "level": level,
+            "interval": "|E| <= uE * q_D((1 + p) / 2)",
+            "binning": "equal-count bins of the stable sort of by: sorted positions "
+                       "[floor(b M / N), floor((b + 1) M / N))",
+            "ci_method": "Wilson score interval with continuity correction",
+            "n_samples": m,
+            "xuqcal_version": __version__,
+        },
+    )
