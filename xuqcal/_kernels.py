@@ -26,7 +26,7 @@ import math
 import numba as nb
 import numpy as np
 
-from xuqcal._random import fill_variates, next_below, stream_start
+from xuqcal._random import fill_gamma, fill_variates, next_below, stream_start
 
 # Statistic codes (the registry in xuqcal.statistics maps keys to these).
 MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
@@ -464,29 +464,72 @@ def _radix_argsort(keys, order, buffer, histogram):
     return order
 
 
-@nb.njit(nogil=True, cache=True)
-def simulate_block(key, generator_code, generator_parameter, start, stop, codes, n_bins, uE,
-                   u2, lnu2, order_u, tie_u, work, out):
-    """Statistics of synthetic error sets ``E~ = uE * eps``, ``eps ~ D``, for replicates
-    ``start .. stop - 1`` (the uncertainties and their binning order are kept)."""
-    m = uE.shape[0]
-    need_cc = False
-    for k in range(codes.shape[0]):
-        if codes[k] == CC:
-            need_cc = True
-    eps = np.empty(m)
+@nb.njit(inline="always")
+def _make_synthetic_scratch(m, need_cc):
     e2 = np.empty(m)
     z2 = np.empty(m)
     counts = np.ones(m, np.int32)
     abs_e = np.empty(m if need_cc else 0)
-    keys = abs_e.view(np.uint64)  # non-negative doubles sort like their bit patterns
     order_a = np.empty(m if need_cc else 0, np.int64)
     order_b = np.empty(m if need_cc else 0, np.int64)
     histogram = np.empty(_RADIX_SIZE + 1, np.int64)
     tie_e = np.zeros(m if need_cc else 0, np.bool_)
-    order_e = order_a
-    dummy_packed = np.empty((0, 6))
+    return e2, z2, counts, abs_e, order_a, order_b, histogram, tie_e
+
+
+@nb.njit(inline="always")
+def _needs_cc(codes):
+    for k in range(codes.shape[0]):
+        if codes[k] == CC:
+            return True
+    return False
+
+
+@nb.njit(inline="always")
+def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, codes, n_bins_list,
+                        need_cc, scratch, work, out):
+    """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
+    number of bins of ``n_bins_list``: ``out[j, k]``. One synthetic set serves all bin counts."""
+    e2, z2, counts, abs_e, order_a, order_b, histogram, tie_e = scratch
+    m = uE.shape[0]
+    s_e2 = 0.0
+    s_z2 = 0.0
+    s_z = 0.0
+    for i in range(m):
+        x = eps[i]
+        e = uE[i] * x
+        e2[i] = e * e
+        z2[i] = x * x
+        s_e2 += e * e
+        s_z2 += x * x
+        s_z += x
+        if need_cc:
+            abs_e[i] = np.abs(e)
     sums = work[0]
+    # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
+    _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
+    order_e = order_a
+    if need_cc:
+        keys = abs_e.view(np.uint64)  # non-negative doubles sort like their bit patterns
+        order_e = _radix_argsort(keys, order_a, order_b, histogram)
+        for k in range(1, m):
+            tie_e[k] = keys[order_e[k]] == keys[order_e[k - 1]]
+    dummy_packed = np.empty((0, 6))
+    for j in range(n_bins_list.shape[0]):
+        _evaluate(codes, counts, sums, True, n_bins_list[j], dummy_packed, e2, u2, z2, 0.0,
+                  order_u, tie_u, order_e, tie_e, work, out[j])
+
+
+@nb.njit(nogil=True, cache=True)
+def simulate_block(key, generator_code, generator_parameter, start, stop, codes, n_bins_list,
+                   uE, u2, lnu2, order_u, tie_u, work, out):
+    """Statistics of synthetic error sets ``E~ = uE * eps``, ``eps ~ D``, for replicates
+    ``start .. stop - 1``, keeping the uncertainties and their binning order:
+    ``out[r - start, j, k]`` for ``n_bins_list[j]`` and ``codes[k]``."""
+    m = uE.shape[0]
+    need_cc = _needs_cc(codes)
+    scratch = _make_synthetic_scratch(m, need_cc)
+    eps = np.empty(m)
     s_u2 = 0.0
     s_lnu2 = 0.0
     for i in range(m):
@@ -494,27 +537,50 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
         s_lnu2 += lnu2[i]
     for r in range(start, stop):
         fill_variates(key, r, generator_code, generator_parameter, eps)
-        s_e2 = 0.0
-        s_z2 = 0.0
-        s_z = 0.0
+        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, codes,
+                            n_bins_list, need_cc, scratch, work, out[r - start])
+
+
+@nb.njit(nogil=True, cache=True)
+def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, stop, codes,
+              n_bins_list, work, out):
+    """Statistics of synthetic NIG data sets (METHODS §1) for replicates ``start .. stop - 1``:
+    ``uE² = (ν/2) / Gamma(ν/2)`` from stream ``(key_u, r)`` (as :func:`xuqcal.synthetic.nig`),
+    ``eps ~ D`` from ``(key_e, r)``, points binned in the order of uE; writes
+    ``out[r - start, j, k]`` for ``n_bins_list[j]`` and ``codes[k]``."""
+    need_cc = _needs_cc(codes)
+    scratch = _make_synthetic_scratch(m, need_cc)
+    gamma = np.empty(m)
+    eps = np.empty(m)
+    u2_raw = np.empty(m)
+    uE = np.empty(m)
+    u2 = np.empty(m)
+    lnu2 = np.empty(m)
+    order_u = np.arange(m)
+    tie_u = np.zeros(m, np.bool_)
+    order_a = np.empty(m, np.int64)
+    order_b = np.empty(m, np.int64)
+    histogram = np.empty(_RADIX_SIZE + 1, np.int64)
+    for r in range(start, stop):
+        fill_gamma(key_u, r, 0.5 * nu, gamma)
         for i in range(m):
-            x = eps[i]
-            e = uE[i] * x
-            e2[i] = e * e
-            z2[i] = x * x
-            s_e2 += e * e
-            s_z2 += x * x
-            s_z += x
-            if need_cc:
-                abs_e[i] = np.abs(e)
-        # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
-        _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
-        if need_cc:
-            order_e = _radix_argsort(keys, order_a, order_b, histogram)
-            for k in range(1, m):
-                tie_e[k] = keys[order_e[k]] == keys[order_e[k - 1]]
-        _evaluate(codes, counts, sums, True, n_bins, dummy_packed, e2, u2, z2, 0.0,
-                  order_u, tie_u, order_e, tie_e, work, out[r - start])
+            u2_raw[i] = 0.5 * nu / gamma[i]
+        fill_variates(key_e, r, generator_code, generator_parameter, eps)
+        # sort the points by uE (positive doubles: radix sort of the bits), keep E = uE * eps
+        order = _radix_argsort(u2_raw.view(np.uint64), order_a, order_b, histogram)
+        s_u2 = 0.0
+        s_lnu2 = 0.0
+        for k in range(m):
+            p = order[k]
+            u2[k] = u2_raw[p]
+            uE[k] = np.sqrt(u2_raw[p])
+            lnu2[k] = np.log(u2_raw[p])
+            gamma[k] = eps[p]  # reuse as the eps of the sorted points
+            s_u2 += u2[k]
+            s_lnu2 += lnu2[k]
+            tie_u[k] = k > 0 and u2[k] == u2[k - 1]
+        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, gamma, order_u, tie_u, codes,
+                            n_bins_list, need_cc, scratch, work, out[r - start])
 
 
 # ------------------------------------------------------------------ grouped (per-bin) bootstrap

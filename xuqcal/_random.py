@@ -25,8 +25,9 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-#: Modules whose Numba kernels call each other (and are cached with ``cache=True``).
-KERNEL_MODULES = ("_random.py", "_kernels.py", "synthetic.py")
+#: Modules whose Numba functions are called by kernels of other modules (all cached with
+#: ``cache=True``): when one of them changes, every cached kernel of the package is dropped.
+KERNEL_MODULES = ("_random.py", "_kernels.py")
 
 
 def invalidate_stale_kernel_caches(package: Path = Path(__file__).parent) -> int:
@@ -210,6 +211,14 @@ def fill_counts(key, replicate, counts):
     for _ in range(n):
         j, state = next_below(state, n)
         counts[j] += 1
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_gamma(key, replicate, shape, out):
+    """Fill ``out`` with Gamma(shape, 1) variates from stream ``(key, replicate)``."""
+    state = stream_start(key, replicate)
+    for i in range(out.shape[0]):
+        out[i], state = next_gamma(state, shape)
 
 
 @nb.njit(nogil=True, cache=True)

@@ -1233,7 +1233,9 @@ def open_dataset(path: PathLike, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     with xr.open_dataset(
         path, engine="netcdf4", decode_times=False, decode_timedelta=False
     ) as stored:
-        ds = stored.load()
+        # drop the file's encodings (e.g. fixed-width strings) so that writing an extended
+        # dataset back cannot truncate new values
+        ds = stored.load().drop_encoding()
     try:
         return validate_dataset(ds, E=E, uE=uE)
     except ValueError as err:

@@ -39,11 +39,12 @@ DEFAULT_GENERATORS = ("normal", "t6")
 
 def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code: int,
                       parameter: float, key: np.uint64, start: int, stop: int) -> np.ndarray:
-    out = np.empty((stop - start, codes.shape[0]))
-    K.simulate_block(key, generator_code, parameter, start, stop, codes, prepared.n_bins,
-                     prepared.u, prepared.u2, prepared.lnu2, prepared.order_u, prepared.tie_u,
+    out = np.empty((stop - start, 1, codes.shape[0]))
+    K.simulate_block(key, generator_code, parameter, start, stop, codes,
+                     np.array([prepared.n_bins], dtype=np.int64), prepared.u, prepared.u2,
+                     prepared.lnu2, prepared.order_u, prepared.tie_u,
                      K.make_work(prepared.size, prepared.n_bins), out)
-    return out
+    return out[:, 0, :]
 
 
 def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n: int, seed: int,

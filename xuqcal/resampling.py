@@ -85,19 +85,22 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
     return out
 
 
-def blocks_along_replicate(function, prepared, n: int, chunks, width: int, *args) -> da.Array:
-    """Lazy ``(n, width)`` array, one Dask task per chunk of replicates.
+def blocks_along_replicate(function, prepared, n: int, chunks, width: int | tuple[int, ...],
+                           *args) -> da.Array:
+    """Lazy ``(n, *width)`` array, one Dask task per chunk of replicates.
 
     Each task calls ``function(prepared, *args, start, stop)``, which returns the
-    ``(stop - start, width)`` values of replicates ``start .. stop - 1``; ``prepared`` (a
-    :class:`PreparedData` or a Delayed that computes one) is a single node shared by all tasks.
+    ``(stop - start, *width)`` values of replicates ``start .. stop - 1``; ``prepared`` (a
+    :class:`PreparedData` or a Delayed that computes one, or any shared input) is a single node
+    shared by all tasks.
     """
     prepared = _as_delayed(prepared)
+    tail = (width,) if isinstance(width, int | np.integer) else tuple(width)
     blocks = []
     start = 0
     for size in replicate_chunks(n, chunks):
         block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
-        blocks.append(da.from_delayed(block, shape=(size, width), dtype=np.float64))
+        blocks.append(da.from_delayed(block, shape=(size, *tail), dtype=np.float64))
         start += size
     return da.concatenate(blocks, axis=0)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numba as nb
 import numpy as np
 import xarray as xr
 
@@ -67,7 +66,7 @@ def nig(
     key = _random.stream_key(seed, "synthetic:nig")
     gamma = np.empty(M)
     # 1 / uE² ~ Gamma(ν/2, rate ν/2): draw Gamma(ν/2, 1) g, then uE² = (ν/2) / g
-    _fill_gamma(key, replicate, 0.5 * nu, gamma)
+    _random.fill_gamma(key, replicate, 0.5 * nu, gamma)
     uE = np.sqrt(0.5 * nu / gamma)
     eps = np.empty(M)
     _random.fill_variates(_random.stream_key(seed, f"synthetic:nig:{gen.name}"), replicate,
@@ -92,10 +91,3 @@ def nig(
         },
     )
     return ds
-
-
-@nb.njit(nogil=True, cache=True)
-def _fill_gamma(key, replicate, shape, out):
-    state = _random.stream_start(key, replicate)
-    for i in range(out.shape[0]):
-        out[i], state = _random.next_gamma(state, shape)

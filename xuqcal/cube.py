@@ -1,0 +1,624 @@
+"""Sensitivity cubes: simulated statistics over a grid, persisted as NetCDF (METHODS §5, §7).
+
+A cube answers questions like "how does the simulated reference of ENCE depend on M, N, ν and
+D?". It is a Dataset of simulated statistics with the variables ``mean``, ``se``, ``q025``,
+``q975`` (and optionally the raw ``replicates``) over the grid dimensions:
+
+* :func:`build` — synthetic NIG data sets: ``size`` (M) × ``n_bins`` (N) × ``nu`` ×
+  ``generator`` × ``statistic``;
+* :func:`build_from` — the real uncertainties of one or several data sets: ``dataset`` ×
+  ``n_bins`` × ``generator`` × ``statistic``.
+
+One simulated data set serves every ``n_bins`` value, and replicate ``r`` of a cell draws from
+streams that depend only on ``(seed, cell, r)``, so a cube is bit-identical whatever the
+chunking and the scheduler (including ``dask.distributed``). Without ``path`` the result is a
+lazy Dask graph; with ``path`` the cells are computed one after the other, each checkpointed to
+``<path>.partial/``, and an interrupted build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from xuqcal import _kernels as K
+from xuqcal import io
+from xuqcal._random import stream_key
+from xuqcal._version import __version__
+from xuqcal.binning import check_n_bins
+from xuqcal.generators import Generator, generator_coords, get_generator
+from xuqcal.reference import _summarize
+from xuqcal.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
+from xuqcal.statistics import PreparedData, codes_of, get_statistics, statistic_coords
+from xuqcal.validation import U_REF_FACTOR
+
+SUMMARIES = ("mean", "se", "q025", "q975")
+_LONG_NAMES = {
+    "mean": "mean of the simulated values (simulated reference)",
+    "se": "standard error of the mean, sd / sqrt(n_mc)",
+    "q025": "2.5 % quantile of the simulated values",
+    "q975": "97.5 % quantile of the simulated values",
+    "replicates": "simulated values",
+}
+
+
+# --------------------------------------------------------------------------- cell computation
+
+
+def _nig_block(_shared, codes, n_bins, m, nu, generator, key_u, key_e, start, stop):
+    out = np.empty((stop - start, n_bins.size, codes.size))
+    K.nig_block(key_u, key_e, nu, generator.code, generator.parameter, m, start, stop, codes,
+                n_bins, K.make_work(m, int(n_bins.max())), out)
+    return out
+
+
+def _dataset_block(prepared: PreparedData, codes, n_bins, generator, key, start, stop):
+    out = np.empty((stop - start, n_bins.size, codes.size))
+    K.simulate_block(key, generator.code, generator.parameter, start, stop, codes, n_bins,
+                     prepared.u, prepared.u2, prepared.lnu2, prepared.order_u, prepared.tie_u,
+                     K.make_work(prepared.size, int(n_bins.max())), out)
+    return out
+
+
+def _nig_keys(seed: int, size: int, nu: float, generator: Generator):
+    cell = f"{int(size)}:{float(nu)!r}"
+    return (stream_key(seed, f"cube:nig:uE:{cell}"),
+            stream_key(seed, f"cube:nig:eps:{cell}:{generator.name}"))
+
+
+def _cell_replicates(kind: str, cell: dict, *, codes, n_bins, n_mc, seed, chunks, prepared):
+    """Lazy ``(n_mc, n_bins, statistic)`` simulated values of one cell."""
+    generator = get_generator(cell["generator"])
+    if kind == "nig":
+        key_u, key_e = _nig_keys(seed, cell["size"], cell["nu"], generator)
+        return blocks_along_replicate(_nig_block, None, n_mc, chunks, (n_bins.size, codes.size),
+                                      codes, n_bins, int(cell["size"]), float(cell["nu"]),
+                                      generator, key_u, key_e)
+    key = stream_key(seed, f"reference:{generator.name}")  # as xuqcal.reference()
+    return blocks_along_replicate(_dataset_block, prepared[cell["dataset"]], n_mc, chunks,
+                                  (n_bins.size, codes.size), codes, n_bins, generator, key)
+
+
+def _summary_variables(replicates: xr.DataArray, keep_replicates: bool) -> dict:
+    """``mean se q025 q975`` over the grid from values with a ``replicate`` dimension."""
+    out = xr.apply_ufunc(_summarize, replicates.chunk({"replicate": -1}),
+                         input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
+                         dask="parallelized", output_dtypes=[np.float64] * 4)
+    variables = {name: value.assign_attrs(long_name=_LONG_NAMES[name])
+                 for name, value in zip(SUMMARIES, out, strict=True)}
+    if keep_replicates:
+        variables["replicates"] = replicates.assign_attrs(long_name=_LONG_NAMES["replicates"])
+    return variables
+
+
+# ------------------------------------------------------------------------------- the builders
+
+
+def _as_list(values, name: str) -> list:
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        values = [values]
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name}: the list of values is empty")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}: a value is listed twice in {values}")
+    return values
+
+
+def _int_list(values, name: str, minimum: int) -> list[int]:
+    values = _as_list(values, name)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
+            raise ValueError(f"{name}: expected integers >= {minimum}, got {v!r}")
+    return [int(v) for v in values]
+
+
+def _grid_nig(statistics, size, n_bins, nu, generator):
+    stats = get_statistics(statistics)
+    sizes = _int_list(size, "size", 2)
+    bins = _int_list(n_bins, "n_bins", 1)
+    nus = [float(v) for v in _as_list(nu, "nu")]
+    if any(not v > 0 for v in nus):
+        raise ValueError(f"nu: expected values > 0, got {nus}")
+    gens = [get_generator(g).name for g in _as_list(generator, "generator")]
+    for m in sizes:
+        check_n_bins(m, max(bins), variable=f"size={m}")
+    return stats, {"size": sizes, "nu": nus, "generator": gens}, bins
+
+
+def _provenance(kind: str, stats, cells: dict, n_bins, n_mc, seed) -> dict:
+    grid = {**cells, "n_bins": list(n_bins), "statistic": [s.key for s in stats]}
+    return {
+        "kind": kind,
+        "title": "xuqcal sensitivity cube of simulated statistics",
+        "n_mc": int(n_mc),
+        "seed": int(seed),
+        "grid": json.dumps(grid),
+        "model": ("NIG: uE^2 ~ InverseGamma(nu/2, nu/2), E = uE * eps, eps ~ generator"
+                  if kind == "nig" else "actual uE of each data set, E = uE * eps, eps ~ "
+                  "generator"),
+        "random_streams": RNG_DESCRIPTION,
+        "xuqcal_version": __version__,
+    }
+
+
+def _assemble(kind, stats, cells: dict, n_bins, n_mc, seed, chunks, keep_replicates, prepared,
+              only: Sequence[dict] | None = None) -> xr.Dataset:
+    """The lazy cube (or the listed cells only) as a Dataset."""
+    codes = codes_of(stats)
+    bins = np.asarray(n_bins, dtype=np.int64)
+    dims = list(cells)
+    combos = only if only is not None else [dict(zip(dims, values, strict=True))
+                                            for values in itertools.product(*cells.values())]
+    pieces = []
+    for cell in combos:
+        values = _cell_replicates(kind, cell, codes=codes, n_bins=bins, n_mc=n_mc, seed=seed,
+                                  chunks=chunks, prepared=prepared)
+        array = xr.DataArray(values, dims=("replicate", "n_bins", "statistic"))
+        pieces.append(array.expand_dims({d: [cell[d]] for d in dims}))
+    replicates = xr.combine_by_coords([p.rename("replicates") for p in pieces],
+                                      combine_attrs="drop")["replicates"] if len(pieces) > 1 \
+        else pieces[0].rename("replicates")
+    replicates = replicates.transpose(*dims, "n_bins", "statistic", "replicate")
+    variables = _summary_variables(replicates, keep_replicates)
+    coords = {**statistic_coords(stats), "n_bins": np.asarray(n_bins)}
+    if "generator" in cells:
+        gens = [g for g in cells["generator"] if g in set(replicates.generator.values.tolist())]
+        coords.update(generator_coords(gens))
+    cube = xr.Dataset(variables, coords=coords)
+    cube = cube.reindex({d: cells[d] for d in dims if only is None})
+    cube.attrs.update(_provenance(kind, stats, cells, n_bins, n_mc, seed))
+    return cube
+
+
+def build(
+    statistics: str | Iterable[str] = ("ence", "zmse"),
+    *,
+    size: Iterable[int],
+    n_bins: Iterable[int],
+    nu: Iterable[float],
+    generator: str | Iterable[str] = ("normal", "t6"),
+    n_mc: int = 5000,
+    seed: int = 0,
+    keep_replicates: bool = False,
+    chunks: int | Sequence[int] | None = None,
+    path: str | Path | None = None,
+    overwrite: bool = False,
+    progress: bool | Callable[[str], None] = False,
+) -> xr.Dataset:
+    """A cube of simulated statistics on synthetic NIG data (METHODS §7, size/bins cube).
+
+    Parameters
+    ----------
+    statistics : str or iterable of str
+        Statistic keys of the registry.
+    size, n_bins, nu : iterables
+        Grid of data set sizes M, numbers of bins N and shapes ν of ``uE² ~ IG(ν/2, ν/2)``.
+    generator : str or iterable of str
+        Generative distributions D of the errors.
+    n_mc : int
+        Synthetic data sets per cell.
+    seed : int
+        Seed: replicate r of cell (M, ν, D) is fixed by ``(seed, M, ν, D, r)``.
+    keep_replicates : bool
+        Keep the simulated values (``replicates`` with a ``replicate`` dimension).
+    chunks : int or sequence of int, optional
+        Replicates per Dask task (default 1000).
+    path : str or Path, optional
+        Compute now, cell by cell, checkpointing each cell to ``<path>.partial/`` and writing
+        the cube to ``path`` (NetCDF-4, atomic); an interrupted build called again with the
+        same arguments resumes. Without ``path`` the cube is returned lazy.
+    overwrite : bool
+        Allow replacing an existing file at ``path``.
+    progress : bool or callable
+        Report each finished cell (to stderr, or to the callable).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``mean``, ``se``, ``q025``, ``q975`` over (``size``, ``nu``, ``generator``,
+        ``n_bins``, ``statistic``).
+
+    Examples
+    --------
+    >>> cube = build(["ence"], size=[400, 800], n_bins=[5, 10], nu=[6], n_mc=50)
+    >>> dict(cube["mean"].sizes)
+    {'size': 2, 'nu': 1, 'generator': 2, 'n_bins': 2, 'statistic': 1}
+    """
+    stats, cells, bins = _grid_nig(statistics, size, n_bins, nu, generator)
+    n_mc = check_count(n_mc, "n_mc")
+    stream_key(seed, "cube")
+    return _build("nig", stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
+                  keep_replicates=keep_replicates, prepared=None, path=path,
+                  overwrite=overwrite, progress=progress)
+
+
+def _datasets(data) -> dict[str, xr.Dataset]:
+    if isinstance(data, xr.Dataset):
+        return {str(data.attrs.get("name", "dataset")): data}
+    if hasattr(data, "children") and hasattr(data, "to_dataset"):  # xarray.DataTree
+        return {str(name): node.to_dataset() for name, node in data.children.items()}
+    if isinstance(data, Mapping):
+        return {str(k): v for k, v in data.items()}
+    raise ValueError("datasets: expected a Dataset, a mapping name -> Dataset or a DataTree")
+
+
+def build_from(
+    data,
+    statistics: str | Iterable[str] = ("cc", "ence", "zmse", "zms"),
+    *,
+    generator: str | Iterable[str] = ("normal", "t6"),
+    n_bins: Iterable[int] = (20,),
+    n_mc: int = 10_000,
+    seed: int = 0,
+    keep_replicates: bool = False,
+    chunks: int | Sequence[int] | None = None,
+    path: str | Path | None = None,
+    overwrite: bool = False,
+    progress: bool | Callable[[str], None] = False,
+    uE: str = "uE",
+) -> xr.Dataset:
+    """A cube of simulated statistics for the actual uncertainties of real data sets.
+
+    ``data`` is a Dataset, a mapping ``name -> Dataset`` or a ``DataTree`` (one child per data
+    set); the cube has a ``dataset`` dimension. For one ``n_bins`` value, a cell equals
+    :func:`xuqcal.reference.reference` with the same seed (same random streams).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> sets = {"a": xuqcal.synthetic.nig(500, nu=6, seed=1),
+    ...         "b": xuqcal.synthetic.nig(900, nu=3, seed=2)}
+    >>> cube = build_from(sets, ["ence"], generator=["normal", "t4"], n_bins=[5, 10], n_mc=50)
+    >>> cube["mean"].dims
+    ('dataset', 'generator', 'n_bins', 'statistic')
+    """
+    stats = get_statistics(statistics)
+    sets = _datasets(data)
+    bins = _int_list(n_bins, "n_bins", 1)
+    gens = [get_generator(g).name for g in _as_list(generator, "generator")]
+    n_mc = check_count(n_mc, "n_mc")
+    stream_key(seed, "cube")
+    prepared = {}
+    for name, ds in sets.items():
+        io.validate_dataset(ds, uE=uE, features=())
+        m = ds.sizes["sample"]
+        check_n_bins(m, max(bins), variable=f"dataset {name!r}")
+        uncertainties = np.asarray(ds[uE].values)
+        prepared[name] = PreparedData.from_arrays(np.zeros(m), uncertainties,
+                                                  n_bins=max(bins))
+    cells = {"dataset": list(sets), "generator": gens}
+    return _build("datasets", stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
+                  keep_replicates=keep_replicates, prepared=prepared, path=path,
+                  overwrite=overwrite, progress=progress)
+
+
+# --------------------------------------------------------------- computing with checkpoints
+
+
+def _partial_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".partial")
+
+
+def _cell_name(cell: dict) -> str:
+    text = "_".join(f"{k}-{v}" for k, v in cell.items())
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text) + ".nc"
+
+
+def _reporter(progress):
+    if callable(progress):
+        return progress
+    if progress:
+        return lambda message: print(message, file=sys.stderr, flush=True)
+    return lambda message: None
+
+
+def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, prepared, path,
+           overwrite, progress) -> xr.Dataset:
+    if path is None:
+        return _assemble(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates,
+                         prepared)
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
+    partial = _partial_dir(path)
+    partial.mkdir(parents=True, exist_ok=True)
+    expected = _provenance(kind, stats, cells, bins, n_mc, seed)
+    report = _reporter(progress)
+    dims = list(cells)
+    combos = [dict(zip(dims, values, strict=True))
+              for values in itertools.product(*cells.values())]
+    done = []
+    for i, cell in enumerate(combos):
+        file = partial / _cell_name(cell)
+        if file.exists():
+            piece = _load_checkpoint(file, expected, keep_replicates)
+            report(f"cell {i + 1}/{len(combos)} {cell}: resumed from checkpoint")
+        else:
+            start = time.perf_counter()
+            piece = _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks,
+                                  keep_replicates, prepared, cell)
+            io.to_netcdf(piece, file, overwrite=True)
+            report(f"cell {i + 1}/{len(combos)} {cell}: {time.perf_counter() - start:.1f} s")
+        done.append(piece)
+    cube = xr.combine_by_coords(done, combine_attrs="override")
+    cube = cube.reindex({d: cells[d] for d in dims})
+    cube = cube.transpose(*dims, "n_bins", "statistic", ...)
+    cube.attrs.update(expected)
+    save(cube, path, overwrite=overwrite)
+    shutil.rmtree(partial)
+    return cube
+
+
+def _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates, prepared,
+                  cell) -> xr.Dataset:
+    """One cell of the cube, computed (the unit of checkpointing)."""
+    lazy = _assemble(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates, prepared,
+                     only=[cell])
+    return lazy.compute()
+
+
+def _load_checkpoint(file: Path, expected: dict, keep_replicates: bool) -> xr.Dataset:
+    with xr.open_dataset(file, engine="netcdf4") as piece:
+        piece = piece.load()
+    for key in ("kind", "n_mc", "seed", "grid"):
+        if str(piece.attrs.get(key)) != str(expected[key]):
+            raise ValueError(
+                f"checkpoint {file} was made with {key}={piece.attrs.get(key)!r}, not "
+                f"{expected[key]!r}; remove {file.parent} to start the build afresh"
+            )
+    if keep_replicates and "replicates" not in piece:
+        raise ValueError(f"checkpoint {file} has no replicates; remove {file.parent} to "
+                         "start afresh with keep_replicates=True")
+    return piece
+
+
+# ------------------------------------------------------------------------------- persistence
+
+
+def save(cube: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write a cube to NetCDF-4 (atomic; refuses to replace a file unless ``overwrite``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20)
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> save(cube, folder / "cube.nc").name
+    'cube.nc'
+    """
+    # encodings of a cube read from a file (e.g. fixed-width strings '<U6') would truncate new
+    # coordinate values such as an added generator 'uniform'
+    cube = cube.drop_encoding()
+    cube.attrs.setdefault("created", datetime.now(UTC).isoformat(timespec="seconds"))
+    return io.to_netcdf(cube.compute(), path, overwrite=overwrite)
+
+
+def open(path: str | Path) -> xr.Dataset:
+    """Read a cube written by :func:`save` (loaded into memory, file closed).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20)
+    >>> path = save(cube, pathlib.Path(tempfile.mkdtemp()) / "cube.nc")
+    >>> float(open(path)["mean"].sum()) == float(cube["mean"].sum())
+    True
+    """
+    with xr.open_dataset(path, engine="netcdf4") as cube:
+        cube = cube.load().drop_encoding()
+    if cube.attrs.get("title") != "xuqcal sensitivity cube of simulated statistics":
+        raise ValueError(f"{path}: not an xuqcal sensitivity cube (no cube provenance "
+                         "attributes)")
+    return cube
+
+
+def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None] = False,
+           **new_coords) -> xr.Dataset:
+    """Add coordinate values along one dimension of a saved cube, computing only new cells.
+
+    For example ``extend("cube.nc", size=[20000])`` or ``extend("cube.nc", n_bins=[60])``. The
+    new cells use the cube's own statistics, n_mc and seed, so the result equals a cube built
+    with the extended grid from the start. A ``datasets`` cube needs the data sets again
+    (``data=``) to extend along ``generator`` or ``n_bins``, or the new ones along
+    ``dataset``. The file is replaced atomically.
+    """
+    if len(new_coords) != 1:
+        raise ValueError("extend: give new values for exactly one dimension, e.g. size=[20000]")
+    (dim, values), = new_coords.items()
+    cube = open(path)
+    grid = json.loads(cube.attrs["grid"])
+    if dim not in grid or dim == "statistic":
+        raise ValueError(f"extend: {dim!r} is not an extendable dimension of this cube "
+                         f"({', '.join(k for k in grid if k != 'statistic')})")
+    existing = grid[dim]
+    values = _as_list(values, dim)
+    if dim == "generator":
+        values = [get_generator(v).name for v in values]
+    clash = [v for v in values if v in existing]
+    if clash:
+        raise ValueError(f"extend: {dim} already has {clash}")
+    kind = cube.attrs["kind"]
+    keep = "replicates" in cube
+    stats = get_statistics(grid["statistic"])
+    report = _reporter(progress)
+    if kind == "nig":
+        cells = {d: grid[d] for d in ("size", "nu", "generator")}
+        bins = grid["n_bins"]
+        new_cells = dict(cells)
+        new_bins = bins
+        if dim == "n_bins":
+            new_bins = values
+        else:
+            new_cells[dim] = values
+        _grid_nig(grid["statistic"], new_cells["size"], new_bins, new_cells["nu"],
+                  new_cells["generator"])
+        prepared = None
+    else:
+        if data is None:
+            raise ValueError("extend: a cube of real data sets needs data= to extend")
+        sets = _datasets(data)
+        cells = {"dataset": grid["dataset"], "generator": grid["generator"]}
+        bins = grid["n_bins"]
+        new_cells = dict(cells)
+        new_bins = values if dim == "n_bins" else bins
+        if dim != "n_bins":
+            new_cells[dim] = values
+        prepared = {}
+        for name in new_cells["dataset"]:
+            if name not in sets:
+                raise ValueError(f"extend: data set {name!r} is missing from data=")
+            m = sets[name].sizes["sample"]
+            check_n_bins(m, max(new_bins), variable=f"dataset {name!r}")
+            prepared[name] = PreparedData.from_arrays(np.zeros(m), sets[name]["uE"].values,
+                                                      n_bins=max(new_bins))
+    start = time.perf_counter()
+    addition = _assemble(kind, stats, new_cells, new_bins, cube.attrs["n_mc"],
+                         cube.attrs["seed"], None, keep, prepared).compute()
+    report(f"extended {dim} by {values} in {time.perf_counter() - start:.1f} s")
+    merged = xr.concat([cube, addition], dim=dim, data_vars="all", coords="different",
+                       compat="equals", join="outer", combine_attrs="override")
+    full = {**cells, "n_bins": bins}
+    full[dim] = existing + values
+    merged = merged.reindex({d: full[d] for d in cells} | {"n_bins": full["n_bins"]})
+    merged.attrs = dict(cube.attrs)
+    merged.attrs["grid"] = json.dumps({**grid, dim: existing + values})
+    merged.attrs["extended"] = datetime.now(UTC).isoformat(timespec="seconds")
+    save(merged, path, overwrite=True)
+    return merged
+
+
+# ----------------------------------------------------------------------------------- queries
+
+
+def fit_sqrt(cube: xr.Dataset, *, over: Sequence[str] | None = None) -> xr.Dataset:
+    """Fit ``mean = a + α sqrt(N / M)`` per statistic × generator by weighted least squares.
+
+    All cells along ``size``, ``n_bins`` and ``nu`` (or the dimensions ``over``) enter one
+    fit, weighted by ``1 / se²``. Standard errors are scaled by ``sqrt(χ²/dof)`` when that is
+    above 1 (the model then misses part of the variation).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``a``, ``alpha``, ``a_se``, ``alpha_se``, ``chi2_dof`` over (``statistic``,
+        ``generator``).
+
+    Examples
+    --------
+    >>> cube = build(["ence"], size=[400, 1600], n_bins=[4, 16], nu=[6], n_mc=200)
+    >>> fit = fit_sqrt(cube)
+    >>> fit["alpha"].dims
+    ('statistic', 'generator')
+    """
+    if "size" not in cube.dims:
+        raise ValueError("fit_sqrt: the cube has no size dimension (a cube from build())")
+    over = list(over) if over is not None else [d for d in ("size", "n_bins", "nu")
+                                                 if d in cube.dims]
+    x = np.sqrt(cube["n_bins"] / cube["size"])
+    keep = [d for d in cube["mean"].dims if d not in over]
+    mean = cube["mean"].transpose(*keep, ...)
+    se = cube["se"].transpose(*keep, ...)
+    xs = x.broadcast_like(cube["mean"]).transpose(*keep, ...)
+    shape = [cube.sizes[d] for d in keep]
+    results = {name: np.empty(shape) for name in ("a", "alpha", "a_se", "alpha_se",
+                                                  "chi2_dof")}
+    for index in np.ndindex(*shape):
+        y = mean.values[index].ravel()
+        s = se.values[index].ravel()
+        xv = xs.values[index].ravel()
+        w = 1.0 / s**2
+        design = np.stack([np.ones_like(xv), xv], axis=1)
+        normal = design.T @ (design * w[:, None])
+        cov = np.linalg.inv(normal)
+        coef = cov @ (design.T @ (w * y))
+        dof = max(y.size - 2, 1)
+        chi2 = float(np.sum(w * (y - design @ coef) ** 2) / dof)
+        scale = math.sqrt(max(chi2, 1.0))
+        results["a"][index], results["alpha"][index] = coef
+        results["a_se"][index] = scale * math.sqrt(cov[0, 0])
+        results["alpha_se"][index] = scale * math.sqrt(cov[1, 1])
+        results["chi2_dof"][index] = chi2
+    coords = {d: cube[d] for d in keep}
+    out = xr.Dataset({name: (keep, value) for name, value in results.items()}, coords=coords)
+    out["a"].attrs["long_name"] = "intercept a of mean = a + alpha sqrt(N / M)"
+    out["alpha"].attrs["long_name"] = "slope alpha of mean = a + alpha sqrt(N / M)"
+    out = out.transpose("statistic", ...)
+    out.attrs.update(model="mean = a + alpha * sqrt(n_bins / size), weights 1 / se^2",
+                     fitted_over=", ".join(over), xuqcal_version=__version__)
+    return out
+
+
+def reference_for(cube: xr.Dataset, *, size: int, n_bins: int, generator: str,
+                  nu: float | None = None) -> xr.Dataset:
+    """Simulated reference for a data set of ``size`` points and ``n_bins`` bins, interpolated
+    linearly in ``x = sqrt(N / M)`` between the cube's cells (cells with equal x averaged).
+
+    Examples
+    --------
+    >>> cube = build(["ence"], size=[400, 1600], n_bins=[4, 16], nu=[6], n_mc=200)
+    >>> ref = reference_for(cube, size=800, n_bins=8, generator="normal")
+    >>> ref["mean"].dims
+    ('statistic',)
+    """
+    sel = cube.sel(generator=get_generator(generator).name)
+    if "nu" in sel.dims:
+        if nu is None:
+            if sel.sizes["nu"] > 1:
+                raise ValueError("reference_for: the cube has several nu; choose one with nu=")
+            sel = sel.isel(nu=0)
+        else:
+            sel = sel.sel(nu=float(nu))
+    x0 = math.sqrt(n_bins / size)
+    x = np.sqrt(sel["n_bins"] / sel["size"]).broadcast_like(sel["mean"])
+    stacked = xr.Dataset({"x": x, "mean": sel["mean"], "se": sel["se"]}).stack(
+        cell=("size", "n_bins")).transpose("statistic", "cell")
+    means, ses = [], []
+    for k in range(stacked.sizes["statistic"]):
+        row = stacked.isel(statistic=k)
+        xs, inverse = np.unique(row.x.values, return_inverse=True)
+        if not xs[0] <= x0 <= xs[-1]:
+            raise ValueError(f"reference_for: sqrt(N/M) = {x0:.4g} is outside the cube's "
+                             f"range [{xs[0]:.4g}, {xs[-1]:.4g}]")
+        mean = np.bincount(inverse, weights=row["mean"].values) / np.bincount(inverse)
+        var = np.bincount(inverse, weights=row["se"].values ** 2) / np.bincount(inverse) ** 2
+        means.append(np.interp(x0, xs, mean))
+        ses.append(math.sqrt(np.interp(x0, xs, var)))
+    out = xr.Dataset({"mean": ("statistic", means), "se": ("statistic", ses)},
+                     coords={"statistic": cube["statistic"]})
+    out.attrs.update(size=int(size), n_bins=int(n_bins), generator=generator,
+                     method="linear interpolation in sqrt(n_bins / size)")
+    return out
+
+
+def generator_sensitivity(cube: xr.Dataset, reference: str = "normal") -> xr.Dataset:
+    """Difference of each generator's simulated mean from ``reference``'s, with the combined
+    uncertainty ``sqrt(U_1² + U_2²)``, ``U = 2 se`` (the rule of the validation workflow).
+
+    Examples
+    --------
+    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], n_mc=200)
+    >>> sens = generator_sensitivity(cube)
+    >>> sens["sensitive"].dims[-1]
+    'generator'
+    """
+    base = cube.sel(generator=get_generator(reference).name)
+    difference = cube["mean"] - base["mean"]
+    combined = np.hypot(U_REF_FACTOR * cube["se"], U_REF_FACTOR * base["se"])
+    out = xr.Dataset({
+        "difference": difference.assign_attrs(long_name=f"mean minus the {reference} mean"),
+        "combined_uncertainty": combined.assign_attrs(long_name="sqrt(U_1^2 + U_2^2), U = 2 se"),
+        "sensitive": (abs(difference) > combined).assign_attrs(
+            long_name="the difference exceeds the combined uncertainty"),
+    })
+    return out.transpose(..., "generator").assign_attrs(reference=reference)
