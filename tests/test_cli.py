@@ -98,3 +98,40 @@ def test_installed_entry_point():
     command = [exe] if exe else [sys.executable, "-m", "xuqcal.cli"]
     done = subprocess.run([*command, "--version"], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"xuqcal {xuqcal.__version__}"
+
+
+def test_cube_commands(tmp_path, capsys):
+    path = tmp_path / "cube.nc"
+    grid = ["--size", "300,600", "--n-bins", "3,6", "--nu", "3,6", "--n-mc", "30"]
+    assert main(["cube", "build", *grid, "-o", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "cell 8/8" in captured.err and f"written: {path}" in captured.out
+    assert main(["cube", "build", *grid, "-o", str(path)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["cube", "info", str(path)]) == 0
+    info = capsys.readouterr().out
+    assert "size          2: 300, 600" in info and "n_mc = 30" in info
+    assert main(["cube", "fit", str(path)]) == 0
+    fit = capsys.readouterr().out.splitlines()
+    assert fit[1].split() == ["statistic", "generator", "a", "±", "se", "alpha", "±", "se",
+                              "chi2/dof"]
+    assert len(fit) == 2 + 4  # ence/zmse x normal/t6
+    assert main(["cube", "extend", str(path), "--nu", "12", "--no-progress"]) == 0
+    assert "nu            3: 3.0, 6.0, 12.0" in capsys.readouterr().out
+    from xuqcal import cube
+
+    full = cube.build(["ence", "zmse"], size=[300, 600], n_bins=[3, 6], nu=[3, 6, 12],
+                      n_mc=30).compute()
+    xr.testing.assert_identical(cube.open(path)["mean"], full["mean"])
+
+
+def test_cube_build_on_workers(tmp_path, capsys):
+    pytest.importorskip("distributed")
+    path = tmp_path / "cube.nc"
+    assert main(["cube", "build", "--size", "300", "--n-bins", "3", "--nu", "6", "--n-mc",
+                 "40", "--workers", "2", "-o", str(path)]) == 0
+    from xuqcal import cube
+
+    local_build = cube.build(["ence", "zmse"], size=[300], n_bins=[3], nu=[6],
+                             n_mc=40).compute(scheduler="synchronous")
+    xr.testing.assert_identical(cube.open(path)["mean"], local_build["mean"])

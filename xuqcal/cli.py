@@ -108,7 +108,70 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--size", type=int, default=5000, metavar="M",
                       help="points per synthetic data set (default: 5000)")
     _add_compute_options(demo)
+    _add_cube_commands(commands)
     return parser
+
+
+def _number_list(kind):
+    def parse(text: str) -> list:
+        try:
+            return [kind(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated numbers, got {text!r}") from None
+    return parse
+
+
+def _add_cube_commands(commands) -> None:
+    cube_parser = commands.add_parser(
+        "cube", help="sensitivity cubes of simulated statistics (build, info, fit, extend)",
+        description="Build, inspect, fit and extend sensitivity cubes stored as NetCDF.")
+    actions = cube_parser.add_subparsers(dest="cube_command", required=True, metavar="ACTION")
+    build = actions.add_parser(
+        "build", help="simulate statistics of NIG data sets over a grid of M, N, nu and D",
+        description="Build a size/bins cube (METHODS 7): every cell is checkpointed, and "
+                    "running the same command again after an interruption resumes it.")
+    build.add_argument("--statistics", type=_statistics_list, default=["ence", "zmse"],
+                       metavar="LIST", help="statistic keys (default: ence,zmse)")
+    build.add_argument("--size", type=_number_list(int), required=True, metavar="LIST",
+                       help="data set sizes M, e.g. 2000,4000,8000")
+    build.add_argument("--n-bins", type=_number_list(int), required=True, metavar="LIST",
+                       help="numbers of bins N, e.g. 10,20,30")
+    build.add_argument("--nu", type=_number_list(float), required=True, metavar="LIST",
+                       help="shapes nu of uE^2 ~ IG(nu/2, nu/2), e.g. 3,6,24")
+    build.add_argument("--generators", type=_generator_list, default=["normal", "t6"],
+                       metavar="LIST", help="generative distributions (default: normal,t6)")
+    build.add_argument("--n-mc", type=int, default=5000, metavar="N",
+                       help="synthetic data sets per cell (default: 5000)")
+    build.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    build.add_argument("--keep-replicates", action="store_true",
+                       help="also store the simulated values")
+    build.add_argument("-o", "--output", type=Path, required=True, metavar="CUBE.nc",
+                       help="NetCDF file to write")
+    build.add_argument("--overwrite", action="store_true",
+                       help="allow replacing an existing cube file")
+    where = build.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="address of a running dask.distributed scheduler")
+    where.add_argument("--workers", type=int, metavar="N",
+                       help="start a local dask.distributed cluster with N worker processes")
+    build.add_argument("--no-progress", action="store_true", help="do not report progress")
+
+    info = actions.add_parser("info", help="describe a cube file")
+    info.add_argument("file", type=Path, help="cube NetCDF file")
+
+    fit = actions.add_parser("fit", help="fit mean = a + alpha sqrt(N/M) per statistic and D")
+    fit.add_argument("file", type=Path, help="cube NetCDF file")
+
+    extend = actions.add_parser(
+        "extend", help="add values along one dimension of a NIG cube, computing only new cells")
+    extend.add_argument("file", type=Path, help="cube NetCDF file (replaced atomically)")
+    group = extend.add_mutually_exclusive_group(required=True)
+    group.add_argument("--size", type=_number_list(int), metavar="LIST")
+    group.add_argument("--n-bins", type=_number_list(int), metavar="LIST")
+    group.add_argument("--nu", type=_number_list(float), metavar="LIST")
+    group.add_argument("--generators", type=_generator_list, metavar="LIST")
+    extend.add_argument("--no-progress", action="store_true", help="do not report progress")
 
 
 @contextlib.contextmanager
@@ -198,11 +261,67 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cube(args: argparse.Namespace) -> int:
+    """``xuqcal cube build|info|fit|extend``."""
+    from xuqcal import cube
+
+    if args.cube_command == "build":
+        if args.output.exists() and not args.overwrite:
+            raise FileExistsError(f"output: {args.output} already exists; pass --overwrite "
+                                  "to replace it")
+        args_for_context = argparse.Namespace(scheduler=args.scheduler, workers=args.workers,
+                                              no_progress=True)
+        start = time.perf_counter()
+        with compute_context(args_for_context):
+            result = cube.build(args.statistics, size=args.size, n_bins=args.n_bins,
+                                nu=args.nu, generator=args.generators, n_mc=args.n_mc,
+                                seed=args.seed, keep_replicates=args.keep_replicates,
+                                path=args.output, overwrite=args.overwrite,
+                                progress=not args.no_progress)
+        print(f"written: {args.output} ({time.perf_counter() - start:.1f} s)")
+        print(_cube_summary(result))
+        return 0
+    if args.cube_command == "info":
+        print(_cube_summary(cube.open(args.file)))
+        return 0
+    if args.cube_command == "fit":
+        fit = cube.fit_sqrt(cube.open(args.file))
+        print("mean = a + alpha * sqrt(N / M), weighted least squares over "
+              f"{fit.attrs['fitted_over']}")
+        print(f"{'statistic':<10} {'generator':<10} {'a':>10} {'± se':>9} {'alpha':>9} "
+              f"{'± se':>9} {'chi2/dof':>9}")
+        for statistic in fit.statistic.values:
+            for generator in fit.generator.values:
+                f = fit.sel(statistic=statistic, generator=generator)
+                print(f"{statistic!s:<10} {generator!s:<10} {f.a.item():>10.4f} "
+                      f"{f.a_se.item():>9.4f} {f.alpha.item():>9.4f} {f.alpha_se.item():>9.4f} "
+                      f"{f.chi2_dof.item():>9.2f}")
+        return 0
+    dims = {"size": args.size, "n_bins": args.n_bins, "nu": args.nu,
+            "generator": args.generators}
+    dim, values = next((d, v) for d, v in dims.items() if v is not None)
+    result = cube.extend(args.file, progress=not args.no_progress, **{dim: values})
+    print(f"extended {args.file} along {dim} with {values}")
+    print(_cube_summary(result))
+    return 0
+
+
+def _cube_summary(result: xr.Dataset) -> str:
+    lines = [f"sensitivity cube ({result.attrs.get('kind')}), xuqcal "
+             f"{result.attrs.get('xuqcal_version')}, created {result.attrs.get('created', '-')}"]
+    for dim, size in result["mean"].sizes.items():
+        values = ", ".join(str(v) for v in result[dim].values.tolist())
+        lines.append(f"  {dim:<10} {size:>4}: {values}")
+    lines.append(f"  variables: {', '.join(map(str, result.data_vars))}")
+    lines.append(f"  n_mc = {result.attrs.get('n_mc')}, seed = {result.attrs.get('seed')}")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xuqcal`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"validate": cmd_validate, "demo": cmd_demo}
+    commands = {"validate": cmd_validate, "demo": cmd_demo, "cube": cmd_cube}
     try:
         return commands[args.command](args)
     except (ValueError, FileExistsError, FileNotFoundError) as error:

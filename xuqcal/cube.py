@@ -355,6 +355,7 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
     cube = cube.reindex({d: cells[d] for d in dims})
     cube = cube.transpose(*dims, "n_bins", "statistic", ...)
     cube.attrs.update(expected)
+    cube.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
     save(cube, path, overwrite=overwrite)
     shutil.rmtree(partial)
     return cube
