@@ -140,6 +140,8 @@ class Measurement:
     notes: list[str] = field(default_factory=list)
     #: How the baseline was measured (counts, time per unit; ``extrapolated``), if it matters.
     baseline_measured: dict[str, Any] = field(default_factory=dict)
+    #: Peak resident memory of the measured work (MB), for rows with a memory goal.
+    peak_memory_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ class Benchmark:
     goal_seconds: float | None
     needs_data: tuple[str, ...]
     func: Callable[[Config], Measurement]
+    goal_memory_mb: float | None = None
 
 
 REGISTRY: dict[str, Benchmark] = {}
@@ -161,6 +164,7 @@ def register(
     *,
     goal_ratio: float | None = None,
     goal_seconds: float | None = None,
+    goal_memory_mb: float | None = None,
     needs_data: tuple[str, ...] = (),
 ):
     """Add a benchmark function to :data:`REGISTRY` (rows run in registration order)."""
@@ -168,7 +172,8 @@ def register(
     def decorate(func: Callable[[Config], Measurement]) -> Callable[[Config], Measurement]:
         if name in REGISTRY:
             raise ValueError(f"benchmark {name!r} registered twice")
-        REGISTRY[name] = Benchmark(name, goal, goal_ratio, goal_seconds, needs_data, func)
+        REGISTRY[name] = Benchmark(name, goal, goal_ratio, goal_seconds, needs_data, func,
+                                   goal_memory_mb)
         return func
 
     return decorate
@@ -872,6 +877,123 @@ def validation_breakdown(
     return {"total_seconds": totals, "per_set_seconds": per_set}
 
 
+@register(
+    "lzms_qm9",
+    "LZMS, 100 bins x 5 000 BCa replicates, QM9 (M = 13 885): <= 3 s",
+    goal_seconds=3.0,
+    needs_data=(QM9_FILE,),
+)
+def bench_lzms_qm9(cfg: Config) -> Measurement:
+    from xuqcal.local import local
+
+    ds = xuqcal.read_csv(data_file(QM9_FILE), **QM9_COLUMNS)
+    n = 500 if cfg.quick else 5000
+    local(ds, "zms", n_bins=10, n=50)  # compile / load the kernels, not timed
+    times, result = time_runs(lambda: local(ds, "zms", n_bins=100, n=n, seed=cfg.seed),
+                              cfg.repeat)
+    return Measurement(
+        xuqcal_times=times,
+        baseline="none (goal in seconds)",
+        baseline_times=[],
+        agreement={"checked": False, "ok": None,
+                   "reason": "no baseline; tests/test_local.py checks per-bin BCa against "
+                             "scipy.stats.bootstrap"},
+        params={"n_bins": 100, "n_replicates": n, "M": ds.sizes["sample"]},
+        notes=[f"result: f_v = {result.fraction_valid.item():.2f} "
+               f"[{result.fraction_valid_low.item():.2f}, "
+               f"{result.fraction_valid_high.item():.2f}]"],
+    )
+
+
+CUBE_GRID = {"size": [2000, 4000, 8000, 12000, 16000], "n_bins": [10, 20, 30, 40, 50],
+             "nu": [3, 4, 5, 6, 12, 24], "generator": ["normal", "t6"]}
+CUBE_QUICK = {"size": [500, 1000], "n_bins": [5, 10], "nu": [3, 6],
+              "generator": ["normal", "t6"]}
+
+
+@register(
+    "cube_full",
+    "Full-resolution size/bins cube (M 5 values x N 5 x nu 6 x D 2, n_mc = 5 000, ence and "
+    "zmse): <= 3 minutes on 2 cores; bit-identical results on a 2-worker dask.distributed "
+    "local cluster",
+    goal_seconds=180.0,
+)
+def bench_cube_full(cfg: Config) -> Measurement:
+    from xuqcal import cube
+
+    grid, n_mc = (CUBE_QUICK, 100) if cfg.quick else (CUBE_GRID, 5000)
+    cube.build(["ence"], size=[200], n_bins=[5], nu=[6], n_mc=10).compute()  # warm-up
+    times, local_cube = time_runs(
+        lambda: cube.build(["ence", "zmse"], **grid, n_mc=n_mc, seed=cfg.seed).compute(), 1)
+    import distributed
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        start = time.perf_counter()
+        remote = cube.build(["ence", "zmse"], **grid, n_mc=n_mc, seed=cfg.seed).compute()
+        remote_seconds = time.perf_counter() - start
+    identical = bool(local_cube.identical(remote))
+    fit = cube.fit_sqrt(local_cube).sel(statistic="ence", generator="normal")
+    return Measurement(
+        xuqcal_times=times,
+        baseline="none (goal in seconds); the same cube on a 2-worker LocalCluster",
+        baseline_times=[],
+        agreement={"checked": True, "ok": identical,
+                   "reason": "threaded build and 2-worker dask.distributed build compared "
+                             "with xarray's identical()"},
+        params={"grid": grid, "n_mc": n_mc, "cells": int(np.prod([len(v) for v in
+                                                                  grid.values()])),
+                "distributed_seconds": remote_seconds},
+        notes=[f"result: bit-identical on dask.distributed: {identical} "
+               f"({remote_seconds:.1f} s there); ENCE normal fit alpha = "
+               f"{fit.alpha.item():.4f} +- {fit.alpha_se.item():.4f}, a = {fit.a.item():.4f}"],
+    )
+
+
+_MEMORY_CHILD = """
+import json, resource, sys, time
+import xuqcal
+m, n = int(sys.argv[1]), int(sys.argv[2])
+ds = xuqcal.synthetic.nig(m, nu=6, seed=0)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+result = xuqcal.bootstrap(ds, ["zms"], n=n, seed=0).compute()
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(
+    resource.RUSAGE_SELF).ru_maxrss / 1024, "peak_before_mb": before / 1024,
+    "ci": [result.ci_low.item(), result.ci_high.item()]}))
+"""
+
+
+@register(
+    "bootstrap_memory_1e6",
+    "Bootstrap of ZMS with M = 10^6, B = 10 000: completes with peak memory <= 2 GB",
+    goal_memory_mb=2048.0,
+)
+def bench_bootstrap_memory(cfg: Config) -> Measurement:
+    import subprocess
+
+    m, n = (100_000, 1000) if cfg.quick else (1_000_000, 10_000)
+    # a fresh process, so that its peak resident memory is this computation's own
+    done = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(m), str(n)],
+                          capture_output=True, text=True, check=True)
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    replicate_x_sample_mb = m * n * 8 / 1e6
+    return Measurement(
+        xuqcal_times=[measured["seconds"]],
+        baseline="none (goal in memory)",
+        baseline_times=[],
+        agreement={"checked": False, "ok": None, "reason": "memory row"},
+        params={"M": m, "B": n, **measured},
+        peak_memory_mb=measured["peak_mb"],
+        notes=[f"result: peak RSS {measured['peak_mb']:.0f} MB of the whole process (data "
+               f"and imports included; {measured['peak_before_mb']:.0f} MB before the "
+               f"bootstrap) vs {replicate_x_sample_mb:.0f} MB for one replicate x sample "
+               f"array; interval {measured['ci']}"],
+    )
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -925,6 +1047,8 @@ def run_benchmark(bench: Benchmark, cfg: Config) -> dict[str, Any]:
         speed_met &= ratio is not None and ratio >= bench.goal_ratio
     if bench.goal_seconds is not None:
         speed_met &= ours <= bench.goal_seconds
+    if bench.goal_memory_mb is not None:
+        speed_met &= meas.peak_memory_mb is not None and meas.peak_memory_mb <= bench.goal_memory_mb
     # an agreement that could not be checked (ok None) does not fail the row; see its reason
     agreement_ok = meas.agreement.get("ok", True) is not False
     return {
@@ -940,6 +1064,8 @@ def run_benchmark(bench: Benchmark, cfg: Config) -> dict[str, Any]:
         "ratio": ratio,
         "goal_ratio": bench.goal_ratio,
         "goal_seconds": bench.goal_seconds,
+        "goal_memory_mb": bench.goal_memory_mb,
+        "peak_memory_mb": meas.peak_memory_mb,
         "speed_met": bool(speed_met),
         "met": bool(speed_met and agreement_ok),
         "agreement": meas.agreement,
@@ -979,6 +1105,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             goal.append(f">={r['goal_ratio']:g}x")
         if r["goal_seconds"] is not None:
             goal.append(f"<={r['goal_seconds']:g}s")
+        if r.get("goal_memory_mb") is not None:
+            goal.append(f"<={r['goal_memory_mb']:g}MB")
         mark = "~" if r["extrapolated"] else ""
         baseline = "-" if r["baseline_seconds"] is None else f"{mark}{r['baseline_seconds']:.3f}"
         ratio = "-" if r["ratio"] is None else f"{mark}{r['ratio']:.1f}x"
@@ -987,6 +1115,11 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             f"{ratio:>8} {' '.join(goal):>14} {'yes' if r['met'] else 'NO':>5}"
         )
         lines.append(f"    baseline: {r['baseline']}")
+        if r.get("peak_memory_mb") is not None:
+            lines.append(f"    peak memory: {r['peak_memory_mb']:.0f} MB")
+        for note in r["notes"]:
+            if note.startswith("result:"):
+                lines.append(f"    {note}")
         if r["extrapolated"]:
             b = r["baseline_measured"]
             lines.append(
