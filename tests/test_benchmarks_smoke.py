@@ -83,7 +83,10 @@ def test_rows_have_positive_timings_and_verdicts(quick_results):
         assert all(t > 0 for t in row["xuqcal_times"] + row["baseline_times"])
         assert row["goal"] and row["baseline"]
         assert isinstance(row["met"], bool) and isinstance(row["extrapolated"], bool)
-        assert row["goal_ratio"] is not None or row["goal_seconds"] is not None
+        assert any(row[goal] is not None for goal in ("goal_ratio", "goal_seconds",
+                                                       "goal_memory_mb"))
+        if row["goal_memory_mb"] is not None:  # a memory goal needs a measured peak
+            assert row["peak_memory_mb"] > 0, row["name"]
         for other in row["other_baselines"]:
             assert other["seconds"] > 0
 
