@@ -158,6 +158,32 @@ def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
 
 
 @nb.njit(inline="always")
+def _centred_unit_ranks(order, tie, ones, rank):
+    """Average ranks of unit-weight points minus their mean, and the sum of their squares."""
+    _average_ranks(order, tie, ones, rank)
+    centre = 0.5 * (rank.shape[0] + 1.0)
+    total = 0.0
+    for p in range(rank.shape[0]):
+        rank[p] -= centre
+        total += rank[p] * rank[p]
+    return total
+
+
+@nb.njit(inline="always")
+def _spearman_unit(centred_u, saa, order_e, tie_e, ones, rank_e):
+    """Spearman correlation of unit-weight points whose centred uE ranks are known."""
+    _average_ranks(order_e, tie_e, ones, rank_e)
+    centre = 0.5 * (rank_e.shape[0] + 1.0)
+    sab = 0.0
+    sbb = 0.0
+    for p in range(rank_e.shape[0]):
+        b = rank_e[p] - centre
+        sab += centred_u[p] * b
+        sbb += b * b
+    return sab / np.sqrt(saa * sbb)
+
+
+@nb.njit(inline="always")
 def _moment_sums(counts, packed, sums):
     """Weighted sums of the packed per-point moment columns (branch-free)."""
     s_n = 0.0
@@ -198,7 +224,7 @@ def pack_moments(e2, u2, z, z2, lnu2, z_shift):
 
 @nb.njit(inline="always")
 def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shift,
-              order_u, tie_u, order_e, tie_e, work, out):
+              order_u, tie_u, order_e, tie_e, work, out, cc_given=np.nan):
     _, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
     have_bins = False
     for k in range(codes.shape[0]):
@@ -210,7 +236,10 @@ def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shif
             out[k] = _finalize_moment(code, sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
                                       sums[S_LNU2], sums[S_ZD], sums[S_ZD2], z_shift)
         elif code == CC:
-            out[k] = _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e)
+            if np.isnan(cc_given):
+                out[k] = _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e)
+            else:
+                out[k] = cc_given
         else:
             if not have_bins:
                 _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2)
@@ -486,8 +515,8 @@ def _needs_cc(codes):
 
 
 @nb.njit(inline="always")
-def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, codes, n_bins_list,
-                        need_cc, scratch, work, out):
+def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
+                        codes, n_bins_list, need_cc, scratch, work, out):
     """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
     number of bins of ``n_bins_list``: ``out[j, k]``. One synthetic set serves all bin counts."""
     e2, z2, counts, abs_e, order_a, order_b, histogram, tie_e = scratch
@@ -509,15 +538,19 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, codes, 
     # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
     _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
     order_e = order_a
+    cc = np.nan
     if need_cc:
         keys = abs_e.view(np.uint64)  # non-negative doubles sort like their bit patterns
         order_e = _radix_argsort(keys, order_a, order_b, histogram)
         for k in range(1, m):
             tie_e[k] = keys[order_e[k]] == keys[order_e[k - 1]]
+        # the uE ranks do not change between synthetic sets: only |E~| is ranked here, once
+        # for every number of bins
+        cc = _spearman_unit(centred_u, saa, order_e, tie_e, counts, work[6])
     dummy_packed = np.empty((0, 6))
     for j in range(n_bins_list.shape[0]):
         _evaluate(codes, counts, sums, True, n_bins_list[j], dummy_packed, e2, u2, z2, 0.0,
-                  order_u, tie_u, order_e, tie_e, work, out[j])
+                  order_u, tie_u, order_e, tie_e, work, out[j], cc)
 
 
 @nb.njit(nogil=True, cache=True)
@@ -535,10 +568,12 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
     for i in range(m):
         s_u2 += u2[i]
         s_lnu2 += lnu2[i]
+    centred_u = np.empty(m)
+    saa = _centred_unit_ranks(order_u, tie_u, scratch[2], centred_u)
     for r in range(start, stop):
         fill_variates(key, r, generator_code, generator_parameter, eps)
-        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, codes,
-                            n_bins_list, need_cc, scratch, work, out[r - start])
+        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
+                            codes, n_bins_list, need_cc, scratch, work, out[r - start])
 
 
 @nb.njit(nogil=True, cache=True)
@@ -558,6 +593,7 @@ def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, s
     lnu2 = np.empty(m)
     order_u = np.arange(m)
     tie_u = np.zeros(m, np.bool_)
+    centred_u = np.empty(m)
     order_a = np.empty(m, np.int64)
     order_b = np.empty(m, np.int64)
     histogram = np.empty(_RADIX_SIZE + 1, np.int64)
@@ -579,8 +615,9 @@ def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, s
             s_u2 += u2[k]
             s_lnu2 += lnu2[k]
             tie_u[k] = k > 0 and u2[k] == u2[k - 1]
-        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, gamma, order_u, tie_u, codes,
-                            n_bins_list, need_cc, scratch, work, out[r - start])
+        saa = _centred_unit_ranks(order_u, tie_u, scratch[2], centred_u) if need_cc else 0.0
+        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, gamma, order_u, tie_u, centred_u, saa,
+                            codes, n_bins_list, need_cc, scratch, work, out[r - start])
 
 
 # ------------------------------------------------------------------ grouped (per-bin) bootstrap

@@ -12,8 +12,10 @@ The per-purpose key is derived from the user's seed with :class:`numpy.random.Se
 the replicate index is mixed into that key to start the replicate's own stream.
 
 Bounded integers use Lemire's multiply-shift with rejection (exactly uniform); variates are drawn
-with the Marsaglia polar method (normal, both variates of a pair used), Bailey's polar
-method (Student-t) and Marsaglia & Tsang (gamma). See ``docs/design.md``.
+with the Marsaglia polar method (normal, both variates of a pair used), the chi-square
+construction ``Z sqrt(ν / χ²_ν)``, ``χ²_ν = -2 ln(U_1 ... U_{ν/2})``, for Student-t with even
+integer ν and Bailey's polar method for any other ν, and Marsaglia & Tsang (gamma).
+See ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -237,9 +239,27 @@ def fill_variates(key, replicate, code, parameter, out):
             out[n - 1], state = next_normal(state)
     elif code == STUDENT:
         scale = np.sqrt((parameter - 2.0) / parameter)
-        for i in range(n):
-            t, state = next_student(state, parameter)
-            out[i] = scale * t
+        half = int(parameter // 2.0)
+        if parameter == 2.0 * half and half <= 16:
+            # even integer ν: t = Z sqrt(ν / χ²) with χ²_ν = -2 ln(U_1 ... U_{ν/2}), exact and
+            # cheaper than a power per draw; both normals of each polar pair are used
+            for i in range(0, n, 2):
+                x, y, state = next_normal_pair(state)
+                product = 1.0
+                for _ in range(half):
+                    u, state = next_uniform(state)
+                    product *= u
+                out[i] = scale * x * np.sqrt(parameter / (-2.0 * np.log(product)))
+                if i + 1 < n:
+                    product = 1.0
+                    for _ in range(half):
+                        u, state = next_uniform(state)
+                        product *= u
+                    out[i + 1] = scale * y * np.sqrt(parameter / (-2.0 * np.log(product)))
+        else:
+            for i in range(n):
+                t, state = next_student(state, parameter)
+                out[i] = scale * t
     elif code == UNIFORM:
         root3 = np.sqrt(3.0)
         for i in range(n):
