@@ -33,6 +33,7 @@ import xarray as xr
 
 from xuqcal import _kernels as K
 from xuqcal import io
+from xuqcal._checks import as_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins
@@ -104,33 +105,14 @@ def _summary_variables(replicates: xr.DataArray, keep_replicates: bool) -> dict:
 # ------------------------------------------------------------------------------- the builders
 
 
-def _as_list(values, name: str) -> list:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        values = [values]
-    values = list(values)
-    if not values:
-        raise ValueError(f"{name}: the list of values is empty")
-    if len(set(values)) != len(values):
-        raise ValueError(f"{name}: a value is listed twice in {values}")
-    return values
-
-
-def _int_list(values, name: str, minimum: int) -> list[int]:
-    values = _as_list(values, name)
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
-            raise ValueError(f"{name}: expected integers >= {minimum}, got {v!r}")
-    return [int(v) for v in values]
-
-
 def _grid_nig(statistics, size, n_bins, nu, generator):
     stats = get_statistics(statistics)
-    sizes = _int_list(size, "size", 2)
-    bins = _int_list(n_bins, "n_bins", 1)
-    nus = [float(v) for v in _as_list(nu, "nu")]
+    sizes = int_list(size, "size", 2)
+    bins = int_list(n_bins, "n_bins", 1)
+    nus = [float(v) for v in as_list(nu, "nu")]
     if any(not v > 0 for v in nus):
         raise ValueError(f"nu: expected values > 0, got {nus}")
-    gens = [get_generator(g).name for g in _as_list(generator, "generator")]
+    gens = [get_generator(g).name for g in as_list(generator, "generator")]
     for m in sizes:
         check_n_bins(m, max(bins), variable=f"size={m}")
     return stats, {"size": sizes, "nu": nus, "generator": gens}, bins
@@ -285,8 +267,8 @@ def build_from(
     """
     stats = get_statistics(statistics)
     sets = _datasets(data)
-    bins = _int_list(n_bins, "n_bins", 1)
-    gens = [get_generator(g).name for g in _as_list(generator, "generator")]
+    bins = int_list(n_bins, "n_bins", 1)
+    gens = [get_generator(g).name for g in as_list(generator, "generator")]
     n_mc = check_count(n_mc, "n_mc")
     stream_key(seed, "cube")
     prepared = {}
@@ -443,7 +425,7 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
         raise ValueError(f"extend: {dim!r} is not an extendable dimension of this cube "
                          f"({', '.join(k for k in grid if k != 'statistic')})")
     existing = grid[dim]
-    values = _as_list(values, dim)
+    values = as_list(values, dim)
     if dim == "generator":
         values = [get_generator(v).name for v in values]
     clash = [v for v in values if v in existing]

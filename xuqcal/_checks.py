@@ -1,0 +1,40 @@
+"""Argument checks shared by the modules (grids of studies and cubes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+
+def as_list(values, name: str) -> list:
+    """A non-empty list of distinct values (a single value becomes a one-element list).
+
+    Examples
+    --------
+    >>> as_list(3, "size"), as_list("t6", "generator")
+    ([3], ['t6'])
+    """
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        values = [values]
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name}: the list of values is empty")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{name}: a value is listed twice in {values}")
+    return values
+
+
+def int_list(values, name: str, minimum: int) -> list[int]:
+    """A non-empty list of distinct integers ``>= minimum``.
+
+    Examples
+    --------
+    >>> int_list([10, 20], "n_bins", 1)
+    [10, 20]
+    """
+    values = as_list(values, name)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
+            raise ValueError(f"{name}: expected integers >= {minimum}, got {v!r}")
+    return [int(v) for v in values]
