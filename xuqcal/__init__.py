@@ -11,7 +11,7 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import curves, features, generators, plot, synthetic
+from xuqcal import curves, features, generators, plot, report, synthetic
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.diagnostics import describe
@@ -61,6 +61,7 @@ __all__ = [
     "rank_correlation",
     "read_csv",
     "reference",
+    "report",
     "running_statistics",
     "stats",
     "student_interval",

@@ -156,6 +156,16 @@ class UQCalAccessor:
         return _curves.local_coverage(self._checked(), by=by, p=p, n_bins=n_bins,
                                       generator=generator, level=level)
 
+    def report(self, folder, *, features: Sequence[str] | None = None, n_boot: int = 5000,
+               n_mc: int = 5000, n_bins: int = 20, local_bins: int = 100, seed: int = 0,
+               title: str | None = None, overwrite: bool = False):
+        """Write the HTML validation report; see :func:`xuqcal.report.report`."""
+        from xuqcal.report import report
+
+        return report(self._checked(), folder, features=features, n_boot=n_boot, n_mc=n_mc,
+                      n_bins=n_bins, local_bins=local_bins, seed=seed, title=title,
+                      overwrite=overwrite)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""

@@ -102,12 +102,33 @@ def build_parser() -> argparse.ArgumentParser:
                     "one whose uncertainties are 20%% too small.",
     )
     demo.add_argument("-o", "--output", type=Path, metavar="DIR",
-                      help="write the results as NetCDF files into this folder")
+                      help="folder for the results and the HTML reports (default: the first "
+                           "free ./xuqcal-demo, ./xuqcal-demo-2, ...)")
     demo.add_argument("--overwrite", action="store_true",
                       help="allow replacing existing result files")
     demo.add_argument("--size", type=int, default=5000, metavar="M",
                       help="points per synthetic data set (default: 5000)")
     _add_compute_options(demo)
+    rep = commands.add_parser(
+        "report", help="write an HTML validation report of a CSV file",
+        description="Run every analysis that applies (validation, diagnostics, local analyses "
+                    "along uE and each feature, reliability, confidence curve) and write an "
+                    "HTML page with its figures and NetCDF results.")
+    rep.add_argument("file", type=Path, help="CSV file")
+    rep.add_argument("--E", required=True, metavar="EXPR", help="error column or expression")
+    rep.add_argument("--uE", required=True, metavar="EXPR",
+                     help="uncertainty column or expression")
+    rep.add_argument("--where", metavar="EXPR", help="row filter")
+    rep.add_argument("--features", type=lambda t: [f for f in t.split(",") if f.strip()],
+                     metavar="LIST", help="feature columns or NAME=EXPR, comma-separated")
+    rep.add_argument("--formula", metavar="COLUMN",
+                     help="column of molecular formulas: adds the features X1 (mass) and X2 "
+                          "(heteroatom fraction)")
+    rep.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
+                     help="report folder")
+    rep.add_argument("--overwrite", action="store_true",
+                     help="allow replacing an existing report")
+    _add_compute_options(rep)
     _add_cube_commands(commands)
     return parser
 
@@ -236,8 +257,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _free_folder(base: Path) -> Path:
+    """``base``, or ``base-2``, ``base-3``, ... : the first that does not exist yet."""
+    candidate, k = base, 1
+    while candidate.exists():
+        k += 1
+        candidate = base.with_name(f"{base.name}-{k}")
+    return candidate
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``xuqcal demo``."""
+    """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
+    from xuqcal.report import report
+
     cases = {
         "calibrated": synthetic.nig(args.size, nu=6, seed=args.seed),
         "miscalibrated": synthetic.nig(args.size, nu=6, seed=args.seed, uE_scale=0.8),
@@ -246,18 +278,54 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "calibrated": "Synthetic NIG data (nu = 6), calibrated uncertainties",
         "miscalibrated": "Synthetic NIG data (nu = 6), uncertainties 20% too small",
     }
-    paths = {}
-    if args.output is not None:
-        paths = {name: args.output / f"demo_{name}.nc" for name in cases}
-        _check_writable(list(paths.values()), args.overwrite)
+    output = args.output if args.output is not None else _free_folder(Path("xuqcal-demo"))
+    paths = {name: output / f"demo_{name}.nc" for name in cases}
+    reports = {name: output / f"report_{name}" for name in cases}
+    existing = [p for p in [*paths.values(), *reports.values()] if p.exists()]
+    if existing and not args.overwrite:
+        raise FileExistsError(f"output: {', '.join(map(str, existing))} already exist; pass "
+                              "--overwrite to replace them")
     print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
           "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
+    output.mkdir(parents=True, exist_ok=True)
+    pages = []
     with compute_context(args):
         for name, ds in cases.items():
             result = _run_validation(ds, args, titles[name])
-            if paths:
-                args.output.mkdir(parents=True, exist_ok=True)
-                print(f"written: {io.to_netcdf(result, paths[name], overwrite=args.overwrite)}")
+            print(f"written: {io.to_netcdf(result, paths[name], overwrite=args.overwrite)}")
+            pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
+                                n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
+                                overwrite=args.overwrite, validation_result=result))
+    for page in pages:
+        print(f"report: {page.resolve()}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``xuqcal report``."""
+    from xuqcal.report import report
+
+    if args.output.exists() and any(args.output.iterdir()) and not args.overwrite:
+        raise FileExistsError(f"output: {args.output} already exists and is not empty; pass "
+                              "--overwrite to replace the report")
+    features = {}
+    for spec in args.features or []:
+        name, _, expression = spec.partition("=")
+        features[name.strip()] = (expression or name).strip()
+    ds = io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where,
+                     features=features or None)
+    if args.formula:
+        import pandas as pd
+
+        from xuqcal.features import add_formula_features
+
+        formulas = pd.read_csv(args.file, usecols=[args.formula])[args.formula]
+        ds = add_formula_features(ds, formulas)[["E", "uE", *features, "X1", "X2"]]
+    with compute_context(args):
+        page = report(ds, args.output, n_boot=args.n_boot, n_mc=args.n_mc,
+                      n_bins=args.n_bins, seed=args.seed, statistics=args.statistics,
+                      overwrite=args.overwrite)
+    print(f"report: {page.resolve()}")
     return 0
 
 
@@ -321,7 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xuqcal`` command."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    commands = {"validate": cmd_validate, "demo": cmd_demo, "cube": cmd_cube}
+    commands = {"validate": cmd_validate, "demo": cmd_demo, "report": cmd_report,
+                "cube": cmd_cube}
     try:
         return commands[args.command](args)
     except (ValueError, FileExistsError, FileNotFoundError) as error:
