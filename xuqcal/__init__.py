@@ -11,7 +11,7 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import curves, features, generators, plot, report, synthetic
+from xuqcal import curves, features, generators, plot, report, studies, synthetic
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.diagnostics import describe
@@ -65,6 +65,7 @@ __all__ = [
     "running_statistics",
     "stats",
     "student_interval",
+    "studies",
     "synthetic",
     "to_netcdf",
     "validate",

@@ -166,6 +166,16 @@ class UQCalAccessor:
                       n_bins=n_bins, local_bins=local_bins, seed=seed, title=title,
                       overwrite=overwrite)
 
+    def zero_bins_extrapolation(self, *, statistics: Sequence[str] = ("ence", "zmse"),
+                                n_bins=range(10, 151, 10), min_points: int = 20,
+                                fit_above: int = 20, level: float = 0.95) -> xr.Dataset:
+        """ENCE/ZMSE extrapolated to zero bins (a validation free of assumptions on D); see
+        :func:`xuqcal.studies.zero_bins_extrapolation`."""
+        from xuqcal.studies import zero_bins_extrapolation
+
+        return zero_bins_extrapolation(self._checked(), statistics=statistics, n_bins=n_bins,
+                                       min_points=min_points, fit_above=fit_above, level=level)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
@@ -229,3 +239,9 @@ class PlotAccessor:
     def local_coverage(self, *, ax=None, **kwargs):
         """Local coverage probability; see :func:`xuqcal.plot.local_coverage`."""
         return _plot.local_coverage(self._parent.local_coverage(**kwargs), ax=ax)
+
+    def zero_bins_extrapolation(self, statistic: str = "ence", *, ax=None, **kwargs):
+        """Values against sqrt(N/M) with the extrapolated line; see
+        :func:`xuqcal.plot.zero_bins_extrapolation`."""
+        return _plot.zero_bins_extrapolation(self._parent.zero_bins_extrapolation(**kwargs),
+                                             statistic=statistic, ax=ax)

@@ -14,6 +14,12 @@ from xuqcal.plot.local import (
     order_sensitivity,
     reliability,
 )
+from xuqcal.plot.studies import (
+    generator_sensitivity_study,
+    size_bins_study,
+    validation_probability,
+    zero_bins_extrapolation,
+)
 from xuqcal.plot.validation import error_distribution, zeta
 from xuqcal.plot.zscores import rank_correlation, zscores
 
@@ -25,11 +31,15 @@ __all__ = [
     "confidence_curve",
     "error_distribution",
     "fraction_valid",
+    "generator_sensitivity_study",
     "local",
     "local_coverage",
     "order_sensitivity",
     "rank_correlation",
     "reliability",
+    "size_bins_study",
+    "validation_probability",
+    "zero_bins_extrapolation",
     "zeta",
     "zscores",
 ]

@@ -1,0 +1,243 @@
+"""Figures of the studies of :mod:`xuqcal.studies`: validation probability, sensitivity to the
+generator, size/bins cube and zero-bins extrapolation. Each function draws on ``ax`` (or a new
+figure) and returns the Axes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import xarray as xr
+
+from xuqcal.plot._common import GENERATOR_COLOURS, axes
+
+_LABELS = {"zm": "<Z>", "zms": "ZMS", "zv": "Var(Z)", "rce": "RCE", "nll": "NLL", "cc": "CC",
+           "ence": "ENCE", "uce": "UCE", "zmse": "ZMSE"}
+_MARKERS = ("o", "s", "D", "^", "v", "P")
+_LINESTYLES = ("-", "--", ":", "-.")
+X_LABEL = "sqrt(N / M)"
+
+
+def _label(key: str) -> str:
+    return _LABELS.get(str(key), str(key))
+
+
+def _check_statistic(result: xr.Dataset, statistic: str) -> str:
+    keys = [str(k) for k in result["statistic"].values]
+    if statistic not in keys:
+        raise ValueError(f"statistic: {statistic!r} is not in the result ({', '.join(keys)})")
+    return statistic
+
+
+def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | None = None,
+                           ax=None):
+    """Validation probability ``p_val`` against ν with its Wilson-cc band, per size and
+    statistic, and the nominal level.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        Output of :func:`xuqcal.studies.validation_probability`.
+    statistic : str or iterable of str, optional
+        The statistics to draw (default: all).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from xuqcal.studies import validation_probability as study
+    >>> ax = validation_probability(study([3, 6], size=[500], n_try=10, n_boot=100))
+    >>> ax.get_xlabel(), ax.get_ylabel()
+    ('ν', 'p_val')
+    """
+    ax = axes(ax)
+    keys = [str(k) for k in result["statistic"].values]
+    if statistic is None:
+        chosen = keys
+    else:
+        chosen = [statistic] if isinstance(statistic, str) else list(statistic)
+        for key in chosen:
+            _check_statistic(result, key)
+    level = float(result.attrs.get("level", 0.95))
+    nu = result["nu"].values
+    sizes = result["size"].values
+    for i, key in enumerate(chosen):
+        colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+        for j, m in enumerate(sizes):
+            cell = result.sel(statistic=key, size=m)
+            ax.fill_between(nu, cell["p_val_low"].values, cell["p_val_high"].values,
+                            color=colour, alpha=0.15, lw=0)
+            ax.plot(nu, cell["p_val"].values, color=colour,
+                    ls=_LINESTYLES[j % len(_LINESTYLES)], marker=_MARKERS[j % len(_MARKERS)],
+                    ms=4, label=f"{_label(key)}, M = {int(m)}")
+    ax.axhline(level, color="black", ls="--", lw=1, label=f"{level:g}")
+    ax.set_xlabel("ν")
+    ax.set_ylabel("p_val")
+    ax.set_title(f"Validation probability of BCa intervals on NIG data "
+                 f"(n_try = {result.attrs.get('n_try', '?')}, Wilson-cc bands)")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=None):
+    """Simulated mean ± 2 se of a statistic against ν of the t(ν) generator for each data set,
+    with the normal generator's value (ν = inf) as a horizontal line and band.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        Output of :func:`xuqcal.studies.generator_sensitivity_study`.
+    statistic : str
+        The statistic to draw.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import xuqcal
+    >>> from xuqcal.studies import generator_sensitivity_study as study
+    >>> r = study(xuqcal.synthetic.nig(800, nu=6, seed=1), nu=[3, 6], statistics=["ence"],
+    ...           n_bins=10, n_mc=50)
+    >>> generator_sensitivity_study(r).get_xlabel()
+    'ν of the t(ν) generator'
+    """
+    ax = axes(ax)
+    _check_statistic(result, statistic)
+    sel = result.sel(statistic=statistic)
+    finite = np.isfinite(sel["nu"].values)
+    nu = sel["nu"].values[finite]
+    for i, name in enumerate(sel["dataset"].values):
+        colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+        row = sel.sel(dataset=name)
+        mean = row["mean"].values
+        se = row["se"].values
+        ax.errorbar(nu, mean[finite], yerr=2 * se[finite], fmt="o-", ms=4, color=colour,
+                    capsize=3, label=f"{name}: t(ν)")
+        if (~finite).any():
+            normal_mean = float(mean[~finite][0])
+            normal_se = float(se[~finite][0])
+            ax.axhspan(normal_mean - 2 * normal_se, normal_mean + 2 * normal_se, color=colour,
+                       alpha=0.15, lw=0)
+            ax.axhline(normal_mean, color=colour, ls="--", lw=1, label=f"{name}: normal")
+    ax.set_xlabel("ν of the t(ν) generator")
+    ax.set_ylabel(f"simulated {_label(statistic)}")
+    n_bins = result.attrs.get("n_bins")
+    ax.set_title(f"Simulated {_label(statistic)} (mean ± 2 se) against the generator"
+                 + (f", {n_bins} bins" if n_bins else ""))
+    ax.legend(fontsize="small")
+    return ax
+
+
+def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None):
+    """Cell means of the size/bins cube against ``sqrt(N / M)`` per generator (all sizes, bins
+    and ν), with the fitted lines ``a + α sqrt(N / M)``.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        Output of :func:`xuqcal.studies.size_bins_study`.
+    statistic : str
+        The statistic to draw.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from xuqcal.studies import size_bins_study as study
+    >>> r = study(["ence"], size=[400, 1600], n_bins=[4, 16], nu=[6], n_mc=50)
+    >>> size_bins_study(r).get_xlabel()
+    'sqrt(N / M)'
+    """
+    ax = axes(ax)
+    _check_statistic(result, statistic)
+    sel = result.sel(statistic=statistic)
+    x = np.sqrt(sel["n_bins"] / sel["size"])
+    for i, gen in enumerate(sel["generator"].values):
+        colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+        cell = sel.sel(generator=gen)
+        xs = x.broadcast_like(cell["mean"]).values.ravel()
+        ax.errorbar(xs, cell["mean"].values.ravel(), yerr=2 * cell["se"].values.ravel(),
+                    fmt=_MARKERS[i % len(_MARKERS)], ms=3, color=colour, alpha=0.6,
+                    elinewidth=0.6, label=f"{gen}: cells (mean ± 2 se)")
+        if "fit_a" in cell:
+            a, alpha = float(cell["fit_a"]), float(cell["fit_alpha"])
+            line = np.linspace(0.0, float(xs.max()) * 1.05, 50)
+            ax.plot(line, a + alpha * line, color=colour, lw=1.2,
+                    label=f"{gen}: a = {a:.3f}, α = {alpha:.3f}")
+    ax.set_xlim(left=0.0)
+    ax.set_xlabel(X_LABEL)
+    ax.set_ylabel(f"simulated {_label(statistic)}")
+    ax.set_title(f"Size and bin dependence of simulated {_label(statistic)} "
+                 f"(n_mc = {result.attrs.get('n_mc', '?')})")
+    ax.legend(fontsize="small")
+    return ax
+
+
+def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None):
+    """Values of a binned statistic against ``sqrt(N / M)``, the fitted line extended to zero
+    bins, and the intercept with its interval.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        Output of :func:`xuqcal.studies.zero_bins_extrapolation`.
+    statistic : str
+        The statistic to draw.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import xuqcal
+    >>> from xuqcal.studies import zero_bins_extrapolation as study
+    >>> ax = zero_bins_extrapolation(study(xuqcal.synthetic.nig(3000, nu=6, seed=0)))
+    >>> ax.get_xlabel()
+    'sqrt(N / M)'
+    """
+    ax = axes(ax)
+    _check_statistic(result, statistic)
+    sel = result.sel(statistic=statistic)
+    x = sel["x"].values
+    value = sel["value"].values
+    in_fit = sel["in_fit"].values.astype(bool)
+    ax.plot(x[in_fit], value[in_fit], "o", color="tab:blue", label="in the fit")
+    if (~in_fit).any():
+        ax.plot(x[~in_fit], value[~in_fit], "o", mfc="none", color="tab:blue",
+                label="not in the fit")
+    a, b = float(sel["intercept"]), float(sel["slope"])
+    line = np.linspace(0.0, float(x.max()) * 1.05, 50)
+    ax.plot(line, a + b * line, color="tab:blue", lw=1, label="least-squares line")
+    low, high = float(sel["intercept_low"]), float(sel["intercept_high"])
+    valid = bool(sel["valid"])
+    colour = "black" if valid else "crimson"
+    level = float(result.attrs.get("level", 0.95))
+    ax.errorbar([0.0], [a], yerr=[[a - low], [high - a]], fmt="s", color=colour, capsize=4,
+                label=f"intercept {a:.3g} [{low:.3g}, {high:.3g}] ({100 * level:g} %)")
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlim(left=-0.02 * float(x.max()))
+    ax.set_xlabel(X_LABEL)
+    ax.set_ylabel(_label(statistic))
+    verdict = "valid: the interval contains 0" if valid else "invalid: 0 is outside the interval"
+    ax.set_title(f"{_label(statistic)} extrapolated to zero bins ({verdict})")
+    ax.legend(fontsize="small")
+    return ax
