@@ -135,3 +135,18 @@ def test_cube_build_on_workers(tmp_path, capsys):
     local_build = cube.build(["ence", "zmse"], size=[300], n_bins=[3], nu=[6],
                              n_mc=40).compute(scheduler="synchronous")
     xr.testing.assert_identical(cube.open(path)["mean"], local_build["mean"])
+
+
+def test_recalibrate_command_is_registered(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    for name, seed in (("train", 1), ("test", 2)):
+        ds = xuqcal.synthetic.nig(1500, nu=6, seed=seed, uE_scale=0.7)
+        pd.DataFrame({"err": ds.E.values, "u": ds.uE.values,
+                      "x": rng.normal(size=1500)}).to_csv(tmp_path / f"{name}.csv", index=False)
+    out = tmp_path / "out.nc"
+    assert main(["recalibrate", str(tmp_path / "train.csv"), str(tmp_path / "test.csv"),
+                 "--E", "err", "--uE", "u", "--method", "temperature", "--n-bins-scores", "10",
+                 "--n-mc", "20", "--n-boot", "100", "-o", str(out)]) == 0
+    with xr.open_dataset(out) as recalibrated:
+        z2 = float(((recalibrated.E / recalibrated.uE) ** 2).mean())
+    assert 0.85 < z2 < 1.15  # uncertainties were 30 % too small before

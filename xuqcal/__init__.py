@@ -11,7 +11,16 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import curves, features, generators, plot, report, studies, synthetic
+from xuqcal import (
+    curves,
+    features,
+    generators,
+    plot,
+    recalibration,
+    report,
+    studies,
+    synthetic,
+)
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.diagnostics import describe
@@ -32,6 +41,7 @@ from xuqcal.io import (
     to_netcdf,
     validate_dataset,
 )
+from xuqcal.recalibration import Recalibrator
 from xuqcal.reference import reference
 from xuqcal.resampling import bootstrap
 from xuqcal.running import running_statistics
@@ -40,6 +50,7 @@ from xuqcal.validation import validate
 
 __all__ = [
     "STATISTICS",
+    "Recalibrator",
     "UQCalAccessor",
     "__version__",
     "add_formula_features",
@@ -60,6 +71,7 @@ __all__ = [
     "plot",
     "rank_correlation",
     "read_csv",
+    "recalibration",
     "reference",
     "report",
     "running_statistics",

@@ -176,6 +176,21 @@ class UQCalAccessor:
         return zero_bins_extrapolation(self._checked(), statistics=statistics, n_bins=n_bins,
                                        min_points=min_points, fit_above=fit_above, level=level)
 
+    def recalibrate(self, method: str = "bvs", **kwargs):
+        """Fit a post-hoc recalibrator on this (training) data set; ``.apply(test)`` uses it.
+        See :meth:`xuqcal.recalibration.Recalibrator.fit` (``fit`` validates exactly the
+        variables it uses, so a categorical grouping variable is accepted)."""
+        from xuqcal.recalibration import Recalibrator
+
+        return Recalibrator.fit(self._ds, method, **kwargs)
+
+    def recalibration_scores(self, **kwargs) -> xr.Dataset:
+        """NLL, S_cal, S_x, S_tot, ENCE and f_v of this data set; see
+        :func:`xuqcal.recalibration.scores`."""
+        from xuqcal.recalibration import scores
+
+        return scores(self._checked(), **kwargs)
+
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""

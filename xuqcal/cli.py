@@ -16,7 +16,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from xuqcal import io, synthetic
+from xuqcal import _cli_recalibrate, io, synthetic
 from xuqcal._version import __version__
 from xuqcal.generators import get_generator
 from xuqcal.reference import DEFAULT_GENERATORS
@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allow replacing an existing report")
     _add_compute_options(rep)
     _add_cube_commands(commands)
+    _cli_recalibrate.add_parser(commands)
     return parser
 
 
@@ -390,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     commands = {"validate": cmd_validate, "demo": cmd_demo, "report": cmd_report,
-                "cube": cmd_cube}
+                "cube": cmd_cube, "recalibrate": _cli_recalibrate.run}
     try:
         return commands[args.command](args)
     except (ValueError, FileExistsError, FileNotFoundError) as error:

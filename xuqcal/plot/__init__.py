@@ -14,6 +14,8 @@ from xuqcal.plot.local import (
     order_sensitivity,
     reliability,
 )
+from xuqcal.plot.recalibration import bin_zms, isotonic_map, scales
+from xuqcal.plot.recalibration import scan as recalibration_scan
 from xuqcal.plot.studies import (
     generator_sensitivity_study,
     size_bins_study,
@@ -27,16 +29,20 @@ __all__ = [
     "ablation",
     "acf",
     "adversarial",
+    "bin_zms",
     "calibration_curve",
     "confidence_curve",
     "error_distribution",
     "fraction_valid",
     "generator_sensitivity_study",
+    "isotonic_map",
     "local",
     "local_coverage",
     "order_sensitivity",
     "rank_correlation",
+    "recalibration_scan",
     "reliability",
+    "scales",
     "size_bins_study",
     "validation_probability",
     "zero_bins_extrapolation",
