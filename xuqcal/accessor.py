@@ -120,7 +120,7 @@ class UQCalAccessor:
                                  seed=seed)
 
     def rank_correlation(self, variables: Sequence[str] | None = None) -> xr.DataArray:
-        """Spearman matrix of features, |E| and uE; see
+        """Spearman matrix of features, ``|E|`` and uE; see
         :func:`xuqcal.features.rank_correlation`."""
         return features.rank_correlation(self._checked(), variables)
 

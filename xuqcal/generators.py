@@ -7,7 +7,7 @@ Every generator has zero mean and unit variance and is addressed by name:
 ``t<ν>``       Student-t(ν) / sqrt(ν / (ν - 2)), any ν > 2 (``t6``, ``t3.5``)
 ``uniform``    U(-√3, √3)
 ``laplace``    Laplace(0, 1/√2)
-``normp<p>``   generalized normal, density ∝ exp(-|x|^p / p), rescaled to unit variance
+``normp<p>``   generalized normal, density ∝ ``exp(-|x|^p / p)``, rescaled to unit variance
 =============  ==========================================================================
 
 Draws come from the counter-based streams of :mod:`xuqcal._random`.

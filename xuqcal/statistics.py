@@ -292,7 +292,7 @@ def harrell_davis_quantiles(x: np.ndarray, probabilities: Sequence[float]) -> np
 
 
 def beta_gm(x: np.ndarray) -> float:
-    """Robust skewness β_GM = (mean - median) / mean(|x - median|), Harrell–Davis median.
+    """Robust skewness ``β_GM = (mean - median) / mean(|x - median|)``, Harrell–Davis median.
 
     Examples
     --------

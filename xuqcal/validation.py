@@ -2,15 +2,16 @@
 
 The result of :func:`validate` is a Dataset over ``statistic × scheme``:
 
-=========  ====================================  ==============================================
-scheme     reference                             interval
-=========  ====================================  ==============================================
-``BS``     predefined value (zms = 1, ...)       bootstrap BCa interval of the data
-``Sim<g>`` simulated mean with generator g,      bootstrap BCa interval of the data
-           ``U_ref = 2 se``
-``Sim2<g>`` simulated mean                       the simulated 2.5–97.5 % quantiles:
-                                                 ``ζ = (θ - mean) / |mean - q|``, q on θ's side
-=========  ====================================  ==============================================
+===========  ====================================  ============================================
+scheme       reference                             interval
+===========  ====================================  ============================================
+``BS``       predefined value (zms = 1, ...)       bootstrap BCa interval of the data
+``Sim<g>``   simulated mean with generator g,      bootstrap BCa interval of the data
+             ``U_ref = 2 se``
+``Sim2<g>``  simulated mean                        the simulated 2.5–97.5 % quantiles:
+                                                   ``ζ = (θ - mean) / |mean - q|``, q on θ's
+                                                   side
+===========  ====================================  ============================================
 
 ``<g>`` is ``N`` for ``normal``, ``T`` for ``t6`` and ``[name]`` for any other generator, so the
 default generators give the schemes ``BS, SimN, SimT, Sim2N, Sim2T``. ζ is NaN where a scheme

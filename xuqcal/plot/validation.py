@@ -12,7 +12,7 @@ from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes
 
 
 def zeta(result: xr.Dataset, *, ax=None):
-    """ζ-scores of a validation result per statistic and scheme, with the band |ζ| ≤ 1.
+    """ζ-scores of a validation result per statistic and scheme, with the band ``|ζ| ≤ 1``.
 
     Parameters
     ----------
