@@ -158,8 +158,7 @@ def report(
 
     Examples
     --------
-    >>> import tempfile, pathlib, matplotlib
-    >>> matplotlib.use("Agg")
+    >>> import tempfile, pathlib
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
     >>> page = report(ds, pathlib.Path(tempfile.mkdtemp()) / "r", n_boot=200, n_mc=200)

@@ -26,8 +26,6 @@ def confidence_curve(curve: xr.Dataset, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.curves import confidence_curve as compute_curve
     >>> ax = confidence_curve(compute_curve(xuqcal.synthetic.nig(1000, nu=6, seed=0), n_mc=100))
@@ -73,8 +71,6 @@ def ablation(result: xr.Dataset, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.curves import ablation as compute_ablation
     >>> ax = ablation(compute_ablation(xuqcal.synthetic.nig(1000, nu=6, seed=0), n_boot=200))
@@ -120,8 +116,6 @@ def calibration_curve(result: xr.Dataset, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.curves import calibration_curve as compute_curve
     >>> ax = calibration_curve(compute_curve(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
@@ -163,8 +157,6 @@ def local_coverage(result: xr.Dataset, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.curves import local_coverage as compute_coverage
     >>> ax = local_coverage(compute_coverage(xuqcal.synthetic.nig(1000, nu=6, seed=0)))

@@ -26,8 +26,6 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import local as lzms
     >>> ax = local(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n=200))
@@ -68,8 +66,6 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import local as lzms
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=0)
@@ -103,8 +99,6 @@ def acf(result: xr.Dataset, *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import local as lzms
     >>> acf(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=20, n=200)).get_xlabel()
@@ -132,8 +126,6 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import reliability as rel
     >>> reliability(rel(xuqcal.synthetic.nig(2000, nu=6, seed=0), n=200)).get_xlabel()
@@ -161,8 +153,6 @@ def order_sensitivity(result: xr.Dataset, *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import order_sensitivity as sens
     >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
@@ -194,8 +184,6 @@ def adversarial(result: xr.Dataset, *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.local import adversarial_groups
     >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=10, n=100)

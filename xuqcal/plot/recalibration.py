@@ -43,8 +43,6 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal import recalibration as rc
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.6)
@@ -135,8 +133,6 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal import recalibration as rc
     >>> train = xuqcal.synthetic.nig(1000, nu=6, seed=0, uE_scale=0.5)
@@ -203,8 +199,6 @@ def scales(recalibrator: xr.Dataset, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal import recalibration as rc
     >>> rec = rc.fit(xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.6), "bvs", n_bins=10)
@@ -255,8 +249,6 @@ def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=No
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal import recalibration as rc
     >>> train = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.6)

@@ -48,8 +48,6 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from xuqcal.studies import validation_probability as study
     >>> ax = validation_probability(study([3, 6], size=[500], n_try=10, n_boot=100))
     >>> ax.get_xlabel(), ax.get_ylabel()
@@ -102,8 +100,6 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.studies import generator_sensitivity_study as study
     >>> r = study(xuqcal.synthetic.nig(800, nu=6, seed=1), nu=[3, 6], statistics=["ence"],
@@ -156,8 +152,6 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from xuqcal.studies import size_bins_study as study
     >>> r = study(["ence"], size=[400, 1600], n_bins=[4, 16], nu=[6], n_mc=50)
     >>> size_bins_study(r).get_xlabel()
@@ -206,8 +200,6 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.studies import zero_bins_extrapolation as study
     >>> ax = zero_bins_extrapolation(study(xuqcal.synthetic.nig(3000, nu=6, seed=0)))

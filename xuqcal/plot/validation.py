@@ -26,8 +26,6 @@ def zeta(result: xr.Dataset, *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> v = xuqcal.validate(xuqcal.synthetic.nig(1000, nu=6, seed=0), ["zms", "ence"],
     ...                     n_boot=300, n_mc=300)
@@ -98,8 +96,6 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> ax = error_distribution(xuqcal.synthetic.nig(1000, nu=6, seed=0))
     >>> ax.get_xlabel()

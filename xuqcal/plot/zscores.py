@@ -45,8 +45,6 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> ax = zscores(xuqcal.synthetic.nig(2000, nu=6, seed=0))
     >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale()
@@ -105,8 +103,6 @@ def rank_correlation(matrix: xr.DataArray, *, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> import xuqcal
     >>> from xuqcal.features import rank_correlation as correlations
     >>> ds = xuqcal.synthetic.nig(500, nu=6, seed=0)
