@@ -115,3 +115,13 @@ class Timer:
 
     def __exit__(self, *exc):
         print(f"{self.what}: {time.perf_counter() - self.start:.1f} s", flush=True)
+
+
+def format_table(rows: list[list[str]], left: tuple[int, ...] = (0,)) -> str:
+    """Align a text table: columns in ``left`` (negative indices allowed) to the left, the
+    others to the right; the first row is the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lefts = {i % len(widths) for i in left}
+    return "\n".join("  ".join(c.ljust(w) if i in lefts else c.rjust(w)
+                               for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                      for row in rows)

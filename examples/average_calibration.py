@@ -22,7 +22,16 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
-from _common import SHARED_SETS, Timer, load_sets, parser, prepare_output, save_figure, save_netcdf
+from _common import (
+    SHARED_SETS,
+    Timer,
+    format_table,
+    load_sets,
+    parser,
+    prepare_output,
+    save_figure,
+    save_netcdf,
+)
 
 import xuqcal
 
@@ -67,10 +76,7 @@ def table(result: xr.Dataset, numbers: list[int]) -> str:
             for key in STATISTICS:
                 published += cells(*PUBLISHED[k][key])
             rows.append([*published, "", ""])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) if i in (0, 8, 9) else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-                     for row in rows)
+    return format_table(rows, left=(0, 8, 9))
 
 
 def main(argv: list[str] | None = None) -> None:

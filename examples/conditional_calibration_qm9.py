@@ -31,7 +31,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from _common import Timer, parser, prepare_output, save_figure, save_netcdf, shared_data_dir
+from _common import (
+    Timer,
+    format_table,
+    parser,
+    prepare_output,
+    save_figure,
+    save_netcdf,
+    shared_data_dir,
+)
 
 import xuqcal
 
@@ -123,7 +131,7 @@ def print_tables(result: xr.Dataset, orders: xr.Dataset | None) -> None:
                          f"{float(r.fraction_valid):.2f}", f"[{lo:.2f}, {hi:.2f}]",
                          "yes" if not lo <= 0.95 <= hi else "no",
                          PUBLISHED_FV[statistic] if by == "uE" else ""])
-    print(_format(rows))
+    print(format_table(rows))
 
     print("\nWhole data set (bootstrap standard error)")
     rows = [["statistic", "value", "se", "published"]]
@@ -131,14 +139,14 @@ def print_tables(result: xr.Dataset, orders: xr.Dataset | None) -> None:
         r = result.sel(statistic=statistic)
         rows.append([label, f"{float(r.global_value):.4f}", f"{float(r.global_se):.4f}",
                      PUBLISHED_GLOBAL[statistic]])
-    print(_format(rows))
+    print(format_table(rows))
 
     print("\nSpearman rank correlations")
     rows = [["pair", "measured", "published"]]
     for (a, b), published in PUBLISHED_RANK.items():
         value = float(result.rank_correlation.sel(variable=a, variable2=b))
         rows.append([f"{a} – {b}", f"{value:.4f}", published])
-    print(_format(rows))
+    print(format_table(rows))
 
     if orders is not None:
         print(f"\nData-order sensitivity of f_v (LZMS, {orders.attrs['n_bins']} equal-count "
@@ -150,14 +158,7 @@ def print_tables(result: xr.Dataset, orders: xr.Dataset | None) -> None:
             rows.append([str(by), str(int(r.n_distinct)), f"{float(r['mean']):.3f}",
                          f"{float(r.q025):.2f}", f"{float(r.q975):.2f}", f"{fv.min():.2f}",
                          f"{fv.max():.2f}"])
-        print(_format(rows))
-
-
-def _format(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-                     for row in rows)
+        print(format_table(rows))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,7 +33,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from _common import Timer, parser, prepare_output, save_figure, save_netcdf, shared_data_dir
+from _common import (
+    Timer,
+    format_table,
+    parser,
+    prepare_output,
+    save_figure,
+    save_netcdf,
+    shared_data_dir,
+)
 
 import xuqcal
 from xuqcal import recalibration as rc
@@ -115,7 +123,7 @@ def comparison(table: xr.Dataset) -> str:
             value = value.sel(by=by)
         label = SCORE_LABELS[key] + (by if by is not None else "")
         rows.append([row, label, published, f"{float(value):.4f}"])
-    return _format(rows)
+    return format_table(rows)
 
 
 def scan_summary(result: xr.Dataset, shown: list[int]) -> str:
@@ -127,14 +135,7 @@ def scan_summary(result: xr.Dataset, shown: list[int]) -> str:
         rows.append([str(n), str(int(r.n_bins_learned)), f"{float(r.nll):.3f}",
                      *[f"{float(r.s_x.sel(by=b)):.3f}" for b in by], f"{float(r.s_tot):.3f}",
                      *[f"{float(r.fraction_valid.sel(by=b)):.2f}" for b in by]])
-    return _format(rows)
-
-
-def _format(rows: list[list[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-                     for row in rows)
+    return format_table(rows)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\nBin-number scan (test set; lowest NLL at N_B = {best})")
     print(scan_summary(result, sorted({*shown, best})))
     print("\nPer-bin <Z²> of the test set on the BVS bins (min – max over the bins)")
-    print(_format([["recalibration", "min", "max"]]
+    print(format_table([["recalibration", "min", "max"]]
                   + [[name.removeprefix("zms_"), f"{float(per_bin[name].min()):.3f}",
                       f"{float(per_bin[name].max()):.3f}"]
                      for name in per_bin.data_vars if name.startswith("zms_")]))

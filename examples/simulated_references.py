@@ -22,7 +22,16 @@ Writes ``simulated_references.nc`` (the validation of every set over a ``dataset
 from __future__ import annotations
 
 import xarray as xr
-from _common import SHARED_SETS, Timer, load_sets, parser, prepare_output, save_figure, save_netcdf
+from _common import (
+    SHARED_SETS,
+    Timer,
+    format_table,
+    load_sets,
+    parser,
+    prepare_output,
+    save_figure,
+    save_netcdf,
+)
 
 import xuqcal
 from xuqcal.validation import NOT_USABLE
@@ -71,11 +80,7 @@ def table(result: xr.Dataset, numbers: list[int]) -> str:
                     "  published", "", value, "", *[published.get(g, "") for g in generators],
                     *["" for _ in schemes], "",
                 ])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    last = len(header) - 1
-    return "\n".join("  ".join(c.ljust(w) if i in (0, 1, last) else c.rjust(w)
-                               for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-                     for row in rows)
+    return format_table(rows, left=(0, 1, -1))
 
 
 def main(argv: list[str] | None = None) -> None:
