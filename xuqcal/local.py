@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import dask
 import numpy as np
@@ -34,32 +33,19 @@ from xuqcal.intervals import (
     wilson_interval,
 )
 from xuqcal.resampling import RNG_DESCRIPTION, check_count
-from xuqcal.statistics import STATISTICS
+from xuqcal.statistics import STATISTICS, PreparedData
 
 #: Statistics of the local analyses and their targets.
 TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
 TARGET_FRACTION = 0.95
 
 
-@dataclass(frozen=True)
-class _Points:
-    """Per-point arrays of one data set, in data order."""
-
-    z: np.ndarray
-    packed: np.ndarray
-    z_shift: float
-    e2: np.ndarray
-    u2: np.ndarray
-    lnu2: np.ndarray
-
-    @classmethod
-    def from_arrays(cls, E, uE) -> _Points:
-        E = np.asarray(E, dtype=np.float64)
-        uE = np.asarray(uE, dtype=np.float64)
-        z = E / uE
-        e2, u2, lnu2 = E * E, uE * uE, np.log(uE * uE)
-        z_shift = float(np.mean(z))
-        return cls(z, K.pack_moments(e2, u2, z, z * z, lnu2, z_shift), z_shift, e2, u2, lnu2)
+def _points(E, uE) -> PreparedData:
+    """The per-point arrays of the kernels (:class:`PreparedData`) kept in data order: the
+    group members of the local analyses are row numbers."""
+    E = np.asarray(E, dtype=np.float64)
+    return PreparedData.from_arrays(E, uE, by_values=np.arange(E.shape[0]), by="row",
+                                    needs_bins=False)
 
 
 def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
@@ -69,7 +55,7 @@ def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
                     dtype=np.uint64)
 
 
-def group_intervals(points: _Points, group_members: np.ndarray, offsets: np.ndarray,
+def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
                     statistic: str, *, n: int = 5000, level: float = 0.95, seed: int = 0,
                     purpose: str = "local") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value and interval of a moment statistic in every group: ``(value, low, high)``.
@@ -200,7 +186,7 @@ def local(
         bins = make_bins(ds, by, n_bins=n_bins, binning=binning, min_count=min_count)
     n_groups = bins.sizes["bin"]
     group_members, offsets = members(bins.bin_index.values, n_groups)
-    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    points = _points(ds[E].values, ds[uE].values)
     value, low, high = group_intervals(points, group_members, offsets, statistic, n=n,
                                        level=level, seed=seed, purpose=f"local:{statistic}")
     target = TARGETS[statistic]
@@ -239,7 +225,7 @@ def local(
     return result
 
 
-def _fraction_valid_for_order(points: _Points, values: np.ndarray, statistic: str,
+def _fraction_valid_for_order(points: PreparedData, values: np.ndarray, statistic: str,
                               n_bins: int, n: int, level: float, seed: int, order_key: int,
                               binomial_noise: bool) -> tuple[float, float]:
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
@@ -296,7 +282,7 @@ def order_sensitivity(
     n_orders = check_count(n_orders, "n_orders", minimum=1)
     if by not in ds.variables:
         raise ValueError(f"by: the conditioning variable {by!r} is not in the dataset")
-    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    points = _points(ds[E].values, ds[uE].values)
     values = np.asarray(ds[by].values)
     equal_count(values, n_bins)  # checks the bins before any work
     tasks = [dask.delayed(_fraction_valid_for_order, pure=True)(
@@ -357,12 +343,12 @@ def adversarial_groups(
     if not sizes:
         raise ValueError(f"min_count={min_count}: no group size M/2, M/4, ... of M={m} "
                          "points reaches it")
-    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    points = _points(ds[E].values, ds[uE].values)
     control_eps = np.empty(m)
     from xuqcal._random import fill_variates
 
     fill_variates(stream_key(seed, "adversarial:control"), 0, 0, 0.0, control_eps)
-    control = _Points.from_arrays(control_eps, np.ones(m))
+    control = _points(control_eps, np.ones(m))
     target = TARGETS[statistic]
     columns = {name: [] for name in ("fraction_valid", "fraction_valid_low",
                                      "fraction_valid_high", "control_fraction_valid",
@@ -415,7 +401,7 @@ def reliability(
     """
     bins = make_bins(ds, by, n_bins=n_bins)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
-    points = _Points.from_arrays(ds[E].values, ds[uE].values)
+    points = _points(ds[E].values, ds[uE].values)
     rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n=n, level=level,
                                       seed=seed, purpose="reliability")
     rmv = np.empty((bins.sizes["bin"], 1))

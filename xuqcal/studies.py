@@ -33,8 +33,8 @@ from xuqcal._checks import as_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.generators import get_generator
-from xuqcal.intervals import bca_interval, check_level, wilson_interval, zeta
-from xuqcal.resampling import _jackknife_block, _replicate_block, check_count
+from xuqcal.intervals import check_level, wilson_interval, zeta
+from xuqcal.resampling import bootstrap_prepared, check_count
 from xuqcal.statistics import (
     PreparedData,
     Statistic,
@@ -74,12 +74,6 @@ def _float_values(values, name: str, *, above: float) -> list[float]:
     return out
 
 
-def _check_int(value, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def _check_seed(seed) -> int:
     stream_key(seed, "studies")  # raises a ValueError for a bad seed
     return int(seed)
@@ -107,11 +101,6 @@ def trial_seed(seed: int, size: int, nu: float, trial: int) -> int:
     return int(stream_key(seed, f"{_VP_PURPOSE}:{int(size)}:{float(nu)!r}", int(trial)))
 
 
-def _reference_values(statistics: tuple[Statistic, ...], uE: np.ndarray) -> np.ndarray:
-    return np.array([s.reference_value(uE) if s.key == "nll" else float(s.reference)
-                     for s in statistics])
-
-
 def _validation_batch(size: int, nu: float, generator: str, seeds: list[int],
                       statistics: tuple[Statistic, ...], n_boot: int, level: float
                       ) -> tuple[np.ndarray, ...]:
@@ -128,12 +117,9 @@ def _validation_batch(size: int, nu: float, generator: str, seeds: list[int],
         ds = synthetic.nig(size, nu, generator, seed=s)
         E, uE = ds["E"].values, ds["uE"].values
         prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
-        estimate[i] = prepared.evaluate(codes)
-        replicates = _replicate_block(prepared, codes, stream_key(s, "bootstrap"), 0, n_boot)
-        jack = _jackknife_block(prepared, codes, 0, size)
-        low[i], high[i] = bca_interval(np.ascontiguousarray(replicates.T), estimate[i],
-                                       np.ascontiguousarray(jack.T), level)
-        reference[i] = _reference_values(statistics, uE)
+        estimate[i], low[i], high[i] = bootstrap_prepared(prepared, codes, n=n_boot, seed=s,
+                                                          level=level)
+        reference[i] = [stat.reference_value(uE) for stat in statistics]
         skewness[i] = beta_gm(uE * uE)
     return estimate, low, high, reference, skewness
 
@@ -208,11 +194,11 @@ def validation_probability(
     """
     nus = _float_values(nu, "nu", above=0.0)
     sizes = int_list(size, "size", 3)
-    n_try = _check_int(n_try, "n_try", 1)
+    n_try = check_count(n_try, "n_try", 1)
     n_boot = check_count(n_boot, "n_boot")
     level = check_level(level)
     seed = _check_seed(seed)
-    batch_size = _check_int(batch_size, "batch_size", 1)
+    batch_size = check_count(batch_size, "batch_size", 1)
     gen = get_generator(generator).name
     chosen = get_statistics(statistics)
     missing = [s.key for s in chosen if not s.has_reference]
@@ -358,7 +344,7 @@ def generator_sensitivity_study(
     ([3.0, 10.0, inf], ['t3', 't10', 'normal'])
     """
     nus = _float_values(nu, "nu", above=2.0)
-    n_bins = _check_int(n_bins, "n_bins", 1)
+    n_bins = check_count(n_bins, "n_bins", 1)
     seed = _check_seed(seed)
     chosen = get_statistics(statistics)
     order = sorted(nus)
@@ -553,8 +539,8 @@ def zero_bins_extrapolation(
             "zmse)"
         )
     bins = sorted(int_list(n_bins, "n_bins", 1))
-    min_points = _check_int(min_points, "min_points", 2)
-    fit_above = _check_int(fit_above, "fit_above", 0)
+    min_points = check_count(min_points, "min_points", 2)
+    fit_above = check_count(fit_above, "fit_above", 0)
     level = check_level(level)
     io.validate_dataset(ds, E=E, uE=uE, features=())
     m = ds.sizes["sample"]
