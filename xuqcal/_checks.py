@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -38,3 +39,24 @@ def int_list(values, name: str, minimum: int) -> list[int]:
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
             raise ValueError(f"{name}: expected integers >= {minimum}, got {v!r}")
     return [int(v) for v in values]
+
+
+def float_list(values, name: str, *, above: float) -> list[float]:
+    """A non-empty list of distinct finite numbers ``> above``.
+
+    Examples
+    --------
+    >>> float_list([3, 6.5], "nu", above=0)
+    [3.0, 6.5]
+    """
+    values = as_list(values, name)
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            raise ValueError(f"{name}: expected numbers > {above:g}, got {v!r}")
+        if not (math.isfinite(float(v)) and float(v) > above):
+            raise ValueError(f"{name}: expected finite numbers > {above:g}, got {v!r}")
+        out.append(float(v))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}: a value is listed twice in {values}")
+    return out

@@ -33,7 +33,7 @@ import xarray as xr
 
 from xuqcal import _kernels as K
 from xuqcal import io
-from xuqcal._checks import as_list, int_list
+from xuqcal._checks import as_list, float_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins
@@ -109,9 +109,7 @@ def _grid_nig(statistics, size, n_bins, nu, generator):
     stats = get_statistics(statistics)
     sizes = int_list(size, "size", 2)
     bins = int_list(n_bins, "n_bins", 1)
-    nus = [float(v) for v in as_list(nu, "nu")]
-    if any(not v > 0 for v in nus):
-        raise ValueError(f"nu: expected values > 0, got {nus}")
+    nus = float_list(nu, "nu", above=0.0)
     gens = [get_generator(g).name for g in as_list(generator, "generator")]
     for m in sizes:
         check_n_bins(m, max(bins), variable=f"size={m}")

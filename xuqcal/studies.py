@@ -29,7 +29,7 @@ from scipy import stats as sps
 
 from xuqcal import cube as _cube
 from xuqcal import io, synthetic
-from xuqcal._checks import as_list, int_list
+from xuqcal._checks import float_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.generators import get_generator
@@ -58,20 +58,6 @@ DEFAULT_BATCH_SIZE = 50
 
 
 # ---------------------------------------------------------------------------- small helpers
-
-
-def _float_values(values, name: str, *, above: float) -> list[float]:
-    values = as_list(values, name)
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-            raise ValueError(f"{name}: expected numbers > {above:g}, got {v!r}")
-        if not (math.isfinite(float(v)) and float(v) > above):
-            raise ValueError(f"{name}: expected finite numbers > {above:g}, got {v!r}")
-        out.append(float(v))
-    if len(set(out)) != len(out):
-        raise ValueError(f"{name}: a value is listed twice in {values}")
-    return out
 
 
 def _check_seed(seed) -> int:
@@ -192,7 +178,7 @@ def validation_probability(
     >>> bool(((r.p_val_low <= r.p_val) & (r.p_val <= r.p_val_high)).all())
     True
     """
-    nus = _float_values(nu, "nu", above=0.0)
+    nus = float_list(nu, "nu", above=0.0)
     sizes = int_list(size, "size", 3)
     n_try = check_count(n_try, "n_try", 1)
     n_boot = check_count(n_boot, "n_boot")
@@ -343,7 +329,7 @@ def generator_sensitivity_study(
     >>> r.nu.values.tolist(), r.generator.values.tolist()
     ([3.0, 10.0, inf], ['t3', 't10', 'normal'])
     """
-    nus = _float_values(nu, "nu", above=2.0)
+    nus = float_list(nu, "nu", above=2.0)
     n_bins = check_count(n_bins, "n_bins", 1)
     seed = _check_seed(seed)
     chosen = get_statistics(statistics)
