@@ -11,7 +11,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import require_shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -779,8 +778,8 @@ def test_open_dataset_custom_names(tmp_path, sample_ds):
         ("Perovskite_GPR_Bayesian_Test_cal.csv", 3818, 18),  # set 6
     ],
 )
-def test_pal2022(filename, M, dropped):
-    path = require_shared_data() / "PAL2022" / filename
+def test_pal2022(shared_data, filename, M, dropped):
+    path = shared_data / "PAL2022" / filename
     ds = io.read_csv(path, E="E", uE="uE", where="uE > 1e-6 * std(E)", units="eV")
     assert ds.sizes["sample"] == M
     assert ds.attrs["n_rows_dropped"] == dropped
@@ -790,16 +789,16 @@ def test_pal2022(filename, M, dropped):
     np.testing.assert_array_equal(ds.E, raw.E.to_numpy()[ds["sample"].values])
 
 
-def test_bus2022_qm9_calibrated():
-    path = require_shared_data() / "BUS2022" / "qm9_qm9_E_calibrated_isotonic_test.csv"
+def test_bus2022_qm9_calibrated(shared_data):
+    path = shared_data / "BUS2022" / "qm9_qm9_E_calibrated_isotonic_test.csv"
     ds = io.read_csv(path, E="E_ - prediction", uE="sqrt(uncertainty_total)", units="eV")
     assert ds.sizes["sample"] == 13885
     zms = float(((ds.E / ds.uE) ** 2).mean())
     assert zms == pytest.approx(0.972, abs=1e-3)
 
 
-def test_ras2023_logp():
-    path = require_shared_data() / "RAS2023" / "logP_10k_a_LS-GCN_test.csv"
+def test_ras2023_logp(shared_data):
+    path = shared_data / "RAS2023" / "logP_10k_a_LS-GCN_test.csv"
     ds = io.read_csv(path, E="logP - y_pred", uE="uq", features=["error"])
     assert ds.sizes["sample"] == 5000
     # `error` is y_pred - logP, computed by the authors in float32 precision
