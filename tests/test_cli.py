@@ -76,6 +76,20 @@ def test_statistics_and_generator_options(csv_file, capsys):
         main(["validate", str(csv_file), *ARGS, "--generators", "normal,t2"])
 
 
+def test_simulated_scheme_option(csv_file, tmp_path, capsys):
+    out = tmp_path / "result.nc"
+    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
+                 "--known-generator", "normal", "--simulated-scheme", "Sim2", "-o",
+                 str(out)]) == 0
+    assert "(Sim2N)" in capsys.readouterr().out
+    with xr.open_dataset(out) as result:
+        assert result.attrs["simulated_scheme"] == "Sim2"
+        assert result.verdict_scheme.values.tolist() == ["BS", "Sim2N"]
+    with pytest.raises(SystemExit):
+        main(["validate", str(csv_file), *ARGS, "--simulated-scheme", "Sim3"])
+    assert "invalid choice: 'Sim3'" in capsys.readouterr().err
+
+
 def test_demo(tmp_path, capsys):
     assert main(["demo", "--n-boot", "500", "--n-mc", "300", "--size", "2000", "-o",
                  str(tmp_path / "d"), "--no-progress"]) == 0

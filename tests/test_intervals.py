@@ -9,6 +9,7 @@ from scipy import optimize, special, stats
 
 import xuqcal
 from xuqcal.intervals import (
+    DegenerateIntervalWarning,
     acceleration,
     bca_interval,
     bias_correction,
@@ -73,6 +74,25 @@ def test_bca_agrees_with_scipy(key):
     assert ours.ci_high.item() == pytest.approx(ref.confidence_interval.high,
                                                    abs=0.04 * width)
     assert ours.se.item() == pytest.approx(ref.standard_error, rel=0.05)
+
+
+@pytest.mark.parametrize("jack_skew", [0.0, 1.0])
+def test_bca_is_undefined_when_every_replicate_is_on_one_side(jack_skew):
+    """z0 = -inf (all replicates above) or +inf (all below): NaN bounds and a warning naming the
+    statistic, whatever the acceleration (a = 0 used to give the minimum replicate)."""
+    rng = np.random.default_rng(3)
+    reps = np.stack([rng.normal(size=500), 5.0 + rng.random(500), -5.0 - rng.random(500)])
+    jack = np.stack([rng.normal(size=40) + jack_skew * rng.exponential(size=40)] * 3)
+    if jack_skew == 0.0:
+        jack = np.broadcast_to(np.linspace(-1, 1, 40), (3, 40))  # a = 0 exactly
+    with pytest.warns(DegenerateIntervalWarning,
+                      match=r"undefined for ence \(all above\), zmse \(all below\): every one of "
+                            r"the 500 bootstrap replicates"):
+        lo, hi = bca_interval(reps, np.zeros(3), jack, names=["cc", "ence", "zmse"])
+    assert np.isfinite(lo[0]) and np.isfinite(hi[0])
+    assert np.isnan(lo[1:]).all() and np.isnan(hi[1:]).all()
+    with pytest.warns(DegenerateIntervalWarning, match="2 of 3 intervals"):
+        bca_interval(reps, np.zeros(3), jack)
 
 
 def test_student_interval_matches_scipy():

@@ -75,12 +75,14 @@ class UQCalAccessor:
     def validate(self, statistics: str | Iterable[str] | None = None, *, n_boot: int = 10_000,
                  n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
                  generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
-                 known_generator: str | None = None, level: float = 0.95, by: str = "uE",
+                 known_generator: str | None = None, simulated_scheme: str = "Sim",
+                 level: float = 0.95, by: str = "uE",
                  chunks: int | Sequence[int] | None = None) -> xr.Dataset:
         """ζ-scores per scheme and verdicts; see :func:`xuqcal.validation.validate`."""
         return validation.validate(self._checked(), statistics, n_boot=n_boot, n_mc=n_mc,
                                    seed=seed, n_bins=n_bins, generators=generators,
-                                   known_generator=known_generator, level=level, by=by,
+                                   known_generator=known_generator,
+                                   simulated_scheme=simulated_scheme, level=level, by=by,
                                    chunks=chunks)
 
     def bins(self, by: str | Sequence[str] = "uE", *, n_bins: int | tuple[int, int] = 20,

@@ -21,7 +21,7 @@ from xuqcal._version import __version__
 from xuqcal.generators import get_generator
 from xuqcal.reference import DEFAULT_GENERATORS
 from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
-from xuqcal.validation import DEFAULT_STATISTICS, summary_table, validate
+from xuqcal.validation import DEFAULT_STATISTICS, SIMULATED_SCHEMES, summary_table, validate
 
 
 def _statistics_list(text: str) -> list[str]:
@@ -58,6 +58,10 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--known-generator", metavar="NAME",
                         help="the errors' generative distribution when it is known (e.g. "
                              "normal): validate with it, skip the sensitivity check")
+    parser.add_argument("--simulated-scheme", choices=SIMULATED_SCHEMES, default="Sim",
+                        help="scheme deciding the verdict of statistics without a predefined "
+                             "reference: Sim (bootstrap BCa interval, the default) or Sim2 "
+                             "(simulated 95%% range)")
     parser.add_argument("--statistics", type=_statistics_list,
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
@@ -224,7 +228,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     start = time.perf_counter()
     result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
                       seed=args.seed, n_bins=args.n_bins, generators=args.generators,
-                      known_generator=args.known_generator)
+                      known_generator=args.known_generator,
+                      simulated_scheme=args.simulated_scheme)
     elapsed = time.perf_counter() - start
     print(f"\n{title}")
     print(f"M = {ds.sizes['sample']}, BCa {args.level:.0%} intervals from {args.n_boot} "
@@ -323,9 +328,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         formulas = pd.read_csv(args.file, usecols=[args.formula])[args.formula]
         ds = add_formula_features(ds, formulas)[["E", "uE", *features, "X1", "X2"]]
     with compute_context(args):
+        # validated here so that --generators, --known-generator, --simulated-scheme and
+        # --level reach the report's validation table
+        result = _run_validation(ds, args, f"{args.file}: E = {args.E}, uE = {args.uE}")
         page = report(ds, args.output, n_boot=args.n_boot, n_mc=args.n_mc,
                       n_bins=args.n_bins, seed=args.seed, statistics=args.statistics,
-                      overwrite=args.overwrite)
+                      overwrite=args.overwrite, validation_result=result)
     print(f"report: {page.resolve()}")
     return 0
 

@@ -6,11 +6,23 @@ values or points); :func:`zeta` also accepts xarray objects and keeps their labe
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
+
 import numpy as np
 import xarray as xr
 from scipy import special, stats
 
 METHODS = ("bca", "percentile", "student")
+
+
+class DegenerateIntervalWarning(RuntimeWarning):
+    """A BCa interval is undefined: every bootstrap replicate lies on one side of the estimate.
+
+    The bias correction ``z0`` is then infinite and the interval's bounds are NaN (as in
+    :func:`scipy.stats.bootstrap`). It happens when the bootstrap bias of a statistic is several
+    times its spread, e.g. for ``ence`` and ``zmse`` on large calibrated data sets.
+    """
 
 
 def check_level(level: float) -> float:
@@ -62,8 +74,8 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
 
 def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
                  jackknife: np.ndarray | None = None, level: float = 0.95, *,
-                 acceleration_value: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 acceleration_value: np.ndarray | None = None,
+                 names: Sequence[str] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Bias-corrected and accelerated bootstrap interval.
 
     Parameters
@@ -79,10 +91,14 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
     acceleration_value : array (...), optional
         The acceleration, when it was computed already (e.g. from jackknife samples of
         different sizes); otherwise it comes from ``jackknife``.
+    names : sequence of str, optional
+        Names of the intervals of a 1-D batch (e.g. statistic keys), for the warning below.
 
     Returns
     -------
     ci_low, ci_high : arrays (...)
+        NaN where a replicate is NaN, and where every replicate lies on one side of the
+        estimate (infinite ``z0``; a :class:`DegenerateIntervalWarning` says which).
 
     Examples
     --------
@@ -108,8 +124,26 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
     ordered = np.sort(replicates, axis=-1)
     bounds = quantile_sorted(ordered, alphas)
     has_nan = np.isnan(replicates).any(axis=-1)
-    bounds[has_nan] = np.nan
+    degenerate = np.isinf(z0) & ~has_nan
+    bounds[has_nan | degenerate] = np.nan
+    if degenerate.any():
+        _warn_degenerate(degenerate, z0, replicates.shape[-1], names)
     return bounds[..., 0], bounds[..., 1]
+
+
+def _warn_degenerate(degenerate: np.ndarray, z0: np.ndarray, b: int,
+                     names: Sequence[str] | None) -> None:
+    if names is not None and degenerate.ndim == 1 and len(names) == degenerate.size:
+        which = ", ".join(f"{name} (all {'above' if z < 0 else 'below'})"
+                          for name, z, d in zip(names, z0, degenerate, strict=True) if d)
+    else:
+        which = f"{int(degenerate.sum())} of {degenerate.size} intervals"
+    warnings.warn(
+        f"BCa interval undefined for {which}: every one of the {b} bootstrap replicates lies on "
+        "one side of the estimate, so z0 is infinite; its bounds are NaN. The bootstrap bias "
+        "of the statistic is several times its spread.",
+        DegenerateIntervalWarning, stacklevel=3,
+    )
 
 
 def percentile_interval(replicates: np.ndarray, level: float = 0.95

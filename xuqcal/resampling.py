@@ -177,7 +177,7 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     )
 
 
-def _summarize(replicates, estimate, jack=None, *, method, level):
+def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
     """Bias, standard error and interval from the replicates (last axis), layout-independent.
 
     The replicates are copied to C order first: NumPy's pairwise sums depend on the memory
@@ -187,7 +187,8 @@ def _summarize(replicates, estimate, jack=None, *, method, level):
     bias = replicates.mean(axis=-1) - estimate
     se = replicates.std(axis=-1, ddof=1)
     if method == "bca":
-        lo, hi = bca_interval(replicates, estimate, np.ascontiguousarray(jack), level)
+        lo, hi = bca_interval(replicates, estimate, np.ascontiguousarray(jack), level,
+                              names=names)
     else:
         lo, hi = percentile_interval(replicates, level)
     return bias, se, lo, hi
@@ -325,7 +326,7 @@ def bootstrap(
         core_dims.append(["jackknife"])
     bias, se, ci_low, ci_high = xr.apply_ufunc(
         _summarize, *arguments,
-        kwargs={"method": method, "level": level},
+        kwargs={"method": method, "level": level, "names": [s.key for s in stats]},
         input_core_dims=core_dims,
         output_core_dims=[[], [], [], []],
         dask="parallelized",
