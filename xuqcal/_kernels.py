@@ -426,36 +426,129 @@ def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
 
 
 @nb.njit(nogil=True, cache=True)
-def jackknife_spearman(group_u, group_e, rank_u, rank_e, start, stop, out):
-    """Exact leave-one-out Spearman correlations, O(M) per point.
+def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
+    """Exact leave-one-out Spearman correlations of all M points, O(M log M) in total.
 
-    Removing point ``i`` lowers the average rank of every other point ``j`` by 1 if ``j`` is
-    above ``i``, by 1/2 if tied with it, so the reduced ranks follow from the full ones and the
-    tie-group numbers ``group_*`` without re-sorting.
+    Removing point ``i`` lowers the average rank of every other point ``j`` by
+    ``d_j = 1`` if ``j`` is above ``i`` and by 1/2 if tied with it (``du`` along uE, ``de``
+    along |E|), so with the centred full ranks ``A``, ``B`` (centre ``M / 2``, the mean rank of
+    ``M - 1`` points) the reduced sums are
+
+    ``Σ ab = Σ AB - Σ du B - Σ de A + Σ du de``, ``Σ aa = Σ A² - 2 Σ du A + Σ du²``
+
+    (and ``Σ bb`` alike), over all ``j`` with ``du_i = de_i = 1/2``, then without the term of
+    ``i``. Every sum but ``Σ du de`` depends on ``i`` only through its tie group (suffix sums
+    over groups); ``Σ du de`` counts the points above ``i`` in both variables, which a sweep
+    down the uE groups with a Fenwick tree over the |E| groups gives in O(log M) per point.
+    ``group_*`` are the tie-group numbers (0, 1, ... in increasing order of the value).
     """
     m = rank_u.shape[0]
-    centre = 0.5 * m  # mean rank of m - 1 points
-    for i in range(start, stop):
+    centre = 0.5 * m
+    n_u = 0
+    n_e = 0
+    for j in range(m):
+        n_u = max(n_u, group_u[j] + 1)
+        n_e = max(n_e, group_e[j] + 1)
+    # per tie group: count, Σ A, Σ B; then the same over the groups strictly above
+    cnt_u = np.zeros(n_u + 1)
+    sa_u = np.zeros(n_u + 1)
+    sb_u = np.zeros(n_u + 1)
+    cnt_e = np.zeros(n_e + 1)
+    sa_e = np.zeros(n_e + 1)
+    sb_e = np.zeros(n_e + 1)
+    t_ab = 0.0
+    t_aa = 0.0
+    t_bb = 0.0
+    for j in range(m):
+        a = rank_u[j] - centre
+        b = rank_e[j] - centre
+        t_ab += a * b
+        t_aa += a * a
+        t_bb += b * b
+        cnt_u[group_u[j]] += 1.0
+        sa_u[group_u[j]] += a
+        sb_u[group_u[j]] += b
+        cnt_e[group_e[j]] += 1.0
+        sa_e[group_e[j]] += a
+        sb_e[group_e[j]] += b
+    above_cnt_u = np.zeros(n_u + 1)
+    above_sa_u = np.zeros(n_u + 1)
+    above_sb_u = np.zeros(n_u + 1)
+    for g in range(n_u - 1, -1, -1):
+        above_cnt_u[g] = above_cnt_u[g + 1] + cnt_u[g + 1]
+        above_sa_u[g] = above_sa_u[g + 1] + sa_u[g + 1]
+        above_sb_u[g] = above_sb_u[g + 1] + sb_u[g + 1]
+    above_cnt_e = np.zeros(n_e + 1)
+    above_sa_e = np.zeros(n_e + 1)
+    above_sb_e = np.zeros(n_e + 1)
+    for g in range(n_e - 1, -1, -1):
+        above_cnt_e[g] = above_cnt_e[g + 1] + cnt_e[g + 1]
+        above_sa_e[g] = above_sa_e[g + 1] + sa_e[g + 1]
+        above_sb_e[g] = above_sb_e[g + 1] + sb_e[g + 1]
+
+    # Σ du de = N(>,>) + (N(>,=) + N(=,>)) / 2 + N(=,=) / 4, in order of (group_u, group_e)
+    key = np.empty(m, np.int64)
+    for j in range(m):
+        key[j] = group_u[j] * n_e + group_e[j]
+    order = np.argsort(key)
+    tree = np.zeros(n_e + 1, np.int64)  # Fenwick tree over |E| groups of the points inserted
+    inserted = 0
+    dd = np.empty(m)
+    stop = m
+    while stop > 0:
+        g = group_u[order[stop - 1]]
+        first = stop - 1
+        while first > 0 and group_u[order[first - 1]] == g:
+            first -= 1
+        k = first
+        while k < stop:  # runs of equal |E| group within the uE group
+            ge = group_e[order[k]]
+            k2 = k
+            while k2 < stop and group_e[order[k2]] == ge:
+                k2 += 1
+            at_most = 0  # inserted points (uE group above) with |E| group <= ge
+            p = ge + 1
+            while p > 0:
+                at_most += tree[p]
+                p -= p & -p
+            below = 0  # ... with |E| group < ge
+            p = ge
+            while p > 0:
+                below += tree[p]
+                p -= p & -p
+            value = ((inserted - at_most) + 0.5 * (at_most - below) + 0.5 * (stop - k2)
+                     + 0.25 * (k2 - k))
+            for t in range(k, k2):
+                dd[order[t]] = value
+            k = k2
+        for t in range(first, stop):
+            p = group_e[order[t]] + 1
+            while p <= n_e:
+                tree[p] += 1
+                p += p & -p
+            inserted += 1
+        stop = first
+
+    for i in range(m):
         gu = group_u[i]
         ge = group_e[i]
-        sab = 0.0
-        saa = 0.0
-        sbb = 0.0
-        for j in range(m):
-            du = 0.5 * ((group_u[j] > gu) + (group_u[j] >= gu))
-            de = 0.5 * ((group_e[j] > ge) + (group_e[j] >= ge))
-            a = rank_u[j] - du - centre
-            b = rank_e[j] - de - centre
-            sab += a * b
-            saa += a * a
-            sbb += b * b
-        # remove the term of j == i (it was computed with du = de = 1/2)
+        du_a = above_sa_u[gu] + 0.5 * sa_u[gu]
+        du_b = above_sb_u[gu] + 0.5 * sb_u[gu]
+        du_2 = above_cnt_u[gu] + 0.25 * cnt_u[gu]
+        de_a = above_sa_e[ge] + 0.5 * sa_e[ge]
+        de_b = above_sb_e[ge] + 0.5 * sb_e[ge]
+        de_2 = above_cnt_e[ge] + 0.25 * cnt_e[ge]
+        sab = t_ab - du_b - de_a + dd[i]
+        saa = t_aa - 2.0 * du_a + du_2
+        sbb = t_bb - 2.0 * de_b + de_2
+        # remove the term of j == i (it was counted with du = de = 1/2)
         a = rank_u[i] - 0.5 - centre
         b = rank_e[i] - 0.5 - centre
         sab -= a * b
         saa -= a * a
         sbb -= b * b
-        out[i - start] = sab / np.sqrt(saa * sbb)
+        denominator = np.sqrt(saa * sbb)
+        out[i] = sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
 
 # ----------------------------------------------------------------------- simulated references
