@@ -425,6 +425,26 @@ def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
             out[q - start, k] = _finalize_binned(codes[k], n_bins, b_n, b_e2, b_u2, b_z2)
 
 
+@nb.njit(inline="always")
+def _tie_group_sums(group, n_groups, a, b):
+    """Per tie group: the count, Σ a and Σ b; then each summed over the groups strictly above."""
+    count = np.zeros(n_groups + 1)
+    sum_a = np.zeros(n_groups + 1)
+    sum_b = np.zeros(n_groups + 1)
+    for j in range(group.shape[0]):
+        count[group[j]] += 1.0
+        sum_a[group[j]] += a[j]
+        sum_b[group[j]] += b[j]
+    above_count = np.zeros(n_groups + 1)
+    above_a = np.zeros(n_groups + 1)
+    above_b = np.zeros(n_groups + 1)
+    for g in range(n_groups - 1, -1, -1):
+        above_count[g] = above_count[g + 1] + count[g + 1]
+        above_a[g] = above_a[g + 1] + sum_a[g + 1]
+        above_b[g] = above_b[g + 1] + sum_b[g + 1]
+    return count, sum_a, sum_b, above_count, above_a, above_b
+
+
 @nb.njit(nogil=True, cache=True)
 def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
     """Exact leave-one-out Spearman correlations of all M points, O(M log M) in total.
@@ -446,45 +466,21 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
     centre = 0.5 * m
     n_u = 0
     n_e = 0
-    for j in range(m):
-        n_u = max(n_u, group_u[j] + 1)
-        n_e = max(n_e, group_e[j] + 1)
-    # per tie group: count, Σ A, Σ B; then the same over the groups strictly above
-    cnt_u = np.zeros(n_u + 1)
-    sa_u = np.zeros(n_u + 1)
-    sb_u = np.zeros(n_u + 1)
-    cnt_e = np.zeros(n_e + 1)
-    sa_e = np.zeros(n_e + 1)
-    sb_e = np.zeros(n_e + 1)
+    a = np.empty(m)
+    b = np.empty(m)
     t_ab = 0.0
     t_aa = 0.0
     t_bb = 0.0
     for j in range(m):
-        a = rank_u[j] - centre
-        b = rank_e[j] - centre
-        t_ab += a * b
-        t_aa += a * a
-        t_bb += b * b
-        cnt_u[group_u[j]] += 1.0
-        sa_u[group_u[j]] += a
-        sb_u[group_u[j]] += b
-        cnt_e[group_e[j]] += 1.0
-        sa_e[group_e[j]] += a
-        sb_e[group_e[j]] += b
-    above_cnt_u = np.zeros(n_u + 1)
-    above_sa_u = np.zeros(n_u + 1)
-    above_sb_u = np.zeros(n_u + 1)
-    for g in range(n_u - 1, -1, -1):
-        above_cnt_u[g] = above_cnt_u[g + 1] + cnt_u[g + 1]
-        above_sa_u[g] = above_sa_u[g + 1] + sa_u[g + 1]
-        above_sb_u[g] = above_sb_u[g + 1] + sb_u[g + 1]
-    above_cnt_e = np.zeros(n_e + 1)
-    above_sa_e = np.zeros(n_e + 1)
-    above_sb_e = np.zeros(n_e + 1)
-    for g in range(n_e - 1, -1, -1):
-        above_cnt_e[g] = above_cnt_e[g + 1] + cnt_e[g + 1]
-        above_sa_e[g] = above_sa_e[g + 1] + sa_e[g + 1]
-        above_sb_e[g] = above_sb_e[g + 1] + sb_e[g + 1]
+        n_u = max(n_u, group_u[j] + 1)
+        n_e = max(n_e, group_e[j] + 1)
+        a[j] = rank_u[j] - centre
+        b[j] = rank_e[j] - centre
+        t_ab += a[j] * b[j]
+        t_aa += a[j] * a[j]
+        t_bb += b[j] * b[j]
+    cnt_u, sa_u, sb_u, above_cnt_u, above_sa_u, above_sb_u = _tie_group_sums(group_u, n_u, a, b)
+    cnt_e, sa_e, sb_e, above_cnt_e, above_sa_e, above_sb_e = _tie_group_sums(group_e, n_e, a, b)
 
     # Σ du de = N(>,>) + (N(>,=) + N(=,>)) / 2 + N(=,=) / 4, in order of (group_u, group_e)
     key = np.empty(m, np.int64)
@@ -542,11 +538,11 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
         saa = t_aa - 2.0 * du_a + du_2
         sbb = t_bb - 2.0 * de_b + de_2
         # remove the term of j == i (it was counted with du = de = 1/2)
-        a = rank_u[i] - 0.5 - centre
-        b = rank_e[i] - 0.5 - centre
-        sab -= a * b
-        saa -= a * a
-        sbb -= b * b
+        a_i = a[i] - 0.5
+        b_i = b[i] - 0.5
+        sab -= a_i * b_i
+        saa -= a_i * a_i
+        sbb -= b_i * b_i
         denominator = np.sqrt(saa * sbb)
         out[i] = sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
