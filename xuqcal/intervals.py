@@ -140,8 +140,9 @@ def _warn_degenerate(degenerate: np.ndarray, z0: np.ndarray, b: int,
         which = f"{int(degenerate.sum())} of {degenerate.size} intervals"
     warnings.warn(
         f"BCa interval undefined for {which}: every one of the {b} bootstrap replicates lies on "
-        "one side of the estimate, so z0 is infinite; its bounds are NaN. The bootstrap bias "
-        "of the statistic is several times its spread.",
+        "one side of the estimate, so z0 is infinite; its bounds are NaN. "
+        + ("The bootstrap bias of the statistic is several times its spread."
+           if b >= 100 else f"{b} replicates are far too few for a BCa interval."),
         DegenerateIntervalWarning, stacklevel=3,
     )
 
