@@ -131,6 +131,8 @@ def test_bca_coverage_of_zms_on_calibrated_nig():
         ({"chunks": (10, 10)}, "add up to n=100"),
         ({"statistics": ["ence"], "n_bins": 1000}, "n_bins=1000 needs at least 2000 points"),
         ({"statistics": ["ence"], "by": "X"}, "binning variable 'X'"),
+        ({"statistics": ["ence"], "by": "X", "n_bins": 1000},
+         "binning variable 'X' is not in the dataset"),
     ],
 )
 def test_bad_arguments(data, kwargs, message):

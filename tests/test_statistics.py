@@ -75,6 +75,11 @@ def test_errors(data):
         data.uqcal.stats(["ence"], n_bins=0)
     with pytest.raises(ValueError, match="binning variable 'Y'"):
         data.uqcal.stats(["ence"], by="Y")
+    # a missing variable is named as such, even with too many bins or no binned statistic
+    with pytest.raises(ValueError, match=r"binning variable 'Y' is not in the dataset"):
+        data.uqcal.stats(["ence"], by="Y", n_bins=2000)
+    with pytest.raises(ValueError, match=r"binning variable 'Y' is not in the dataset"):
+        data.uqcal.stats(["zms"], by="Y")
 
 
 def test_accessor_validates_input():
@@ -94,3 +99,19 @@ def test_beta_gm_and_kappa_cs_definitions():
     normal = np.random.default_rng(2).standard_normal(50_000)
     assert abs(xuqcal.beta_gm(normal)) < 0.02
     assert abs(xuqcal.kappa_cs(normal)) < 0.05
+
+
+def test_other_variable_names_bin_on_their_uncertainty():
+    """With E and uE under other names, the default ``by="uE"`` means the uncertainty variable
+    (it used to look for a variable literally named uE)."""
+    ds = xuqcal.synthetic.nig(600, nu=6, seed=2)
+    renamed = ds.rename({"E": "err", "uE": "u"})
+    keys = ["zms", "cc", "ence"]
+    np.testing.assert_array_equal(xuqcal.stats(renamed, keys, E="err", uE="u"),
+                                  xuqcal.stats(ds, keys))
+    ours = xuqcal.bootstrap(renamed, keys, n=200, seed=1, E="err", uE="u").compute()
+    xr.testing.assert_identical(ours.drop_attrs(), xuqcal.bootstrap(ds, keys, n=200, seed=1)
+                                .compute().drop_attrs())
+    with pytest.raises(ValueError, match=r"binning variable 'uE' is not in the dataset "
+                                         r"\(variables: err, u\)"):
+        xuqcal.stats(renamed, keys)

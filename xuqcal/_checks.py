@@ -1,4 +1,4 @@
-"""Argument checks shared by the modules (grids of studies and cubes)."""
+"""Argument checks shared by the modules (variables of a data set, grids of studies and cubes)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,24 @@ def float_list(values, name: str, *, above: float) -> list[float]:
     if len(set(out)) != len(out):
         raise ValueError(f"{name}: a value is listed twice in {values}")
     return out
+
+
+def variable_name(ds, by: str, uE: str = "uE", *, role: str = "binning") -> str:
+    """The name of variable ``by`` of ``ds``, checked; ``"uE"`` stands for the uncertainty
+    variable ``uE`` whatever its name.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0).rename({"uE": "u"})
+    >>> variable_name(ds, "uE", uE="u")
+    'u'
+    >>> variable_name(ds, "X")
+    Traceback (most recent call last):
+    ValueError: by: the binning variable 'X' is not in the dataset (variables: E, u)
+    """
+    name = uE if by == "uE" else by
+    if not isinstance(name, str) or name not in ds.variables or name == "sample":
+        raise ValueError(f"by: the {role} variable {by!r} is not in the dataset "
+                         f"(variables: {', '.join(map(str, ds.data_vars))})")
+    return name

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from xuqcal._checks import variable_name
+
 #: Smallest number of points per bin accepted by the binned statistics (each bin's mean needs a
 #: few points; a leave-one-out sample must still fill every bin).
 MIN_POINTS_PER_BIN = 2
@@ -349,11 +351,7 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = "uE", *, n_bins: int = 2
     >>> int(bins["count"].sum()), bins.attrs["scheme"]
     (1000, 'equal')
     """
-    names = [by] if isinstance(by, str) else list(by)
-    for name in names:
-        if name not in ds.variables:
-            raise ValueError(f"by: the binning variable {name!r} is not in the dataset "
-                             f"(variables: {', '.join(map(str, ds.data_vars))})")
+    names = [variable_name(ds, name) for name in ([by] if isinstance(by, str) else by)]
     sample = ds["sample"].values if "sample" in ds.coords else None
     if binning == "grid":
         if len(names) != 2:

@@ -27,6 +27,7 @@ import numba as nb
 import numpy as np
 import xarray as xr
 
+from xuqcal._checks import variable_name
 from xuqcal._random import fill_variates, stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins, equal_count_bounds, equal_count_order
@@ -342,8 +343,8 @@ def ablation(
     level = check_level(level)
     n_boot = check_count(n_boot, "n_boot")
     needs_bins = any(s.needs_bins for s in chosen)
-    if needs_bins and by not in ds.data_vars:
-        raise ValueError(f"by: the binning variable {by!r} is not in the dataset")
+    if needs_bins:
+        by = variable_name(ds, by, uE)
     errors, uncertainties = _arrays(ds, E, uE, minimum=3, what="ablation",
                                     extra=[by] if needs_bins else [])
     m = errors.size
@@ -578,9 +579,7 @@ def local_coverage(
     p = _probability(p)
     level = check_level(level)
     gen = get_generator(generator)
-    if by not in ds.data_vars:
-        raise ValueError(f"by: the binning variable {by!r} is not in the dataset "
-                         f"(variables: {', '.join(map(str, ds.data_vars))})")
+    by = variable_name(ds, by, uE)
     errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="local_coverage", extra=[by])
     m = errors.size
     check_n_bins(m, n_bins, variable=by)

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal import _kernels as K
+from xuqcal._checks import variable_name
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import equal_count, make_bins, members
@@ -280,8 +281,7 @@ def order_sensitivity(
     """
     _check_statistic(statistic)
     n_orders = check_count(n_orders, "n_orders", minimum=1)
-    if by not in ds.variables:
-        raise ValueError(f"by: the conditioning variable {by!r} is not in the dataset")
+    by = variable_name(ds, by, uE, role="conditioning")
     points = _points(ds[E].values, ds[uE].values)
     values = np.asarray(ds[by].values)
     equal_count(values, n_bins)  # checks the bins before any work

@@ -20,6 +20,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal import _kernels as K
+from xuqcal._checks import variable_name
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.intervals import (
@@ -176,13 +177,11 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
                    E: str = "E", uE: str = "uE"):
     """A Delayed :class:`PreparedData` for ``ds`` (lazy when the data are Dask arrays)."""
     needs_bins = any(s.needs_bins for s in statistics)
+    by = variable_name(ds, by, uE)
     if needs_bins:
         from xuqcal.binning import check_n_bins
 
         check_n_bins(ds.sizes["sample"], n_bins, variable=by)
-    if by not in ds.variables:
-        raise ValueError(f"by: the binning variable {by!r} is not in the dataset "
-                         f"(variables: {', '.join(map(str, ds.data_vars))})")
     by_values = None if by == uE else ds[by].data
     return dask.delayed(PreparedData.from_arrays, pure=True)(
         ds[E].data, ds[uE].data, by_values=by_values, by=by, n_bins=n_bins,

@@ -18,6 +18,7 @@ import xarray as xr
 from scipy.stats.mstats import hdquantiles
 
 from xuqcal import _kernels as K
+from xuqcal._checks import variable_name
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins, equal_count_order
 
@@ -378,10 +379,9 @@ def stats(
     chosen = get_statistics(statistics)
     keys = [s.key for s in chosen]
     needs_bins = any(s.needs_bins for s in chosen)
+    by = variable_name(ds, by, uE)
     if needs_bins:
         check_n_bins(ds.sizes["sample"], n_bins, variable=by)
-        if by not in ds.variables:
-            raise ValueError(f"by: the binning variable {by!r} is not in the dataset")
     use_by = needs_bins and by != uE
     by_values = ds[by] if use_by else ds[uE]
     values = xr.apply_ufunc(
