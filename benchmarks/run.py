@@ -500,9 +500,8 @@ def loop_bca(
     the BCa formula. Replicates are never batched together.
 
     ``n_replicates`` / ``n_jackknife`` stop the two loops early (a timed subset, no interval).
-    The drawn indices are sorted before use: a resample is a multiset, and sorting makes ties of
-    uE keep the original row order inside it (the stable-sort definition of the bins, as xuqcal
-    applies it to resamples); in draw order the tie order would be random per replicate.
+    A resample is used in draw order: the stable sort by uE keeps tied points in the order
+    they were drawn (as R's ``order()`` on ``x[idx]``, and as xuqcal re-sorts resamples).
     """
     t0 = time.perf_counter()
     m = E.shape[0]
@@ -514,7 +513,6 @@ def loop_bca(
     t1 = time.perf_counter()
     for r in range(n_rep):
         idx = rng.integers(0, m, m)
-        idx.sort()
         replicates[r] = loop_statistics(E[idx], U[idx], n_bins)
     t2 = time.perf_counter()
     jack = np.empty((n_jack, estimate.size))

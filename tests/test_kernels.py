@@ -82,22 +82,73 @@ def test_codes_are_unique_and_cover_registry():
     assert all((s.code < K.N_MOMENT) == (s.kind == "moment") for s in STATISTICS.values())
 
 
+def _bootstrap_block(prepared, codes, key, start, stop):
+    out = np.empty((stop - start, len(codes)))
+    K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
+    return out
+
+
 @pytest.mark.parametrize("keys", [["zms", "rce", "zv", "nll"], ALL])
-def test_bootstrap_block_is_counts_of_its_stream(keys):
-    """Replicate r of a block == the statistics of fill_counts(key, r) (same resample)."""
+@pytest.mark.parametrize("ties", [False, True])
+def test_bootstrap_block_is_the_drawn_resample(keys, ties):
+    """Replicate r of a block == the statistics of the sequence that stream r draws, sorted
+    stably (tied points in draw order, as R's ``order()`` on ``x[idx]``) and re-binned."""
     from xuqcal import _random
 
-    E, uE = _data(5, 400, ties=True)
+    E, uE = _data(5, 400, ties=ties)
     prepared = PreparedData.from_arrays(E, uE, n_bins=8)
     codes = codes_of(get_statistics(keys))
     key = _random.stream_key(4, "bootstrap")
-    out = np.empty((6, len(codes)))
-    K.bootstrap_block(key, 10, 16, codes, 8, *prepared.kernel_arrays(),
-                      K.make_work(400, 8), out)
-    counts = np.empty(400, dtype=np.int32)
+    out = _bootstrap_block(prepared, codes, key, 10, 16)
+    order = np.argsort(uE, kind="stable")  # the prepared (binning) order
+    draws = np.empty(400, dtype=np.int32)
     for i, r in enumerate(range(10, 16)):
-        _random.fill_counts(key, r, counts)
-        np.testing.assert_allclose(out[i], prepared.evaluate(codes, counts), rtol=1e-12)
+        _random.fill_draws(key, r, draws)
+        want = naive_statistics(E[order][draws], uE[order][draws], 8)
+        np.testing.assert_allclose(out[i], [want[k] for k in keys], rtol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(4, 150), n_bins=st.integers(1, 7),
+       levels=st.integers(1, 5), by_feature=st.booleans())
+def test_bootstrap_binned_statistics_sort_ties_in_draw_order(seed, m, n_bins, levels,
+                                                              by_feature):
+    """Heavily tied binning variables (uE or a stratified feature, down to one value): every
+    replicate equals the stable sort of its drawn sequence, whichever ties straddle a bin."""
+    from xuqcal import _random
+
+    n_bins = min(n_bins, m // 2)
+    rng = np.random.default_rng(seed)
+    uE = rng.integers(1, levels + 1, m) * 0.5
+    uE[:2] = [0.5, 1.0]  # at least two values: cc is defined
+    E = uE * rng.standard_normal(m)
+    X = rng.integers(0, levels, m).astype(float) if by_feature else None
+    prepared = PreparedData.from_arrays(E, uE, by_values=X, by="X" if by_feature else "uE",
+                                        n_bins=n_bins)
+    keys = ["ence", "uce", "zmse", "zms", "cc"]
+    codes = codes_of(get_statistics(keys))
+    key = _random.stream_key(seed, "bootstrap")
+    out = _bootstrap_block(prepared, codes, key, 0, 5)
+    order = np.argsort(uE if X is None else X, kind="stable")
+    draws = np.empty(m, dtype=np.int32)
+    for r in range(5):
+        _random.fill_draws(key, r, draws)
+        rows = order[draws]
+        want = naive_statistics(E[rows], uE[rows], n_bins, by=None if X is None else X[rows])
+        np.testing.assert_allclose(out[r], [want[k] for k in keys], rtol=1e-10, atol=1e-12,
+                                   equal_nan=True)
+
+
+def test_draws_and_counts_are_one_stream():
+    from xuqcal import _random
+
+    key = _random.stream_key(1, "bootstrap")
+    draws = np.empty(300, dtype=np.int32)
+    counts = np.empty(300, dtype=np.int32)
+    _random.fill_draws(key, 7, draws)
+    _random.fill_counts(key, 7, counts)
+    np.testing.assert_array_equal(np.bincount(draws, minlength=300), counts)
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,8 +15,10 @@ same data with integer **multiplicities** ``counts`` (all ones; multinomial; one
 * ``cc`` (Spearman) from average ranks of the weighted sample, computed by walking the points in
   the order of ``uE`` and of ``|E|`` with their tie groups.
 
-Ties of the binning variable inside a resample are ordered by the original row order (the
-resampled copies of one point are adjacent). See ``docs/design.md``.
+Ties of the binning variable inside a resample keep the resample's row order, i.e. the order in
+which the copies were drawn (the stable sort of the drawn sequence, as R's ``order()`` on
+``x[idx]``): only tie groups whose copies straddle a bin boundary need it, and only their draws
+are recorded. See ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -154,7 +156,8 @@ def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
         sab += c * a * b
         saa += c * a * a
         sbb += c * b * b
-    return sab / np.sqrt(saa * sbb)
+    denominator = np.sqrt(saa * sbb)
+    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
 
 @nb.njit(inline="always")
@@ -180,7 +183,8 @@ def _spearman_unit(centred_u, saa, order_e, tie_e, ones, rank_e):
         b = rank_e[p] - centre
         sab += centred_u[p] * b
         sbb += b * b
-    return sab / np.sqrt(saa * sbb)
+    denominator = np.sqrt(saa * sbb)
+    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
 
 @nb.njit(inline="always")
@@ -224,9 +228,8 @@ def pack_moments(e2, u2, z, z2, lnu2, z_shift):
 
 @nb.njit(inline="always")
 def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shift,
-              order_u, tie_u, order_e, tie_e, work, out, cc_given=np.nan):
+              order_u, tie_u, order_e, tie_e, work, out, cc_given=np.nan, have_bins=False):
     _, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
-    have_bins = False
     for k in range(codes.shape[0]):
         code = codes[k]
         if code < N_MOMENT:
@@ -267,20 +270,142 @@ def make_work(m: int, n_bins: int):
             np.zeros(m), np.zeros(m))
 
 
+@nb.njit(inline="always")
+def _tie_groups_of(tie):
+    """Tie-group number of each point (points in sorted order) and the number of groups."""
+    m = tie.shape[0]
+    group = np.empty(m, np.int64)
+    g = -1
+    for p in range(m):
+        if not tie[p]:
+            g += 1
+        group[p] = g
+    return group, g + 1
+
+
+@nb.njit(inline="always")
+def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, work,
+                            straddles, fill, slots):
+    """Equal-count bin sums of a resample sorted stably by the binning variable: tied points
+    keep the order in which they were drawn (``draws``: the draws into tie groups, in order).
+
+    Only a tie group whose copies straddle a bin boundary depends on that order; its copies are
+    laid out in draw order (a counting sort of ``draws``), every other point is added with its
+    multiplicity as in :func:`_bin_sums`.
+    """
+    _, b_n, b_e2, b_u2, b_z2, _, _ = work
+    m = counts.shape[0]
+    n_total = 0
+    for p in range(m):
+        n_total += counts[p]
+    # pass 1: which groups straddle a boundary, and where their copies go in ``slots``
+    straddles[:] = False
+    pos = 0
+    b = 0
+    next_start = n_total // n_bins
+    used = 0
+    p = 0
+    while p < m:
+        q = p
+        g = 0
+        while q < m and group[q] == group[p]:
+            g += counts[q]
+            q += 1
+        if g > 0:
+            while pos >= next_start:
+                b += 1
+                next_start = ((b + 1) * n_total) // n_bins
+            if q - p > 1 and pos + g > next_start:
+                straddles[group[p]] = True
+                fill[group[p]] = used
+                used += g
+            pos += g
+        p = q
+    # pass 2: the copies of straddling groups in draw order
+    for i in range(draws.shape[0]):
+        j = draws[i]
+        gj = group[j]
+        if straddles[gj]:
+            slots[fill[gj]] = j
+            fill[gj] += 1
+    # pass 3: walk the sorted resample
+    b_n[:] = 0.0
+    b_e2[:] = 0.0
+    b_u2[:] = 0.0
+    b_z2[:] = 0.0
+    b = 0
+    pos = 0
+    next_start = n_total // n_bins
+    slot = 0
+    p = 0
+    while p < m:
+        if straddles[group[p]]:
+            q = p
+            g = 0
+            while q < m and group[q] == group[p]:
+                g += counts[q]
+                q += 1
+            for _ in range(g):
+                while pos >= next_start:
+                    b += 1
+                    next_start = ((b + 1) * n_total) // n_bins
+                j = slots[slot]
+                slot += 1
+                b_n[b] += 1.0
+                b_e2[b] += e2[j]
+                b_u2[b] += u2[j]
+                b_z2[b] += z2[j]
+                pos += 1
+            p = q
+            continue
+        c = counts[p]
+        while c > 0:
+            while pos >= next_start:
+                b += 1
+                next_start = ((b + 1) * n_total) // n_bins
+            take = min(c, next_start - pos)
+            b_n[b] += take
+            b_e2[b] += take * e2[p]
+            b_u2[b] += take * u2[p]
+            b_z2[b] += take * z2[p]
+            pos += take
+            c -= take
+        p += 1
+
+
 @nb.njit(nogil=True, cache=True)
 def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
-                    order_u, tie_u, order_e, tie_e, work, out):
+                    order_u, tie_u, order_e, tie_e, tie_bin, work, out):
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
 
-    Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`). Moment sums
-    are accumulated while drawing; multiplicities are counted only when a binned or rank
-    statistic needs them.
+    Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`; the drawn
+    sequence is :func:`~xuqcal._random.fill_draws`). Moment sums are accumulated while drawing;
+    multiplicities are counted only when a binned or rank statistic needs them. ``tie_bin``
+    flags ties of the binning variable (points in its order); binned statistics sort the drawn
+    sequence stably, so tied points keep their draw order.
     """
     m = e2.shape[0]
     need_counts = False
+    need_bins = False
     for k in range(codes.shape[0]):
         if codes[k] >= N_MOMENT:
             need_counts = True
+        if codes[k] >= N_MOMENT and codes[k] != CC:
+            need_bins = True
+    # draws into tie groups of the binning variable are recorded in draw order (see
+    # _bin_sums_in_draw_order); without ties the multiplicities say everything
+    group, n_groups = _tie_groups_of(tie_bin)
+    record = need_bins and n_groups < m
+    tied = np.zeros(m if record else 0, np.bool_)
+    if record:
+        for p in range(1, m):
+            if tie_bin[p]:
+                tied[p] = True
+                tied[p - 1] = True
+    draws = np.empty(m if record else 0, np.int32)
+    straddles = np.zeros(n_groups if record else 0, np.bool_)
+    fill = np.zeros(n_groups if record else 0, np.int64)
+    slots = np.empty(m if record else 0, np.int32)
     # only the moment columns the requested statistics use are gathered per draw (each column
     # is summed in draw order, so a value does not depend on which other statistics are asked)
     columns = _moment_columns(codes)
@@ -303,10 +428,14 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
         a3 = 0.0
         a4 = 0.0
         a5 = 0.0
+        n_draws = 0
         for _ in range(m):
             j, state = next_below(state, m)
             if need_counts:
                 counts[j] += 1
+                if record and tied[j]:
+                    draws[n_draws] = j
+                    n_draws += 1
             a0 += compact[j, 0]
             if n_columns > 1:
                 a1 += compact[j, 1]
@@ -329,8 +458,11 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
             column_sums[columns[c]] = accumulated[c]
         _store_sums(sums, np.float64(m), column_sums[0], column_sums[1], column_sums[2],
                     column_sums[3], column_sums[4], column_sums[5])
+        if record:
+            _bin_sums_in_draw_order(counts, draws[:n_draws], group, n_groups, e2, u2, z2,
+                                    n_bins, work, straddles, fill, slots)
         _evaluate(codes, counts, sums, n_columns > 0, n_bins, packed, e2, u2, z2, z_shift,
-                  order_u, tie_u, order_e, tie_e, work, out[r - start])
+                  order_u, tie_u, order_e, tie_e, work, out[r - start], np.nan, record)
 
 
 @nb.njit(inline="always")

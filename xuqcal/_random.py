@@ -216,6 +216,16 @@ def fill_counts(key, replicate, counts):
 
 
 @nb.njit(nogil=True, cache=True)
+def fill_draws(key, replicate, draws):
+    """The drawn sequence behind :func:`fill_counts`: ``len(draws)`` indices with
+    replacement, in the order drawn (the resample's row order)."""
+    n = draws.shape[0]
+    state = stream_start(key, replicate)
+    for i in range(n):
+        draws[i], state = next_below(state, n)
+
+
+@nb.njit(nogil=True, cache=True)
 def fill_gamma(key, replicate, shape, out):
     """Fill ``out`` with Gamma(shape, 1) variates from stream ``(key, replicate)``."""
     state = stream_start(key, replicate)

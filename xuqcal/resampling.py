@@ -82,7 +82,7 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
                      stop: int) -> np.ndarray:
     out = np.empty((stop - start, codes.shape[0]))
     K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      K.make_work(prepared.size, prepared.n_bins), out)
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
     return out
 
 

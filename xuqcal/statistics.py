@@ -166,6 +166,7 @@ class PreparedData:
     tie_u: np.ndarray
     order_e: np.ndarray
     tie_e: np.ndarray
+    tie_bin: np.ndarray
     n_bins: int
     by: str
     packed: np.ndarray
@@ -196,7 +197,8 @@ class PreparedData:
         m = E.shape[0]
         if needs_bins:
             check_n_bins(m, n_bins, variable=by)
-        order = equal_count_order(uE if by_values is None else by_values)
+        binning_values = uE if by_values is None else np.asarray(by_values)
+        order = equal_count_order(binning_values)
         E = np.ascontiguousarray(E[order])
         uE = np.ascontiguousarray(uE[order])
         z = E / uE
@@ -216,6 +218,7 @@ class PreparedData:
             tie_u=_tie_flags(uE[order_u]),
             order_e=order_e,
             tie_e=_tie_flags(absE[order_e]),
+            tie_bin=_tie_flags(binning_values[order]),
             n_bins=int(n_bins),
             by=by,
             packed=K.pack_moments(e2, u2, z, z2, lnu2, z_shift),
