@@ -69,7 +69,7 @@ def test_statistics_and_generator_options(csv_file, capsys):
     assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
                  "--generators", "normal,uniform", "--known-generator", "normal"]) == 0
     printed = capsys.readouterr().out
-    assert "ζ_Sim[uniform]" in printed and "(SimN)" in printed
+    assert "ζ_Sim[uniform]" in printed and "(Sim2N)" in printed  # known D: Sim2 decides
     with pytest.raises(SystemExit):
         main(["validate", str(csv_file), *ARGS, "--statistics", "zms,bogus"])
     with pytest.raises(SystemExit):
@@ -79,12 +79,15 @@ def test_statistics_and_generator_options(csv_file, capsys):
 def test_simulated_scheme_option(csv_file, tmp_path, capsys):
     out = tmp_path / "result.nc"
     assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
-                 "--known-generator", "normal", "--simulated-scheme", "Sim2", "-o",
+                 "--known-generator", "normal", "--simulated-scheme", "Sim", "-o",
                  str(out)]) == 0
-    assert "(Sim2N)" in capsys.readouterr().out
+    assert "(SimN)" in capsys.readouterr().out
     with xr.open_dataset(out) as result:
-        assert result.attrs["simulated_scheme"] == "Sim2"
-        assert result.verdict_scheme.values.tolist() == ["BS", "Sim2N"]
+        assert result.attrs["simulated_scheme"] == "Sim"
+        assert result.verdict_scheme.values.tolist() == ["BS", "SimN"]
+    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
+                 "--generators", "normal"]) == 0
+    assert "(SimN)" in capsys.readouterr().out  # auto without a known generator: Sim
     with pytest.raises(SystemExit):
         main(["validate", str(csv_file), *ARGS, "--simulated-scheme", "Sim3"])
     assert "invalid choice: 'Sim3'" in capsys.readouterr().err

@@ -97,7 +97,7 @@ def test_report_command_with_features_and_formulas(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["report", str(path), "--E", "err", "--uE", "u", "--features", "size,S2=size*2",
                  "--formula", "formula", "--n-boot", "200", "--n-mc", "200", "--no-progress",
-                 "--known-generator", "uniform", "--simulated-scheme", "Sim2", "--level", "0.9",
+                 "--known-generator", "uniform", "--simulated-scheme", "Sim", "--level", "0.9",
                  "-o", str(out)]) == 0
     assert f"report: {(out / 'index.html').resolve()}" in capsys.readouterr().out
     parser = _check_page(out / "index.html")
@@ -106,8 +106,8 @@ def test_report_command_with_features_and_formulas(tmp_path, capsys):
     # the validation options reach the report's validation table
     with xr.open_dataset(out / "results" / "validation.nc") as result:
         assert result.attrs["known_generator"] == "uniform"
-        assert result.attrs["simulated_scheme"] == "Sim2"
-        assert "Sim2[uniform]" in result.verdict_scheme.values.tolist()
+        assert result.attrs["simulated_scheme"] == "Sim"  # not the default (Sim2 when known)
+        assert "Sim[uniform]" in result.verdict_scheme.values.tolist()
         assert result.attrs["level"] == 0.9
     assert main(["report", str(path), "--E", "err", "--uE", "u", "-o", str(out)]) == 2
     assert "--overwrite" in capsys.readouterr().err

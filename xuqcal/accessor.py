@@ -75,7 +75,7 @@ class UQCalAccessor:
     def validate(self, statistics: str | Iterable[str] | None = None, *, n_boot: int = 10_000,
                  n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
                  generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
-                 known_generator: str | None = None, simulated_scheme: str = "Sim",
+                 known_generator: str | None = None, simulated_scheme: str | None = None,
                  level: float = 0.95, by: str = "uE",
                  chunks: int | Sequence[int] | None = None) -> xr.Dataset:
         """ζ-scores per scheme and verdicts; see :func:`xuqcal.validation.validate`."""

@@ -58,10 +58,12 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--known-generator", metavar="NAME",
                         help="the errors' generative distribution when it is known (e.g. "
                              "normal): validate with it, skip the sensitivity check")
-    parser.add_argument("--simulated-scheme", choices=SIMULATED_SCHEMES, default="Sim",
+    parser.add_argument("--simulated-scheme", choices=["auto", *SIMULATED_SCHEMES],
+                        default="auto",
                         help="scheme deciding the verdict of statistics without a predefined "
-                             "reference: Sim (bootstrap BCa interval, the default) or Sim2 "
-                             "(simulated 95%% range)")
+                             "reference: Sim (bootstrap BCa interval of the data) or Sim2 "
+                             "(simulated 95%% range); auto (the default): Sim2 with "
+                             "--known-generator, else Sim")
     parser.add_argument("--statistics", type=_statistics_list,
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
@@ -229,7 +231,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
                       seed=args.seed, n_bins=args.n_bins, generators=args.generators,
                       known_generator=args.known_generator,
-                      simulated_scheme=args.simulated_scheme)
+                      simulated_scheme=(None if args.simulated_scheme == "auto"
+                                        else args.simulated_scheme))
     elapsed = time.perf_counter() - start
     print(f"\n{title}")
     print(f"M = {ds.sizes['sample']}, BCa {args.level:.0%} intervals from {args.n_boot} "

@@ -19,13 +19,16 @@ does not apply (``BS`` without a predefined reference). A statistic is ``valid``
 when ``|ζ| ≤ 1``.
 
 The ``verdict`` follows the recommended workflow: a predefined reference decides by ``BS``;
-otherwise, with a known generator, by ``Sim`` with that generator; otherwise the simulated
-references of all generators must agree within their combined uncertainty
-(``|Δ mean| ≤ sqrt(U_1² + U_2²)``, ``U = 2 se``), else the statistic is *not usable for
-validation when D is unknown*; if they agree, ``Sim`` with the first generator decides.
-``Sim2`` is reported for comparison only, unless ``simulated_scheme="Sim2"`` lets it decide
-(see :func:`validate`). A verdict is *undecided* when the deciding ζ is NaN: the BCa interval
-is undefined when every bootstrap replicate lies on one side of the estimate (a
+otherwise, with a known generator, by ``Sim2`` with that generator (the simulated distribution
+of the statistic *is* its sampling distribution under calibration: an exact Monte Carlo test);
+otherwise the simulated references of all generators must agree within their combined
+uncertainty (``|Δ mean| ≤ sqrt(U_1² + U_2²)``, ``U = 2 se``), else the statistic is *not usable
+for validation when D is unknown*; if they agree, ``Sim`` with the first generator decides (its
+interval, the bootstrap interval of the data, does not depend on the unknown D), and ``Sim2`` is
+reported for comparison only. ``simulated_scheme`` overrides the deciding scheme in both cases
+(see :func:`validate` and ``docs/design.md`` for why the known-D case does not use ``Sim``).
+A verdict is *undecided* when the deciding ζ is NaN: the BCa interval is undefined when every
+bootstrap replicate lies on one side of the estimate (a
 :class:`~xuqcal.intervals.DegenerateIntervalWarning` says so).
 """
 
@@ -77,7 +80,7 @@ def validate(
     n_bins: int = DEFAULT_N_BINS,
     generators: str | Iterable[str] = DEFAULT_GENERATORS,
     known_generator: str | None = None,
-    simulated_scheme: str = "Sim",
+    simulated_scheme: str | None = None,
     level: float = 0.95,
     by: str = "uE",
     chunks: int | Sequence[int] | None = None,
@@ -107,13 +110,15 @@ def validate(
         The generative distribution when it is known (e.g. ``"normal"`` for a Gaussian
         process): statistics without a predefined reference are then validated with it, and
         the sensitivity check is skipped. It is added to ``generators`` if missing.
-    simulated_scheme : {"Sim", "Sim2"}
+    simulated_scheme : {None, "Sim", "Sim2"}
         The scheme whose ζ decides the verdict of a statistic validated against a simulated
-        reference. ``"Sim"`` (the default, METHODS §5) compares the reference with the
-        bootstrap BCa interval of the data; ``"Sim2"`` compares the estimate with the
-        simulated 2.5–97.5 % range. For MAD-type statistics (``ence``, ``zmse``) the bootstrap
-        bias is large and ``"Sim"`` rejects calibrated data far more often than 5 %;
-        ``"Sim2"`` keeps the nominal rate (see the design notes).
+        reference. ``"Sim"`` compares the reference with the bootstrap BCa interval of the
+        data; ``"Sim2"`` compares the estimate with the simulated 2.5–97.5 % range. ``None``
+        (the default) takes ``Sim2`` with a known generator, where it is the exact test of
+        calibration, and ``Sim`` otherwise (METHODS §5: its interval does not depend on the
+        unknown D). With a known generator, ``"Sim"`` rejects calibrated data far more often
+        than 5 % for MAD-type statistics (``ence``, ``zmse``), whose bootstrap bias is large
+        (see the design notes).
     level : float
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
@@ -139,9 +144,10 @@ def validate(
     >>> str(v.verdict_scheme.sel(statistic="zms").values)
     'BS'
     """
-    if simulated_scheme not in SIMULATED_SCHEMES:
+    if simulated_scheme is not None and simulated_scheme not in SIMULATED_SCHEMES:
         raise ValueError(f"simulated_scheme: {simulated_scheme!r} is not one of "
-                         f"{', '.join(SIMULATED_SCHEMES)}")
+                         f"{', '.join(SIMULATED_SCHEMES)} (or None: Sim2 with a known generator, "
+                         "else Sim)")
     stats = get_statistics(statistics if statistics is not None else DEFAULT_STATISTICS)
     names = [generators] if isinstance(generators, str) else list(generators)
     names = [get_generator(g).name for g in names]
@@ -218,7 +224,7 @@ def validate(
         schemes=", ".join(schemes),
         generators=", ".join(names),
         known_generator=known_generator or "",
-        simulated_scheme=simulated_scheme,
+        simulated_scheme=deciding_scheme(known_generator, simulated_scheme),
         n_mc=n_mc,
         u_ref="Sim schemes: U_ref = 2 se of the simulated mean",
         validation_rule="valid when |zeta| <= 1",
@@ -236,8 +242,22 @@ def _generator_sensitive(simulated: xr.Dataset) -> np.ndarray:
     return sensitive
 
 
+def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = None) -> str:
+    """The scheme (``Sim`` or ``Sim2``) that decides verdicts against simulated references.
+
+    Examples
+    --------
+    >>> deciding_scheme("normal"), deciding_scheme(None), deciding_scheme("normal", "Sim")
+    ('Sim2', 'Sim', 'Sim')
+    """
+    if simulated_scheme is not None:
+        return simulated_scheme
+    return "Sim2" if known_generator is not None else "Sim"
+
+
 def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme):
     verdicts, used = [], []
+    simulated_scheme = deciding_scheme(known_generator, simulated_scheme)
     for i, s in enumerate(stats):
         if s.has_reference:
             scheme = "BS"
