@@ -109,6 +109,7 @@ def test_bootstrap_block_is_the_drawn_resample(keys, ties):
         np.testing.assert_allclose(out[i], [want[k] for k in keys], rtol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore:An input array is constant")  # a resample of one uE: cc NaN
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), m=st.integers(4, 150), n_bins=st.integers(1, 7),
        levels=st.integers(1, 5), by_feature=st.booleans())
