@@ -101,18 +101,26 @@ def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
     pos = 0
     next_start = (n_total * 1) // n_bins
     for p in range(counts.shape[0]):
-        c = counts[p]
-        while c > 0:
-            while pos >= next_start:
-                b += 1
-                next_start = ((b + 1) * n_total) // n_bins
-            take = min(c, next_start - pos)
-            b_n[b] += take
-            b_e2[b] += take * e2[p]
-            b_u2[b] += take * u2[p]
-            b_z2[b] += take * z2[p]
-            pos += take
-            c -= take
+        pos, b, next_start = _add_copies(p, counts[p], e2, u2, z2, n_bins, n_total,
+                                         b_n, b_e2, b_u2, b_z2, pos, b, next_start)
+
+
+@nb.njit(inline="always")
+def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b, next_start):
+    """Add ``c`` copies of point ``p`` from sorted position ``pos`` on to the bin sums, split at
+    the bin boundaries ``floor(b n / N)``; returns the new ``(pos, b, next_start)``."""
+    while c > 0:
+        while pos >= next_start:
+            b += 1
+            next_start = ((b + 1) * n_total) // n_bins
+        take = min(c, next_start - pos)
+        b_n[b] += take
+        b_e2[b] += take * e2[p]
+        b_u2[b] += take * u2[p]
+        b_z2[b] += take * z2[p]
+        pos += take
+        c -= take
+    return pos, b, next_start
 
 
 @nb.njit(inline="always")
@@ -345,31 +353,14 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
             while q < m and group[q] == group[p]:
                 g += counts[q]
                 q += 1
-            for _ in range(g):
-                while pos >= next_start:
-                    b += 1
-                    next_start = ((b + 1) * n_total) // n_bins
-                j = slots[slot]
-                slot += 1
-                b_n[b] += 1.0
-                b_e2[b] += e2[j]
-                b_u2[b] += u2[j]
-                b_z2[b] += z2[j]
-                pos += 1
+            for k in range(slot, slot + g):
+                pos, b, next_start = _add_copies(slots[k], 1, e2, u2, z2, n_bins, n_total,
+                                                 b_n, b_e2, b_u2, b_z2, pos, b, next_start)
+            slot += g
             p = q
             continue
-        c = counts[p]
-        while c > 0:
-            while pos >= next_start:
-                b += 1
-                next_start = ((b + 1) * n_total) // n_bins
-            take = min(c, next_start - pos)
-            b_n[b] += take
-            b_e2[b] += take * e2[p]
-            b_u2[b] += take * u2[p]
-            b_z2[b] += take * z2[p]
-            pos += take
-            c -= take
+        pos, b, next_start = _add_copies(p, counts[p], e2, u2, z2, n_bins, n_total,
+                                         b_n, b_e2, b_u2, b_z2, pos, b, next_start)
         p += 1
 
 
