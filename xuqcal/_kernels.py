@@ -93,16 +93,21 @@ def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
     n_total = 0
     for p in range(counts.shape[0]):
         n_total += counts[p]
+    _clear_bins(b_n, b_e2, b_u2, b_z2)
+    b = 0
+    pos = 0
+    next_start = n_total // n_bins
+    for p in range(counts.shape[0]):
+        pos, b, next_start = _add_copies(p, counts[p], e2, u2, z2, n_bins, n_total,
+                                         b_n, b_e2, b_u2, b_z2, pos, b, next_start)
+
+
+@nb.njit(inline="always")
+def _clear_bins(b_n, b_e2, b_u2, b_z2):
     b_n[:] = 0.0
     b_e2[:] = 0.0
     b_u2[:] = 0.0
     b_z2[:] = 0.0
-    b = 0
-    pos = 0
-    next_start = (n_total * 1) // n_bins
-    for p in range(counts.shape[0]):
-        pos, b, next_start = _add_copies(p, counts[p], e2, u2, z2, n_bins, n_total,
-                                         b_n, b_e2, b_u2, b_z2, pos, b, next_start)
 
 
 @nb.njit(inline="always")
@@ -337,10 +342,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
             slots[fill[gj]] = j
             fill[gj] += 1
     # pass 3: walk the sorted resample
-    b_n[:] = 0.0
-    b_e2[:] = 0.0
-    b_u2[:] = 0.0
-    b_z2[:] = 0.0
+    _clear_bins(b_n, b_e2, b_u2, b_z2)
     b = 0
     pos = 0
     next_start = n_total // n_bins
