@@ -123,7 +123,8 @@ def test_bca_coverage_of_zms_on_calibrated_nig():
     [
         ({"statistics": ["zms", "foo"]}, "unknown statistic 'foo'"),
         ({"statistics": []}, "empty"),
-        ({"n": 1}, "n: expected an integer >= 2"),
+        ({"n": 1}, "n: expected an integer >= 40"),
+        ({"n": 39}, r"n: expected an integer >= 40 \(an interval at level 0.95 needs"),
         ({"method": "bc"}, "unknown interval method 'bc'"),
         ({"level": 95}, "level"),
         ({"seed": -3}, "seed"),

@@ -137,7 +137,7 @@ def test_confidence_curve_band_level_and_determinism():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"statistic": "median"}, "statistic: unknown"),
-    ({"reference": "cauchy"}, "generator: unknown"),
+    ({"reference": "cauchy"}, "reference: unknown generator .cauchy."),
     ({"k": [0, 100]}, r"k: percents removed must lie in \[0, 100\)"),
     ({"k": [-1, 5]}, r"k: percents removed must lie in \[0, 100\)"),
     ({"k": [5, 2]}, "strictly increasing"),

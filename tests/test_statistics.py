@@ -122,11 +122,16 @@ def test_cc_of_a_constant_variable_is_undefined():
     the estimate and in every bootstrap replicate (it raised ZeroDivisionError in the kernel)."""
     rng = np.random.default_rng(3)
     constant_u = xuqcal.from_arrays(rng.standard_normal(60), np.full(60, 0.7))
-    assert np.isnan(constant_u.uqcal.stats("cc").item())
+    named = pytest.warns(xuqcal.UndefinedStatisticWarning, match="cc is undefined: uE is constant")
+    with named:
+        assert np.isnan(constant_u.uqcal.stats("cc").item())
     assert constant_u.uqcal.stats("zms").item() > 0
-    boot = constant_u.uqcal.bootstrap(["cc", "zms"], n=50, seed=0).compute()
+    with named:
+        boot = constant_u.uqcal.bootstrap(["cc", "zms"], n=50, seed=0).compute()
     assert np.isnan(boot.estimate.sel(statistic="cc").item())
     assert np.isfinite(boot.ci_low.sel(statistic="zms").item())
     constant_e = xuqcal.from_arrays(np.full(60, 0.5) * rng.choice([-1, 1], 60),
                                     rng.uniform(0.5, 1.5, 60))
-    assert np.isnan(constant_e.uqcal.stats("cc").item())
+    with pytest.warns(xuqcal.UndefinedStatisticWarning,
+                      match=r"cc is undefined: \|E\| is constant"):
+        assert np.isnan(constant_e.uqcal.stats("cc").item())

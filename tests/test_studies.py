@@ -136,7 +136,7 @@ def test_validation_probability_runs_on_the_current_scheduler():
         raise AssertionError("computed by the current scheduler")
 
     with dask.config.set(scheduler=refuse), pytest.raises(AssertionError, match="current"):
-        studies.validation_probability([3], size=[100], n_try=2, n_boot=10)
+        studies.validation_probability([3], size=[100], n_try=2, n_boot=40)
 
 
 def test_validation_probability_errors():

@@ -27,6 +27,7 @@ from xuqcal.diagnostics import describe
 from xuqcal.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.generators import get_generator
 from xuqcal.intervals import (
+    DegenerateIntervalWarning,
     bca_interval,
     percentile_interval,
     student_interval,
@@ -45,13 +46,21 @@ from xuqcal.recalibration import Recalibrator
 from xuqcal.reference import reference
 from xuqcal.resampling import bootstrap
 from xuqcal.running import running_statistics
-from xuqcal.statistics import STATISTICS, beta_gm, kappa_cs, stats
+from xuqcal.statistics import (
+    STATISTICS,
+    UndefinedStatisticWarning,
+    beta_gm,
+    kappa_cs,
+    stats,
+)
 from xuqcal.validation import validate
 
 __all__ = [
     "STATISTICS",
+    "DegenerateIntervalWarning",
     "Recalibrator",
     "UQCalAccessor",
+    "UndefinedStatisticWarning",
     "__version__",
     "add_formula_features",
     "bca_interval",

@@ -81,3 +81,238 @@ def variable_name(ds, by: str, uE: str = "uE", *, role: str = "binning") -> str:
         raise ValueError(f"by: the {role} variable {by!r} is not in the dataset "
                          f"(variables: {', '.join(map(str, ds.data_vars))})")
     return name
+
+
+# ------------------------------------------------------------------ scalar argument validators
+# Every message starts with the Python parameter name and a colon: the CLI maps that name to
+# its option (``n_boot`` -> ``--n-boot``).
+
+#: The largest accepted seed. Seeds are stored in the NetCDF attributes of the results, which
+#: hold 64-bit integers (int64, or uint64 above 2**63 - 1); the per-trial seeds of
+#: :func:`xuqcal.studies.trial_seed` use the whole unsigned range and must stay reproducible
+#: with :func:`xuqcal.bootstrap`. ``2**70`` used to be accepted and fail only when the
+#: attributes were written, after the computation.
+MAX_SEED = 2**64 - 1
+
+
+def _is_integer(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | np.integer)
+
+
+def check_count(n: object, name: str, minimum: int = 2, *, reason: str = "") -> int:
+    """An integer count (replicates, trials, bins, ...) of at least ``minimum``.
+
+    Examples
+    --------
+    >>> check_count(500, "n")
+    500
+    >>> check_count(1.5, "n")
+    Traceback (most recent call last):
+    ValueError: n: expected an integer >= 2, got 1.5
+    """
+    if not _is_integer(n) or n < minimum:  # type: ignore[operator]
+        why = f" ({reason})" if reason else ""
+        raise ValueError(f"{name}: expected an integer >= {minimum}{why}, got {n!r}")
+    return int(n)  # type: ignore[call-overload]
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """A seed: an integer in ``[0, 2**64 - 1]`` (:data:`MAX_SEED`: it is stored in the 64-bit
+    integer attributes of the NetCDF results).
+
+    Examples
+    --------
+    >>> check_seed(7)
+    7
+    >>> check_seed(2**70)
+    Traceback (most recent call last):
+    ValueError: seed: expected an integer from 0 to 2**64 - 1 (seeds are stored as 64-bit \
+integer attributes), got 1180591620717411303424
+    """
+    if not _is_integer(seed) or not 0 <= seed <= MAX_SEED:  # type: ignore[operator]
+        raise ValueError(f"{name}: expected an integer from 0 to 2**64 - 1 (seeds are stored "
+                         f"as 64-bit integer attributes), got {seed!r}")
+    return int(seed)  # type: ignore[call-overload]
+
+
+def check_level(level: object, name: str = "level") -> float:
+    """A confidence level strictly between 0 and 1.
+
+    Examples
+    --------
+    >>> check_level(0.95)
+    0.95
+    >>> check_level(95)
+    Traceback (most recent call last):
+    ValueError: level: expected a confidence level in (0, 1) such as 0.95, got 95
+    """
+    if (isinstance(level, bool) or not isinstance(level, int | float | np.integer | np.floating)
+            or not 0.0 < float(level) < 1.0):
+        raise ValueError(f"{name}: expected a confidence level in (0, 1) such as 0.95, "
+                         f"got {level!r}")
+    return float(level)
+
+
+def minimum_replicates(level: float) -> int:
+    """Least number of bootstrap replicates for an interval at ``level``: ``ceil(2 / (1 -
+    level))``, so that each tail beyond the interval holds at least one replicate on average
+    (40 at 95 %, 200 at 99 %).
+
+    The bounds of a percentile or BCa interval are the ``(1 ∓ level) / 2`` quantiles of the
+    replicates (BCa shifts them); with fewer replicates a bound is the most extreme replicate
+    or an extrapolation between the two most extreme ones, i.e. not an estimate of the
+    quantile at all.
+
+    Examples
+    --------
+    >>> minimum_replicates(0.95), minimum_replicates(0.9), minimum_replicates(0.99)
+    (40, 20, 200)
+    """
+    return max(2, math.ceil(2.0 / (1.0 - level) - 1e-9))
+
+
+def check_replicates(n: object, level: float, name: str = "n") -> int:
+    """A number of bootstrap replicates large enough for an interval at ``level``
+    (:func:`minimum_replicates`).
+
+    Examples
+    --------
+    >>> check_replicates(2, 0.95, "n_boot")
+    Traceback (most recent call last):
+    ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
+ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
+    """
+    minimum = minimum_replicates(level)
+    return check_count(n, name, minimum, reason=(
+        f"an interval at level {level:g} needs at least ceil(2 / (1 - level)) replicates, "
+        "one per tail beyond it on average"))
+
+
+def check_chunks(chunks: object, name: str = "chunks") -> int | tuple[int, ...] | None:
+    """Replicates per Dask task: ``None``, a positive integer or a sequence of them.
+
+    Examples
+    --------
+    >>> check_chunks(1000), check_chunks([2, 3]), check_chunks(None)
+    (1000, (2, 3), None)
+    >>> check_chunks(1.5)
+    Traceback (most recent call last):
+    ValueError: chunks: expected a positive integer (replicates per task) or a sequence of \
+them, got 1.5
+    """
+    message = (f"{name}: expected a positive integer (replicates per task) or a sequence of "
+               f"them, got {chunks!r}")
+    if chunks is None:
+        return None
+    if _is_integer(chunks):
+        if chunks < 1:  # type: ignore[operator]
+            raise ValueError(message)
+        return int(chunks)  # type: ignore[call-overload]
+    if isinstance(chunks, str) or not isinstance(chunks, Iterable):
+        raise ValueError(message)
+    sizes = list(chunks)
+    if not sizes or not all(_is_integer(c) and c >= 1 for c in sizes):
+        raise ValueError(message)
+    return tuple(int(c) for c in sizes)
+
+
+def check_choice(value: object, name: str, choices: Iterable[object]) -> object:
+    """One of ``choices``.
+
+    Examples
+    --------
+    >>> check_choice("bca", "method", ("bca", "percentile"))
+    'bca'
+    """
+    choices = tuple(choices)
+    if not isinstance(value, str | type(None)) or value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, "
+                         f"got {value!r}")
+    return value
+
+
+def check_bool(value: object, name: str) -> bool:
+    """A boolean flag (``True``/``False``, also NumPy's).
+
+    Examples
+    --------
+    >>> check_bool(True, "keep_replicates")
+    True
+    """
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_name(value: object, name: str) -> str:
+    """A variable name (a non-empty string).
+
+    Examples
+    --------
+    >>> check_name("uE", "uE")
+    'uE'
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name}: expected the name of a variable (a string), got {value!r}")
+    return value
+
+
+def check_statistics(statistics: object, name: str = "statistics",
+                     default: object = None) -> tuple:
+    """The :class:`~xuqcal.statistics.Statistic` blueprints of ``statistics`` (a key or a
+    sequence of keys; ``None`` means ``default``, or every statistic if that is ``None``).
+
+    Examples
+    --------
+    >>> [s.key for s in check_statistics(["zms", "rce"])]
+    ['zms', 'rce']
+    >>> check_statistics(3)
+    Traceback (most recent call last):
+    ValueError: statistics: expected a statistic key or a list of keys such as ['zms', 'rce'], \
+got 3
+    """
+    from xuqcal.statistics import get_statistics
+
+    return get_statistics(default if statistics is None else statistics, name=name)
+
+
+def check_generators(generators: object, name: str = "generators") -> list:
+    """Distinct :class:`~xuqcal.generators.Generator` objects from one name or a sequence of
+    names; two spellings of one distribution (``t6`` and ``t6.0``) are refused.
+
+    Examples
+    --------
+    >>> [g.name for g in check_generators(["normal", "T6.0"])]
+    ['normal', 't6']
+    >>> check_generators(["t6", "t6.0"])
+    Traceback (most recent call last):
+    ValueError: generators: t6 and t6.0 are the same distribution (t6); list it once
+    """
+    from xuqcal.generators import Generator, get_generator
+
+    if isinstance(generators, str | Generator):
+        generators = [generators]
+    if not isinstance(generators, Iterable):
+        raise ValueError(f"{name}: expected a generator name such as 'normal' or 't6', or a "
+                         f"list of them, got {generators!r}")
+    given = list(generators)
+    if not given:
+        raise ValueError(f"{name}: the list of generators is empty (at least one is needed)")
+    out: list = []
+    seen: dict[str, object] = {}
+    for g in given:
+        try:
+            gen = get_generator(g)
+        except ValueError as error:
+            raise ValueError(f"{name}: {str(error).removeprefix('generator: ')}") from None
+        if gen.name in seen:
+            first = seen[gen.name]
+            a = first if isinstance(first, str) else gen.name
+            b = g if isinstance(g, str) else gen.name
+            if a == b:
+                raise ValueError(f"{name}: {gen.name} is listed twice")
+            raise ValueError(f"{name}: {a} and {b} are the same distribution ({gen.name}); "
+                             "list it once")
+        seen[gen.name] = g
+        out.append(gen)
+    return out

@@ -15,6 +15,10 @@ same data with integer **multiplicities** ``counts`` (all ones; multinomial; one
 * ``cc`` (Spearman) from average ranks of the weighted sample, computed by walking the points in
   the order of ``uE`` and of ``|E|`` with their tie groups.
 
+Every kernel is compiled with ``error_model="numpy"``: a float division by zero gives ``inf`` or
+NaN (which the layers above name, see :class:`xuqcal.statistics.UndefinedStatisticWarning`),
+never a ``ZeroDivisionError``; the arguments are checked before any kernel runs.
+
 Ties of the binning variable inside a resample keep the resample's row order, i.e. the order in
 which the copies were drawn (the stable sort of the drawn sequence, as R's ``order()`` on
 ``x[idx]``): only tie groups whose copies straddle a bin boundary need it, and only their draws
@@ -70,10 +74,10 @@ def finalize_moment(code, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift):
     return np.nan * s_n
 
 
-_finalize_moment = nb.njit(inline="always")(finalize_moment)
+_finalize_moment = nb.njit(inline="always", error_model="numpy")(finalize_moment)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2):
     total = 0.0
     for b in range(n_bins):
@@ -87,7 +91,7 @@ def _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2):
     return total / n_bins
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
     """Equal-count bins of the expanded weighted sequence (points in binning order)."""
     n_total = 0
@@ -102,7 +106,7 @@ def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
                                          b_n, b_e2, b_u2, b_z2, pos, b, next_start)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _clear_bins(b_n, b_e2, b_u2, b_z2):
     b_n[:] = 0.0
     b_e2[:] = 0.0
@@ -110,7 +114,7 @@ def _clear_bins(b_n, b_e2, b_u2, b_z2):
     b_z2[:] = 0.0
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b, next_start):
     """Add ``c`` copies of point ``p`` from sorted position ``pos`` on to the bin sums, split at
     the bin boundaries ``floor(b n / N)``; returns the new ``(pos, b, next_start)``."""
@@ -128,7 +132,7 @@ def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b
     return pos, b, next_start
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _average_ranks(order, tie, counts, rank):
     """Average ranks (1-based) of the weighted sample; ``tie[k]`` marks ``order[k]`` as tied
     with ``order[k - 1]``. Points of zero weight get a rank too; it is never used."""
@@ -149,7 +153,7 @@ def _average_ranks(order, tie, counts, rank):
         k = end
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
     _average_ranks(order_u, tie_u, counts, rank_u)
     _average_ranks(order_e, tie_e, counts, rank_e)
@@ -173,7 +177,7 @@ def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
     return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _centred_unit_ranks(order, tie, ones, rank):
     """Average ranks of unit-weight points minus their mean, and the sum of their squares."""
     _average_ranks(order, tie, ones, rank)
@@ -185,7 +189,7 @@ def _centred_unit_ranks(order, tie, ones, rank):
     return total
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _spearman_unit(centred_u, saa, order_e, tie_e, ones, rank_e):
     """Spearman correlation of unit-weight points whose centred uE ranks are known."""
     _average_ranks(order_e, tie_e, ones, rank_e)
@@ -200,7 +204,7 @@ def _spearman_unit(centred_u, saa, order_e, tie_e, ones, rank_e):
     return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _moment_sums(counts, packed, sums):
     """Weighted sums of the packed per-point moment columns (branch-free)."""
     s_n = 0.0
@@ -222,7 +226,7 @@ def _moment_sums(counts, packed, sums):
     _store_sums(sums, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _store_sums(sums, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2):
     sums[S_N] = s_n
     sums[S_E2] = s_e2
@@ -239,7 +243,7 @@ def pack_moments(e2, u2, z, z2, lnu2, z_shift):
     return np.ascontiguousarray(np.stack([e2, u2, z2, lnu2, zd, zd * zd], axis=1))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shift,
               order_u, tie_u, order_e, tie_e, work, out, cc_given=np.nan, have_bins=False):
     _, b_n, b_e2, b_u2, b_z2, rank_u, rank_e = work
@@ -263,7 +267,7 @@ def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shif
             out[k] = _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def evaluate_counts(codes, counts, n_bins, packed, e2, u2, z2, z_shift,
                     order_u, tie_u, order_e, tie_e, work, out):
     """Every statistic of ``codes`` for the sample weighted by ``counts``.
@@ -283,7 +287,7 @@ def make_work(m: int, n_bins: int):
             np.zeros(m), np.zeros(m))
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _tie_groups_of(tie):
     """Tie-group number of each point (points in sorted order) and the number of groups."""
     m = tie.shape[0]
@@ -296,7 +300,7 @@ def _tie_groups_of(tie):
     return group, g + 1
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, work,
                             straddles, fill, slots):
     """Equal-count bin sums of a resample sorted stably by the binning variable: tied points
@@ -366,7 +370,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
         p += 1
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
                     order_u, tie_u, order_e, tie_e, tie_bin, work, out):
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
@@ -458,7 +462,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                   order_u, tie_u, order_e, tie_e, work, out[r - start], np.nan, record)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _moment_columns(codes):
     """Columns of :func:`pack_moments` (e2, u2, z2, lnu2, zd, zd2) used by ``codes``."""
     used = np.zeros(6, np.bool_)
@@ -482,7 +486,7 @@ def _moment_columns(codes):
 # ----------------------------------------------------------------------------- jackknife
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
     """Leave-one-out values of moment statistics in closed form, O(1) per point."""
     t_e2 = 0.0
@@ -509,7 +513,7 @@ def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
                                                  t_zd2 - zd * zd, z_shift)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
     """Leave-one-out values of binned statistics, re-binned exactly, O(N) per point.
 
@@ -550,7 +554,7 @@ def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
             out[q - start, k] = _finalize_binned(codes[k], n_bins, b_n, b_e2, b_u2, b_z2)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _tie_group_sums(group, n_groups, a, b):
     """Per tie group: the count, Σ a and Σ b; then each summed over the groups strictly above."""
     count = np.zeros(n_groups + 1)
@@ -570,7 +574,7 @@ def _tie_group_sums(group, n_groups, a, b):
     return count, sum_a, sum_b, above_count, above_a, above_b
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
     """Exact leave-one-out Spearman correlations of all M points, O(M log M) in total.
 
@@ -679,7 +683,7 @@ _RADIX_SIZE = 1 << _RADIX_BITS
 _RADIX_MASK = np.uint64(_RADIX_SIZE - 1)
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _radix_argsort(keys, order, buffer, histogram):
     """Stable LSD radix argsort of non-negative float64 values viewed as uint64 ``keys``.
 
@@ -707,7 +711,7 @@ def _radix_argsort(keys, order, buffer, histogram):
     return order
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _make_synthetic_scratch(m, need_cc):
     e2 = np.empty(m)
     z2 = np.empty(m)
@@ -720,7 +724,7 @@ def _make_synthetic_scratch(m, need_cc):
     return e2, z2, counts, abs_e, order_a, order_b, histogram, tie_e
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _needs_cc(codes):
     for k in range(codes.shape[0]):
         if codes[k] == CC:
@@ -728,7 +732,7 @@ def _needs_cc(codes):
     return False
 
 
-@nb.njit(inline="always")
+@nb.njit(inline="always", error_model="numpy")
 def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
                         codes, n_bins_list, need_cc, scratch, work, out):
     """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
@@ -767,7 +771,7 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
                   order_u, tie_u, order_e, tie_e, work, out[j], cc)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def simulate_block(key, generator_code, generator_parameter, start, stop, codes, n_bins_list,
                    uE, u2, lnu2, order_u, tie_u, work, out):
     """Statistics of synthetic error sets ``E~ = uE * eps``, ``eps ~ D``, for replicates
@@ -790,7 +794,7 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
                             codes, n_bins_list, need_cc, scratch, work, out[r - start])
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, stop, codes,
               n_bins_list, work, out):
     """Statistics of synthetic NIG data sets (METHODS §1) for replicates ``start .. stop - 1``:
@@ -837,7 +841,7 @@ def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, s
 # ------------------------------------------------------------------ grouped (per-bin) bootstrap
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, z_shift, out):
     """Bootstrap replicates of moment statistics within each group (bin) separately.
 
@@ -871,7 +875,7 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
                                                         a3, a4, a5, z_shift)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def group_statistics(members, offsets, codes, packed, z_shift, out):
     """Moment statistics of each group: ``out[g, k]``."""
     for g in range(offsets.shape[0] - 1):
@@ -885,7 +889,7 @@ def group_statistics(members, offsets, codes, packed, z_shift, out):
                                          z_shift)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def sample_without_replacement(key, replicate, population, size, out):
     """``size`` distinct indices of ``range(population)`` from stream ``(key, replicate)``
     (partial Fisher–Yates)."""

@@ -1,7 +1,8 @@
 """The ``.uqcal`` accessor: a thin facade over the module functions.
 
 Importing :mod:`xuqcal` registers it on :class:`xarray.Dataset`. Each method validates the data
-set once (:func:`xuqcal.io.validate_dataset`) and delegates to a function that takes and returns
+set once (:func:`xuqcal.io.validate_dataset`), after the arguments were checked (the argument
+checks never read the data), and delegates to a function that takes and returns
 xarray objects, usable without the accessor.
 """
 
@@ -50,6 +51,7 @@ class UQCalAccessor:
     def stats(self, statistics: str | Iterable[str] | None = ("zms", "rce"), *,
               n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE") -> xr.DataArray:
         """Point estimates over ``statistic``; see :func:`xuqcal.statistics.stats`."""
+        _statistics._stats_iv(self._ds, statistics, n_bins=n_bins, by=by, E="E", uE="uE")
         return _statistics.stats(self._checked(), statistics, n_bins=n_bins, by=by)
 
     def bootstrap(self, statistics: str | Iterable[str] = ("zms", "rce"), *, n: int = 10_000,
@@ -58,6 +60,9 @@ class UQCalAccessor:
                   n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
                   keep_replicates: bool = False) -> xr.Dataset:
         """Lazy bootstrap intervals; see :func:`xuqcal.resampling.bootstrap`."""
+        resampling._bootstrap_iv(self._ds, statistics, n=n, method=method, level=level,
+                                 seed=seed, chunks=chunks, n_bins=n_bins, by=by,
+                                 keep_replicates=keep_replicates, E="E", uE="uE")
         return resampling.bootstrap(self._checked(), statistics, n=n, method=method,
                                     level=level, seed=seed, chunks=chunks, n_bins=n_bins, by=by,
                                     keep_replicates=keep_replicates)
@@ -68,6 +73,9 @@ class UQCalAccessor:
                   by: str = "uE", chunks: int | Sequence[int] | None = None,
                   keep_replicates: bool = False) -> xr.Dataset:
         """Lazy simulated references; see :func:`xuqcal.reference.reference`."""
+        _reference._reference_iv(self._ds, statistics, generator=generator, n=n, seed=seed,
+                                 n_bins=n_bins, by=by, chunks=chunks,
+                                 keep_replicates=keep_replicates, E="E", uE="uE")
         return _reference.reference(self._checked(), statistics, generator=generator, n=n,
                                    seed=seed, n_bins=n_bins, by=by, chunks=chunks,
                                    keep_replicates=keep_replicates)
@@ -79,6 +87,10 @@ class UQCalAccessor:
                  level: float = 0.95, by: str = "uE",
                  chunks: int | Sequence[int] | None = None) -> xr.Dataset:
         """ζ-scores per scheme and verdicts; see :func:`xuqcal.validation.validate`."""
+        _reference.validate_arguments(
+            self._ds, statistics if statistics is not None else validation.DEFAULT_STATISTICS,
+            n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
+            known_generator=known_generator, level=level, by=by, chunks=chunks, E="E", uE="uE")
         return validation.validate(self._checked(), statistics, n_boot=n_boot, n_mc=n_mc,
                                    seed=seed, n_bins=n_bins, generators=generators,
                                    known_generator=known_generator,
@@ -96,6 +108,7 @@ class UQCalAccessor:
               binning: str = "equal", min_count: int | None = None, n: int = 5000,
               level: float = 0.95, seed: int = 0) -> xr.Dataset:
         """Local z-score analysis (LZM, LZMS, ...); see :func:`xuqcal.local.local`."""
+        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
         return _local.local(self._checked(), statistic, by=by, n_bins=n_bins, binning=binning,
                            min_count=min_count, n=n, level=level, seed=seed)
 
@@ -103,6 +116,7 @@ class UQCalAccessor:
                           n_bins: int = 100, n: int = 5000, level: float = 0.95, seed: int = 0,
                           binomial_noise: bool = False) -> xr.Dataset:
         """f_v over random tie orders; see :func:`xuqcal.local.order_sensitivity`."""
+        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
         return _local.order_sensitivity(self._checked(), statistic, by=by, n_orders=n_orders,
                                        n_bins=n_bins, n=n, level=level, seed=seed,
                                        binomial_noise=binomial_noise)
@@ -111,6 +125,7 @@ class UQCalAccessor:
                            n_groups: int = 200, n: int = 1000, level: float = 0.95,
                            seed: int = 0) -> xr.Dataset:
         """Adversarial group validation; see :func:`xuqcal.local.adversarial_groups`."""
+        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
         return _local.adversarial_groups(self._checked(), statistic=statistic,
                                         min_count=min_count, n_groups=n_groups, n=n,
                                         level=level, seed=seed)
@@ -118,6 +133,7 @@ class UQCalAccessor:
     def reliability(self, *, n_bins: int = 20, by: str = "uE", n: int = 2000,
                     level: float = 0.95, seed: int = 0) -> xr.Dataset:
         """Reliability diagram data; see :func:`xuqcal.local.reliability`."""
+        _local._local_iv(self._ds, "rce", n=n, level=level, seed=seed, E="E", uE="uE")
         return _local.reliability(self._checked(), n_bins=n_bins, by=by, n=n, level=level,
                                  seed=seed)
 

@@ -64,14 +64,15 @@ def check_n_bins(m: int, n_bins: int, *, variable: str = "data") -> None:
     >>> check_n_bins(30, 20)
     Traceback (most recent call last):
     ...
-    ValueError: n_bins=20 needs at least 40 points (2 per bin), but data has 30
+    ValueError: n_bins: n_bins=20 needs at least 40 points (2 per bin), but data has 30
     """
     if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) or n_bins < 1:
         raise ValueError(f"n_bins: expected a positive integer, got {n_bins!r}")
     needed = MIN_POINTS_PER_BIN * int(n_bins)
     if m < needed:
         raise ValueError(
-            f"n_bins={n_bins} needs at least {needed} points ({MIN_POINTS_PER_BIN} per bin), "
+            f"n_bins: n_bins={n_bins} needs at least {needed} points "
+            f"({MIN_POINTS_PER_BIN} per bin), "
             f"but {variable} has {m}"
         )
 

@@ -27,15 +27,22 @@ import numba as nb
 import numpy as np
 import xarray as xr
 
-from xuqcal._checks import variable_name
+from xuqcal._checks import check_generators, check_replicates, check_seed, variable_name
 from xuqcal._random import fill_variates, stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins, equal_count_bounds, equal_count_order
-from xuqcal.generators import Generator, get_generator
+from xuqcal.generators import Generator
 from xuqcal.intervals import check_level, wilson_interval
 from xuqcal.io import validate_dataset
 from xuqcal.resampling import bootstrap, check_count
-from xuqcal.statistics import DEFAULT_N_BINS, compute, get_statistics, statistic_coords
+from xuqcal.statistics import (
+    DEFAULT_N_BINS,
+    check_data_variables,
+    compute,
+    get_statistics,
+    power_of_two_scale,
+    statistic_coords,
+)
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -225,19 +232,29 @@ def confidence_curve(
         raise ValueError(f"statistic: unknown confidence-curve statistic {statistic!r}; "
                          f"choose one of {', '.join(CONFIDENCE_STATISTICS)}")
     use_mae = key == "mae"
-    gen = None if reference is None else get_generator(reference)
+    gen = None if reference is None else check_generators(reference, "reference")[0]
     percents = _percents(k, DEFAULT_CONFIDENCE_K)
     level = check_level(level)
+    seed = check_seed(seed)
+    check_data_variables(ds, E, uE)
     if gen is not None:
         n_mc = check_count(n_mc, "n_mc")
         rng_key = stream_key(seed, f"confidence_curve:{gen.name}")
     errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="confidence_curve")
+    # scale safety: squares of data of scale 1e300 (1e-300) overflow (lose precision): the
+    # curves of E 2^-s and uE 2^-s are computed and scaled back exactly (s = 0 normally)
+    scale = power_of_two_scale(errors, uncertainties)
+    if scale:
+        errors, uncertainties = np.ldexp(errors, -scale), np.ldexp(uncertainties, -scale)
     m = errors.size
     removed = _n_removed(percents, m)
     order = _decreasing_order(uncertainties)
 
     value = np.empty(percents.size)
     _tail_curve(errors[order], removed, use_mae, value)
+    if scale:
+        with np.errstate(over="ignore"):
+            value = np.ldexp(value, scale)
     label = key.upper()
     data_vars = {
         "value": ("k", value, {"long_name": f"{label} of the remaining errors"}),
@@ -258,6 +275,9 @@ def confidence_curve(
                           removed, use_mae, 0, n_mc, curves)
         mean = curves.mean(axis=0)
         low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
+        if scale:
+            with np.errstate(over="ignore"):
+                mean, low, high = (np.ldexp(x, scale) for x in (mean, low, high))
         band = f"{100 * (1 - level) / 2:g}-{100 * (1 + level) / 2:g} % quantiles"
         data_vars.update(
             reference_mean=("k", mean, {"long_name": f"mean {label} of simulated error sets "
@@ -341,7 +361,9 @@ def ablation(
     keys = [s.key for s in chosen]
     percents = _percents(k, DEFAULT_ABLATION_K)
     level = check_level(level)
-    n_boot = check_count(n_boot, "n_boot")
+    n_boot = check_replicates(n_boot, level, "n_boot")
+    seed = check_seed(seed)
+    check_data_variables(ds, E, uE)
     needs_bins = any(s.needs_bins for s in chosen)
     if needs_bins:
         by = variable_name(ds, by, uE)
@@ -475,9 +497,10 @@ def calibration_curve(
     ...                         ).observed[0])
     0.5
     """
-    gen = get_generator(generator)
+    gen = check_generators(generator, "generator")[0]
     levels = _levels(p)
     level = check_level(level)
+    check_data_variables(ds, E, uE)
     errors, uncertainties = _arrays(ds, E, uE, minimum=1, what="calibration_curve")
     m = errors.size
     quantiles = _interval_quantile(gen, levels)
@@ -578,7 +601,8 @@ def local_coverage(
     """
     p = _probability(p)
     level = check_level(level)
-    gen = get_generator(generator)
+    gen = check_generators(generator, "generator")[0]
+    check_data_variables(ds, E, uE)
     by = variable_name(ds, by, uE)
     errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="local_coverage", extra=[by])
     m = errors.size

@@ -8,12 +8,35 @@ inverse-gamma fit of uE² (shape, scale; location fixed at 0) and β_GM of uE.
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import xarray as xr
 from scipy import stats
 
 from xuqcal._version import __version__
-from xuqcal.statistics import beta_gm, kappa_cs
+from xuqcal.statistics import (
+    UndefinedStatisticWarning,
+    beta_gm,
+    check_data_variables,
+    kappa_cs,
+    power_of_two_scale,
+)
+
+#: Least number of points of :func:`describe` (quantiles and a three-parameter fit).
+MIN_POINTS = 3
+
+
+def _ldexp(value: float, k: int, name: str) -> float:
+    """``value 2^k``; ``inf`` with an :class:`UndefinedStatisticWarning` naming ``name`` when
+    it exceeds the float64 range."""
+    try:
+        return math.ldexp(value, k)
+    except OverflowError:
+        warnings.warn(f"{name} is undefined: its value exceeds the float64 range",
+                      UndefinedStatisticWarning, stacklevel=3)
+        return math.copysign(math.inf, value)
 
 
 def student_t_fit(x: np.ndarray) -> tuple[float, float, float]:
@@ -57,6 +80,11 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     E, uE : str
         Names of the error and uncertainty variables.
 
+    Raises
+    ------
+    ValueError
+        For a ``ds`` without ``E`` or ``uE`` or with fewer than 3 points (before any work).
+
     Returns
     -------
     xarray.Dataset
@@ -73,14 +101,27 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     >>> bool(4.5 < d.nu_eff.sel(variable="E") < 8.0)  # E ~ Student-t(6) in the NIG model
     True
     """
+    check_data_variables(ds, E, uE)
+    if ds.sizes["sample"] < MIN_POINTS:
+        raise ValueError(f"ds: describe needs at least {MIN_POINTS} points, but the data have "
+                         f"{ds.sizes['sample']}")
     errors = np.asarray(ds[E].values, dtype=np.float64)
     uncertainties = np.asarray(ds[uE].values, dtype=np.float64)
     columns: dict[str, list[float]] = {name: [] for name in (
         "mean", "sd", "relative_bias", "beta_gm", "kappa_cs", "nu_eff", "t_loc", "t_scale")}
-    for x in (errors, errors / uncertainties):
+    # scale safety: E of scale 1e300 (or 1e-300) is analysed as E 2^-k, and the values with
+    # units (mean, sd, t_loc, t_scale) are scaled back exactly; k = 0 for ordinary data
+    k_e = power_of_two_scale(errors)
+    for x, k in ((np.ldexp(errors, -k_e) if k_e else errors, k_e),
+                 (errors / uncertainties, 0)):
         mean, sd = float(np.mean(x)), float(np.std(x, ddof=1))
         nu, loc, scale = student_t_fit(x)
-        for name, value in (("mean", mean), ("sd", sd), ("relative_bias", mean / sd),
+        relative_bias = mean / sd
+        if k:
+            mean, sd, loc, scale = (_ldexp(v, k, f"{name} of E") for v, name in
+                                    ((mean, "mean"), (sd, "sd"), (loc, "t_loc"),
+                                     (scale, "t_scale")))
+        for name, value in (("mean", mean), ("sd", sd), ("relative_bias", relative_bias),
                             ("beta_gm", beta_gm(x)), ("kappa_cs", kappa_cs(x)),
                             ("nu_eff", nu), ("t_loc", loc), ("t_scale", scale)):
             columns[name].append(value)
@@ -92,7 +133,12 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
         "nu_eff": "degrees of freedom of a ML shifted/scaled Student-t fit",
         "t_loc": "location of the Student-t fit", "t_scale": "scale of the Student-t fit",
     }
-    shape, scale = inverse_gamma_fit(uncertainties**2)
+    k_u = power_of_two_scale(uncertainties)
+    if k_u:  # the shape is scale-free, the scale of uE² scales with 4^k
+        shape, scale = inverse_gamma_fit(np.ldexp(uncertainties, -k_u) ** 2)
+        scale = _ldexp(scale, 2 * k_u, "uE2_scale")
+    else:
+        shape, scale = inverse_gamma_fit(uncertainties**2)
     result = xr.Dataset(
         {name: ("variable", values, {"long_name": long_names[name]})
          for name, values in columns.items()},
@@ -102,7 +148,8 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
         "long_name": "shape of a ML inverse-gamma fit of uE^2 (nu/2 in the NIG model)"})
     result["uE2_scale"] = xr.DataArray(scale, attrs={
         "long_name": "scale of a ML inverse-gamma fit of uE^2"})
-    result["beta_gm_uE"] = xr.DataArray(beta_gm(uncertainties), attrs={
+    scaled_u = np.ldexp(uncertainties, -k_u) if k_u else uncertainties  # β_GM is scale-free
+    result["beta_gm_uE"] = xr.DataArray(beta_gm(scaled_u), attrs={
         "long_name": "robust skewness beta_GM of uE"})
     result.attrs.update(n_samples=int(errors.shape[0]), xuqcal_version=__version__)
     return result

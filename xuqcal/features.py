@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -344,8 +344,11 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
         names = [str(v) for v in ds.data_vars if v not in ("E", "uE")]
     elif isinstance(variables, str):
         names = [variables]
-    else:
+    elif isinstance(variables, Iterable) and all(isinstance(v, str) for v in variables):
         names = [str(v) for v in variables]
+    else:
+        raise ValueError(f"variables: expected a variable name or a list of names, got "
+                         f"{variables!r}")
     for name in names:
         if name in ("E", "uE", "|E|"):
             raise ValueError(
@@ -363,6 +366,9 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
     for name in ("E", "uE"):
         if name not in ds.variables:
             raise ValueError(f"{name}: the dataset has no variable {name!r}")
+    if ds.sizes.get(SAMPLE_DIM, 0) < 2:  # before any data are read
+        raise ValueError(f"ds: rank correlations need at least 2 points, got "
+                         f"{ds.sizes.get(SAMPLE_DIM, 0)}")
     columns: list[np.ndarray] = []
     for name in [*names, "E", "uE"]:
         var = ds[name]

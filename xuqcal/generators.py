@@ -94,12 +94,18 @@ class Generator:
 
 
 def get_generator(name: str | Generator) -> Generator:
-    """Parse a generator name.
+    """Parse a generator name into its canonical form.
+
+    Names are normalised: case and spaces are ignored and the number is written in its
+    shortest form, so ``"t6.0"``, ``"T6"`` and ``"t 06"`` are all ``t6`` (one distribution,
+    one name, one random stream).
 
     Examples
     --------
     >>> get_generator("t3.5")
     Generator(name='t3.5', code=1, parameter=3.5)
+    >>> get_generator("T6.0").name
+    't6'
     >>> get_generator("t2")
     Traceback (most recent call last):
     ...
@@ -109,7 +115,7 @@ def get_generator(name: str | Generator) -> Generator:
         return name
     if not isinstance(name, str):
         raise ValueError(f"generator: expected a name such as 'normal' or 't6', got {name!r}")
-    key = name.strip().lower()
+    key = re.sub(r"\s+", "", name).lower()
     if key in _FIXED:
         return Generator(key, _FIXED[key])
     match = _PATTERN.match(key)
@@ -119,7 +125,8 @@ def get_generator(name: str | Generator) -> Generator:
             "'t<ν>' (ν > 2, e.g. 't6') or 'normp<p>' (p > 0, e.g. 'normp4')"
         )
     family, value = match.group(1), float(match.group(2))
-    label = f"{family}{match.group(2)}"
+    # canonical spelling: one name per distribution ("t6.0", "T 6" and "t06" are "t6")
+    label = f"{family}{repr(value).removesuffix('.0')}"
     if family == "t":
         if value <= 2:
             raise ValueError(
@@ -133,10 +140,10 @@ def get_generator(name: str | Generator) -> Generator:
 
 def generator_coords(generators: Iterable[str | Generator]) -> dict:
     """Coordinates of a ``generator`` dimension: names and the numeric ``df`` (NaN if none)."""
-    gens = [get_generator(g) for g in generators]
+    from xuqcal._checks import check_generators
+
+    gens = check_generators(list(generators), "generator")
     names = [g.name for g in gens]
-    if len(set(names)) != len(names):
-        raise ValueError(f"generator: a generator is listed twice in {names}")
     return {
         "generator": ("generator", names),
         "df": ("generator", np.array([g.df for g in gens])),

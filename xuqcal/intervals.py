@@ -13,11 +13,14 @@ import numpy as np
 import xarray as xr
 from scipy import special, stats
 
+from xuqcal._checks import check_level as _check_level
+
 METHODS = ("bca", "percentile", "student")
 
 
 class DegenerateIntervalWarning(RuntimeWarning):
-    """A BCa interval is undefined: every bootstrap replicate lies on one side of the estimate.
+    """A BCa interval is undefined: every bootstrap replicate lies on one side of the estimate
+    (or some replicates are NaN or infinite: the statistic is undefined on those resamples).
 
     The bias correction ``z0`` is then infinite and the interval's bounds are NaN (as in
     :func:`scipy.stats.bootstrap`). It happens when the bootstrap bias of a statistic is several
@@ -25,11 +28,15 @@ class DegenerateIntervalWarning(RuntimeWarning):
     """
 
 
-def check_level(level: float) -> float:
-    """Validate a confidence level in (0, 1)."""
-    if not (isinstance(level, float | int) and 0.0 < float(level) < 1.0):
-        raise ValueError(f"level: expected a confidence level in (0, 1), got {level!r}")
-    return float(level)
+def check_level(level: float, name: str = "level") -> float:
+    """Validate a confidence level in (0, 1) (:func:`xuqcal._checks.check_level`).
+
+    Examples
+    --------
+    >>> check_level(0.9)
+    0.9
+    """
+    return _check_level(level, name)
 
 
 def quantile_sorted(sorted_values: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
@@ -63,13 +70,31 @@ def bias_correction(replicates: np.ndarray, estimate: np.ndarray) -> np.ndarray:
 def acceleration(jackknife: np.ndarray) -> np.ndarray:
     """BCa acceleration ``a = Σ (m - J_i)³ / (6 (Σ (m - J_i)²)^1.5)`` from jackknife values.
 
+    Equal jackknife values (a statistic that no point changes, e.g. ``zms`` of all-zero
+    errors) have no skewness: ``a = 0`` there (the formula is 0 / 0). Non-finite jackknife
+    values (an undefined statistic) give NaN without a NumPy warning.
+
     Examples
     --------
     >>> float(acceleration(np.array([1.0, 2.0, 3.0])))
     0.0
+    >>> float(acceleration(np.array([2.0, 2.0, 2.0])))
+    0.0
     """
-    d = np.mean(jackknife, axis=-1, keepdims=True) - jackknife
-    return np.sum(d**3, axis=-1) / (6.0 * np.sum(d**2, axis=-1) ** 1.5)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        d = np.mean(jackknife, axis=-1, keepdims=True) - jackknife
+        numerator = np.sum(d**3, axis=-1)
+        denominator = 6.0 * np.sum(d**2, axis=-1) ** 1.5
+        a = np.where(denominator == 0.0, 0.0 * numerator, numerator / denominator)
+        # huge statistics (|d|³ overflows): the same ratio of d / max|d| (a is scale-free);
+        # ordinary values never take this path
+        redo = ~np.isfinite(a) & np.isfinite(d).all(axis=-1)
+        if np.any(redo):
+            top = np.max(np.abs(d), axis=-1, keepdims=True)
+            dn = d / np.where(top > 0, top, 1.0)
+            a = np.where(redo, np.sum(dn**3, axis=-1) / (6.0 * np.sum(dn**2, axis=-1) ** 1.5),
+                         a)
+        return a
 
 
 def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
@@ -122,13 +147,39 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
         zs = z0[..., np.newaxis] + z
         alphas = special.ndtr(z0[..., np.newaxis] + zs / (1.0 - a[..., np.newaxis] * zs))
     ordered = np.sort(replicates, axis=-1)
-    bounds = quantile_sorted(ordered, alphas)
-    has_nan = np.isnan(replicates).any(axis=-1)
+    with np.errstate(invalid="ignore"):
+        bounds = quantile_sorted(ordered, alphas)
+    has_nan = ~np.isfinite(replicates).all(axis=-1)
     degenerate = np.isinf(z0) & ~has_nan
     bounds[has_nan | degenerate] = np.nan
     if degenerate.any():
         _warn_degenerate(degenerate, z0, replicates.shape[-1], names)
+    _warn_undefined_replicates(has_nan, replicates, estimate, names)
     return bounds[..., 0], bounds[..., 1]
+
+
+def _warn_undefined_replicates(has_nan: np.ndarray, replicates: np.ndarray, estimate,
+                               names: Sequence[str] | None) -> None:
+    """Name the intervals that are NaN because some replicates are NaN or infinite while the
+    estimate is finite (the statistic is undefined on some resamples, e.g. ``cc`` of a resample
+    whose uE are all equal); an undefined estimate is named where it is computed."""
+    finite = np.isfinite(np.broadcast_to(np.asarray(estimate, dtype=np.float64),
+                                         has_nan.shape))
+    flagged = has_nan & finite
+    if not flagged.any():
+        return
+    bad = (~np.isfinite(replicates)).sum(axis=-1)
+    if names is not None and flagged.ndim == 1 and len(names) == flagged.size:
+        which = ", ".join(f"{name} ({int(k)} of {replicates.shape[-1]} replicates)"
+                          for name, k, f in zip(names, bad, flagged, strict=True) if f)
+    else:
+        which = f"{int(flagged.sum())} of {flagged.size} intervals"
+    warnings.warn(
+        f"bootstrap interval undefined for {which}: the statistic is NaN or infinite on "
+        "these resamples (e.g. cc when a resample's uE or |E| are all equal, zmse when a "
+        "bin's errors are all 0); its bounds are NaN",
+        DegenerateIntervalWarning, stacklevel=3,
+    )
 
 
 def _warn_degenerate(degenerate: np.ndarray, z0: np.ndarray, b: int,
@@ -154,8 +205,9 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95
     replicates = np.asarray(replicates, dtype=np.float64)
     p = np.broadcast_to([(1.0 - level) / 2.0, (1.0 + level) / 2.0],
                         (*replicates.shape[:-1], 2))
-    bounds = quantile_sorted(np.sort(replicates, axis=-1), p)
-    bounds[np.isnan(replicates).any(axis=-1)] = np.nan
+    with np.errstate(invalid="ignore"):
+        bounds = quantile_sorted(np.sort(replicates, axis=-1), p)
+    bounds[~np.isfinite(replicates).all(axis=-1)] = np.nan
     return bounds[..., 0], bounds[..., 1]
 
 
@@ -184,8 +236,8 @@ def zeta(estimate, reference, ci_low, ci_high, u_ref=0.0):
 
     ``ζ = (θ - θ_ref) / (hi - θ)`` if ``θ ≤ θ_ref``, else ``(θ - θ_ref) / (θ - lo)``; with a
     reference uncertainty ``u_ref`` the denominator is ``sqrt(width² + u_ref²)``. Validation
-    passes when ``|ζ| ≤ 1``. Works elementwise on scalars, NumPy arrays and xarray objects
-    (labels are kept).
+    passes when ``|ζ| ≤ 1``; a zero denominator gives ``±inf`` (or NaN for ``0 / 0``).
+    Works elementwise on scalars, NumPy arrays and xarray objects (labels are kept).
 
     Examples
     --------
@@ -198,7 +250,16 @@ def zeta(estimate, reference, ci_low, ci_high, u_ref=0.0):
                             for v in (estimate, reference, ci_low, ci_high, u_ref)) else np.where
     below = estimate <= reference
     width = where(below, ci_high - estimate, estimate - ci_low)
-    return (estimate - reference) / np.sqrt(width**2 + u_ref**2)
+    # a zero-width interval (a statistic constant over the resamples) gives ζ = ±inf, an
+    # undefined interval NaN: both without NumPy warnings (the callers name the cause)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        denominator = np.sqrt(width**2 + u_ref**2)
+        # huge or tiny widths (the square overflows or underflows): hypot, which does not;
+        # ordinary values keep the plain formula (bit-identical results)
+        lost = ~np.isfinite(denominator) | ((denominator == 0) & ((width != 0) | (u_ref != 0)))
+        if np.any(lost):
+            denominator = where(lost & np.isfinite(width), np.hypot(width, u_ref), denominator)
+        return (estimate - reference) / denominator
 
 
 def wilson_interval(successes, n, level: float = 0.95, *, continuity: bool = True):

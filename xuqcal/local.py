@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal import _kernels as K
-from xuqcal._checks import variable_name
+from xuqcal._checks import check_replicates, check_seed, variable_name
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import equal_count, make_bins, members
@@ -34,7 +34,7 @@ from xuqcal.intervals import (
     wilson_interval,
 )
 from xuqcal.resampling import RNG_DESCRIPTION, check_count
-from xuqcal.statistics import STATISTICS, PreparedData
+from xuqcal.statistics import STATISTICS, PreparedData, check_data_variables
 
 #: Statistics of the local analyses and their targets.
 TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
@@ -116,10 +116,22 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
 
 
 def _check_statistic(statistic: str) -> str:
-    if statistic not in TARGETS:
+    if not isinstance(statistic, str) or statistic not in TARGETS:
         raise ValueError(f"statistic: local analyses support {', '.join(TARGETS)}; "
                          f"got {statistic!r}")
     return statistic
+
+
+def _local_iv(ds, statistic, *, n, level, seed, E, uE) -> tuple[float, int, int]:
+    """Argument checks shared by the local analyses, before any computation: ``statistic``,
+    ``level``, ``n`` (replicates of the per-bin BCa intervals: at least ``ceil(2 / (1 -
+    level))``, see :func:`xuqcal._checks.minimum_replicates`), ``seed``, ``E`` and ``uE``."""
+    _check_statistic(statistic)
+    level = check_level(level)
+    n = check_replicates(n, level, "n") if statistic != "zm" else check_count(n, "n")
+    seed = check_seed(seed)
+    check_data_variables(ds, E, uE)
+    return level, n, seed
 
 
 def local(
@@ -179,10 +191,7 @@ def local(
     >>> loc.value.dims, float(loc.attrs["target"])
     (('bin',), 1.0)
     """
-    _check_statistic(statistic)
-    level = check_level(level)
-    n = check_count(n, "n")
-    stream_key(seed, "local")  # validates the seed
+    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
     if bins is None:
         bins = make_bins(ds, by, n_bins=n_bins, binning=binning, min_count=min_count)
     n_groups = bins.sizes["bin"]
@@ -279,7 +288,7 @@ def order_sensitivity(
     >>> s.fraction_valid.sizes["order"]
     4
     """
-    _check_statistic(statistic)
+    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
     n_orders = check_count(n_orders, "n_orders", minimum=1)
     by = variable_name(ds, by, uE, role="conditioning")
     points = _points(ds[E].values, ds[uE].values)
@@ -333,7 +342,7 @@ def adversarial_groups(
     >>> adv["size"].values.tolist()
     [400, 200, 100]
     """
-    _check_statistic(statistic)
+    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
     m = ds.sizes["sample"]
     if sizes is None:
         sizes, size = [], m // 2
@@ -399,6 +408,7 @@ def reliability(
     >>> sorted(v for v in rel.data_vars if v.startswith("rm"))
     ['rmse', 'rmse_high', 'rmse_low', 'rmv']
     """
+    level, n, seed = _local_iv(ds, "rce", n=n, level=level, seed=seed, E=E, uE=uE)
     bins = make_bins(ds, by, n_bins=n_bins)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
     points = _points(ds[E].values, ds[uE].values)
@@ -407,6 +417,9 @@ def reliability(
     rmv = np.empty((bins.sizes["bin"], 1))
     K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
                        points.packed, points.z_shift, rmv)
+    if points.scale_exponent:  # data rescaled for scale safety: back to their units (exact)
+        rmse, low, high, rmv = (np.ldexp(x, points.scale_exponent) for x in (rmse, low, high,
+                                                                             rmv))
     result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
     return result.assign(
         rmv=("bin", rmv[:, 0], {"long_name": "root mean variance in the bin"}),

@@ -76,10 +76,12 @@ import xarray as xr
 from scipy import optimize
 
 from xuqcal import _random
+from xuqcal._checks import check_seed
 from xuqcal._version import __version__
 from xuqcal.binning import apply_bins, check_n_bins, equal_count, make_bins
 from xuqcal.io import to_netcdf, validate_dataset
 from xuqcal.local import local
+from xuqcal.statistics import log_square, power_of_two_scale
 
 __all__ = [
     "BINNINGS",
@@ -292,8 +294,12 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     check_n_bins(ds.sizes["sample"], n_bins, variable="the dataset")
     E, uE, feats = _score_inputs(ds, features)
     bins = _ScoreBins(uE, feats, n_bins)
+    mean_lnu2 = float(np.mean(log_square(uE)))
+    scale = power_of_two_scale(E, uE)  # scale safety: exact rescaling of data of scale 1e300
+    if scale:
+        E, uE = np.ldexp(E, -scale), np.ldexp(uE, -scale)
     u2 = uE * uE
-    values = _combine(_score_values((E / uE) ** 2, E * E, u2, float(np.mean(np.log(u2))), bins))
+    values = _combine(_score_values((E / uE) ** 2, E * E, u2, mean_lnu2, bins))
     fv = np.empty((3, len(bins.names)))
     for j, name in enumerate(bins.names):
         loc = local(ds, "zms", by=name, n_bins=n_bins, n=n_boot, seed=seed)
@@ -330,8 +336,9 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
     """Means (and standard errors) of the scores of errors drawn from N(0, uE²)."""
     _, uE, feats = _score_inputs(ds, features)
     bins = _ScoreBins(uE, feats, n_bins)
-    u2 = uE * uE
-    mean_lnu2 = float(np.mean(np.log(u2)))
+    mean_lnu2 = float(np.mean(log_square(uE)))
+    scale = power_of_two_scale(uE)  # scale safety: the scores are scale-free
+    u2 = np.ldexp(uE, -scale) ** 2 if scale else uE * uE
     key = _random.stream_key(seed, "recalibration:simulated")
     eps = np.empty(uE.shape[0])
     keys = ("nll", "zms", "s_cal", "s_con", "s_ada", "s_tot")
@@ -601,7 +608,7 @@ class _Objective:
         if self.loss != "nll":
             feats = self.features if self.loss in ("s_tot", "s_ada") else {}
             self.bins = _ScoreBins(self.uE, feats, self.n_bins_scores)
-        self.lnu2 = float(np.mean(np.log(self.uE * self.uE)))
+        self.lnu2 = float(np.mean(log_square(self.uE)))
 
     def scales(self, theta: np.ndarray) -> np.ndarray:
         s = self.s0.copy()
@@ -763,7 +770,7 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] = "uE",
     if not 1 <= len(names) <= 2:
         raise ValueError(f"by: expected one variable or a pair (2-D grid), got {list(names)}")
     n_bins_scores = _positive_int(n_bins_scores, "n_bins_scores")
-    _random.stream_key(seed, "recalibration")  # validates the seed
+    check_seed(seed)
     if maxfun is not None:
         maxfun = _positive_int(maxfun, "maxfun")
     if method != "bvs":
@@ -869,6 +876,12 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] = "uE",
 
 
 def _fit_isotonic(E: np.ndarray, uE: np.ndarray, attrs: dict[str, Any]) -> xr.Dataset:
+    with np.errstate(over="ignore", under="ignore"):
+        squares_ok = bool(np.all(np.isfinite(E * E)) and np.all((uE * uE) > 0)
+                          and np.all(np.isfinite(uE * uE)))
+    if not squares_ok:  # the variance map is stored in units of uE²: no rescaling possible
+        raise ValueError("uE: the isotonic variance map needs E² and uE² inside the float64 "
+                         "range (|E| and uE from about 1e-154 to 1e154); rescale the data")
     u2 = uE * uE
     order = np.argsort(u2, kind="stable")
     x_sorted, y_sorted = u2[order], (E * E)[order]

@@ -16,19 +16,31 @@ import numpy as np
 import xarray as xr
 
 from xuqcal import _kernels as K
+from xuqcal._checks import (
+    check_bool,
+    check_chunks,
+    check_count,
+    check_generators,
+    check_seed,
+    variable_name,
+)
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
-from xuqcal.generators import Generator, generator_coords, get_generator
+from xuqcal.binning import check_n_bins
+from xuqcal.generators import Generator, generator_coords
 from xuqcal.intervals import quantile_sorted
 from xuqcal.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
-    check_count,
     prepare_lazily,
+    replicate_chunks,
+    safe_std,
 )
 from xuqcal.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
+    check_data_variables,
+    check_sizes,
     codes_of,
     get_statistics,
     statistic_coords,
@@ -44,7 +56,7 @@ def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code:
                      np.array([prepared.n_bins], dtype=np.int64), prepared.u, prepared.u2,
                      prepared.lnu2, prepared.order_u, prepared.tie_u,
                      K.make_work(prepared.size, prepared.n_bins), out)
-    return out[:, 0, :]
+    return prepared.unscale(codes, out[:, 0, :])
 
 
 def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n: int, seed: int,
@@ -59,12 +71,36 @@ def _summarize(replicates):
     """Mean, standard error of the mean and 2.5/97.5 % quantiles along the last axis."""
     replicates = np.ascontiguousarray(replicates)
     n = replicates.shape[-1]
-    mean = replicates.mean(axis=-1)
-    se = replicates.std(axis=-1, ddof=1) / np.sqrt(n)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf replicates: NaN, quietly
+        mean = replicates.mean(axis=-1)
+        se = safe_std(replicates) / np.sqrt(n)
     ordered = np.sort(replicates, axis=-1)
     probabilities = np.broadcast_to([0.025, 0.975], (*replicates.shape[:-1], 2))
     quantiles = quantile_sorted(ordered, probabilities)
     return mean, se, quantiles[..., 0], quantiles[..., 1]
+
+
+def _reference_iv(ds, statistics, *, generator, n, seed, n_bins, by, chunks, keep_replicates,
+                  E, uE, n_name: str = "n", generator_name: str = "generator"):
+    """Argument checks of :func:`reference`, before any computation (no data are read);
+    returns the statistics, the generators, ``n``, ``seed`` and ``chunks`` normalised."""
+    stats = get_statistics(statistics)
+    gens = check_generators(generator, generator_name)
+    n = check_count(n, n_name)
+    seed = check_seed(seed)
+    chunks = check_chunks(chunks)
+    replicate_chunks(n, chunks)
+    check_bool(keep_replicates, "keep_replicates")
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    by = variable_name(ds, by, uE)
+    check_data_variables(ds, E, uE)
+    if any(s.needs_bins for s in stats):
+        check_n_bins(ds.sizes["sample"], n_bins, variable=by)
+    else:  # unused, but a bad value is still a mistake worth naming
+        check_count(n_bins, "n_bins", minimum=1)
+    check_sizes(stats, ds.sizes["sample"])
+    return stats, gens, n, seed, chunks
 
 
 def reference(
@@ -121,14 +157,10 @@ def reference(
     >>> bool(abs(ref["mean"].sel(statistic="zms", generator="normal") - 1) < 0.01)
     True
     """
-    stats = get_statistics(statistics)
-    names = [generator] if isinstance(generator, str | Generator) else list(generator)
-    if not names:
-        raise ValueError("generator: the list of generators is empty")
-    gens = [get_generator(g) for g in names]
+    stats, gens, n, seed, chunks = _reference_iv(
+        ds, statistics, generator=generator, n=n, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
+        keep_replicates=keep_replicates, E=E, uE=uE)
     gen_coords = generator_coords(gens)
-    n = check_count(n, "n")
-    stream_key(seed, "reference")  # validates the seed now rather than at compute time
     codes = codes_of(stats)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
     replicates = xr.DataArray(
@@ -164,3 +196,40 @@ def reference(
     if keep_replicates:
         result["replicates"] = replicates.assign_attrs(long_name="simulated values")
     return result
+
+
+def validate_arguments(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
+                       known_generator, level, by, chunks, E, uE):
+    """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
+    those of :func:`~xuqcal.resampling.bootstrap` and :func:`reference` under the names of
+    :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``). Returns the statistics,
+    the generator names (``known_generator`` appended if missing) and ``known_generator``
+    normalised.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0)
+    >>> validate_arguments(ds, ["zms"], n_boot=2, n_mc=100, seed=0, n_bins=20,
+    ...                    generators=["normal"], known_generator=None, level=0.95, by="uE",
+    ...                    chunks=None, E="E", uE="uE")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
+ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
+    """
+    from xuqcal.resampling import _bootstrap_iv
+
+    stats = get_statistics(statistics)
+    names = [g.name for g in check_generators(generators, "generators")]
+    if known_generator is not None:
+        known_generator = check_generators(known_generator, "known_generator")[0].name
+        if known_generator not in names:
+            names.append(known_generator)
+    keys = [s.key for s in stats]
+    _bootstrap_iv(ds, keys, n=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
+                  n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
+    _reference_iv(ds, keys, generator=names, n=n_mc, seed=seed, n_bins=n_bins, by=by,
+                  chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
+                  generator_name="generators")
+    return stats, names, known_generator

@@ -11,7 +11,6 @@ chunking and any scheduler.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import dask
 import dask.array as da
@@ -20,9 +19,17 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal import _kernels as K
-from xuqcal._checks import variable_name
+from xuqcal._checks import (
+    check_bool,
+    check_chunks,
+    check_count,
+    check_replicates,
+    check_seed,
+    variable_name,
+)
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
+from xuqcal.binning import check_n_bins
 from xuqcal.intervals import (
     METHODS,
     bca_interval,
@@ -34,10 +41,14 @@ from xuqcal.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
     Statistic,
+    check_data_variables,
+    check_sizes,
     codes_of,
     get_statistics,
     statistic_coords,
 )
+
+__all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "replicate_chunks"]
 
 #: Replicates per Dask task when ``chunks`` is not given.
 DEFAULT_REPLICATE_CHUNK = 1000
@@ -57,25 +68,16 @@ def replicate_chunks(n: int, chunks: int | Sequence[int] | None = None) -> tuple
     >>> replicate_chunks(2500, 1000)
     (1000, 1000, 500)
     """
-    check_count(n, "n")
+    check_count(n, "n", 1)
+    chunks = check_chunks(chunks)
     if chunks is None:
         chunks = DEFAULT_REPLICATE_CHUNK
-    if isinstance(chunks, int | np.integer) and not isinstance(chunks, bool):
-        if chunks < 1:
-            raise ValueError(f"chunks: expected a positive number of replicates, got {chunks}")
-        size = int(chunks)
+    if isinstance(chunks, int):
+        size = chunks
         return tuple([size] * (n // size) + ([n % size] if n % size else []))
-    sizes = tuple(int(c) for c in chunks)
-    if any(c < 1 for c in sizes) or sum(sizes) != n:
-        raise ValueError(f"chunks: sizes {sizes} must be positive and add up to n={n}")
-    return sizes
-
-
-def check_count(n: Any, name: str, minimum: int = 2) -> int:
-    """Validate an integer count (replicates, trials, bins, ...) of at least ``minimum``."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {n!r}")
-    return int(n)
+    if sum(chunks) != n:
+        raise ValueError(f"chunks: sizes {chunks} must be positive and add up to n={n}")
+    return chunks
 
 
 def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, start: int,
@@ -83,7 +85,7 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
     out = np.empty((stop - start, codes.shape[0]))
     K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
                       prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
-    return out
+    return prepared.unscale(codes, out)
 
 
 def blocks_along_replicate(function, prepared, n: int, chunks, width: int | tuple[int, ...],
@@ -146,7 +148,7 @@ def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop
         if spearman is None:
             spearman = _spearman_jackknife(p)
         out[:, rank] = spearman[start:stop, np.newaxis]
-    return out
+    return p.unscale(codes, out)
 
 
 def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
@@ -179,14 +181,33 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     needs_bins = any(s.needs_bins for s in statistics)
     by = variable_name(ds, by, uE)
     if needs_bins:
-        from xuqcal.binning import check_n_bins
-
         check_n_bins(ds.sizes["sample"], n_bins, variable=by)
     by_values = None if by == uE else ds[by].data
     return dask.delayed(PreparedData.from_arrays, pure=True)(
         ds[E].data, ds[uE].data, by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=needs_bins,
     )
+
+
+def safe_std(values: np.ndarray) -> np.ndarray:
+    """Standard deviation (``ddof=1``) along the last axis; for values whose squares overflow
+    (statistics of order 1e160 and more) it is computed on ``values / 2^k`` and scaled back
+    exactly, where the plain formula gives inf. Ordinary values are unaffected (bit-identical).
+
+    Examples
+    --------
+    >>> float(safe_std(np.array([1e300, 3e300])) / 1e300)
+    1.4142135623730951
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        sd = values.std(axis=-1, ddof=1)
+        redo = ~np.isfinite(sd) & np.isfinite(values).all(axis=-1)
+        if np.any(redo):
+            top = np.max(np.abs(values), axis=-1, keepdims=True)
+            k = np.frexp(np.where(top > 0, top, 1.0))[1]
+            scaled = np.ldexp(values, -k).std(axis=-1, ddof=1)
+            sd = np.where(redo, np.ldexp(scaled, k[..., 0]), sd)
+    return sd
 
 
 def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
@@ -196,13 +217,16 @@ def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
     layout, and bit-identical results must not depend on how Dask chunked the replicates.
     """
     replicates = np.ascontiguousarray(replicates)
-    bias = replicates.mean(axis=-1) - estimate
-    se = replicates.std(axis=-1, ddof=1)
-    if method == "bca":
-        lo, hi = bca_interval(replicates, estimate, np.ascontiguousarray(jack), level,
-                              names=names)
-    else:
-        lo, hi = percentile_interval(replicates, level)
+    # undefined statistics (NaN or inf replicates, named by UndefinedStatisticWarning) give NaN
+    # summaries without NumPy's arithmetic warnings; finite values are unaffected
+    with np.errstate(invalid="ignore", over="ignore"):
+        bias = replicates.mean(axis=-1) - estimate
+        se = safe_std(replicates)
+        if method == "bca":
+            lo, hi = bca_interval(replicates, estimate, np.ascontiguousarray(jack), level,
+                                  names=names)
+        else:
+            lo, hi = percentile_interval(replicates, level)
     return bias, se, lo, hi
 
 
@@ -230,6 +254,42 @@ def bootstrap_prepared(prepared: PreparedData, codes: np.ndarray, *, n: int, see
     jack = _jackknife_block(prepared, codes, 0, prepared.size)
     _, _, low, high = _summarize(replicates.T, estimate, jack.T, method="bca", level=level)
     return estimate, low, high
+
+
+def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
+                  keep_replicates, E, uE, n_name: str = "n"):
+    """Argument checks of :func:`bootstrap`, before any computation (no data are read).
+
+    Returns the statistics, ``n``, ``method``, ``level``, ``seed``, ``chunks`` and ``by``
+    normalised; every message starts with the parameter name (``n_name`` for ``n``: a caller
+    such as :func:`xuqcal.validate` names it ``n_boot``).
+    """
+    stats = get_statistics(statistics)
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method: unknown interval method {method!r}; choose one of {METHODS}")
+    level = check_level(level)
+    if method == "student":
+        n = check_count(n, n_name)
+    else:
+        n = check_replicates(n, level, n_name)
+    seed = check_seed(seed)
+    chunks = check_chunks(chunks)
+    check_bool(keep_replicates, "keep_replicates")
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    by = variable_name(ds, by, uE)
+    check_data_variables(ds, E, uE)
+    m = ds.sizes["sample"]
+    if any(s.needs_bins for s in stats):
+        check_n_bins(m, n_bins, variable=by)
+    else:  # unused, but a bad value is still a mistake worth naming
+        check_count(n_bins, "n_bins", minimum=1)
+    if m < 2:
+        raise ValueError(f"ds: the bootstrap needs at least 2 points, but the data have {m}")
+    check_sizes(stats, m, jackknife=method == "bca")
+    if method != "student":
+        replicate_chunks(n, chunks)
+    return stats, n, method, level, seed, chunks, by
 
 
 def bootstrap(
@@ -260,7 +320,10 @@ def bootstrap(
     statistics : str or sequence of str
         Keys of the registry (:data:`xuqcal.statistics.STATISTICS`).
     n : int
-        Number of bootstrap replicates B.
+        Number of bootstrap replicates B: at least ``ceil(2 / (1 - level))`` (40 at 95 %,
+        200 at 99 %), so that each tail beyond the interval holds at least one replicate on
+        average (:func:`xuqcal._checks.minimum_replicates`); the default 10 000 is the
+        recommended value.
     method : {"bca", "percentile", "student"}
         Interval method; ``"student"`` is the analytic interval of a mean (``zm``, ``zms``) and
         draws no replicates.
@@ -295,12 +358,9 @@ def bootstrap(
     >>> bool((result.ci_low < result.estimate).all())
     True
     """
-    stats = get_statistics(statistics)
-    if method not in METHODS:
-        raise ValueError(f"method: unknown interval method {method!r}; choose one of {METHODS}")
-    level = check_level(level)
-    n = check_count(n, "n")
-    stream_key(seed, "bootstrap")  # validates the seed now rather than at compute time
+    stats, n, method, level, seed, chunks, by = _bootstrap_iv(
+        ds, statistics, n=n, method=method, level=level, seed=seed, chunks=chunks, n_bins=n_bins,
+        by=by, keep_replicates=keep_replicates, E=E, uE=uE)
     codes = codes_of(stats)
     m = ds.sizes["sample"]
     attrs = {

@@ -141,8 +141,8 @@ def running_statistics(
             f"by: the variable {by!r} has the name of an output variable ({', '.join(_OUTPUTS)});"
             " rename it"
         )
-    values: dict[str, np.ndarray] = {}
-    for name in dict.fromkeys(("E", "uE", by)):
+    names = list(dict.fromkeys(("E", "uE", by)))
+    for name in names:  # argument checks first: names, dimensions, types (no data read)
         if name not in ds.variables:
             raise ValueError(f"{name}: the dataset has no variable {name!r}")
         var = ds[name]
@@ -150,14 +150,9 @@ def running_statistics(
             raise ValueError(
                 f"{name}: expected a 1-D variable over '{SAMPLE_DIM}', got dimensions {var.dims}"
             )
-        data = np.asarray(var.values)
-        if data.dtype.kind not in "biuf":
-            raise ValueError(f"{name}: values are not numeric (dtype {data.dtype})")
-        bad = int(np.count_nonzero(~np.isfinite(data.astype(np.float64))))
-        if bad:
-            raise ValueError(f"{name}: {bad} of {data.size} values are NaN or infinite")
-        values[name] = data
-    m = values["E"].size
+        if var.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: values are not numeric (dtype {var.dtype})")
+    m = ds.sizes[SAMPLE_DIM]
     if m == 0:
         raise ValueError(f"ds: the dataset has 0 rows along '{SAMPLE_DIM}'")
     if window is None:
@@ -165,11 +160,27 @@ def running_statistics(
     window = _check_count(window, "window", 1, m, f"the number of points M = {m}")
     min_count = window if min_count is None else _check_count(
         min_count, "min_count", 1, window, f"the window ({window})")
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        data = np.asarray(ds[name].values)
+        bad = int(np.count_nonzero(~np.isfinite(data.astype(np.float64))))
+        if bad:
+            raise ValueError(f"{name}: {bad} of {data.size} values are NaN or infinite")
+        values[name] = data
+    if not np.all(values["uE"] > 0):
+        raise ValueError(f"uE: {int(np.sum(~(values['uE'] > 0)))} of {m} values are not "
+                         "positive")
 
     order = np.argsort(values[by], kind="stable")
     z = values["E"].astype(np.float64)[order] / values["uE"].astype(np.float64)[order]
     rows = (np.asarray(ds[SAMPLE_DIM].values) if SAMPLE_DIM in ds.coords
             else np.arange(m))[order]
+    with np.errstate(over="ignore"):
+        overflow = ~np.isfinite(z * z)
+    if overflow.any():
+        raise ValueError(f"E, uE: {int(overflow.sum())} of {m} z-scores E/uE overflow (|z| > "
+                         f"1e154: z² is beyond the float64 range) (rows "
+                         f"{', '.join(str(r) for r in rows[overflow][:5])})")
     mean = centred_move_mean(z, window, min_count)
     mean_square = centred_move_mean(z * z, window, min_count)
 

@@ -10,6 +10,7 @@ value and simulated reference is computed from it.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,11 +19,32 @@ import xarray as xr
 from scipy.stats.mstats import hdquantiles
 
 from xuqcal import _kernels as K
-from xuqcal._checks import variable_name
+from xuqcal._checks import check_name, variable_name
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins, equal_count_order
 
 DEFAULT_N_BINS = 20
+
+#: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
+#: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
+#: (:meth:`PreparedData.from_arrays`); ordinary data are never touched.
+SAFE_EXPONENT = 480
+#: The widest span ``max(|E|, uE) / min(uE)`` whose squares fit in float64 at a common scale.
+MAX_SPAN_EXPONENT = 2 * SAFE_EXPONENT
+_LOG_4 = math.log(4.0)
+_UNIT_POWER = {K.MSE: 2, K.MV: 2, K.UCE: 2, K.RMSE: 1, K.RMV: 1}
+
+
+class UndefinedStatisticWarning(RuntimeWarning):
+    """A statistic of the data is undefined (NaN or infinite), with the reason.
+
+    Undefined statistics are reported as NaN (or ``inf``) with this warning rather than an
+    error, so that the other statistics of a multi-statistic call are still computed:
+    ``cc`` when ``uE`` or ``|E|`` is constant (no ranks to correlate), ``zmse`` when a bin has
+    ``<Z²> = 0`` (all its E are 0: ``|ln 0|`` is infinite), and a statistic carrying units
+    (``mse``, ``mv``, ``uce``, ``rmse``, ``rmv``) whose value exceeds the float64 range
+    (``inf``; the scale-free statistics are unaffected).
+    """
 
 
 @dataclass(frozen=True)
@@ -83,7 +105,7 @@ class Statistic:
         if self.key == "nll":
             if uE is None:
                 raise ValueError("nll: the reference value needs the uncertainties uE")
-            return 0.5 * (1.0 + float(np.mean(np.log(np.square(uE)))) + K.LOG_2PI)
+            return 0.5 * (1.0 + float(np.mean(log_square(uE))) + K.LOG_2PI)
         return math.nan if self.reference is None else float(self.reference)
 
 
@@ -115,30 +137,158 @@ _ALL = [
 STATISTICS: dict[str, Statistic] = {s.key: s for s in _ALL}
 
 
-def get_statistics(keys: str | Iterable[str] | None) -> tuple[Statistic, ...]:
+def get_statistics(keys: str | Iterable[str] | None, *,
+                   name: str = "statistics") -> tuple[Statistic, ...]:
     """Look up statistics by key, keeping the order given; ``None`` means all of them.
 
     Examples
     --------
     >>> [s.key for s in get_statistics(["zms", "rce"])]
     ['zms', 'rce']
+    >>> get_statistics(3)
+    Traceback (most recent call last):
+    ValueError: statistics: expected a statistic key or a list of keys such as ['zms', 'rce'], \
+got 3
     """
     if keys is None:
         return tuple(STATISTICS.values())
+    if isinstance(keys, Statistic):
+        keys = [keys.key]
     if isinstance(keys, str):
         keys = [keys]
-    keys = list(keys)
+    if not isinstance(keys, Iterable) or isinstance(keys, bytes | dict):
+        raise ValueError(f"{name}: expected a statistic key or a list of keys such as "
+                         f"['zms', 'rce'], got {keys!r}")
+    keys = [k.key if isinstance(k, Statistic) else k for k in keys]
     if not keys:
-        raise ValueError("statistics: the list of statistics is empty")
+        raise ValueError(f"{name}: the list of statistics is empty")
+    not_str = [k for k in keys if not isinstance(k, str)]
+    if not_str:
+        raise ValueError(f"{name}: expected statistic keys (strings) such as 'zms', got "
+                         f"{not_str[0]!r}")
     unknown = [k for k in keys if k not in STATISTICS]
     if unknown:
         raise ValueError(
-            f"statistics: unknown statistic {', '.join(map(repr, unknown))}; "
+            f"{name}: unknown statistic {', '.join(map(repr, unknown))}; "
             f"known statistics are {', '.join(STATISTICS)}"
         )
     if len(set(keys)) != len(keys):
-        raise ValueError(f"statistics: a statistic is listed twice in {keys}")
+        raise ValueError(f"{name}: a statistic is listed twice in {keys}")
     return tuple(STATISTICS[k] for k in keys)
+
+
+def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = False,
+                what: str = "the data") -> None:
+    """Refuse, before any work, data too small for ``statistics``: every statistic needs at
+    least one point, ``zv`` (a variance, ``n - 1`` in the denominator) and ``cc`` (a
+    correlation) at least 2; ``jackknife=True`` (BCa intervals: leave-one-out values) needs one
+    point more.
+
+    Examples
+    --------
+    >>> check_sizes(get_statistics(["zms", "zv"]), 1)
+    Traceback (most recent call last):
+    ValueError: statistics: zv needs at least 2 points, but the data have 1
+    """
+    extra = 1 if jackknife else 0
+    for s in statistics:
+        need = (2 if s.key in ("zv", "cc") else 1) + extra
+        if m < need:
+            why = " (the BCa interval uses leave-one-out values)" if jackknife else ""
+            raise ValueError(f"statistics: {s.key} needs at least {need} points{why}, but "
+                             f"{what} have {m}")
+
+
+def log_square(uE: np.ndarray) -> np.ndarray:
+    """``ln uE²`` per point; ``2 ln uE`` where ``uE²`` overflows or underflows (bit-identical
+    to ``np.log(uE * uE)`` for ordinary data).
+
+    Examples
+    --------
+    >>> float(log_square(np.array([1e300]))[0]) == 2 * math.log(1e300)
+    True
+    """
+    uE = np.asarray(uE, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        u2 = uE * uE
+    if np.all((u2 >= np.finfo(np.float64).tiny) & (u2 < np.inf)):
+        return np.log(u2)
+    return 2.0 * np.log(uE)
+
+
+def power_of_two_scale(*arrays: np.ndarray) -> int:
+    """Exponent ``k`` such that ``x 2^-k`` is of order one when ``max |x|`` over ``arrays``
+    lies outside ``[2^-480, 2^480]`` (squares would overflow or lose precision); ``0``
+    otherwise, so that ordinary data are used unchanged (bit-identical results).
+
+    Examples
+    --------
+    >>> power_of_two_scale(np.array([1.0, 3.0])), power_of_two_scale(np.array([1e300]))
+    (0, 997)
+    """
+    hi = max((float(np.max(np.abs(x))) for x in arrays if np.size(x)), default=0.0)
+    if hi == 0.0 or not math.isfinite(hi) or 2.0**-SAFE_EXPONENT <= hi <= 2.0**SAFE_EXPONENT:
+        return 0
+    return math.frexp(hi)[1]
+
+
+def _positions(mask: np.ndarray, limit: int = 5) -> str:
+    positions = np.flatnonzero(mask)
+    shown = ", ".join(str(p) for p in positions[:limit])
+    more = f" and {positions.size - limit} more" if positions.size > limit else ""
+    return f"positions {shown}{more}"
+
+
+def check_values(E: np.ndarray, uE: np.ndarray) -> int:
+    """Check arrays of errors and uncertainties for the kernels and return the exponent ``k``
+    of their scale: ``0`` for ordinary data, else the data are computed as ``E 2^-k`` and
+    ``uE 2^-k`` (an exact rescaling).
+
+    Raises a ``ValueError`` naming the variable, the problem and the positions for
+    non-finite values, ``uE <= 0``, z-scores whose square overflows (``|E / uE| > 1e154``),
+    and data spanning more than ``2**960`` (``max(|E|, uE) / min(uE)``), whose squares cannot
+    be held at one scale.
+
+    Examples
+    --------
+    >>> check_values(np.array([1.0, -2.0]), np.array([1.0, 3.0]))
+    0
+    >>> check_values(np.array([1e300, -2e300]), np.array([1e300, 3e300]))  # (999 + 997) // 2
+    998
+    """
+    if E.shape != uE.shape or E.ndim != 1:
+        raise ValueError(f"E, uE: expected two 1-D arrays of the same length, got shapes "
+                         f"{E.shape} and {uE.shape}")
+    for name, values in (("E", E), ("uE", uE)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ValueError(f"{name}: {int(bad.sum())} of {values.size} values are NaN or "
+                             f"infinite ({_positions(bad)})")
+    if E.size == 0:
+        raise ValueError("E, uE: the data have no points")
+    bad = ~(uE > 0)
+    if bad.any():
+        raise ValueError(f"uE: {int(bad.sum())} of {uE.size} values are not positive "
+                         f"({_positions(bad)})")
+    with np.errstate(over="ignore", under="ignore"):
+        z = E / uE  # a ratio: its overflow does not depend on the scale of the data
+        bad = ~np.isfinite(z * z)
+    if bad.any():
+        raise ValueError(f"E, uE: {int(bad.sum())} of {E.size} z-scores E/uE overflow (|z| > "
+                         f"1e154: z² is beyond the float64 range) ({_positions(bad)})")
+    hi = max(float(np.max(np.abs(E))), float(np.max(uE)))
+    lo = float(np.min(uE))
+    k = 0
+    if hi > 2.0**SAFE_EXPONENT or lo < 2.0**-SAFE_EXPONENT:
+        e_hi, e_lo = math.frexp(hi)[1], math.frexp(lo)[1]
+        if e_hi - e_lo > MAX_SPAN_EXPONENT:
+            raise ValueError(
+                f"uE: the data span too many orders of magnitude (max(|E|, uE) = {hi:.3g}, "
+                f"min(uE) = {lo:.3g}, a ratio above 2^{MAX_SPAN_EXPONENT}): their squares "
+                "cannot be represented in float64 at a common scale"
+            )
+        k = (e_hi + e_lo) // 2
+    return k
 
 
 def _tie_flags(sorted_values: np.ndarray) -> np.ndarray:
@@ -170,6 +320,7 @@ class PreparedData:
     n_bins: int
     by: str
     packed: np.ndarray
+    scale_exponent: int = 0
 
     @property
     def size(self) -> int:
@@ -187,13 +338,25 @@ class PreparedData:
         n_bins: int = DEFAULT_N_BINS,
         needs_bins: bool = True,
     ) -> PreparedData:
-        """Arrange ``E`` and ``uE`` (already validated) for the kernels.
+        """Arrange ``E`` and ``uE`` for the kernels.
 
         ``by_values`` is the binning variable (default ``uE``); points are put in its stable
         sort order. ``needs_bins=False`` skips the check that the points fill ``n_bins`` bins.
+
+        The values are checked (:func:`check_values`: a ``ValueError`` for non-finite values,
+        ``uE <= 0`` or z-scores whose square overflows). **Scale safety**: the squares ``E²``
+        and ``uE²`` overflow for values above ~1e154 and lose precision below ~1e-154, so
+        when ``max(|E|, uE) > 2^480`` or ``min(uE) < 2^-480`` the data are rescaled by an exact
+        power of two, ``E 2^-k`` and ``uE 2^-k`` (``k`` = :attr:`scale_exponent`); ``ln uE²``
+        keeps its true value (``+ k ln 4``), and the statistics that carry units are scaled
+        back exactly (:meth:`unscale`: ``4^k`` for mse, mv, uce, ``2^k`` for rmse, rmv). The
+        scale-free statistics are then computed on data of unit scale. Data inside the safe
+        range (any ordinary data set) take the unchanged path: their results are
+        bit-identical.
         """
         E = np.asarray(E, dtype=np.float64)
         uE = np.asarray(uE, dtype=np.float64)
+        k = check_values(E, uE)
         m = E.shape[0]
         if needs_bins:
             check_n_bins(m, n_bins, variable=by)
@@ -201,11 +364,16 @@ class PreparedData:
         order = equal_count_order(binning_values)
         E = np.ascontiguousarray(E[order])
         uE = np.ascontiguousarray(uE[order])
+        if k:
+            E = np.ldexp(E, -k)
+            uE = np.ldexp(uE, -k)
         z = E / uE
         order_u = np.argsort(uE, kind="stable")
         absE = np.abs(E)
         order_e = np.argsort(absE, kind="stable")
         e2, u2, z2, lnu2, z_shift = E * E, uE * uE, z * z, np.log(uE * uE), float(np.mean(z))
+        if k:
+            lnu2 = lnu2 + k * _LOG_4
         return cls(
             e2=e2,
             u=uE,
@@ -222,7 +390,46 @@ class PreparedData:
             n_bins=int(n_bins),
             by=by,
             packed=K.pack_moments(e2, u2, z, z2, lnu2, z_shift),
+            scale_exponent=int(k),
         )
+
+    def unscale(self, codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Scale the statistics that carry units (last axis of ``values``, one column per code)
+        back to the units of the data, in place (exact: a power of two; nothing is done for
+        data of ordinary scale)."""
+        if self.scale_exponent:
+            for j, code in enumerate(np.asarray(codes).tolist()):
+                power = _UNIT_POWER.get(code)
+                if power:
+                    with np.errstate(over="ignore"):
+                        values[..., j] = np.ldexp(values[..., j], power * self.scale_exponent)
+        return values
+
+    def undefined_reasons(self, codes: np.ndarray, values: np.ndarray) -> dict[int, str]:
+        """Why statistics of the data (``values`` of ``codes``) are NaN or infinite."""
+        reasons = {}
+        for code, value in zip(np.asarray(codes).tolist(), values.tolist(), strict=True):
+            if math.isfinite(value):
+                continue
+            if code == K.CC:
+                if self.size < 2:
+                    why = "it needs at least 2 points"
+                elif not self.tie_u[1:].all() and not self.tie_e[1:].all():
+                    why = f"its value is {value}"
+                else:
+                    why = "uE is constant" if self.tie_u[1:].all() else (
+                        "E is 0 everywhere" if not self.e2.any() else "|E| is constant")
+            elif code == K.ZMSE:
+                why = ("E is 0 everywhere (ln <Z²> = ln 0)" if not self.e2.any() else
+                       "a bin has <Z²> = 0 (all its E are 0, or |E/uE| underflows): "
+                       "|ln 0| is infinite")
+            elif code in _UNIT_POWER and self.scale_exponent:
+                why = (f"its value exceeds the float64 range (data of scale "
+                       f"2^{self.scale_exponent}); the scale-free statistics are unaffected")
+            else:
+                why = f"its value is {value}"
+            reasons[code] = why
+        return reasons
 
     def kernel_arrays(self) -> tuple:
         """Positional arguments shared by the kernels after ``codes, counts, n_bins``."""
@@ -231,11 +438,18 @@ class PreparedData:
 
     def evaluate(self, codes: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
         """Statistics ``codes`` of the data weighted by integer ``counts`` (default all ones)."""
+        full = counts is None
         if counts is None:
             counts = np.ones(self.size, dtype=np.int32)
         out = np.empty(len(codes))
         K.evaluate_counts(np.asarray(codes, dtype=np.int64), counts, self.n_bins,
                           *self.kernel_arrays(), K.make_work(self.size, self.n_bins), out)
+        self.unscale(codes, out)
+        if full and not np.isfinite(out).all():
+            keys = {s.code: s.key for s in _ALL}
+            for code, why in self.undefined_reasons(codes, out).items():
+                warnings.warn(f"{keys[code]} is undefined: {why}", UndefinedStatisticWarning,
+                              stacklevel=2)
         return out
 
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -274,6 +488,7 @@ def compute(
     [0.25, 1.875]
     """
     stats = get_statistics(statistics)
+    check_sizes(stats, np.shape(E)[0] if np.ndim(E) else 0)
     prepared = PreparedData.from_arrays(
         E, uE, by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=any(s.needs_bins for s in stats),
@@ -338,6 +553,45 @@ def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
     return out
 
 
+def check_data_variables(ds: object, E: object = "E", uE: object = "uE") -> tuple[str, str]:
+    """Check that ``ds`` is a Dataset over ``sample`` holding variables ``E`` and ``uE``
+    (names only: no data are read) and return the two names.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> check_data_variables(xuqcal.synthetic.nig(10, nu=6, seed=0))
+    ('E', 'uE')
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    for role, var in (("E", E), ("uE", uE)):
+        check_name(var, role)
+        if var not in ds.data_vars:
+            raise ValueError(f"{role}: the dataset has no variable {var!r} (data variables: "
+                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
+        if "sample" not in ds[var].dims:
+            raise ValueError(f"{role}: the variable {var!r} has no dimension 'sample' "
+                             f"(dimensions {ds[var].dims})")
+    return str(E), str(uE)
+
+
+def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
+    """Argument checks of :func:`stats` (no data are read): the statistics, the binning
+    variable and whether bins are needed."""
+    chosen = get_statistics(statistics)
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    needs_bins = any(s.needs_bins for s in chosen)
+    by = variable_name(ds, by, uE)
+    check_data_variables(ds, E, uE)
+    m = ds.sizes["sample"]
+    if needs_bins:
+        check_n_bins(m, n_bins, variable=by)
+    check_sizes(chosen, m)
+    return chosen, by, needs_bins
+
+
 def stats(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = ("zms", "rce"),
@@ -371,6 +625,18 @@ def stats(
     xarray.DataArray
         Dimension ``statistic`` (plus any extra dimensions of the data).
 
+    Raises
+    ------
+    ValueError
+        Before any computation for invalid arguments (each message starts with the parameter
+        name); when computed, for invalid values (:meth:`PreparedData.from_arrays`).
+
+    Warns
+    -----
+    UndefinedStatisticWarning
+        For a statistic that is undefined on the data (NaN or ``inf``), naming the reason,
+        e.g. ``cc is undefined: uE is constant``.
+
     Examples
     --------
     >>> import xuqcal
@@ -379,12 +645,8 @@ def stats(
     >>> v.dims, v.statistic.values.tolist()
     (('statistic',), ['zms', 'ence'])
     """
-    chosen = get_statistics(statistics)
+    chosen, by, needs_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E, uE=uE)
     keys = [s.key for s in chosen]
-    needs_bins = any(s.needs_bins for s in chosen)
-    by = variable_name(ds, by, uE)
-    if needs_bins:
-        check_n_bins(ds.sizes["sample"], n_bins, variable=by)
     use_by = needs_bins and by != uE
     by_values = ds[by] if use_by else ds[uE]
     values = xr.apply_ufunc(

@@ -29,7 +29,7 @@ from scipy import stats as sps
 
 from xuqcal import cube as _cube
 from xuqcal import io, synthetic
-from xuqcal._checks import float_list, int_list
+from xuqcal._checks import check_replicates, check_seed, float_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.generators import get_generator
@@ -43,6 +43,7 @@ from xuqcal.statistics import (
     get_statistics,
     statistic_coords,
 )
+from xuqcal.synthetic import check_nu
 
 __all__ = [
     "generator_sensitivity_study",
@@ -61,8 +62,7 @@ DEFAULT_BATCH_SIZE = 50
 
 
 def _check_seed(seed) -> int:
-    stream_key(seed, "studies")  # raises a ValueError for a bad seed
-    return int(seed)
+    return check_seed(seed)
 
 
 # ------------------------------------------------------------------ validation probability
@@ -178,11 +178,11 @@ def validation_probability(
     >>> bool(((r.p_val_low <= r.p_val) & (r.p_val <= r.p_val_high)).all())
     True
     """
-    nus = float_list(nu, "nu", above=0.0)
+    nus = [check_nu(v, allow_inf=False) for v in float_list(nu, "nu", above=0.0)]
     sizes = int_list(size, "size", 3)
     n_try = check_count(n_try, "n_try", 1)
-    n_boot = check_count(n_boot, "n_boot")
     level = check_level(level)
+    n_boot = check_replicates(n_boot, level, "n_boot")
     seed = _check_seed(seed)
     batch_size = check_count(batch_size, "batch_size", 1)
     gen = get_generator(generator).name
