@@ -70,10 +70,13 @@ def test_statistics_and_generator_options(csv_file, capsys):
                  "--generators", "normal,uniform", "--known-generator", "normal"]) == 0
     printed = capsys.readouterr().out
     assert "ζ_Sim[uniform]" in printed and "(Sim2N)" in printed  # known D: Sim2 decides
-    with pytest.raises(SystemExit):
-        main(["validate", str(csv_file), *ARGS, "--statistics", "zms,bogus"])
-    with pytest.raises(SystemExit):
-        main(["validate", str(csv_file), *ARGS, "--generators", "normal,t2"])
+    assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,bogus"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "xuqcal validate: error: --statistics: unknown statistic 'bogus'")
+    assert main(["validate", str(csv_file), *ARGS, "--generators", "normal,t2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xuqcal validate: error: --generators: ") and "ν > 2" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_simulated_scheme_option(csv_file, tmp_path, capsys):
@@ -88,9 +91,10 @@ def test_simulated_scheme_option(csv_file, tmp_path, capsys):
     assert main(["validate", str(csv_file), *ARGS, "--statistics", "zms,ence",
                  "--generators", "normal"]) == 0
     assert "(SimN)" in capsys.readouterr().out  # auto without a known generator: Sim
-    with pytest.raises(SystemExit):
-        main(["validate", str(csv_file), *ARGS, "--simulated-scheme", "Sim3"])
-    assert "invalid choice: 'Sim3'" in capsys.readouterr().err
+    assert main(["validate", str(csv_file), *ARGS, "--simulated-scheme", "Sim3"]) == 2
+    err = capsys.readouterr().err
+    assert "--simulated-scheme: invalid choice: 'Sim3'" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_demo(tmp_path, capsys):
@@ -167,3 +171,11 @@ def test_recalibrate_command_is_registered(tmp_path, capsys):
     with xr.open_dataset(out) as recalibrated:
         z2 = float(((recalibrated.E / recalibrated.uE) ** 2).mean())
     assert 0.85 < z2 < 1.15  # uncertainties were 30 % too small before
+
+
+def test_python_dash_m_runs_the_command():
+    done = subprocess.run([sys.executable, "-m", "xuqcal", "cube", "info", "no-such-cube.nc"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("xuqcal cube info: error:") and "no-such-cube.nc" in done.stderr
+    assert "Traceback" not in done.stderr

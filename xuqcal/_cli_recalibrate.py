@@ -14,7 +14,9 @@ Writes three NetCDF files (each atomically, with :func:`xuqcal.to_netcdf`):
 - ``out_recalibrator.nc``: the fitted recalibrator, to apply to new data later
   (``xuqcal.recalibration.apply(xr.open_dataset("out_recalibrator.nc"), ds)``).
 
-Nothing is computed when an output file exists and ``--overwrite`` is not given. Separate files
+Nothing is computed when an output file exists and ``--overwrite`` is not given, when an
+output's folder is missing or not writable, or when an output would replace an input file
+(``TRAIN``, ``TEST`` or ``--reference``; refused even with ``--overwrite``). Separate files
 rather than NetCDF groups keep each file an ordinary Dataset that ``xr.open_dataset`` reads
 without a ``group=`` argument, and let every write be atomic. The table is printed.
 """
@@ -28,7 +30,8 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
-from xuqcal import io
+from xuqcal import _outputs, io
+from xuqcal._cli_common import positive_int
 from xuqcal.features import add_formula_features
 from xuqcal.recalibration import (
     DEFAULT_N_BINS,
@@ -75,7 +78,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--by", default="uE", metavar="VAR",
                         help="BVS binning variable (uE, X1, X2), or two separated by a comma "
                              "for a 2-D grid (default: uE)")
-    parser.add_argument("--n-bins", type=int, metavar="N",
+    parser.add_argument("--n-bins", type=positive_int, metavar="N",
                         help=f"number of BVS bins (default: {DEFAULT_N_BINS}; per variable "
                              "for a grid)")
     parser.add_argument("--loss", choices=LOSSES, default="nll",
@@ -83,11 +86,11 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--reference", type=Path, metavar="CSV",
                         help="a test set recalibrated by another method (same columns), "
                              "evaluated as 'reference'")
-    parser.add_argument("--n-bins-scores", type=int, default=DEFAULT_N_BINS_SCORES,
+    parser.add_argument("--n-bins-scores", type=positive_int, default=DEFAULT_N_BINS_SCORES,
                         metavar="N", help="bins per score variable (default: 100)")
-    parser.add_argument("--n-mc", type=int, default=1000, metavar="N",
+    parser.add_argument("--n-mc", type=positive_int, default=1000, metavar="N",
                         help="simulated error sets per data set (default: 1000)")
-    parser.add_argument("--n-boot", type=int, default=5000, metavar="N",
+    parser.add_argument("--n-boot", type=positive_int, default=5000, metavar="N",
                         help="bootstrap replicates per bin of the f_v analyses (default: 5000)")
     parser.add_argument("--n-mc-fv", type=int, default=0, metavar="N",
                         help="simulated sets for the simulated f_v (default: 0, not simulated)")
@@ -97,6 +100,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "to OUT_evaluation.nc and OUT_recalibrator.nc")
     parser.add_argument("--overwrite", action="store_true",
                         help="allow replacing existing output files")
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the Python traceback of an error")
     parser.set_defaults(run=run)
     return parser
 
@@ -119,7 +124,7 @@ def output_paths(output: Path) -> dict[str, Path]:
 def _read(path: Path, args: argparse.Namespace) -> xr.Dataset:
     ds = io.read_csv(path, E=args.E, uE=args.uE, where=args.where)
     if args.formula:
-        columns = pd.read_csv(path, nrows=0).columns
+        columns = pd.read_csv(path, nrows=0).columns  # read_csv above checked the file
         if args.formula not in columns:
             raise ValueError(f"--formula: no column {args.formula!r} in {path} (columns: "
                              f"{', '.join(map(str, columns))})")
@@ -129,18 +134,20 @@ def _read(path: Path, args: argparse.Namespace) -> xr.Dataset:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``xuqcal recalibrate`` (returns the exit status; errors raise ``ValueError``,
-    ``FileExistsError`` or ``FileNotFoundError``, reported by the ``xuqcal`` command)."""
+    """Run ``xuqcal recalibrate`` (returns the exit status; errors raise ``ValueError`` or an
+    ``OSError`` such as ``FileExistsError``, reported on one line by the ``xuqcal`` command).
+
+    The three outputs are checked before anything is read or computed (see the module
+    docstring)."""
     paths = output_paths(args.output)
-    existing = [str(p) for p in paths.values() if p.exists()]
-    if existing and not args.overwrite:
-        raise FileExistsError(f"output: {', '.join(existing)} already exists; pass "
-                              "--overwrite to replace it")
-    if not args.output.parent.is_dir():
-        raise FileNotFoundError(f"output: the folder {args.output.parent} does not exist")
+    inputs = [p for p in (args.train, args.test, args.reference) if p is not None]
+    for path in paths.values():
+        _outputs.check_output_file(path, overwrite=args.overwrite, inputs=inputs,
+                                   option="-o/--output")
     start = time.perf_counter()
     train = _read(args.train, args)
     test = _read(args.test, args)
+    reference = _read(args.reference, args) if args.reference is not None else None
     features = ("X1", "X2") if args.formula else ()
     by = [v.strip() for v in args.by.split(",") if v.strip()]
     kwargs = {}
@@ -157,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     datasets = {"train": train, f"train {label}": apply(recalibrator, train), "test": test,
                 f"test {label}": test_new}
     if args.reference is not None:
-        datasets["reference"] = _read(args.reference, args)
+        datasets["reference"] = reference
     table = evaluate(datasets, features=features, n_bins=args.n_bins_scores, n_mc=args.n_mc,
                      seed=args.seed, n_boot=args.n_boot, n_mc_fv=args.n_mc_fv)
     table.attrs.update(train_source=str(args.train), test_source=str(args.test),

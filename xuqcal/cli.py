@@ -3,22 +3,38 @@
 ``xuqcal validate FILE.csv --E EXPR --uE EXPR`` validates the uncertainties of a CSV file;
 ``xuqcal demo`` does the same on built-in synthetic data (a calibrated and a mis-calibrated NIG
 data set). Results print as a table and, with ``-o``, are written to NetCDF.
+
+Outputs follow one rule in every command, checked before any computation: the folder of an
+output must exist and be writable (it is never created, except the report and demo folders
+themselves), an output that is a folder or an input file is refused, and an existing output is
+replaced only with ``--overwrite``. In a report or demo folder, ``--overwrite`` replaces only
+the files xuqcal wrote there (listed in its ``.xuqcal-manifest.json``); the user's own files
+are left alone.
+
+A user error (bad option, bad file, refused output) prints one line ``xuqcal COMMAND: error:
+...`` naming the option at fault, with exit status 2; an internal error prints one line and
+exits with 1 (``xuqcal --debug ...`` shows the traceback); Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
+import os
+import re
 import sys
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import xarray as xr
 
-from xuqcal import _cli_recalibrate, io, synthetic
+from xuqcal import _cli_recalibrate, _outputs, io, synthetic
+from xuqcal._checks import check_generators
+from xuqcal._cli_common import Interrupted, format_level, option_message, positive_int
 from xuqcal._version import __version__
-from xuqcal.generators import get_generator
 from xuqcal.reference import DEFAULT_GENERATORS
 from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
 from xuqcal.validation import DEFAULT_STATISTICS, SIMULATED_SCHEMES, summary_table, validate
@@ -29,26 +45,29 @@ def _statistics_list(text: str) -> list[str]:
     try:
         get_statistics(keys)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        # argparse names the option already: drop the Python parameter's name
+        raise argparse.ArgumentTypeError(re.sub(r"^\w+: ", "", str(error))) from None
     return keys
 
 
 def _generator_list(text: str) -> list[str]:
     names = [k.strip() for k in text.split(",") if k.strip()]
     try:
-        return [get_generator(name).name for name in names]
+        check_generators(names, "generators")  # names as typed: messages quote them
+        return names
     except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        # argparse names the option already: drop the Python parameter's name
+        raise argparse.ArgumentTypeError(re.sub(r"^\w+: ", "", str(error))) from None
 
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-boot", type=int, default=10_000, metavar="N",
+    parser.add_argument("--n-boot", type=positive_int, default=10_000, metavar="N",
                         help="bootstrap replicates for the BCa intervals (default: 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level")
-    parser.add_argument("--n-bins", type=int, default=DEFAULT_N_BINS, metavar="N",
+    parser.add_argument("--n-bins", type=positive_int, default=DEFAULT_N_BINS, metavar="N",
                         help=f"bins of the binned statistics (default: {DEFAULT_N_BINS})")
-    parser.add_argument("--n-mc", type=int, default=10_000, metavar="N",
+    parser.add_argument("--n-mc", type=positive_int, default=10_000, metavar="N",
                         help="synthetic error sets per generator for the simulated references "
                              "(default: 10000)")
     parser.add_argument("--generators", type=_generator_list, default=list(DEFAULT_GENERATORS),
@@ -71,18 +90,41 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask.distributed cluster with N worker processes")
+    where.add_argument("--workers", type=positive_int, metavar="N",
+                       help="start a local dask.distributed cluster with N (>= 1) worker "
+                            "processes")
     parser.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _add_debug(parser)
+
+
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show the Python traceback of an error")
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``xuqcal validate: error: ...``) pointing to
+    ``--help``, instead of the usage text followed by the error; sub-parsers inherit it."""
+
+    def error(self, message: str):
+        message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)  # as the library's errors
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``xuqcal`` command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="xuqcal",
         description="Validate the calibration of ML prediction uncertainties.",
+        epilog="Outputs are checked before any computation: the folder of an output must "
+               "exist and be writable, an output never replaces an input, and an existing "
+               "output is replaced only with --overwrite (in a report or demo folder, only the "
+               "files xuqcal wrote there). Errors print one line (exit status 2 for a user "
+               "error, 1 for an internal one; --debug shows the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"xuqcal {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     val = commands.add_parser(
@@ -97,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--where", metavar="EXPR",
                      help="row filter, e.g. 'uE > 1e-6 * std(E)'")
     val.add_argument("-o", "--output", type=Path, metavar="FILE.nc",
-                     help="write the result to this NetCDF file")
+                     help="write the result to this NetCDF file (its folder must exist)")
     val.add_argument("--overwrite", action="store_true",
                      help="allow replacing an existing output file")
     _add_compute_options(val)
@@ -108,11 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "one whose uncertainties are 20%% too small.",
     )
     demo.add_argument("-o", "--output", type=Path, metavar="DIR",
-                      help="folder for the results and the HTML reports (default: the first "
-                           "free ./xuqcal-demo, ./xuqcal-demo-2, ...)")
+                      help="folder for the results and the HTML reports, created if missing "
+                           "(its parent must exist; default: the first free ./xuqcal-demo, "
+                           "./xuqcal-demo-2, ...)")
     demo.add_argument("--overwrite", action="store_true",
-                      help="allow replacing existing result files")
-    demo.add_argument("--size", type=int, default=5000, metavar="M",
+                      help="allow replacing result files that xuqcal wrote there (other files "
+                           "are left alone)")
+    demo.add_argument("--size", type=positive_int, default=5000, metavar="M",
                       help="points per synthetic data set (default: 5000)")
     _add_compute_options(demo)
     rep = commands.add_parser(
@@ -131,9 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="column of molecular formulas: adds the features X1 (mass) and X2 "
                           "(heteroatom fraction)")
     rep.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
-                     help="report folder")
+                     help="report folder, created if missing (its parent must exist)")
     rep.add_argument("--overwrite", action="store_true",
-                     help="allow replacing an existing report")
+                     help="allow replacing an existing report: only the files xuqcal wrote "
+                          "there are replaced, other files are left alone")
     _add_compute_options(rep)
     _add_cube_commands(commands)
     _cli_recalibrate.add_parser(commands)
@@ -169,30 +214,37 @@ def _add_cube_commands(commands) -> None:
                        help="shapes nu of uE^2 ~ IG(nu/2, nu/2), e.g. 3,6,24")
     build.add_argument("--generators", type=_generator_list, default=["normal", "t6"],
                        metavar="LIST", help="generative distributions (default: normal,t6)")
-    build.add_argument("--n-mc", type=int, default=5000, metavar="N",
+    build.add_argument("--n-mc", type=positive_int, default=5000, metavar="N",
                        help="synthetic data sets per cell (default: 5000)")
     build.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     build.add_argument("--keep-replicates", action="store_true",
                        help="also store the simulated values")
     build.add_argument("-o", "--output", type=Path, required=True, metavar="CUBE.nc",
-                       help="NetCDF file to write")
+                       help="NetCDF file to write (its folder must exist)")
     build.add_argument("--overwrite", action="store_true",
                        help="allow replacing an existing cube file")
     where = build.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=int, metavar="N",
-                       help="start a local dask.distributed cluster with N worker processes")
+    where.add_argument("--workers", type=positive_int, metavar="N",
+                       help="start a local dask.distributed cluster with N (>= 1) worker "
+                            "processes")
     build.add_argument("--no-progress", action="store_true", help="do not report progress")
+    _add_debug(build)
 
     info = actions.add_parser("info", help="describe a cube file")
     info.add_argument("file", type=Path, help="cube NetCDF file")
+    _add_debug(info)
 
     fit = actions.add_parser("fit", help="fit mean = a + alpha sqrt(N/M) per statistic and D")
     fit.add_argument("file", type=Path, help="cube NetCDF file")
+    _add_debug(fit)
 
     extend = actions.add_parser(
-        "extend", help="add values along one dimension of a NIG cube, computing only new cells")
+        "extend", help="add values along one dimension of a NIG cube, computing only new cells",
+        description="Add values along one dimension of a NIG cube: only the new cells are "
+                    "computed, each checkpointed, and running the same command again after "
+                    "an interruption resumes it.")
     extend.add_argument("file", type=Path, help="cube NetCDF file (replaced atomically)")
     group = extend.add_mutually_exclusive_group(required=True)
     group.add_argument("--size", type=_number_list(int), metavar="LIST")
@@ -200,18 +252,56 @@ def _add_cube_commands(commands) -> None:
     group.add_argument("--nu", type=_number_list(float), metavar="LIST")
     group.add_argument("--generators", type=_generator_list, metavar="LIST")
     extend.add_argument("--no-progress", action="store_true", help="do not report progress")
+    _add_debug(extend)
+
+
+SCHEDULER_TIMEOUT = 10.0
+"""Seconds to wait for the connection to a ``--scheduler`` before giving up."""
+
+
+def _default_client():
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def _connect(address: str):
+    from distributed import Client
+
+    before = _default_client()
+    try:
+        return Client(address, timeout=SCHEDULER_TIMEOUT)
+    except (OSError, ValueError, TypeError) as error:
+        failed = _default_client()
+        if failed is not None and failed is not before:
+            # a client that failed early stays the default (and dask's scheduler) until it is
+            # garbage-collected: later computations would go to it
+            failed.close()
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        raise ConnectionError(
+            f"--scheduler: cannot connect to a dask scheduler at {address!r} ({reason}); "
+            "check the address and that the scheduler runs, or use --workers N for a local "
+            "cluster") from None
 
 
 @contextlib.contextmanager
 def compute_context(args: argparse.Namespace) -> Iterator[None]:
-    """Where Dask computes (local threads, or a distributed cluster) and progress display."""
+    """Where Dask computes (local threads, or a distributed cluster) and progress display.
+
+    An unreachable ``--scheduler`` fails within :data:`SCHEDULER_TIMEOUT` seconds with a
+    ``ConnectionError`` naming the option and the address.
+    """
     with contextlib.ExitStack() as stack:
         client = None
         if args.scheduler or args.workers:
             from distributed import Client, LocalCluster
 
             if args.scheduler:
-                client = stack.enter_context(Client(args.scheduler))
+                client = stack.enter_context(_connect(args.scheduler))
             else:
                 cluster = stack.enter_context(
                     LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True)
@@ -235,7 +325,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                                         else args.simulated_scheme))
     elapsed = time.perf_counter() - start
     print(f"\n{title}")
-    print(f"M = {ds.sizes['sample']}, BCa {args.level:.0%} intervals from {args.n_boot} "
+    print(f"M = {ds.sizes['sample']}, BCa {format_level(args.level)} intervals from "
+          f"{args.n_boot} "
           f"bootstrap replicates, simulated references from {args.n_mc} sets per generator "
           f"({', '.join(args.generators)}), {args.n_bins} bins, seed {args.seed} "
           f"({elapsed:.1f} s)")
@@ -243,18 +334,32 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     return result
 
 
-def _check_writable(paths: Sequence[Path], overwrite: bool) -> None:
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not overwrite:
-        raise FileExistsError(
-            f"output: {', '.join(existing)} already exists; pass --overwrite to replace it"
-        )
+OUTPUT = "-o/--output"
+
+
+def check_outputs(files: Sequence[Path] = (), *, inputs: Sequence[Path] = (),
+                  overwrite: bool = False) -> None:
+    """Check the output files of a command before any computation (one rule for every command).
+
+    Each file must not be an input (whatever ``overwrite``) or a folder, its folder must exist
+    and be writable, and an existing file is refused without ``overwrite``. Report and demo
+    folders are checked by :func:`xuqcal.report.check_folder` and
+    :func:`xuqcal._outputs.check_folder` with the same rule.
+
+    Examples
+    --------
+    >>> check_outputs([Path("data.csv")], inputs=[Path("./data.csv")], overwrite=True)
+    Traceback (most recent call last):
+    ValueError: -o/--output: data.csv is also an input file; choose another output path
+    """
+    for path in files:
+        _outputs.check_output_file(path, overwrite=overwrite, inputs=inputs, option=OUTPUT)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """``xuqcal validate``."""
     if args.output is not None:
-        _check_writable([args.output], args.overwrite)
+        check_outputs([args.output], inputs=[args.file], overwrite=args.overwrite)
     ds = io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where)
     with compute_context(args):
         result = _run_validation(ds, args, f"Validation of {args.file}")
@@ -277,34 +382,41 @@ def _free_folder(base: Path) -> Path:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
-    from xuqcal.report import report
+    from xuqcal.report import check_folder, report
 
-    cases = {
-        "calibrated": synthetic.nig(args.size, nu=6, seed=args.seed),
-        "miscalibrated": synthetic.nig(args.size, nu=6, seed=args.seed, uE_scale=0.8),
-    }
     titles = {
         "calibrated": "Synthetic NIG data (nu = 6), calibrated uncertainties",
         "miscalibrated": "Synthetic NIG data (nu = 6), uncertainties 20% too small",
     }
     output = args.output if args.output is not None else _free_folder(Path("xuqcal-demo"))
-    paths = {name: output / f"demo_{name}.nc" for name in cases}
-    reports = {name: output / f"report_{name}" for name in cases}
-    existing = [p for p in [*paths.values(), *reports.values()] if p.exists()]
-    if existing and not args.overwrite:
-        raise FileExistsError(f"output: {', '.join(map(str, existing))} already exist; pass "
-                              "--overwrite to replace them")
+    files = {name: f"demo_{name}.nc" for name in titles}
+    reports = {name: output / f"report_{name}" for name in titles}
+    _outputs.check_folder(output, list(files.values()), overwrite=args.overwrite,
+                          option=OUTPUT)
+    cases = {
+        "calibrated": synthetic.nig(args.size, nu=6, seed=args.seed),
+        "miscalibrated": synthetic.nig(args.size, nu=6, seed=args.seed, uE_scale=0.8),
+    }
+    if output.is_dir():
+        for name, folder in reports.items():
+            if folder.exists() and not args.overwrite:
+                raise FileExistsError(f"{OUTPUT}: {folder} already exists; pass --overwrite "
+                                      "to replace the report xuqcal wrote there")
+            check_folder(cases[name], folder, overwrite=args.overwrite)
     print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
           "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
-    output.mkdir(parents=True, exist_ok=True)
+    managed = _outputs.ManagedFolder(output, overwrite=args.overwrite, option=OUTPUT)
     pages = []
     with compute_context(args):
         for name, ds in cases.items():
             result = _run_validation(ds, args, titles[name])
-            print(f"written: {io.to_netcdf(result, paths[name], overwrite=args.overwrite)}")
+            path = io.to_netcdf(result, managed.target(files[name]), overwrite=True)
+            managed.commit(files[name])
+            print(f"written: {path}")
             pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
                                 n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
                                 overwrite=args.overwrite, validation_result=result))
+    managed.close()
     for page in pages:
         print(f"report: {page.resolve()}")
     return 0
@@ -312,11 +424,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``xuqcal report``."""
-    from xuqcal.report import report
+    from xuqcal.report import check_folder, report
 
+    _outputs.check_not_input(args.output, [args.file], OUTPUT)
+    if args.output.exists() and not args.output.is_dir():
+        raise NotADirectoryError(f"{OUTPUT}: {args.output} is a file, not a folder")
+    _outputs.check_folder_writable(args.output if args.output.is_dir() else
+                                   args.output.parent, OUTPUT)
     if args.output.exists() and any(args.output.iterdir()) and not args.overwrite:
-        raise FileExistsError(f"output: {args.output} already exists and is not empty; pass "
-                              "--overwrite to replace the report")
+        raise FileExistsError(f"{OUTPUT}: {args.output} already exists and is not empty; pass "
+                              "--overwrite to replace the report (only the files xuqcal wrote "
+                              "there are replaced)")
     features = {}
     for spec in args.features or []:
         name, _, expression = spec.partition("=")
@@ -328,8 +446,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
         from xuqcal.features import add_formula_features
 
+        columns = pd.read_csv(args.file, nrows=0).columns
+        if args.formula not in columns:
+            raise ValueError(f"--formula: no column {args.formula!r} in {args.file} (columns: "
+                             f"{', '.join(map(str, columns))})")
         formulas = pd.read_csv(args.file, usecols=[args.formula])[args.formula]
         ds = add_formula_features(ds, formulas)[["E", "uE", *features, "X1", "X2"]]
+    check_folder(ds, args.output, overwrite=args.overwrite, inputs=[args.file])
     with compute_context(args):
         # validated here so that --generators, --known-generator, --simulated-scheme and
         # --level reach the report's validation table
@@ -346,18 +469,22 @@ def cmd_cube(args: argparse.Namespace) -> int:
     from xuqcal import cube
 
     if args.cube_command == "build":
-        if args.output.exists() and not args.overwrite:
-            raise FileExistsError(f"output: {args.output} already exists; pass --overwrite "
-                                  "to replace it")
+        check_outputs([args.output], overwrite=args.overwrite)
         args_for_context = argparse.Namespace(scheduler=args.scheduler, workers=args.workers,
                                               no_progress=True)
         start = time.perf_counter()
-        with compute_context(args_for_context):
-            result = cube.build(args.statistics, size=args.size, n_bins=args.n_bins,
-                                nu=args.nu, generator=args.generators, n_mc=args.n_mc,
-                                seed=args.seed, keep_replicates=args.keep_replicates,
-                                path=args.output, overwrite=args.overwrite,
-                                progress=not args.no_progress)
+        try:
+            with compute_context(args_for_context):
+                result = cube.build(args.statistics, size=args.size, n_bins=args.n_bins,
+                                    nu=args.nu, generator=args.generators, n_mc=args.n_mc,
+                                    seed=args.seed, keep_replicates=args.keep_replicates,
+                                    path=args.output, overwrite=args.overwrite,
+                                    progress=not args.no_progress)
+        except KeyboardInterrupt:
+            total = len(args.size) * len(args.nu) * len(args.generators)
+            saved = cube.checkpoint_count(args.output)
+            raise Interrupted(f"interrupted: {saved} of {total} cells saved; rerun the same "
+                              "command to resume") from None
         print(f"written: {args.output} ({time.perf_counter() - start:.1f} s)")
         print(_cube_summary(result))
         return 0
@@ -380,10 +507,28 @@ def cmd_cube(args: argparse.Namespace) -> int:
     dims = {"size": args.size, "n_bins": args.n_bins, "nu": args.nu,
             "generator": args.generators}
     dim, values = next((d, v) for d, v in dims.items() if v is not None)
-    result = cube.extend(args.file, progress=not args.no_progress, **{dim: values})
+    try:
+        result = cube.extend(args.file, progress=not args.no_progress, **{dim: values})
+    except KeyboardInterrupt:
+        saved = cube.checkpoint_count(args.file, "extend")
+        raise Interrupted(f"interrupted: {saved} of {_new_cells(args.file, dim, values)} new "
+                          "cells saved; rerun the same command to resume") from None
     print(f"extended {args.file} along {dim} with {values}")
     print(_cube_summary(result))
     return 0
+
+
+def _new_cells(path: Path, dim: str, values: list) -> int | str:
+    """How many cells an extend of the cube at ``path`` along ``dim`` computes."""
+    import json
+
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as stored:
+            grid = json.loads(stored.attrs["grid"])
+    except Exception:  # only for a message
+        return "?"
+    cells = [d for d in grid if d not in ("statistic", "n_bins")]
+    return math.prod(len(values) if d == dim else len(grid[d]) for d in cells)
 
 
 def _cube_summary(result: xr.Dataset) -> str:
@@ -397,17 +542,66 @@ def _cube_summary(result: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _argument_check(error: BaseException) -> bool:
+    """Whether a ``TypeError`` comes from an argument check of xuqcal: raised in the package,
+    with a message that names the argument (``name: ...``) or says what was ``expected``."""
+    frames = traceback.extract_tb(error.__traceback__)
+    raised_here = bool(frames) and os.path.abspath(frames[-1].filename).startswith(_PACKAGE)
+    return raised_here and bool(re.match(r"^(\w+: |expected )", str(error)))
+
+
+def _user_error(error: BaseException) -> bool:
+    if isinstance(error, ValueError | OSError):  # incl. UnicodeDecodeError, FileExistsError,
+        return True  # FileNotFoundError, IsADirectoryError, PermissionError, ConnectionError
+    return isinstance(error, TypeError) and _argument_check(error)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``xuqcal`` command."""
+    """Entry point of the ``xuqcal`` command.
+
+    Returns the exit status: 0 on success, 2 for a user error (one line on stderr, naming the
+    option at fault), 1 for an internal error (one line; ``--debug`` shows the traceback),
+    130 when interrupted (Ctrl-C).
+
+    Examples
+    --------
+    >>> main(["cube", "info", "no-such-cube.nc"])
+    2
+    """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a bad option (one line printed)
+        return int(done.code or 0)
     commands = {"validate": cmd_validate, "demo": cmd_demo, "report": cmd_report,
                 "cube": cmd_cube, "recalibrate": _cli_recalibrate.run}
+    command = args.command + (f" {args.cube_command}" if args.command == "cube" else "")
+    debug = getattr(args, "debug", False)
     try:
         return commands[args.command](args)
-    except (ValueError, FileExistsError, FileNotFoundError) as error:
-        print(f"xuqcal {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    except (KeyboardInterrupt, Interrupted) as error:
+        if debug:
+            raise
+        detail = str(error) if isinstance(error, Interrupted) else "interrupted"
+        print(f"xuqcal {command}: {detail}", file=sys.stderr)
+        return 130
+    except Exception as error:
+        if debug:
+            raise
+        if _user_error(error):
+            extra = {spec.partition("=")[0].strip(): f"--features {spec.strip()}"
+                     for spec in getattr(args, "features", None) or []}
+            print(f"xuqcal {command}: error: {option_message(error, command, extra=extra)}",
+                  file=sys.stderr)
+            return 2
+        reason = option_message(error, command)
+        print(f"xuqcal {command}: internal error ({type(error).__name__}: {reason}); this is "
+              "a bug of xuqcal: rerun with --debug for the traceback and report it",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -32,8 +33,16 @@ import numpy as np
 import xarray as xr
 
 from xuqcal import _kernels as K
-from xuqcal import io
-from xuqcal._checks import as_list, float_list, int_list
+from xuqcal import _outputs, io
+from xuqcal._checks import (
+    as_list,
+    check_bool,
+    check_chunks,
+    check_generators,
+    check_seed,
+    float_list,
+    int_list,
+)
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins
@@ -41,6 +50,7 @@ from xuqcal.generators import Generator, generator_coords, get_generator
 from xuqcal.reference import _summarize
 from xuqcal.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
 from xuqcal.statistics import PreparedData, codes_of, get_statistics, statistic_coords
+from xuqcal.synthetic import check_nu
 from xuqcal.validation import U_REF_FACTOR
 
 SUMMARIES = ("mean", "se", "q025", "q975")
@@ -109,8 +119,8 @@ def _grid_nig(statistics, size, n_bins, nu, generator):
     stats = get_statistics(statistics)
     sizes = int_list(size, "size", 2)
     bins = int_list(n_bins, "n_bins", 1)
-    nus = float_list(nu, "nu", above=0.0)
-    gens = [get_generator(g).name for g in as_list(generator, "generator")]
+    nus = [check_nu(v, allow_inf=False) for v in float_list(nu, "nu", above=0.0)]
+    gens = [g.name for g in check_generators(as_list(generator, "generator"), "generator")]
     for m in sizes:
         check_n_bins(m, max(bins), variable=f"size={m}")
     return stats, {"size": sizes, "nu": nus, "generator": gens}, bins
@@ -197,7 +207,9 @@ def build(
     path : str or Path, optional
         Compute now, cell by cell, checkpointing each cell to ``<path>.partial/`` and writing
         the cube to ``path`` (NetCDF-4, atomic); an interrupted build called again with the
-        same arguments resumes. Without ``path`` the cube is returned lazy.
+        same arguments resumes. Without ``path`` the cube is returned lazy. The folder of
+        ``path`` must exist and be writable, and ``path`` must not be a folder (checked before
+        any computation).
     overwrite : bool
         Allow replacing an existing file at ``path``.
     progress : bool or callable
@@ -217,7 +229,9 @@ def build(
     """
     stats, cells, bins = _grid_nig(statistics, size, n_bins, nu, generator)
     n_mc = check_count(n_mc, "n_mc")
-    stream_key(seed, "cube")
+    seed = check_seed(seed)
+    check_chunks(chunks)
+    check_bool(keep_replicates, "keep_replicates")
     return _build("nig", stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
                   keep_replicates=keep_replicates, prepared=None, path=path,
                   overwrite=overwrite, progress=progress)
@@ -266,9 +280,11 @@ def build_from(
     stats = get_statistics(statistics)
     sets = _datasets(data)
     bins = int_list(n_bins, "n_bins", 1)
-    gens = [get_generator(g).name for g in as_list(generator, "generator")]
+    gens = [g.name for g in check_generators(as_list(generator, "generator"), "generator")]
     n_mc = check_count(n_mc, "n_mc")
-    stream_key(seed, "cube")
+    seed = check_seed(seed)
+    check_chunks(chunks)
+    check_bool(keep_replicates, "keep_replicates")
     prepared = {}
     for name, ds in sets.items():
         io.validate_dataset(ds, uE=uE, features=())
@@ -277,6 +293,12 @@ def build_from(
         uncertainties = np.asarray(ds[uE].values)
         prepared[name] = PreparedData.from_arrays(np.zeros(m), uncertainties,
                                                   n_bins=max(bins))
+        units = [st.key for st in stats if st.key in ("mse", "rmse", "mv", "rmv", "uce")]
+        if prepared[name].scale_exponent and units:  # the cube kernels do not scale back
+            raise ValueError(
+                f"statistics: {', '.join(units)} of dataset {name!r} (uE of order "
+                f"2^{prepared[name].scale_exponent}) would overflow or lose precision in the "
+                "cube; use the scale-free statistics or rescale uE")
     cells = {"dataset": list(sets), "generator": gens}
     return _build("datasets", stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
                   keep_replicates=keep_replicates, prepared=prepared, path=path,
@@ -288,6 +310,10 @@ def build_from(
 
 def _partial_dir(path: Path) -> Path:
     return path.with_name(path.name + ".partial")
+
+
+def _extend_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".extend.partial")
 
 
 def _cell_name(cell: dict) -> str:
@@ -308,13 +334,41 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
     if path is None:
         return _assemble(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates,
                          prepared)
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it")
+    path = _outputs.check_output_file(path, overwrite=overwrite, option="path")
     partial = _partial_dir(path)
-    partial.mkdir(parents=True, exist_ok=True)
     expected = _provenance(kind, stats, cells, bins, n_mc, seed)
-    report = _reporter(progress)
+    cube = _compute_checkpointed(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
+                                 keep_replicates=keep_replicates, prepared=prepared,
+                                 partial=partial, expected=expected,
+                                 report=_reporter(progress))
+    cube.attrs.update(expected)
+    cube.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+    save(cube, path, overwrite=overwrite)
+    shutil.rmtree(partial)
+    return cube
+
+
+def checkpoint_count(path: str | Path, kind: str = "build") -> int:
+    """How many cells of an interrupted :func:`build` (``kind="build"``) or :func:`extend`
+    (``kind="extend"``) of ``path`` are saved, ready for the rerun to resume from.
+
+    Examples
+    --------
+    >>> checkpoint_count("no/such/cube.nc")
+    0
+    """
+    path = Path(path)
+    partial = _partial_dir(path) if kind == "build" else _extend_dir(path)
+    if not partial.is_dir():
+        return 0
+    return sum(1 for f in partial.iterdir() if f.suffix == ".nc" and not f.name.startswith("."))
+
+
+def _compute_checkpointed(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates,
+                          prepared, partial: Path, expected: dict, report) -> xr.Dataset:
+    """Every cell of the grid ``cells``, each computed once and checkpointed to ``partial``
+    (cells found there are loaded instead), combined into one Dataset."""
+    partial.mkdir(exist_ok=True)
     dims = list(cells)
     combos = [dict(zip(dims, values, strict=True))
               for values in itertools.product(*cells.values())]
@@ -333,12 +387,7 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
         done.append(piece)
     cube = xr.combine_by_coords(done, combine_attrs="override")
     cube = cube.reindex({d: cells[d] for d in dims})
-    cube = cube.transpose(*dims, "n_bins", "statistic", ...)
-    cube.attrs.update(expected)
-    cube.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
-    save(cube, path, overwrite=overwrite)
-    shutil.rmtree(partial)
-    return cube
+    return cube.transpose(*dims, "n_bins", "statistic", ...)
 
 
 def _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates, prepared,
@@ -350,8 +399,12 @@ def _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates,
 
 
 def _load_checkpoint(file: Path, expected: dict, keep_replicates: bool) -> xr.Dataset:
-    with xr.open_dataset(file, engine="netcdf4") as piece:
-        piece = piece.load()
+    try:
+        with xr.open_dataset(file, engine="netcdf4") as piece:
+            piece = piece.load()
+    except (OSError, ValueError, RuntimeError) as err:
+        raise ValueError(f"checkpoint {file} cannot be read ({err}); remove it to compute "
+                         "that cell again") from None
     for key in ("kind", "n_mc", "seed", "grid"):
         if str(piece.attrs.get(key)) != str(expected[key]):
             raise ValueError(
@@ -395,13 +448,38 @@ def open(path: str | Path) -> xr.Dataset:
     >>> path = save(cube, pathlib.Path(tempfile.mkdtemp()) / "cube.nc")
     >>> float(open(path)["mean"].sum()) == float(cube["mean"].sum())
     True
+
+    A file that is missing, empty, truncated, corrupted, not NetCDF, or a NetCDF file that is
+    not a cube raises a ``FileNotFoundError``, ``IsADirectoryError`` or ``ValueError`` that
+    names the file and says what it is not.
     """
-    with xr.open_dataset(path, engine="netcdf4") as cube:
-        cube = cube.load().drop_encoding()
-    if cube.attrs.get("title") != "xuqcal sensitivity cube of simulated statistics":
-        raise ValueError(f"{path}: not an xuqcal sensitivity cube (no cube provenance "
-                         "attributes)")
+    cube = io._open_netcdf(path, "an xuqcal sensitivity cube (NetCDF)")
+    _check_cube(cube, path)
     return cube
+
+
+def _check_cube(cube: xr.Dataset, path) -> None:
+    """Refuse a NetCDF file that is not a complete cube (provenance, grid and variables)."""
+    where = f"{os.fspath(path)} is not an xuqcal sensitivity cube"
+    if cube.attrs.get("title") != "xuqcal sensitivity cube of simulated statistics":
+        raise ValueError(f"{where} (no cube provenance attributes); build one with "
+                         "xuqcal cube build")
+    missing = [k for k in ("kind", "grid", "n_mc", "seed") if k not in cube.attrs]
+    missing += [v for v in SUMMARIES if v not in cube.data_vars]
+    if missing:
+        raise ValueError(f"{where}: it has no {', '.join(missing)}")
+    try:
+        grid = json.loads(cube.attrs["grid"])
+        if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
+            raise TypeError("not a mapping of lists")
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{where}: its grid attribute is not valid ({err})") from None
+    if cube.attrs["kind"] not in ("nig", "datasets"):
+        raise ValueError(f"{where}: unknown kind {cube.attrs['kind']!r}")
+    absent = [d for d in grid if d != "statistic" and d not in cube.dims]
+    if absent:
+        raise ValueError(f"{where}: its grid names the dimensions {', '.join(absent)}, which "
+                         "the file does not have")
 
 
 def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None] = False,
@@ -413,10 +491,24 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     with the extended grid from the start. A ``datasets`` cube needs the data sets again
     (``data=``) to extend along ``generator`` or ``n_bins``, or the new ones along
     ``dataset``. The file is replaced atomically.
+
+    Every new cell is checkpointed to ``<path>.extend.partial/``: an interrupted extend, called
+    again with the same arguments, computes only the cells that are missing there (the result
+    is the same as an uninterrupted one); the folder is removed on success.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "cube.nc"
+    >>> _ = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20,
+    ...           path=path)
+    >>> extend(path, nu=[12])["nu"].values.tolist()
+    [6.0, 12.0]
     """
     if len(new_coords) != 1:
         raise ValueError("extend: give new values for exactly one dimension, e.g. size=[20000]")
     (dim, values), = new_coords.items()
+    path = Path(path)
     cube = open(path)
     grid = json.loads(cube.attrs["grid"])
     if dim not in grid or dim == "statistic":
@@ -463,9 +555,13 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
             check_n_bins(m, max(new_bins), variable=f"dataset {name!r}")
             prepared[name] = PreparedData.from_arrays(np.zeros(m), sets[name]["uE"].values,
                                                       n_bins=max(new_bins))
+    _outputs.check_folder_writable(path.parent, "path")
     start = time.perf_counter()
-    addition = _assemble(kind, stats, new_cells, new_bins, cube.attrs["n_mc"],
-                         cube.attrs["seed"], None, keep, prepared).compute()
+    n_mc, seed = int(cube.attrs["n_mc"]), int(cube.attrs["seed"])
+    addition = _compute_checkpointed(
+        kind, stats, new_cells, new_bins, n_mc=n_mc, seed=seed, chunks=None,
+        keep_replicates=keep, prepared=prepared, partial=_extend_dir(path),
+        expected=_provenance(kind, stats, new_cells, new_bins, n_mc, seed), report=report)
     report(f"extended {dim} by {values} in {time.perf_counter() - start:.1f} s")
     merged = xr.concat([cube, addition], dim=dim, data_vars="all", coords="different",
                        compat="equals", join="outer", combine_attrs="override")
@@ -476,6 +572,7 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     merged.attrs["grid"] = json.dumps({**grid, dim: existing + values})
     merged.attrs["extended"] = datetime.now(UTC).isoformat(timespec="seconds")
     save(merged, path, overwrite=True)
+    shutil.rmtree(_extend_dir(path))
     return merged
 
 

@@ -612,6 +612,48 @@ def _value_problems(ds: xr.Dataset, names: Sequence[str], uE: str) -> list[str]:
     return problems
 
 
+def _ratio_problems(ds: xr.Dataset, E: str, uE: str) -> list[str]:
+    """Overflows of the z-scores and of the squares: rows whose ``z = E / uE`` has a square
+    beyond float64 (``|z| > ~1.3e154``, e.g. one uE = 1e-300 with E ~ 1), and data whose span
+    ``max(|E|, uE) / min(uE)`` exceeds ``2^960`` (their squares cannot be held at one scale;
+    see :meth:`xuqcal.statistics.PreparedData.from_arrays`). Only points with finite values
+    and ``uE > 0`` are looked at (the others are reported by :func:`_value_problems`)."""
+    from xuqcal.statistics import MAX_SPAN_EXPONENT
+
+    e, u = ds[E].data, ds[uE].data
+    if e.dtype == np.bool_ or u.dtype == np.bool_:
+        return []
+    with np.errstate(all="ignore"):
+        valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
+        z = e / np.where(valid, u, 1.0)
+        overflow = valid & ~np.isfinite(z * z)
+        abs_e = np.where(valid, np.abs(e), 0.0)
+        u_valid = np.where(valid, u, np.inf)
+        count, n_valid, e_max, u_max, u_min = _compute(
+            overflow.sum(), valid.sum(), abs_e.max(), np.where(valid, u, 0.0).max(),
+            u_valid.min())
+    problems = []
+    n = ds.sizes[SAMPLE_DIM]
+    if int(count):
+        (mask,) = _compute(overflow)
+        positions = np.flatnonzero(np.asarray(mask))[:_MAX_EXAMPLES]
+        labels = _row_labels(ds)
+        rows = [labels[p].item() if labels is not None else int(p) for p in positions]
+        problems.append(
+            f"{E}, {uE}: {int(count)} of {n} z-scores {E}/{uE} overflow (|z| > 1e154: z² is "
+            f"beyond the float64 range) ({_format_rows(rows, int(count))})"
+        )
+    if int(n_valid):
+        hi, lo = max(float(e_max), float(u_max)), float(u_min)
+        if np.frexp(hi)[1] - np.frexp(lo)[1] > MAX_SPAN_EXPONENT:
+            problems.append(
+                f"{uE}: the values span too many orders of magnitude (max(|{E}|, {uE}) = "
+                f"{hi:.3g}, min({uE}) = {lo:.3g}, a ratio above 2^{MAX_SPAN_EXPONENT}): their "
+                "squares cannot be represented in float64 at a common scale"
+            )
+    return problems
+
+
 def _raise_problems(problems: list[str], *, prefix: str = "", hint: str = "") -> None:
     if not problems:
         return
@@ -668,7 +710,7 @@ def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> li
             )
     if ds.sizes[SAMPLE_DIM] == 0:
         raise ValueError(f"empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
-    return _value_problems(ds, names, uE)
+    return _value_problems(ds, names, uE) + _ratio_problems(ds, E, uE)
 
 
 def validate_dataset(
@@ -678,7 +720,9 @@ def validate_dataset(
 
     A valid input has variables ``E`` and ``uE`` and the feature variables, each 1-D over the
     dimension ``sample`` with at least one row; ``E``, ``uE`` and the features are numeric (the
-    features may also be boolean) and finite, and ``uE > 0``. For dask-backed variables the data
+    features may also be boolean) and finite, and ``uE > 0``; the z-scores ``E / uE`` must have
+    a finite square (an overflow is an error naming the rows, never a verdict) and the data a
+    span ``max(|E|, uE) / min(uE)`` of at most ``2^960``. For dask-backed variables the data
     stay lazy but the checks are computed (counts first, then the offending rows only when a
     problem is found).
 
@@ -979,9 +1023,9 @@ def from_dataframe(
     Raises
     ------
     ValueError
-        For unknown columns, non-numeric columns, invalid expressions, a filter that is not
-        boolean or keeps no row, zero rows, and NaN, infinite or non-positive values (see
-        :func:`validate_dataset`).
+        For duplicated column names, unknown columns, non-numeric columns, invalid
+        expressions, a filter that is not boolean or keeps no row, zero rows, and NaN,
+        infinite or non-positive values (see :func:`validate_dataset`).
 
     Examples
     --------
@@ -1085,6 +1129,15 @@ def read_csv(
     xarray.Dataset
         The validated dataset.
 
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        If ``path`` does not exist or is a folder.
+    ValueError
+        If the file is empty, binary or NetCDF, is not valid CSV, has duplicated column names
+        (which pandas would silently rename ``E``, ``E.1``), or its content is not a valid
+        input (see :func:`from_dataframe`); the message names the file.
+
     Examples
     --------
     >>> ds = read_csv("qm9_qm9_E_calibrated_isotonic_test.csv",  # doctest: +SKIP
@@ -1093,7 +1146,28 @@ def read_csv(
     ...               where="uE > 1e-6 * std(E)")
     """
     source = os.fspath(path) if isinstance(path, str | os.PathLike) else "<stream>"
-    df = pd.read_csv(path, **read_csv_kwargs)
+    if isinstance(path, str | os.PathLike) and "://" not in os.fspath(path):
+        _check_input_file(path, "a CSV file")
+    if _local_plain_file(path, read_csv_kwargs):
+        if _netcdf_signature(path):
+            raise ValueError(f"{source} is a NetCDF file, not a CSV file; read it with "
+                             "xuqcal.open_dataset")
+        if "encoding" not in read_csv_kwargs and _binary(path):
+            raise ValueError(f"{source} is a binary file, not a text CSV file (it contains NUL "
+                             "bytes); give a CSV file, or its encoding with encoding=...")
+    try:
+        df = pd.read_csv(path, **read_csv_kwargs)
+        _check_header(path, df, read_csv_kwargs)
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"{source} is not a text CSV file in the {err.encoding} encoding (byte "
+            f"0x{err.object[err.start]:02x} at position {err.start}); give a CSV file, or its "
+            "encoding with encoding=..."
+        ) from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{source} is empty: no header row and no data") from None
+    except pd.errors.ParserError as err:
+        raise ValueError(f"{source} cannot be read as CSV: {str(err).strip()}") from None
     return from_dataframe(
         df,
         E=E,
@@ -1104,6 +1178,94 @@ def read_csv(
         units=units,
         source=source,
     )
+
+
+_HEADER_ONLY_KWARGS = ("sep", "delimiter", "encoding", "encoding_errors", "skiprows", "comment",
+                       "quotechar", "quoting", "doublequote", "escapechar", "skipinitialspace",
+                       "lineterminator", "dialect", "engine", "compression", "storage_options",
+                       "skip_blank_lines", "delim_whitespace")
+
+
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst", ".tar", ".tgz", ".tbz2")
+
+
+def _local_plain_file(path: Any, kwargs: Mapping[str, Any]) -> bool:
+    """Whether ``path`` names a local, uncompressed file (whose bytes can be checked before
+    pandas reads it); URLs, streams and compressed files are left to pandas."""
+    if not isinstance(path, str | os.PathLike):
+        return False
+    text = os.fspath(path)
+    if "://" in text:
+        return False
+    if kwargs.get("compression", "infer") not in ("infer", None):
+        return False
+    return not text.lower().endswith(_COMPRESSED_SUFFIXES)
+
+
+def _check_input_file(path: PathLike, what: str) -> None:
+    """Refuse a missing path or a folder given as an input file."""
+    shown = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{shown}: no such file (expected {what})")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{shown} is a folder, not {what}")
+
+
+def _netcdf_signature(path: PathLike) -> bool:
+    """Whether a file starts like a NetCDF-3 or NetCDF-4 (HDF5) file."""
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+    return head.startswith((b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n"))
+
+
+def _binary(path: PathLike) -> bool:
+    """Whether the start of a file holds NUL bytes (no 8-bit text encoding has them)."""
+    with open(path, "rb") as handle:
+        return b"\x00" in handle.read(8192)
+
+
+def _check_header(path: Any, df: pd.DataFrame, kwargs: Mapping[str, Any]) -> None:
+    """Refuse duplicated column names, which pandas silently renames (``E``, ``E.1``)."""
+    if kwargs.get("names") is not None or kwargs.get("header", "infer") not in ("infer", 0):
+        return
+    if not isinstance(path, str | os.PathLike):
+        return
+    suspects = [c for c in df.columns if isinstance(c, str) and "." in c
+                and c.rsplit(".", 1)[1].isdigit() and c.rsplit(".", 1)[0] in df.columns]
+    if not suspects:
+        return
+    header_kwargs = {k: v for k, v in kwargs.items() if k in _HEADER_ONLY_KWARGS}
+    raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+                      **header_kwargs)
+    names = [str(v) for v in raw.iloc[0].tolist()] if len(raw) else []
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise ValueError(f"{os.fspath(path)}: duplicated column names: {', '.join(duplicated)} "
+                         "(pandas would rename the second one); give each column a name")
+
+
+def _open_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
+    """Open a NetCDF file, loaded into memory and closed, with clear errors for a missing,
+    empty, truncated, corrupted or non-NetCDF file."""
+    _check_input_file(path, what)
+    shown = os.fspath(path)
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{shown} is empty, not {what}")
+    signature = _netcdf_signature(path)
+    try:
+        with xr.open_dataset(
+            path, engine="netcdf4", decode_times=False, decode_timedelta=False
+        ) as stored:
+            # drop the file's encodings (e.g. fixed-width strings) so that writing an extended
+            # dataset back cannot truncate new values
+            return stored.load().drop_encoding()
+    except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+        if isinstance(err, PermissionError):
+            raise PermissionError(f"{shown}: permission denied") from None
+        if not signature:
+            raise ValueError(f"{shown} is not a NetCDF file (expected {what})") from None
+        raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
+                         f"expected {what}") from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -1180,12 +1342,20 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     # Reserve the name; os.open applies the umask, so the final file gets the usual permissions.
     os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
     try:
-        out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
-        fd = os.open(tmp, os.O_RDONLY)
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:  # e.g. a full disk: name the file, keep the kind of error
+            kept = "the old file is unchanged" if os.path.lexists(path) else \
+                "no partial file was left"
+            message = f"cannot write {path}: {err.strerror or err}; {kept}"
+            if err.errno is None:
+                raise type(err)(message) from err
+            raise type(err)(err.errno, message) from err
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -1223,19 +1393,17 @@ def open_dataset(path: PathLike, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
 
     Raises
     ------
+    FileNotFoundError, IsADirectoryError
+        If ``path`` does not exist or is a folder.
     ValueError
-        If the content is not a valid input dataset; the message starts with the path.
+        If the file is empty, truncated, corrupted or not NetCDF, or if the content is not a
+        valid input dataset; the message starts with the path.
 
     Examples
     --------
     >>> ds = open_dataset("set1.nc")  # doctest: +SKIP
     """
-    with xr.open_dataset(
-        path, engine="netcdf4", decode_times=False, decode_timedelta=False
-    ) as stored:
-        # drop the file's encodings (e.g. fixed-width strings) so that writing an extended
-        # dataset back cannot truncate new values
-        ds = stored.load().drop_encoding()
+    ds = _open_netcdf(path, "a NetCDF file of an input dataset")
     try:
         return validate_dataset(ds, E=E, uE=uE)
     except ValueError as err:

@@ -1,0 +1,135 @@
+"""Shared pieces of the ``xuqcal`` command: option types, error messages, interruption.
+
+Library errors start with the name of the Python parameter at fault (``n_boot: expected ...``);
+the command shows the option the user typed instead (``--n-boot: expected ...``), with one
+table per command. The Python parameter ``n`` is the number of bootstrap replicates in
+:func:`xuqcal.bootstrap` and the local analyses but the number of simulated sets in
+:func:`xuqcal.reference`: the function that raised decides (:func:`option_message`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import traceback
+from collections.abc import Mapping
+
+_COMPUTE = {
+    "n_boot": "--n-boot", "n_mc": "--n-mc", "seed": "--seed", "level": "--level",
+    "n_bins": "--n-bins", "generators": "--generators", "generator": "--generators",
+    "statistics": "--statistics", "known_generator": "--known-generator",
+    "simulated_scheme": "--simulated-scheme", "E": "--E", "uE": "--uE", "where": "--where",
+    "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
+    # the parameter n of the function that raised
+    ("n", "bootstrap"): "--n-boot", ("n", "bootstrap_prepared"): "--n-boot",
+    ("n", "local"): "--n-boot", ("n", "reliability"): "--n-boot",
+    ("n", "reference"): "--n-mc", ("n", "simulated_replicates"): "--n-mc",
+    ("n", "replicate_chunks"): None,  # decided by the caller further out
+}
+
+#: Python parameter (or (parameter, function that raised)) -> CLI option, per command.
+OPTIONS: dict[str, dict] = {
+    "validate": dict(_COMPUTE, output="-o/--output", path="-o/--output"),
+    "report": dict(_COMPUTE, output="-o/--output", folder="-o/--output", formula="--formula"),
+    "demo": dict(_COMPUTE, output="-o/--output", folder="-o/--output", size="--size",
+                 M="--size"),
+    "cube build": {
+        "statistics": "--statistics", "size": "--size", "n_bins": "--n-bins", "nu": "--nu",
+        "generator": "--generators", "generators": "--generators", "n_mc": "--n-mc",
+        "seed": "--seed", "path": "-o/--output", "output": "-o/--output",
+        "scheduler": "--scheduler", "workers": "--workers",
+        ("n", "simulated_replicates"): "--n-mc", ("n", "replicate_chunks"): "--n-mc",
+    },
+    "cube extend": {"size": "--size", "n_bins": "--n-bins", "nu": "--nu",
+                    "generator": "--generators", "path": "FILE"},
+    "cube info": {"path": "FILE"},
+    "cube fit": {"path": "FILE"},
+    "recalibrate": {
+        "E": "--E", "uE": "--uE", "where": "--where", "method": "--method", "by": "--by",
+        "loss": "--loss", "n_bins_scores": "--n-bins-scores", "n_mc": "--n-mc",
+        "n_boot": "--n-boot", "n_mc_fv": "--n-mc-fv", "seed": "--seed", "formula": "--formula",
+        "output": "-o/--output", "path": "-o/--output",
+        ("n_bins", "fit"): "--n-bins", ("n_bins", "scan"): "--n-bins",
+        ("n_bins", "evaluate"): "--n-bins-scores", ("n_bins", "scores"): "--n-bins-scores",
+        ("n", "local"): "--n-boot", ("n", "bootstrap"): "--n-boot",
+    },
+}
+
+_PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1.
+
+    Examples
+    --------
+    >>> positive_int("4")
+    4
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an integer >= 1, got '0'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def format_level(level: float) -> str:
+    """A confidence level as a percentage with the digits it has (never rounded to 100 %).
+
+    Examples
+    --------
+    >>> format_level(0.95), format_level(0.999999), format_level(0.6827)
+    ('95 %', '99.9999 %', '68.27 %')
+    """
+    return f"{100 * level:.10g} %"
+
+
+def _raising_functions(error: BaseException) -> list[str]:
+    """Names of the functions of the traceback, innermost first."""
+    return [frame.name for frame in reversed(traceback.extract_tb(error.__traceback__))]
+
+
+def option_message(error: BaseException, command: str,
+                   table: Mapping[str, Mapping] | None = None,
+                   extra: Mapping[str, str] | None = None) -> str:
+    """The error's message on one line, its leading Python parameter replaced by the option
+    (``extra`` adds the names of this run, e.g. each feature given to ``--features``).
+
+    Examples
+    --------
+    >>> option_message(ValueError("n_boot: expected an integer >= 2, got 1"), "validate")
+    '--n-boot: expected an integer >= 2, got 1'
+    >>> option_message(ValueError("bad:\\n  a\\n  b"), "validate")
+    'bad: a; b'
+    """
+    message = str(error)
+    if isinstance(error, KeyError) and error.args:
+        message = str(error.args[0])
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    text = ""
+    for line in lines:
+        text += line if not text else (" " if text.endswith(":") else "; ") + line
+    names = {**(table if table is not None else OPTIONS).get(command, {}), **(extra or {})}
+    match = _PREFIX.match(text)
+    if match:
+        parameter = match.group(1)
+        option = None
+        for function in _raising_functions(error):
+            if (parameter, function) in names:
+                option = names[(parameter, function)]
+                if option is not None:
+                    break
+        if option is None:
+            option = names.get(parameter)
+        if option is not None:
+            text = f"{option}: {text[match.end():]}"
+    return text or type(error).__name__
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a command, with what was kept (printed on one line, exit status 130)."""
