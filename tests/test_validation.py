@@ -109,8 +109,14 @@ def test_known_generator_is_respected():
 
 def test_summary_table(result):
     _, v = result
-    lines = summary_table(v).splitlines()
+    table, _, notes = summary_table(v).partition("\n\n")
+    lines = table.splitlines()
     assert len(lines) == 1 + v.sizes["statistic"]
+    # the notes below the table: one line per statistic with a verdict note (issue 11)
+    expected = xuqcal.validation.verdict_notes(v)
+    assert notes.splitlines()[1:] == [f"  {k}: {n}" for k, n in expected.items()]
+    assert ([line.split()[0] for line in lines[1:] if line.endswith("*")]
+            == list(expected))
     assert lines[0].split()[4:9] == ["ζ_BS", "ζ_SimN", "ζ_SimT", "ζ_Sim2N", "ζ_Sim2T"]
     assert lines[1].split()[0] == "zms" and lines[1].endswith("fail (BS)")
 

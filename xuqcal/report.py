@@ -8,13 +8,14 @@ confidence curve with its reference — and writes::
     <folder>/index.html          the page (inline style, no external resource)
     <folder>/figures/*.png       one figure per analysis
     <folder>/results/*.nc        the numbers behind the page (NetCDF-4)
+    <folder>/.xuqcal-manifest.json   the files above with their SHA-256: with ``overwrite``,
+                                 only these are ever replaced or removed
 """
 
 from __future__ import annotations
 
 import html
 import math
-import shutil
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from xuqcal import io
+from xuqcal import _outputs, io
 from xuqcal._version import __version__
 
 _STYLE = """
@@ -68,10 +69,13 @@ def _verdict_class(verdict: str) -> str:
 
 
 class _Writer:
-    """Collects figures and results in the report folder."""
+    """Collects figures and results in the report folder (each file written atomically and
+    recorded in the folder's manifest, see :mod:`xuqcal._outputs`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, overwrite: bool = False,
+                 inputs: Sequence[Path] = ()) -> None:
         self.folder = folder
+        self.managed = _outputs.ManagedFolder(folder, overwrite=overwrite, inputs=inputs)
         self.figures: list[tuple[str, str, str]] = []  # (section, file, caption)
         self.results: list[str] = []
 
@@ -79,14 +83,25 @@ class _Writer:
         import matplotlib.pyplot as plt
 
         file = f"figures/{name}.png"
-        ax.figure.savefig(self.folder / file, dpi=90)
-        plt.close(ax.figure)
+        tmp = self.managed.temporary(file)
+        try:
+            ax.figure.savefig(tmp, dpi=90, format="png")
+            self.managed.commit(file, tmp)
+        finally:
+            plt.close(ax.figure)
+            tmp.unlink(missing_ok=True)
         self.figures.append((section, file, caption))
 
     def result(self, name: str, ds: xr.Dataset) -> None:
         file = f"results/{name}.nc"
-        io.to_netcdf(ds, self.folder / file, overwrite=True)
+        io.to_netcdf(ds, self.managed.target(file), overwrite=True)
+        self.managed.commit(file)
         self.results.append(file)
+
+    def page(self, text: str) -> Path:
+        path = self.managed.write_text("index.html", text)
+        self.managed.close()
+        return path
 
     def figures_html(self, section: str) -> str:
         return "".join(
@@ -96,16 +111,64 @@ class _Writer:
         )
 
 
-def _prepare_folder(folder: Path, overwrite: bool) -> None:
-    if folder.exists() and any(folder.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{folder} already exists and is not empty; pass "
-                                  "overwrite=True (--overwrite) to replace the report")
-        for sub in ("figures", "results"):
-            shutil.rmtree(folder / sub, ignore_errors=True)
-        (folder / "index.html").unlink(missing_ok=True)
-    (folder / "figures").mkdir(parents=True, exist_ok=True)
-    (folder / "results").mkdir(parents=True, exist_ok=True)
+def _report_features(ds: xr.Dataset, features: Sequence[str] | None) -> list[str]:
+    if features is None:
+        features = [str(v) for v in ds.data_vars if v not in ("E", "uE")
+                    and np.issubdtype(ds[v].dtype, np.number)]
+    features = list(features)
+    for name in features:
+        if name not in ds:
+            raise ValueError(f"features: {name!r} is not a variable of the data set")
+    return features
+
+
+def _planned_files(features: Sequence[str]) -> list[str]:
+    """Every file a report with these features may write (relative to its folder)."""
+    figures = ["zeta", "error_distribution", "reliability", "confidence_curve"]
+    results = ["validation", "diagnostics", "reliability", "confidence_curve"]
+    for by in ["uE", *features]:
+        figures.append(f"zscores_{by}")
+        for statistic in ("zm", "zms"):
+            figures.append(f"local_{statistic}_{by}")
+            results.append(f"local_{statistic}_{by}")
+    if features:
+        figures.append("rank_correlation")
+        results.append("rank_correlation")
+    return (["index.html"] + [f"figures/{name}.png" for name in figures]
+            + [f"results/{name}.nc" for name in results])
+
+
+def _source_files(ds: xr.Dataset) -> list[Path]:
+    """The input file recorded in ``ds.attrs['source']``, when it is one."""
+    source = ds.attrs.get("source")
+    if isinstance(source, str) and source and Path(source).is_file():
+        return [Path(source)]
+    return []
+
+
+def check_folder(ds: xr.Dataset, folder: str | Path, *, features: Sequence[str] | None = None,
+                 overwrite: bool = False, inputs: Sequence[str | Path] = ()) -> None:
+    """Check a report folder before any computation (nothing is written or removed).
+
+    The folder's parent must exist and be writable; an existing non-empty folder is refused
+    unless ``overwrite``; with ``overwrite``, a file the report would write must be one that
+    xuqcal wrote there (listed, unchanged, in the folder's manifest ``.xuqcal-manifest.json``):
+    the user's own files are never replaced or removed. No report file may be an input file
+    (``inputs``, and the file named by ``ds.attrs["source"]``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0)
+    >>> check_folder(ds, pathlib.Path(tempfile.mkdtemp()) / "missing" / "r")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    FileNotFoundError: output: the folder .../missing does not exist; create it first
+    """
+    planned = _planned_files(_report_features(ds, features))
+    _outputs.check_folder(Path(folder), planned, overwrite=overwrite,
+                          inputs=[*inputs, *_source_files(ds)], refuse_nonempty=True)
 
 
 def report(
@@ -130,7 +193,8 @@ def report(
     ds : xarray.Dataset
         Input over ``sample`` with ``E``, ``uE`` and optional features.
     folder : str or Path
-        Output folder; an existing non-empty folder is refused unless ``overwrite``.
+        Output folder; its parent must exist. An existing non-empty folder is refused unless
+        ``overwrite`` (checked, with :func:`check_folder`, before any computation).
     features : sequence of str, optional
         Conditioning variables for the adaptivity analyses (default: every data variable other
         than E and uE).
@@ -147,7 +211,9 @@ def report(
     title : str, optional
         Title of the page (default: the data set's source).
     overwrite : bool
-        Replace an existing report in ``folder``.
+        Replace an existing report in ``folder``: only the files xuqcal wrote there (listed,
+        unchanged, in ``.xuqcal-manifest.json``) are replaced or removed; any other file is
+        left alone, and one that the report would write is refused before computing.
     validation_result : xarray.Dataset, optional
         A result of :func:`xuqcal.validate` for ``ds`` to use instead of validating again.
 
@@ -169,16 +235,10 @@ def report(
 
     ds = io.validate_dataset(ds)
     folder = Path(folder)
-    _prepare_folder(folder, overwrite)
-    writer = _Writer(folder)
+    features = _report_features(ds, features)
+    check_folder(ds, folder, features=features, overwrite=overwrite)
+    writer = _Writer(folder, overwrite=overwrite, inputs=_source_files(ds))
     m = ds.sizes["sample"]
-    if features is None:
-        features = [str(v) for v in ds.data_vars if v not in ("E", "uE")
-                    and np.issubdtype(ds[v].dtype, np.number)]
-    features = list(features)
-    for name in features:
-        if name not in ds:
-            raise ValueError(f"features: {name!r} is not a variable of the data set")
     local_bins = max(1, min(local_bins, m // 20))
     conditioning = ["uE", *features]
 
@@ -189,6 +249,7 @@ def report(
     writer.figure("validation", "zeta", plot.zeta(result), "ζ-scores of every statistic and "
                   "scheme; the grey band is |ζ| ≤ 1, circled points decide the verdict")
     schemes = [str(s) for s in result.scheme.values]
+    notes = validation.verdict_notes(result)
     rows, classes = [], []
     for key in result.statistic.values:
         r = result.sel(statistic=key)
@@ -196,10 +257,15 @@ def report(
         scheme = str(r.verdict_scheme.values)
         rows.append([html.escape(str(key)), _fmt(r.estimate), _fmt(r.ci_low), _fmt(r.ci_high),
                      *[_fmt(r.zeta.sel(scheme=s), 3) for s in schemes],
-                     html.escape(verdict + (f" ({scheme})" if scheme else ""))])
+                     html.escape(verdict + (f" ({scheme})" if scheme else "")
+                                 + (" *" if key in notes else ""))])
         classes.append(["text"] + [""] * (3 + len(schemes)) + [_verdict_class(verdict)])
     validation_table = _table(["statistic", "estimate", "ci_low", "ci_high",
                                *[f"ζ {s}" for s in schemes], "verdict"], rows, classes)
+    if notes:
+        validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
+                             + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
+                                       for k, n in notes.items()) + "</ul>")
 
     # distribution diagnostics
     described = diagnostics.describe(ds)
@@ -298,6 +364,4 @@ simulated references (Sim, Sim2); the verdict follows the recommended workflow.<
              for k, v in provenance.items())}</dl>
 </body></html>
 """
-    index = folder / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index
+    return writer.page(page)

@@ -30,6 +30,14 @@ reported for comparison only. ``simulated_scheme`` overrides the deciding scheme
 A verdict is *undecided* when the deciding ζ is NaN: the BCa interval is undefined when every
 bootstrap replicate lies on one side of the estimate (a
 :class:`~xuqcal.intervals.DegenerateIntervalWarning` says so).
+
+An estimate may lie outside its own BCa interval when the bootstrap bias exceeds the interval's
+half-width (frequent for ``ence`` and ``zmse``). A ζ built on that interval divides by the
+distance from the estimate to a bound on the wrong side and can explode (ζ = −11 for an ENCE
+0.186 with interval [0.131, 0.184] against a reference 0.2045). The result flags such estimates
+(``estimate_outside_interval``) and says in ``verdict_note`` (and in the printed table and the
+report) when such a ζ decided the verdict, whether the interval contains the reference, and
+what to do instead; a *not usable* verdict's note lists the next steps.
 """
 
 from __future__ import annotations
@@ -41,11 +49,10 @@ import dask
 import numpy as np
 import xarray as xr
 
-from xuqcal.generators import get_generator
 from xuqcal.intervals import zeta
-from xuqcal.reference import DEFAULT_GENERATORS, reference
+from xuqcal.reference import DEFAULT_GENERATORS, reference, validate_arguments
 from xuqcal.resampling import bootstrap
-from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
+from xuqcal.statistics import DEFAULT_N_BINS
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
 #: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
@@ -96,7 +103,8 @@ def validate(
     statistics : str or sequence of str, optional
         Statistic keys (default: ``zms rce zm zv nll cc ence zmse``).
     n_boot : int
-        Bootstrap replicates for the BCa intervals.
+        Bootstrap replicates for the BCa intervals, at least ``ceil(2 / (1 - level))`` (40 at
+        95 %: each tail beyond the interval must hold one replicate on average).
     n_mc : int
         Synthetic error sets per generator for the simulated references.
     seed : int
@@ -130,7 +138,11 @@ def validate(
     -------
     xarray.Dataset
         Computed (not lazy). Over ``statistic``: ``estimate``, ``bias``, ``se``, ``ci_low``,
-        ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``. Over
+        ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``,
+        ``estimate_outside_interval`` (the estimate lies outside its own bootstrap interval:
+        the ζ-scores built on that interval are then unreliable) and ``verdict_note`` (empty,
+        or what the verdict rests on when it needs saying and what to do next, e.g. for a
+        statistic *not usable* because its reference depends on the generator). Over
         ``statistic × generator``: ``sim_mean``, ``sim_se``, ``sim_q025``, ``sim_q975``. Over
         ``statistic × scheme``: ``reference``, ``u_ref``, ``zeta``, ``valid``.
 
@@ -148,15 +160,11 @@ def validate(
         raise ValueError(f"simulated_scheme: {simulated_scheme!r} is not one of "
                          f"{', '.join(SIMULATED_SCHEMES)} (or None: Sim2 with a known generator, "
                          "else Sim)")
-    stats = get_statistics(statistics if statistics is not None else DEFAULT_STATISTICS)
-    names = [generators] if isinstance(generators, str) else list(generators)
-    names = [get_generator(g).name for g in names]
-    if known_generator is not None:
-        known_generator = get_generator(known_generator).name
-        if known_generator not in names:
-            names.append(known_generator)
-    if not names:
-        raise ValueError("generators: at least one generator is needed")
+    # argument checks, before any computation (messages start with the parameter name)
+    stats, names, known_generator = validate_arguments(
+        ds, statistics if statistics is not None else DEFAULT_STATISTICS, n_boot=n_boot,
+        n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
+        known_generator=known_generator, level=level, by=by, chunks=chunks, E=E, uE=uE)
     keys = [s.key for s in stats]
     lazy_bootstrap = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -220,6 +228,18 @@ def validate(
                                      attrs={"long_name": "verdict of the recommended workflow"})
     result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic",
                                             attrs={"long_name": "scheme of the verdict"})
+    outside = estimate_outside_interval(result)
+    result["estimate_outside_interval"] = xr.DataArray(
+        outside, dims="statistic",
+        attrs={"long_name": "the estimate lies outside its own bootstrap interval",
+               "comment": "a bootstrap bias larger than the interval's half-width; the "
+                          "zeta-scores that use this interval (BS, Sim) are then unreliable"},
+    )
+    result["verdict_note"] = xr.DataArray(
+        np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic",
+        attrs={"long_name": "what the verdict rests on, when it needs saying, and what to do "
+                            "next"},
+    )
     result.attrs.update(
         schemes=", ".join(schemes),
         generators=", ".join(names),
@@ -275,6 +295,72 @@ def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme
     return verdicts, used
 
 
+def estimate_outside_interval(result: xr.Dataset) -> np.ndarray:
+    """Whether each estimate lies outside its own bootstrap interval ``[ci_low, ci_high]``.
+
+    A bootstrap bias larger than the interval's half-width puts a BCa interval beside the
+    estimate (frequent for the MAD-type statistics ``ence`` and ``zmse``, see
+    ``docs/design.md``). ζ-scores built on that interval (``BS``, ``Sim``) then divide by the
+    distance from the estimate to the far bound or by a tiny one, and are unreliable. NaN
+    estimates or bounds give ``False``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> r = xr.Dataset({"estimate": ("statistic", [0.1859, 1.0]),
+    ...                 "ci_low": ("statistic", [0.131, 0.9]),
+    ...                 "ci_high": ("statistic", [0.184, 1.1])})
+    >>> estimate_outside_interval(r).tolist()
+    [True, False]
+    """
+    estimate = np.asarray(result["estimate"].values, dtype=np.float64)
+    low = np.asarray(result["ci_low"].values, dtype=np.float64)
+    high = np.asarray(result["ci_high"].values, dtype=np.float64)
+    return (estimate < low) | (estimate > high)
+
+
+def _next_steps(statistic) -> str:
+    steps = ["pass known_generator= (CLI --known-generator) when the errors' distribution is "
+             "known", "validate with a statistic that has a predefined reference (zms, rce, zm, "
+             "zv, nll)"]
+    if statistic.needs_bins:
+        steps.append("extrapolate the binned statistic to zero bins "
+                     "(xuqcal.studies.zero_bins_extrapolation), where its reference is 0")
+    return "Next: " + "; ".join(steps[:-1]) + "; or " + steps[-1] + "."
+
+
+def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
+    """One note per statistic (empty when the verdict needs no comment)."""
+    notes = []
+    for i, s in enumerate(stats):
+        r = result.isel(statistic=i)
+        verdict, scheme = str(r.verdict.values), str(r.verdict_scheme.values)
+        parts = []
+        if verdict == NOT_USABLE:
+            means = ", ".join(f"{g}: {float(m):.4g}" for g, m in
+                              zip(result.generator.values, r.sim_mean.values, strict=True))
+            parts.append(f"The simulated references differ between generators ({means}) "
+                         f"beyond their uncertainty. {_next_steps(s)}")
+        if outside[i]:
+            low, high = float(r.ci_low), float(r.ci_high)
+            text = (f"The estimate {float(r.estimate):.4g} lies outside its own interval "
+                    f"[{low:.4g}, {high:.4g}] (bootstrap bias {float(r.bias):.3g}).")
+            if scheme == "BS" or (scheme.startswith("Sim") and not scheme.startswith("Sim2")):
+                ref = float(r.reference.sel(scheme=scheme))
+                inside = "contains" if low <= ref <= high else "does not contain"
+                text += (f" The {scheme} zeta-score that decided the verdict divides by the "
+                         f"distance from the estimate to a bound and is unreliable; the "
+                         f"interval {inside} the reference {ref:.4g}.")
+                if not s.has_reference:
+                    text += (" With a known errors' distribution, pass known_generator= (CLI "
+                             "--known-generator) for the exact Sim2 test.")
+            elif scheme:
+                text += f" The verdict ({scheme}) does not use that interval."
+            parts.append(text)
+        notes.append(" ".join(parts))
+    return notes
+
+
 def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
     """A plain-text table of a :func:`validate` result: one row per statistic, the ζ of every
     scheme, and the verdict with the scheme that decided it.
@@ -294,6 +380,8 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
         r = result.sel(statistic=key)
         scheme = str(r.verdict_scheme.values)
         verdict = str(r.verdict.values) + (f" ({scheme})" if scheme else "")
+        if "verdict_note" in r and str(r.verdict_note.values):
+            verdict += " *"
         rows.append([
             str(key), _fmt(r.estimate, digits), _fmt(r.ci_low, digits),
             _fmt(r.ci_high, digits), *[_fmt(r.zeta.sel(scheme=s), 2) for s in schemes],
@@ -301,11 +389,32 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
         ])
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     last = len(header) - 1
-    return "\n".join(
+    table = "\n".join(
         "  ".join(cell.ljust(w) if i in (0, last) else cell.rjust(w)
                   for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
         for row in rows
     )
+    notes = verdict_notes(result)
+    if notes:
+        table += "\n\nnotes (* in the verdict column):\n" + "\n".join(
+            f"  {key}: {note}" for key, note in notes.items())
+    return table
+
+
+def verdict_notes(result: xr.Dataset) -> dict[str, str]:
+    """The non-empty ``verdict_note`` of a :func:`validate` result, by statistic key.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> v = validate(xuqcal.synthetic.nig(500, nu=6, seed=3), ["zms"], n_boot=500, n_mc=200)
+    >>> verdict_notes(v)
+    {}
+    """
+    if "verdict_note" not in result:
+        return {}
+    return {str(k): str(n) for k, n in zip(result.statistic.values,
+                                           result.verdict_note.values, strict=True) if str(n)}
 
 
 def _fmt(value, digits: int) -> str:
