@@ -1,0 +1,62 @@
+"""Compare the NetCDF outputs of two runs (e.g. the example scripts before and after a change).
+
+Refactoring keeps the numbers: every data variable of a file of the first folder must be
+identical (values, dims, coordinates; ``xarray.testing.assert_identical`` without the
+attributes, which hold creation times) in the file of the same relative path in the second
+folder. Variables only in the second folder are listed (a change may add variables). Exits with
+status 1 when any file differs or is missing.
+
+Usage::
+
+    python examples/average_calibration.py --output /tmp/before/average_calibration
+    # ... change the code ...
+    python examples/average_calibration.py --output /tmp/after/average_calibration
+    python tools/compare_outputs.py /tmp/before /tmp/after
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import xarray as xr
+
+
+def compare(before: Path, after: Path) -> int:
+    """Print one line per file of ``before`` and return the number of files that differ."""
+    different = 0
+    for first in sorted(before.rglob("*.nc")):
+        relative = first.relative_to(before)
+        second = after / relative
+        if not second.is_file():
+            print(f"MISSING   {relative}")
+            different += 1
+            continue
+        with xr.open_dataset(first) as a, xr.open_dataset(second) as b:
+            a, b = a.load(), b.load()
+        new = sorted(set(map(str, b.data_vars)) - set(map(str, a.data_vars)))
+        missing = sorted(set(map(str, a.data_vars)) - set(map(str, b.data_vars)))
+        try:
+            if missing:
+                raise AssertionError(f"variables missing after: {missing}")
+            xr.testing.assert_identical(a.drop_attrs(), b[list(a.data_vars)].drop_attrs())
+        except AssertionError as error:
+            different += 1
+            print(f"DIFFERENT {relative}: {str(error)[:2000]}")
+            continue
+        print(f"identical {relative}" + (f" (new variables: {', '.join(new)})" if new else ""))
+    print(f"{different} file(s) differ")
+    return different
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", type=Path, help="folder of the first run")
+    parser.add_argument("after", type=Path, help="folder of the second run")
+    args = parser.parse_args(argv)
+    return 1 if compare(args.before, args.after) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
