@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import json
 import os
 import shutil
 import socket
@@ -697,3 +698,258 @@ def test_class6_interrupted_cube_extend_command_prints_one_line(tmp_path, capsys
     _count_cells(monkeypatch)
     assert main(["cube", "extend", str(path), "--nu", "8", "--no-progress"]) == 0
     assert cube.open(path)["nu"].values.tolist() == [4.0, 6.0, 8.0]
+
+
+# --------------------------------------------- more cases of each class (issue 11, re-checked)
+
+
+def _more_output_cases():
+    """Outputs that must be refused before computing, even with --overwrite (class 1 and 4)."""
+    cols = ["--E", "E", "--uE", "uE"]
+    return {
+        "validate -o a named pipe": (
+            lambda t: ["validate", str(t / "data.csv"), *cols, "-o", str(t / "fifo.nc"),
+                       "--overwrite"], "is a named pipe, not a regular file"),
+        "cube build -o a named pipe": (
+            lambda t: ["cube", "build", *GRID, "-o", str(t / "fifo.nc"), "--overwrite"],
+            "is a named pipe, not a regular file"),
+        "validate -o a read-only file": (
+            lambda t: ["validate", str(t / "data.csv"), *cols, "-o", str(t / "ro.nc"),
+                       "--overwrite"], "is read-only"),
+        "recalibrate -o a read-only file": (
+            lambda t: ["recalibrate", str(t / "train.csv"), str(t / "data.csv"), *cols, "-o",
+                       str(t / "ro.nc"), "--overwrite"], "is read-only"),
+        "cube build -o a read-only file": (
+            lambda t: ["cube", "build", *GRID, "-o", str(t / "ro.nc"), "--overwrite"],
+            "is read-only"),
+        "validate -o ending with /": (
+            lambda t: ["validate", str(t / "data.csv"), *cols, "-o", f"{t}/new.nc/"],
+            "ends with '/'"),
+        "validate -o empty": (
+            lambda t: ["validate", str(t / "data.csv"), *cols, "-o", ""], "empty path"),
+        "validate -o a name too long": (
+            lambda t: ["validate", str(t / "data.csv"), *cols, "-o", str(t / ("x" * 300))],
+            "bytes long"),
+        "cube build: checkpoint path is a file": (
+            lambda t: ["cube", "build", *GRID, "-o", str(t / "c.nc")], "is not a folder"),
+        "report: manifest is a folder": (
+            lambda t: ["report", str(t / "data.csv"), *cols, "-o", str(t / "rep"),
+                       "--overwrite"], "is not a file written by xuqcal"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_more_output_cases()))
+def test_class1_4_special_outputs_are_refused_before_computing(case, files, tmp_path, capsys,
+                                                               no_compute):
+    os.mkfifo(tmp_path / "fifo.nc")
+    (tmp_path / "ro.nc").write_text("protected")
+    (tmp_path / "ro.nc").chmod(0o444)
+    (tmp_path / "c.nc.partial").write_text("mine")
+    (tmp_path / "rep" / ".xuqcal-manifest.json").mkdir(parents=True)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    make, expected = _more_output_cases()[case]
+    line = _one_line_error(capsys, main([*make(tmp_path), "--no-progress"]
+                                        if make(tmp_path)[0] != "recalibrate"
+                                        else make(tmp_path)))
+    assert expected in line and ("-o/--output" in line or "--output" in line), line
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert (tmp_path / "ro.nc").read_text() == "protected"
+    assert (tmp_path / "c.nc.partial").read_text() == "mine"
+    with pytest.raises(ValueError, match="named pipe"):  # the API too: never replace a pipe
+        xuqcal.to_netcdf(xuqcal.synthetic.nig(10, nu=6, seed=0), tmp_path / "fifo.nc",
+                         overwrite=True)
+
+
+def _more_bad_inputs(t):
+    os.mkfifo(t / "fifo.csv")
+    (t / "semi.csv").write_text("E;uE\n0.1;0.2\n0.3;0.4\n")
+    (t / "comment.csv").write_text("# a comment\nE,uE\n0.1,0.2\n")
+    (t / "bool.csv").write_text("E,uE\n" + "True,0.2\nFalse,0.3\n" * 5)
+    return {
+        "a named pipe nobody writes to (was a hang)": ("fifo.csv", "nothing written to it"),
+        "a character device": ("/dev/zero", "is a character device"),
+        "semicolon-separated": ("semi.csv", "unknown name 'E'"),
+        "a comment line before the header": ("comment.csv", "unknown name 'E'"),
+        "a boolean column as E": ("bool.csv", "true/false values"),
+    }
+
+
+@pytest.mark.parametrize("command", ["validate", "report", "recalibrate"])
+@pytest.mark.parametrize("case", ["a named pipe nobody writes to (was a hang)",
+                                  "a character device", "semicolon-separated",
+                                  "a comment line before the header", "a boolean column as E"])
+def test_class2_3_more_bad_input_files(command, case, files, tmp_path, capsys, no_compute):
+    name, expected = _more_bad_inputs(tmp_path)[case]
+    bad = name if name.startswith("/") else str(tmp_path / name)
+    cols = ["--E", "E", "--uE", "uE"]
+    argv = {"validate": ["validate", bad, *cols, *FAST],
+            "report": ["report", bad, *cols, *FAST, "-o", str(tmp_path / "r")],
+            "recalibrate": ["recalibrate", str(files["train"]), bad, *cols, "-o",
+                            str(tmp_path / "o.nc")]}[command]
+    start = time.perf_counter()
+    line = _one_line_error(capsys, main(argv), command=command)
+    assert expected in line and time.perf_counter() - start < 20
+    assert not (tmp_path / "r").exists()
+
+
+def test_class5_a_pipe_is_read_once(tmp_path):
+    """``xuqcal validate <(command)``: the pipe's content is read once (was read three times,
+    losing its first bytes), and a duplicated column is still found."""
+    read, write = os.pipe()
+    os.write(write, b"E,uE\n0.1,0.2\n-0.3,0.4\n0.2,0.3\n")
+    os.close(write)
+    try:
+        ds = xuqcal.read_csv(f"/dev/fd/{read}", E="E", uE="uE")
+    finally:
+        os.close(read)
+    np.testing.assert_array_equal(ds.E.values, [0.1, -0.3, 0.2])
+
+
+def _resource_cases():
+    data = ["validate", "{data}", "--E", "E", "--uE", "uE", "--no-progress"]
+    return {
+        "--n-boot 10^20 (was MemoryError)": ([*data, "--n-boot", str(10**20)], "--n-boot"),
+        "--n-boot 10^12 (was a hang)": ([*data, "--n-boot", str(10**12)], "--n-boot"),
+        "--n-mc 10^14 (was MemoryError)": ([*data, "--n-mc", str(10**14)], "--n-mc"),
+        "--n-bins 10^10 for zms (was MemoryError)": (
+            [*data, "--statistics", "zms", "--n-bins", str(10**10)], "--n-bins"),
+        "--n-bins above M / 2 for zms": ([*data, "--statistics", "zms", "--n-bins", "200"],
+                                         "--n-bins"),
+        "--workers 100000 (was a hang)": ([*data, "--workers", "100000"], "--workers"),
+        "--scheduler '' (was silently ignored)": ([*data, "--scheduler", " "], "--scheduler"),
+        "demo --size 10^14": (["demo", "--size", str(10**14), "-o", "{tmp}/d"], "--size"),
+        "demo --size 2 (report needs 3 points)": (["demo", "--size", "2", "-o", "{tmp}/d"],
+                                                  "--size"),
+        "demo --size 10 (20 bins need 40 points)": (["demo", "--size", "10", "-o", "{tmp}/d"],
+                                                    "--n-bins"),
+        "report of 3 rows (20 bins need 40 points)": (
+            ["report", "{three}", "--E", "E", "--uE", "uE", "-o", "{tmp}/r"], "--n-bins"),
+        "cube build --size 10^14": (["cube", "build", "--size", str(10**14), "--n-bins", "3",
+                                     "--nu", "6", "-o", "{tmp}/c.nc"], "--size"),
+        "cube build --n-mc 10^14": (["cube", "build", *GRID[:-2], "--n-mc", str(10**14), "-o",
+                                     "{tmp}/c.nc"], "--n-mc"),
+        "recalibrate --n-mc-fv 10^14": (["recalibrate", "{train}", "{data}", "--E", "E", "--uE",
+                                         "uE", "--n-mc-fv", str(10**14), "-o", "{tmp}/o.nc"],
+                                        "--n-mc-fv"),
+        "recalibrate --by E": (["recalibrate", "{train}", "{data}", "--E", "E", "--uE", "uE",
+                                "--by", "E", "-o", "{tmp}/o.nc"], "--by"),
+        "--E -E (a value starting with '-')": (["validate", "{data}", "--E", "-E", "--uE",
+                                                "uE"], "--E"),
+        "--where keeping one row names the data": ([*data, "--where", "E == max(E)"],
+                                                   "{data} (rows kept by --where"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_resource_cases()))
+def test_class2_6_huge_or_meaningless_values_are_refused_up_front(case, files, tmp_path, capsys,
+                                                                  no_compute):
+    (tmp_path / "three.csv").write_text("E,uE\n0.1,0.2\n-0.3,0.4\n0.2,0.3\n")
+    args, option = _resource_cases()[case]
+    fill = dict(data=files["data"], train=files["train"], tmp=tmp_path,
+                three=tmp_path / "three.csv")
+    start = time.perf_counter()
+    line = _one_line_error(capsys, main([a.format(**fill) for a in args]))
+    assert time.perf_counter() - start < 20
+    message = line.split(": error: ", 1)[1]
+    assert message.startswith(option.format(**fill)), line
+    assert not any(p.name in ("d", "r", "c.nc.partial") for p in tmp_path.iterdir())
+
+
+def test_class6_memory_error_is_one_line(files, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "validate", _raise(MemoryError("Unable to allocate 8 TiB")))
+    line = _one_line_error(capsys, main(["validate", str(files["data"]), "--E", "E", "--uE",
+                                         "uE", *FAST]))
+    assert "not enough memory (Unable to allocate 8 TiB)" in line
+
+
+def test_class6_warnings_are_one_line_each(files, capsys):
+    assert main(["validate", str(files["data"]), "--E", "E", "--uE", "1 + 0 * uE",
+                 "--statistics", "cc,zms", "--n-boot", "200", "--n-mc", "50",
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err and all(line.startswith("xuqcal validate: warning: ")
+                       for line in err.strip().splitlines()), err
+
+
+@pytest.mark.parametrize("fail_at", ["local", "interrupt"])
+@pytest.mark.parametrize("existing", [False, True])
+def test_class4_a_failed_report_leaves_the_folder_as_it_was(fail_at, existing, first_report,
+                                                            tmp_path, capsys, monkeypatch):
+    """A report that fails or is interrupted half-way writes nothing (it was a mix of old and
+    new files, or a partial new folder)."""
+    folder = tmp_path / "proj"
+    if existing:
+        shutil.copytree(first_report / "proj", folder)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    error = KeyboardInterrupt() if fail_at == "interrupt" else RuntimeError("boom")
+    target = {"local": (xuqcal.local, "reliability"),
+              "confidence_curve": (xuqcal.curves, "confidence_curve"),
+              "interrupt": (xuqcal.local, "reliability")}[fail_at]
+    monkeypatch.setattr(*target, _raise(error))
+    status = main(["report", str(first_report / "data.csv"), "--E", "E", "--uE", "uE", *FAST,
+                   "-o", str(folder), *(["--overwrite"] if existing else [])])
+    assert status == (130 if fail_at == "interrupt" else 1)
+    capsys.readouterr()
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert folder.exists() == existing
+    assert not list(tmp_path.rglob(".xuqcal-staging-*"))
+
+
+def _more_cube_cases(t, good):
+    base = cube.open(good)
+    variants = {"n_mc text": ("n_mc", "abc"), "negative seed": ("seed", -3)}
+    for name, (key, value) in variants.items():
+        c = base.copy()
+        c.attrs[key] = value
+        xuqcal.to_netcdf(c, t / f"{name}.nc")
+    c = base.copy()
+    c.attrs["grid"] = c.attrs["grid"].replace('"ence"', '"nope"')
+    xuqcal.to_netcdf(c, t / "unknown statistic.nc")
+    c = base.copy()
+    grid = json.loads(c.attrs["grid"])
+    del grid["n_bins"]
+    c.attrs["grid"] = json.dumps(grid)
+    xuqcal.to_netcdf(c, t / "no n_bins in grid.nc")
+    shutil.copy(good, t / "read-only.nc")
+    (t / "read-only.nc").chmod(0o444)
+    return {"n_mc text": "n_mc attribute 'abc'", "negative seed": "seed attribute -3",
+            "unknown statistic": "statistics that xuqcal does not know",
+            "no n_bins in grid": "its grid has no n_bins", "read-only": "is read-only"}
+
+
+@pytest.mark.parametrize("action", ["info", "extend"])
+@pytest.mark.parametrize("case", ["n_mc text", "negative seed", "unknown statistic",
+                                  "no n_bins in grid", "read-only"])
+def test_class3_more_wrong_cubes(action, case, cube_file, tmp_path, capsys, no_compute):
+    expected = _more_cube_cases(tmp_path, cube_file)[case]
+    if case == "read-only" and action == "info":
+        assert main(["cube", "info", str(tmp_path / f"{case}.nc")]) == 0  # reading is fine
+        return
+    before = sorted(p.name for p in tmp_path.iterdir())
+    argv = ["cube", action, str(tmp_path / f"{case}.nc")]
+    if action == "extend":
+        argv += ["--nu", "12", "--no-progress"]
+    line = _one_line_error(capsys, main(argv), command=f"cube {action}")
+    assert expected in line and f"{case}.nc" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no checkpoint folder left
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--nu", "6"], "--nu: the cube already has nu = 6.0"),
+    (["--generators", "normal"], "--generators: the cube already has generator = normal"),
+])
+def test_class6_extend_names_the_option(args, expected, cube_file, tmp_path, capsys):
+    path = shutil.copy(cube_file, tmp_path / "c.nc")
+    line = _one_line_error(capsys, main(["cube", "extend", str(path), *args, "--no-progress"]))
+    assert expected in line
+
+
+def test_class1_cube_checkpoints_removal_keeps_user_files(tmp_path):
+    path = tmp_path / "c.nc"
+    partial = tmp_path / "c.nc.partial"
+    partial.mkdir()
+    (partial / "notes.txt").write_text("mine")
+    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generator="normal", n_mc=20,
+               path=path)
+    assert (partial / "notes.txt").read_text() == "mine"
+    assert [p.name for p in partial.iterdir()] == ["notes.txt"]

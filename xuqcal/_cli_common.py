@@ -13,6 +13,7 @@ import argparse
 import re
 import traceback
 from collections.abc import Mapping
+from pathlib import Path
 
 _COMPUTE = {
     "n_boot": "--n-boot", "n_mc": "--n-mc", "seed": "--seed", "level": "--level",
@@ -30,7 +31,8 @@ _COMPUTE = {
 #: Python parameter (or (parameter, function that raised)) -> CLI option, per command.
 OPTIONS: dict[str, dict] = {
     "validate": dict(_COMPUTE, output="-o/--output", path="-o/--output"),
-    "report": dict(_COMPUTE, output="-o/--output", folder="-o/--output", formula="--formula"),
+    "report": dict(_COMPUTE, output="-o/--output", folder="-o/--output", formula="--formula",
+                   formulas="--formula"),
     "demo": dict(_COMPUTE, output="-o/--output", folder="-o/--output", size="--size",
                  M="--size"),
     "cube build": {
@@ -41,13 +43,15 @@ OPTIONS: dict[str, dict] = {
         ("n", "simulated_replicates"): "--n-mc", ("n", "replicate_chunks"): "--n-mc",
     },
     "cube extend": {"size": "--size", "n_bins": "--n-bins", "nu": "--nu",
-                    "generator": "--generators", "path": "FILE"},
+                    "generator": "--generators", "path": "FILE", "data": "FILE",
+                    "dataset": "FILE"},
     "cube info": {"path": "FILE"},
     "cube fit": {"path": "FILE"},
     "recalibrate": {
         "E": "--E", "uE": "--uE", "where": "--where", "method": "--method", "by": "--by",
         "loss": "--loss", "n_bins_scores": "--n-bins-scores", "n_mc": "--n-mc",
         "n_boot": "--n-boot", "n_mc_fv": "--n-mc-fv", "seed": "--seed", "formula": "--formula",
+        "formulas": "--formula",
         "output": "-o/--output", "path": "-o/--output",
         ("n_bins", "fit"): "--n-bins", ("n_bins", "scan"): "--n-bins",
         ("n_bins", "evaluate"): "--n-bins-scores", ("n_bins", "scores"): "--n-bins-scores",
@@ -75,7 +79,60 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_COUNT} (more "
+                                         f"would exhaust the memory), got {text!r}")
     return value
+
+
+MAX_COUNT = 10**8
+"""Largest ``--n-boot``, ``--n-mc``, ``--size``...: 10^8 values of one statistic already take
+800 MB, and more would exhaust the memory (or take days) instead of failing at once."""
+
+
+def count(text: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An argparse type: an integer from ``minimum`` to ``maximum``.
+
+    Examples
+    --------
+    >>> count("200")
+    200
+    >>> count(str(10**12))
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an integer from 1 to 100000000, got '1000000000000'
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not minimum <= value <= maximum:
+        raise argparse.ArgumentTypeError(f"expected an integer from {minimum} to {maximum}, "
+                                         f"got {text!r}")
+    return value
+
+
+def zero_or_count(text: str) -> int:
+    """An argparse type: 0 or an integer from 1 to :data:`MAX_COUNT`."""
+    return count(text, minimum=0)
+
+
+def output_file(text: str) -> Path:
+    """An argparse type: an output file path (a trailing ``/`` names a folder: refused).
+
+    Examples
+    --------
+    >>> output_file("out.nc")
+    PosixPath('out.nc')
+    >>> output_file("out.nc/")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 'out.nc/' ends with '/', which names a folder; give a file name
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path; give a file name")
+    if text.endswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} ends with '/', which names a folder; give "
+                                         "a file name")
+    return Path(text)
 
 
 def format_level(level: float) -> str:

@@ -31,7 +31,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal import _outputs, io
-from xuqcal._cli_common import positive_int
+from xuqcal._cli_common import output_file, positive_int, zero_or_count
 from xuqcal.features import add_formula_features
 from xuqcal.recalibration import (
     DEFAULT_N_BINS,
@@ -92,10 +92,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="simulated error sets per data set (default: 1000)")
     parser.add_argument("--n-boot", type=positive_int, default=5000, metavar="N",
                         help="bootstrap replicates per bin of the f_v analyses (default: 5000)")
-    parser.add_argument("--n-mc-fv", type=int, default=0, metavar="N",
+    parser.add_argument("--n-mc-fv", type=zero_or_count, default=0, metavar="N",
                         help="simulated sets for the simulated f_v (default: 0, not simulated)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
-    parser.add_argument("-o", "--output", type=Path, required=True, metavar="OUT.nc",
+    parser.add_argument("-o", "--output", type=output_file, required=True, metavar="OUT.nc",
                         help="recalibrated test set; the evaluation and the recalibrator go "
                              "to OUT_evaluation.nc and OUT_recalibrator.nc")
     parser.add_argument("--overwrite", action="store_true",
@@ -150,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
     reference = _read(args.reference, args) if args.reference is not None else None
     features = ("X1", "X2") if args.formula else ()
     by = [v.strip() for v in args.by.split(",") if v.strip()]
+    if "E" in by:
+        raise ValueError("--by: E is the error itself: bins of E would use the errors that the "
+                         "recalibration must predict; bin by uE or a feature (X1, X2)")
     kwargs = {}
     if args.method == "bvs":
         kwargs = {"by": by[0] if len(by) == 1 else by, "n_bins": args.n_bins}

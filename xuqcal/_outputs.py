@@ -14,10 +14,13 @@ One rule for every command and writer of the package:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
+import shutil
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
@@ -77,6 +80,13 @@ def check_folder_writable(folder: PathLike, option: str = "output") -> None:
         raise NotADirectoryError(f"{option}: {shown} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"{option}: the folder {shown} is not writable")
+    probe = folder / f".xuqcal-probe-{secrets.token_hex(6)}.tmp"
+    try:  # what os.access cannot tell (e.g. /proc, some network or read-only mounts)
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError as error:
+        raise PermissionError(f"{option}: the folder {shown} is not writable "
+                              f"({error.strerror or error})") from None
+    os.unlink(probe)
 
 
 def check_output_file(path: PathLike, *, overwrite: bool = False,
@@ -96,15 +106,81 @@ def check_output_file(path: PathLike, *, overwrite: bool = False,
     Traceback (most recent call last):
     IsADirectoryError: output: ... is a folder; give a file name
     """
+    shown = os.fspath(path)
+    if shown.endswith(("/", os.sep)) and shown.rstrip("/" + os.sep):
+        raise IsADirectoryError(f"{option}: {shown} ends with '/', which names a folder; give "
+                                "a file name")
     path = Path(path)
+    if os.path.isdir(path.parent):
+        check_name_length(path, option)
     check_not_input(path, inputs, option)
     if path.is_dir():
         raise IsADirectoryError(f"{option}: {path} is a folder; give a file name")
     check_folder_writable(path.parent, option)
-    if os.path.lexists(path) and not overwrite:
-        raise FileExistsError(f"{option}: {path} already exists; pass --overwrite "
-                              "(overwrite=True) to replace it")
+    if os.path.lexists(path):
+        if not overwrite:
+            raise FileExistsError(f"{option}: {path} already exists; pass --overwrite "
+                                  "(overwrite=True) to replace it")
+        check_replaceable(path, option)
     return path
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_replaceable(path: PathLike, option: str = "output") -> None:
+    """Refuse to replace an existing ``path`` that is not a regular file (a device, a named
+    pipe, a socket: replacing it would destroy it, e.g. ``/dev/null``) or that is read-only
+    (its write permission removed, the usual way to protect a file), even with ``overwrite``.
+
+    A symbolic link is judged by its target; replacing it replaces the link, not the target.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, os
+    >>> file = pathlib.Path(tempfile.mkdtemp()) / "old.nc"
+    >>> _ = file.write_text("old")
+    >>> check_replaceable(file)
+    >>> file.chmod(0o444)
+    >>> check_replaceable(file)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    PermissionError: output: .../old.nc is read-only; make it writable (chmod u+w) to let ...
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # a dangling symbolic link: replacing it loses nothing
+        return
+    for test, kind in _KINDS:
+        if test(mode):
+            raise ValueError(f"{option}: {path} is {kind}, not a regular file; xuqcal writes "
+                             "a new file in its place, which would destroy it: choose "
+                             "another path")
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(path, os.W_OK):
+        raise PermissionError(f"{option}: {path} is read-only; make it writable (chmod u+w) to "
+                              "let --overwrite replace it, or choose another path")
+
+
+def check_name_length(path: PathLike, option: str = "output") -> None:
+    """Refuse a file name longer than the file system allows (checked before computing).
+
+    Examples
+    --------
+    >>> check_name_length("x" * 300 + ".nc")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: output: the file name xxx...x.nc is 303 bytes long; this file system allows ...
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 255
+    size = len(os.fsencode(path.name))
+    if size > limit:
+        short = f"{path.name[:3]}...{path.name[-4:]}"
+        raise ValueError(f"{option}: the file name {short} is {size} bytes long; this file "
+                         f"system allows at most {limit}: choose a shorter name")
 
 
 # ------------------------------------------------------------------------------- manifests
@@ -198,6 +274,7 @@ def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = 
     if not folder.is_dir():
         raise NotADirectoryError(f"{option}: {folder} is a file, not a folder")
     check_folder_writable(folder, option)
+    check_manifest_file(folder, option)
     if refuse_nonempty and not overwrite and any(folder.iterdir()):
         raise FileExistsError(f"{option}: {folder} already exists and is not empty; pass "
                               "--overwrite (overwrite=True) to replace what xuqcal wrote there")
@@ -222,18 +299,22 @@ def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = 
 
 
 class ManagedFolder:
-    """Writes files into a results folder, keeping its manifest up to date after each file.
+    """Writes files into a results folder through a hidden staging folder, and moves them into
+    place only when the run is complete (:meth:`close`): a run that fails or is interrupted
+    (:meth:`abort`, or leaving a ``with`` block on an exception) leaves the folder as it was,
+    and removes it when this run created it.
 
-    Files of an earlier run that this run did not write again are removed by :meth:`close`
-    when they are unchanged; nothing else in the folder is touched.
+    :meth:`close` records the files in the folder's manifest and removes the files of an
+    earlier run that this run did not write again, when they are unchanged; nothing else in
+    the folder is touched.
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> folder = ManagedFolder(pathlib.Path(tempfile.mkdtemp()) / "r", overwrite=False)
-    >>> folder.write_text("index.html", "<html></html>").name
-    'index.html'
-    >>> folder.close()
+    >>> with ManagedFolder(pathlib.Path(tempfile.mkdtemp()) / "r", overwrite=False) as folder:
+    ...     _ = folder.write_text("index.html", "<html></html>")
+    ...     (folder.folder / "index.html").exists()  # not yet in place
+    False
     >>> sorted(read_manifest(folder.folder))
     ['index.html']
     """
@@ -244,45 +325,62 @@ class ManagedFolder:
         self.overwrite = overwrite
         self.inputs = [Path(p) for p in inputs if p is not None]
         self.option = option
-        if not self.folder.exists():
+        self.created = not self.folder.exists()
+        if self.created:
             check_folder_writable(self.folder.parent, option)
             self.folder.mkdir()
+        check_manifest_file(self.folder, option)
         self.previous = read_manifest(self.folder) if overwrite else {}
         self.files = {k: v for k, v in self.previous.items() if (self.folder / k).is_file()}
-        self.written: set[str] = set()
+        self.written: set[str] = set()  # staged, moved into place by close()
+        self.staging = self.folder / f".xuqcal-staging-{secrets.token_hex(6)}"
+        self.staging.mkdir()
+        self.closed = False
 
-    def target(self, name: str) -> Path:
-        """The path of ``name`` in the folder, checked: absent, or written by xuqcal."""
+    def __enter__(self) -> ManagedFolder:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def _check_target(self, name: str) -> Path:
         if not _valid_entry(name):
             raise ValueError(f"{self.option}: {name!r} is not a file name inside the folder")
         path = self.folder / name
         check_not_input(path, self.inputs, self.option)
-        mine = name in self.written and owned(self.folder, name, self.files)
-        if os.path.lexists(path) and not mine and not (
-                self.overwrite and owned(self.folder, name, self.previous)):
+        if os.path.lexists(path) and not (self.overwrite and owned(self.folder, name,
+                                                                   self.previous)):
             raise FileExistsError(
                 f"{self.option}: {path} exists and was not written by xuqcal (or was changed "
                 "since); it is left alone: move it away or choose another folder")
-        path.parent.mkdir(parents=True, exist_ok=True)
         return path
+
+    def target(self, name: str) -> Path:
+        """Where to write ``name`` (in the staging folder), after checking that its final place
+        is free or holds a file xuqcal wrote; then :meth:`commit` it."""
+        self._check_target(name)
+        staged = self.staging / name
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        return staged
 
     def temporary(self, name: str) -> Path:
-        """A temporary path beside ``name`` (same folder, so that a rename is atomic)."""
+        """A temporary path beside the staged ``name`` (renamed onto it by :meth:`commit`)."""
         path = self.target(name)
-        return path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        return path.with_name(f".{path.name[:40]}.{secrets.token_hex(6)}.tmp")
 
     def commit(self, name: str, tmp: Path | None = None) -> Path:
-        """Record ``name`` (moving ``tmp`` onto it first, when given) in the manifest."""
-        path = self.folder / name
+        """Record the staged ``name`` (moving ``tmp`` onto it first, when given); it is moved
+        into the folder by :meth:`close`. Returns its final path."""
         if tmp is not None:
-            os.replace(tmp, path)
-        self.files[name] = file_digest(path)
+            os.replace(tmp, self.staging / name)
         self.written.add(name)
-        write_manifest(self.folder, self.files)
-        return path
+        return self.folder / name
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write a text file atomically and record it."""
+        """Write a text file (staged) and record it."""
         tmp = self.temporary(name)
         try:
             tmp.write_text(text, encoding="utf-8")
@@ -292,11 +390,65 @@ class ManagedFolder:
                 os.unlink(tmp)
 
     def close(self) -> None:
-        """Remove the unchanged files of an earlier run that this run did not write again."""
-        for name in list(self.files):
-            if name in self.written:
-                continue
-            if owned(self.folder, name, self.previous):
-                (self.folder / name).unlink()
-            del self.files[name]
-        write_manifest(self.folder, self.files)
+        """Move the staged files into place, record them in the manifest, and remove the
+        unchanged files of an earlier run that this run did not write again."""
+        if self.closed:
+            return
+        for name in sorted(self.written):  # checked again: the folder may have changed
+            self._check_target(name)
+        try:
+            for name in sorted(self.written):
+                path = self.folder / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                digest = file_digest(self.staging / name)
+                os.replace(self.staging / name, path)
+                self.files[name] = digest
+            for name in list(self.files):
+                if name in self.written:
+                    continue
+                if owned(self.folder, name, self.previous):
+                    (self.folder / name).unlink()
+                del self.files[name]
+        finally:
+            write_manifest(self.folder, self.files)
+            shutil.rmtree(self.staging, ignore_errors=True)
+            self.closed = True
+
+    def abort(self) -> None:
+        """Forget the staged files: the folder is left as it was (and removed when this run
+        created it and it holds nothing else)."""
+        if self.closed:
+            return
+        shutil.rmtree(self.staging, ignore_errors=True)
+        self.closed = True
+        if self.created:
+            with contextlib.suppress(OSError):
+                self.folder.rmdir()  # only if empty
+
+
+def check_manifest_file(folder: PathLike, option: str = "output") -> None:
+    """Refuse a folder whose manifest path is not a regular file (e.g. a folder)."""
+    path = Path(folder) / MANIFEST
+    if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):
+        raise ValueError(f"{option}: {path} is not a file written by xuqcal (it is a "
+                         f"{'symbolic link' if path.is_symlink() else 'folder'}); move it away")
+
+
+def remove_written(folder: PathLike) -> None:
+    """Remove what xuqcal wrote in ``folder`` (the unchanged files of its manifest, the
+    manifest), then the folders left empty: the undo of a run that created ``folder``."""
+    folder = Path(folder)
+    try:
+        manifest = read_manifest(folder)
+    except ValueError:
+        return
+    for name in manifest:
+        if owned(folder, name, manifest):
+            (folder / name).unlink()
+    with contextlib.suppress(OSError):
+        (folder / MANIFEST).unlink()
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    with contextlib.suppress(OSError):
+        folder.rmdir()

@@ -7,9 +7,12 @@ data set). Results print as a table and, with ``-o``, are written to NetCDF.
 Outputs follow one rule in every command, checked before any computation: the folder of an
 output must exist and be writable (it is never created, except the report and demo folders
 themselves), an output that is a folder or an input file is refused, and an existing output is
-replaced only with ``--overwrite``. In a report or demo folder, ``--overwrite`` replaces only
-the files xuqcal wrote there (listed in its ``.xuqcal-manifest.json``); the user's own files
-are left alone.
+replaced only with ``--overwrite`` (never a read-only file, a device or a named pipe). In a
+report or demo folder, ``--overwrite`` replaces only the files xuqcal wrote there (listed in
+its ``.xuqcal-manifest.json``); the user's own files are left alone, and the files of a run are
+moved into place only when it is complete (an error or Ctrl-C leaves the folder as it was).
+Counts (``--n-boot``, ``--n-mc``, ``--size``...) are at most 10^8 and ``--workers`` a few per
+CPU, so that a typo fails at once instead of exhausting the memory or hanging.
 
 A user error (bad option, bad file, refused output) prints one line ``xuqcal COMMAND: error:
 ...`` naming the option at fault, with exit status 2; an internal error prints one line and
@@ -26,6 +29,7 @@ import re
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,7 +37,14 @@ import xarray as xr
 
 from xuqcal import _cli_recalibrate, _outputs, io, synthetic
 from xuqcal._checks import check_generators
-from xuqcal._cli_common import Interrupted, format_level, option_message, positive_int
+from xuqcal._cli_common import (
+    MAX_COUNT,
+    Interrupted,
+    format_level,
+    option_message,
+    output_file,
+    positive_int,
+)
 from xuqcal._version import __version__
 from xuqcal.reference import DEFAULT_GENERATORS
 from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
@@ -65,8 +76,9 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                         help="bootstrap replicates for the BCa intervals (default: 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     parser.add_argument("--level", type=float, default=0.95, help="confidence level")
-    parser.add_argument("--n-bins", type=positive_int, default=DEFAULT_N_BINS, metavar="N",
-                        help=f"bins of the binned statistics (default: {DEFAULT_N_BINS})")
+    parser.add_argument("--n-bins", type=positive_int, default=None, metavar="N",
+                        help=f"bins of the binned statistics (default: {DEFAULT_N_BINS}; at "
+                             "least 2 points per bin)")
     parser.add_argument("--n-mc", type=positive_int, default=10_000, metavar="N",
                         help="synthetic error sets per generator for the simulated references "
                              "(default: 10000)")
@@ -88,13 +100,34 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated statistic keys "
                              f"(default: {','.join(DEFAULT_STATISTICS)})")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
+    where.add_argument("--scheduler", metavar="ADDRESS", type=_address,
                        help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=positive_int, metavar="N",
+    where.add_argument("--workers", type=_workers, metavar="N",
                        help="start a local dask.distributed cluster with N (>= 1) worker "
                             "processes")
     parser.add_argument("--no-progress", action="store_true", help="do not show progress")
     _add_debug(parser)
+
+
+MAX_WORKERS = max(8, 4 * (os.cpu_count() or 1))
+"""Largest ``--workers``: each is a Python process; far more than the CPUs only waits for
+them to start (100000 would never finish starting)."""
+
+
+def _workers(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {MAX_WORKERS} (4 per CPU of this machine, at "
+            f"least 8), got {text!r}")
+    return value
+
+
+def _address(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty address; give the scheduler's address, e.g. "
+                                         "tcp://127.0.0.1:8786")
+    return text.strip()
 
 
 def _add_debug(parser: argparse.ArgumentParser) -> None:
@@ -108,6 +141,10 @@ class OneLineErrorParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         message = re.sub(r"^argument ([^:]+): ", r"\1: ", message)  # as the library's errors
+        if message.endswith("expected one argument"):
+            option = message.split(":", 1)[0].split("/")[-1]
+            message += (f"; a value starting with '-' must be attached with '=', e.g. "
+                        f"{option}=-{option.lstrip('-')}")
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -138,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="uncertainty column or expression, e.g. 'sqrt(uncertainty_total)'")
     val.add_argument("--where", metavar="EXPR",
                      help="row filter, e.g. 'uE > 1e-6 * std(E)'")
-    val.add_argument("-o", "--output", type=Path, metavar="FILE.nc",
+    val.add_argument("-o", "--output", type=output_file, metavar="FILE.nc",
                      help="write the result to this NetCDF file (its folder must exist)")
     val.add_argument("--overwrite", action="store_true",
                      help="allow replacing an existing output file")
@@ -188,10 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _number_list(kind):
     def parse(text: str) -> list:
         try:
-            return [kind(v) for v in text.split(",") if v.strip()]
+            values = [kind(v) for v in text.split(",") if v.strip()]
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected comma-separated numbers, got {text!r}") from None
+        too_big = [v for v in values if kind is int and v > MAX_COUNT]
+        if too_big:
+            raise argparse.ArgumentTypeError(f"expected integers up to {MAX_COUNT} (more would "
+                                             f"exhaust the memory), got {too_big[0]}")
+        return values
     return parse
 
 
@@ -219,14 +261,14 @@ def _add_cube_commands(commands) -> None:
     build.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     build.add_argument("--keep-replicates", action="store_true",
                        help="also store the simulated values")
-    build.add_argument("-o", "--output", type=Path, required=True, metavar="CUBE.nc",
+    build.add_argument("-o", "--output", type=output_file, required=True, metavar="CUBE.nc",
                        help="NetCDF file to write (its folder must exist)")
     build.add_argument("--overwrite", action="store_true",
                        help="allow replacing an existing cube file")
     where = build.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
+    where.add_argument("--scheduler", metavar="ADDRESS", type=_address,
                        help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=positive_int, metavar="N",
+    where.add_argument("--workers", type=_workers, metavar="N",
                        help="start a local dask.distributed cluster with N (>= 1) worker "
                             "processes")
     build.add_argument("--no-progress", action="store_true", help="do not report progress")
@@ -316,6 +358,29 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
+def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what: str, *,
+                 report: bool = False) -> None:
+    """Check the number of points against ``--n-bins`` before any computation and resolve its
+    default (``what`` names the data in messages).
+
+    An ``--n-bins`` given must leave at least 2 points per bin, whatever the statistics (it
+    also sizes work arrays); a report also needs that for its reliability diagram, and at
+    least 3 points for its distribution diagnostics.
+    """
+    m = ds.sizes["sample"]
+    given = args.n_bins is not None
+    args.n_bins = args.n_bins if given else DEFAULT_N_BINS
+    if m < 2:
+        raise ValueError(f"{what}: the data have {m} point; the bootstrap needs at least 2")
+    if report and m < 3:
+        raise ValueError(f"{what}: a report needs at least 3 points, the data have {m}")
+    if (given or report) and 2 * args.n_bins > m:
+        fix = (f"give --n-bins {m // 2} or fewer" if m >= 2 else "give more points")
+        raise ValueError(f"--n-bins: {args.n_bins} bins need at least {2 * args.n_bins} points "
+                         f"(2 per bin{', for the reliability diagram' if report else ''}), but "
+                         f"{what} has {m}; {fix}")
+
+
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
     start = time.perf_counter()
     result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
@@ -361,6 +426,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.output is not None:
         check_outputs([args.output], inputs=[args.file], overwrite=args.overwrite)
     ds = io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where)
+    _check_sizes(ds, args, _data_name(args))
     with compute_context(args):
         result = _run_validation(ds, args, f"Validation of {args.file}")
     result.attrs.update(source=str(args.file), E_expression=args.E, uE_expression=args.uE,
@@ -369,6 +435,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         path = io.to_netcdf(result, args.output, overwrite=args.overwrite)
         print(f"\nwritten: {path}")
     return 0
+
+
+def _data_name(args: argparse.Namespace) -> str:
+    """The input data of a command, as named in messages."""
+    return f"{args.file}" + (f" (rows kept by --where {args.where!r})" if args.where else "")
 
 
 def _free_folder(base: Path) -> Path:
@@ -397,6 +468,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "calibrated": synthetic.nig(args.size, nu=6, seed=args.seed),
         "miscalibrated": synthetic.nig(args.size, nu=6, seed=args.seed, uE_scale=0.8),
     }
+    for ds in cases.values():
+        _check_sizes(ds, args, "--size", report=True)
     if output.is_dir():
         for name, folder in reports.items():
             if folder.exists() and not args.overwrite:
@@ -405,17 +478,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
             check_folder(cases[name], folder, overwrite=args.overwrite)
     print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
           "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
+    new_reports = [folder for folder in reports.values() if not folder.exists()]
     managed = _outputs.ManagedFolder(output, overwrite=args.overwrite, option=OUTPUT)
     pages = []
-    with compute_context(args):
-        for name, ds in cases.items():
-            result = _run_validation(ds, args, titles[name])
-            path = io.to_netcdf(result, managed.target(files[name]), overwrite=True)
-            managed.commit(files[name])
-            print(f"written: {path}")
-            pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
-                                n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
-                                overwrite=args.overwrite, validation_result=result))
+    try:
+        with compute_context(args):
+            for name, ds in cases.items():
+                result = _run_validation(ds, args, titles[name])
+                io.to_netcdf(result, managed.target(files[name]), overwrite=True)
+                print(f"written: {managed.commit(files[name])}")
+                pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
+                                    n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
+                                    overwrite=args.overwrite, validation_result=result))
+    except BaseException:  # an error or Ctrl-C: undo what this run wrote
+        for folder in new_reports:
+            _outputs.remove_written(folder)
+        managed.abort()
+        raise
     managed.close()
     for page in pages:
         print(f"report: {page.resolve()}")
@@ -452,6 +531,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                              f"{', '.join(map(str, columns))})")
         formulas = pd.read_csv(args.file, usecols=[args.formula])[args.formula]
         ds = add_formula_features(ds, formulas)[["E", "uE", *features, "X1", "X2"]]
+    _check_sizes(ds, args, _data_name(args), report=True)
     check_folder(ds, args.output, overwrite=args.overwrite, inputs=[args.file])
     with compute_context(args):
         # validated here so that --generators, --known-generator, --simulated-scheme and
@@ -559,6 +639,26 @@ def _user_error(error: BaseException) -> bool:
     return isinstance(error, TypeError) and _argument_check(error)
 
 
+def _data_names(args: argparse.Namespace) -> dict[str, str]:
+    """Python parameters that name the input data, shown as the file (and --where) at fault."""
+    if getattr(args, "file", None) is not None and args.command in ("validate", "report"):
+        return {"ds": _data_name(args)}
+    if args.command == "cube":
+        return {"cube": str(args.file) if getattr(args, "file", None) else "--output"}
+    if args.command == "demo":
+        return {"ds": "--size"}
+    return {}
+
+
+def _one_line_warning(command: str):
+    """``warnings.showwarning`` printing ``xuqcal COMMAND: warning: message`` on one line."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"xuqcal {command}: warning: {text} ({category.__name__})",
+              file=file or sys.stderr)
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xuqcal`` command.
 
@@ -581,19 +681,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command + (f" {args.cube_command}" if args.command == "cube" else "")
     debug = getattr(args, "debug", False)
     try:
-        return commands[args.command](args)
+        with warnings.catch_warnings():
+            if not debug:
+                warnings.showwarning = _one_line_warning(command)
+            return commands[args.command](args)
     except (KeyboardInterrupt, Interrupted) as error:
         if debug:
             raise
         detail = str(error) if isinstance(error, Interrupted) else "interrupted"
         print(f"xuqcal {command}: {detail}", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. ``xuqcal ... | head``: stop quietly, as other commands do
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except MemoryError as error:
+        if debug:
+            raise
+        detail = str(error).strip() or "MemoryError"
+        print(f"xuqcal {command}: error: not enough memory ({detail}); reduce --n-boot, --n-mc, "
+              "--n-bins or the number of points", file=sys.stderr)
+        return 2
     except Exception as error:
         if debug:
             raise
         if _user_error(error):
             extra = {spec.partition("=")[0].strip(): f"--features {spec.strip()}"
                      for spec in getattr(args, "features", None) or []}
+            extra.update(_data_names(args))
             print(f"xuqcal {command}: error: {option_message(error, command, extra=extra)}",
                   file=sys.stderr)
             return 2

@@ -103,6 +103,13 @@ class _Writer:
         self.managed.close()
         return path
 
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is not None:  # an error or Ctrl-C: nothing of this run is left in the folder
+            self.managed.abort()
+
     def figures_html(self, section: str) -> str:
         return "".join(
             f'<figure><img src="{html.escape(file)}" alt="{html.escape(caption)}">'
@@ -238,111 +245,112 @@ def report(
     features = _report_features(ds, features)
     check_folder(ds, folder, features=features, overwrite=overwrite)
     writer = _Writer(folder, overwrite=overwrite, inputs=_source_files(ds))
-    m = ds.sizes["sample"]
-    local_bins = max(1, min(local_bins, m // 20))
-    conditioning = ["uE", *features]
+    with writer:
+        m = ds.sizes["sample"]
+        local_bins = max(1, min(local_bins, m // 20))
+        conditioning = ["uE", *features]
 
-    # validation
-    result = validation_result if validation_result is not None else validation.validate(
-        ds, statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins)
-    writer.result("validation", result)
-    writer.figure("validation", "zeta", plot.zeta(result), "ζ-scores of every statistic and "
-                  "scheme; the grey band is |ζ| ≤ 1, circled points decide the verdict")
-    schemes = [str(s) for s in result.scheme.values]
-    notes = validation.verdict_notes(result)
-    rows, classes = [], []
-    for key in result.statistic.values:
-        r = result.sel(statistic=key)
-        verdict = str(r.verdict.values)
-        scheme = str(r.verdict_scheme.values)
-        rows.append([html.escape(str(key)), _fmt(r.estimate), _fmt(r.ci_low), _fmt(r.ci_high),
-                     *[_fmt(r.zeta.sel(scheme=s), 3) for s in schemes],
-                     html.escape(verdict + (f" ({scheme})" if scheme else "")
-                                 + (" *" if key in notes else ""))])
-        classes.append(["text"] + [""] * (3 + len(schemes)) + [_verdict_class(verdict)])
-    validation_table = _table(["statistic", "estimate", "ci_low", "ci_high",
-                               *[f"ζ {s}" for s in schemes], "verdict"], rows, classes)
-    if notes:
-        validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
-                             + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
-                                       for k, n in notes.items()) + "</ul>")
+        # validation
+        result = validation_result if validation_result is not None else validation.validate(
+            ds, statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins)
+        writer.result("validation", result)
+        writer.figure("validation", "zeta", plot.zeta(result), "ζ-scores of every statistic and "
+                      "scheme; the grey band is |ζ| ≤ 1, circled points decide the verdict")
+        schemes = [str(s) for s in result.scheme.values]
+        notes = validation.verdict_notes(result)
+        rows, classes = [], []
+        for key in result.statistic.values:
+            r = result.sel(statistic=key)
+            verdict = str(r.verdict.values)
+            scheme = str(r.verdict_scheme.values)
+            rows.append([html.escape(str(key)), _fmt(r.estimate), _fmt(r.ci_low), _fmt(r.ci_high),
+                         *[_fmt(r.zeta.sel(scheme=s), 3) for s in schemes],
+                         html.escape(verdict + (f" ({scheme})" if scheme else "")
+                                     + (" *" if key in notes else ""))])
+            classes.append(["text"] + [""] * (3 + len(schemes)) + [_verdict_class(verdict)])
+        validation_table = _table(["statistic", "estimate", "ci_low", "ci_high",
+                                   *[f"ζ {s}" for s in schemes], "verdict"], rows, classes)
+        if notes:
+            validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
+                                 + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
+                                           for k, n in notes.items()) + "</ul>")
 
-    # distribution diagnostics
-    described = diagnostics.describe(ds)
-    writer.result("diagnostics", described)
-    writer.figure("diagnostics", "error_distribution", plot.error_distribution(ds),
-                  "histogram of E against errors re-simulated from uE with normal and t6 "
-                  "generators")
-    describe_rows = [[html.escape(name)] + [_fmt(described[name].sel(variable=v))
-                                            for v in ("E", "Z")]
-                     for name in ("mean", "sd", "relative_bias", "beta_gm", "kappa_cs",
-                                  "nu_eff")]
-    describe_table = _table(["", "E", "Z"], describe_rows)
-    uncertainty_rows = [[html.escape(n), _fmt(described[n])]
-                        for n in ("uE2_shape", "uE2_scale", "beta_gm_uE")]
-    uncertainty_table = _table(["uncertainties", "value"], uncertainty_rows)
+        # distribution diagnostics
+        described = diagnostics.describe(ds)
+        writer.result("diagnostics", described)
+        writer.figure("diagnostics", "error_distribution", plot.error_distribution(ds),
+                      "histogram of E against errors re-simulated from uE with normal and t6 "
+                      "generators")
+        describe_rows = [[html.escape(name)] + [_fmt(described[name].sel(variable=v))
+                                                for v in ("E", "Z")]
+                         for name in ("mean", "sd", "relative_bias", "beta_gm", "kappa_cs",
+                                      "nu_eff")]
+        describe_table = _table(["", "E", "Z"], describe_rows)
+        uncertainty_rows = [[html.escape(n), _fmt(described[n])]
+                            for n in ("uE2_shape", "uE2_scale", "beta_gm_uE")]
+        uncertainty_table = _table(["uncertainties", "value"], uncertainty_rows)
 
-    # conditional calibration
-    fv_rows, fv_classes = [], []
-    for by in conditioning:
-        writer.figure("conditional", f"zscores_{by}", plot.zscores(ds, by=by),
-                      f"z-scores against {by}, with running mean and root mean square")
-        for statistic in ("zm", "zms"):
-            try:
-                loc = local.local(ds, statistic, by=by, n_bins=local_bins, n=min(n_boot, 2000),
-                                  seed=seed)
-            except ValueError as error:  # e.g. a feature too stratified for the bins
-                fv_rows.append([html.escape(f"{statistic} | {by}"), "–", "–",
-                                html.escape(str(error))])
-                fv_classes.append(["text", "", "", "other"])
-                continue
-            writer.result(f"local_{statistic}_{by}", loc)
-            writer.figure("conditional", f"local_{statistic}_{by}", plot.local(loc),
-                          f"per-bin {statistic} along {by} ({loc.sizes['bin']} bins); red bins "
-                          "do not contain the target")
-            fv = loc.fraction_valid.item()
-            low, high = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
-            ok = low <= 0.95 <= high
-            fv_rows.append([html.escape(f"{statistic} | {by}"), _fmt(fv, 3),
-                            f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
-                            "compatible with 0.95" if ok else "not compatible with 0.95"])
-            fv_classes.append(["text", "", "", "pass" if ok else "fail"])
-    fv_table = _table(["analysis", "f_v", "Wilson-cc 95 %", "verdict"], fv_rows, fv_classes)
-    rel = local.reliability(ds, n_bins=n_bins, n=min(n_boot, 2000), seed=seed)
-    writer.result("reliability", rel)
-    writer.figure("conditional", "reliability", plot.reliability(rel),
-                  "reliability diagram: RMSE against RMV per bin of uE")
-    curve = curves.confidence_curve(ds, reference="normal", n_mc=min(n_mc, 1000), seed=seed)
-    writer.result("confidence_curve", curve)
-    writer.figure("conditional", "confidence_curve", plot.confidence_curve(curve),
-                  "confidence curve with the 95 % band of errors simulated from uE (normal)")
-    if features:
-        matrix = ds.uqcal.rank_correlation(features)
-        writer.result("rank_correlation", matrix.to_dataset(name="rank_correlation"))
-        writer.figure("conditional", "rank_correlation", plot.rank_correlation(matrix),
-                      "Spearman rank correlations of the features, |E| and uE")
+        # conditional calibration
+        fv_rows, fv_classes = [], []
+        for by in conditioning:
+            writer.figure("conditional", f"zscores_{by}", plot.zscores(ds, by=by),
+                          f"z-scores against {by}, with running mean and root mean square")
+            for statistic in ("zm", "zms"):
+                try:
+                    loc = local.local(ds, statistic, by=by, n_bins=local_bins, n=min(n_boot, 2000),
+                                      seed=seed)
+                except ValueError as error:  # e.g. a feature too stratified for the bins
+                    fv_rows.append([html.escape(f"{statistic} | {by}"), "–", "–",
+                                    html.escape(str(error))])
+                    fv_classes.append(["text", "", "", "other"])
+                    continue
+                writer.result(f"local_{statistic}_{by}", loc)
+                writer.figure("conditional", f"local_{statistic}_{by}", plot.local(loc),
+                              f"per-bin {statistic} along {by} ({loc.sizes['bin']} bins); red bins "
+                              "do not contain the target")
+                fv = loc.fraction_valid.item()
+                low, high = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
+                ok = low <= 0.95 <= high
+                fv_rows.append([html.escape(f"{statistic} | {by}"), _fmt(fv, 3),
+                                f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
+                                "compatible with 0.95" if ok else "not compatible with 0.95"])
+                fv_classes.append(["text", "", "", "pass" if ok else "fail"])
+        fv_table = _table(["analysis", "f_v", "Wilson-cc 95 %", "verdict"], fv_rows, fv_classes)
+        rel = local.reliability(ds, n_bins=n_bins, n=min(n_boot, 2000), seed=seed)
+        writer.result("reliability", rel)
+        writer.figure("conditional", "reliability", plot.reliability(rel),
+                      "reliability diagram: RMSE against RMV per bin of uE")
+        curve = curves.confidence_curve(ds, reference="normal", n_mc=min(n_mc, 1000), seed=seed)
+        writer.result("confidence_curve", curve)
+        writer.figure("conditional", "confidence_curve", plot.confidence_curve(curve),
+                      "confidence curve with the 95 % band of errors simulated from uE (normal)")
+        if features:
+            matrix = ds.uqcal.rank_correlation(features)
+            writer.result("rank_correlation", matrix.to_dataset(name="rank_correlation"))
+            writer.figure("conditional", "rank_correlation", plot.rank_correlation(matrix),
+                          "Spearman rank correlations of the features, |E| and uE")
 
-    # provenance and page
-    created = datetime.now(UTC).isoformat(timespec="seconds")
-    provenance = {
-        "xuqcal version": __version__,
-        "created": created,
-        "source": ds.attrs.get("source", "arrays"),
-        "E": ds.attrs.get("E_expression", "E"),
-        "uE": ds.attrs.get("uE_expression", "uE"),
-        "where": ds.attrs.get("where", "") or "–",
-        "points (M)": str(m),
-        "seed": str(seed),
-        "bootstrap replicates": str(n_boot),
-        "synthetic sets per generator": str(n_mc),
-        "bins (binned statistics)": str(n_bins),
-        "bins (local analyses)": str(local_bins),
-        "features": ", ".join(features) or "–",
-    }
-    title = title or f"Validation report: {provenance['source']}"
-    results_list = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>'
-                           for f in writer.results)
-    page = f"""<!DOCTYPE html>
+        # provenance and page
+        created = datetime.now(UTC).isoformat(timespec="seconds")
+        provenance = {
+            "xuqcal version": __version__,
+            "created": created,
+            "source": ds.attrs.get("source", "arrays"),
+            "E": ds.attrs.get("E_expression", "E"),
+            "uE": ds.attrs.get("uE_expression", "uE"),
+            "where": ds.attrs.get("where", "") or "–",
+            "points (M)": str(m),
+            "seed": str(seed),
+            "bootstrap replicates": str(n_boot),
+            "synthetic sets per generator": str(n_mc),
+            "bins (binned statistics)": str(n_bins),
+            "bins (local analyses)": str(local_bins),
+            "features": ", ".join(features) or "–",
+        }
+        title = title or f"Validation report: {provenance['source']}"
+        results_list = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>'
+                               for f in writer.results)
+        page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{_STYLE}</style></head><body>
 <h1>{html.escape(title)}</h1>
@@ -364,4 +372,4 @@ simulated references (Sim, Sim2); the verdict follows the recommended workflow.<
              for k, v in provenance.items())}</dl>
 </body></html>
 """
-    return writer.page(page)
+        return writer.page(page)
