@@ -18,13 +18,15 @@ lazy Dask graph; with ``path`` the cells are computed one after the other, each 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import json
 import math
 import os
-import shutil
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,7 +51,13 @@ from xuqcal.binning import check_n_bins
 from xuqcal.generators import Generator, generator_coords, get_generator
 from xuqcal.reference import _summarize
 from xuqcal.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
-from xuqcal.statistics import PreparedData, codes_of, get_statistics, statistic_coords
+from xuqcal.statistics import (
+    PreparedData,
+    UndefinedStatisticWarning,
+    codes_of,
+    get_statistics,
+    statistic_coords,
+)
 from xuqcal.synthetic import check_nu
 from xuqcal.validation import U_REF_FACTOR
 
@@ -100,9 +108,31 @@ def _cell_replicates(kind: str, cell: dict, *, codes, n_bins, n_mc, seed, chunks
                                   (n_bins.size, codes.size), codes, n_bins, generator, key)
 
 
-def _summary_variables(replicates: xr.DataArray, keep_replicates: bool) -> dict:
-    """``mean se q025 q975`` over the grid from values with a ``replicate`` dimension."""
-    out = xr.apply_ufunc(_summarize, replicates.chunk({"replicate": -1}),
+def _summarize_named(replicates: np.ndarray, names: Sequence[str]):
+    """:func:`xuqcal.reference._summarize` of a block whose last two axes are ``statistic``
+    and ``replicate``, naming a statistic that is NaN or infinite on some synthetic sets (cc
+    of a data set whose uE are all equal, a statistic with units beyond the float64 range)
+    with an :class:`UndefinedStatisticWarning`."""
+    out = _summarize(replicates)
+    bad = ~np.isfinite(replicates).all(axis=-1)
+    if bad.ndim and bad.shape[-1] == len(names) and bad.any():
+        for j, name in enumerate(names):
+            cells = int(bad[..., j].sum())
+            if cells:
+                warnings.warn(f"{name} reference is undefined in {cells} cell(s) of the cube: "
+                              "the statistic is NaN or infinite on some synthetic sets (e.g. "
+                              "cc when uE is constant, a statistic with units beyond the "
+                              "float64 range)", UndefinedStatisticWarning, stacklevel=2)
+    return out
+
+
+def _summary_variables(replicates: xr.DataArray, keep_replicates: bool,
+                       names: Sequence[str] | None = None) -> dict:
+    """``mean se q025 q975`` over the grid from values with a ``replicate`` dimension (the
+    statistics ``names`` along ``statistic`` are named when undefined)."""
+    function = _summarize if names is None else functools.partial(_summarize_named,
+                                                                  names=names)
+    out = xr.apply_ufunc(function, replicates.chunk({"replicate": -1, "statistic": -1}),
                          input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
                          dask="parallelized", output_dtypes=[np.float64] * 4)
     variables = {name: value.assign_attrs(long_name=_LONG_NAMES[name])
@@ -160,7 +190,7 @@ def _assemble(kind, stats, cells: dict, n_bins, n_mc, seed, chunks, keep_replica
                                       combine_attrs="drop")["replicates"] if len(pieces) > 1 \
         else pieces[0].rename("replicates")
     replicates = replicates.transpose(*dims, "n_bins", "statistic", "replicate")
-    variables = _summary_variables(replicates, keep_replicates)
+    variables = _summary_variables(replicates, keep_replicates, [s.key for s in stats])
     coords = {**statistic_coords(stats), "n_bins": np.asarray(n_bins)}
     if "generator" in cells:
         gens = [g for g in cells["generator"] if g in set(replicates.generator.values.tolist())]
@@ -243,7 +273,15 @@ def _datasets(data) -> dict[str, xr.Dataset]:
     if hasattr(data, "children") and hasattr(data, "to_dataset"):  # xarray.DataTree
         return {str(name): node.to_dataset() for name, node in data.children.items()}
     if isinstance(data, Mapping):
-        return {str(k): v for k, v in data.items()}
+        out = {str(k): v for k, v in data.items()}
+        if not out:
+            raise ValueError("datasets: the mapping of data sets is empty (at least one is "
+                             "needed)")
+        for name, value in out.items():
+            if not isinstance(value, xr.Dataset):
+                raise ValueError(f"datasets: {name!r} is a {type(value).__name__}, not an "
+                                 "xarray.Dataset")
+        return out
     raise ValueError("datasets: expected a Dataset, a mapping name -> Dataset or a DataTree")
 
 
@@ -336,6 +374,7 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
                          prepared)
     path = _outputs.check_output_file(path, overwrite=overwrite, option="path")
     partial = _partial_dir(path)
+    _check_checkpoint_folder(partial, "path")
     expected = _provenance(kind, stats, cells, bins, n_mc, seed)
     cube = _compute_checkpointed(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
                                  keep_replicates=keep_replicates, prepared=prepared,
@@ -344,8 +383,27 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
     cube.attrs.update(expected)
     cube.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
     save(cube, path, overwrite=overwrite)
-    shutil.rmtree(partial)
+    _remove_checkpoints(partial, cells)
     return cube
+
+
+def _check_checkpoint_folder(partial: Path, option: str) -> None:
+    """Refuse a checkpoint path that exists but is not a folder (before any computation)."""
+    if os.path.lexists(partial) and not partial.is_dir():
+        raise FileExistsError(f"{option}: {partial}, where the checkpoints of each cell go, "
+                              "exists and is not a folder; move it away")
+
+
+def _remove_checkpoints(partial: Path, cells: dict) -> None:
+    """Remove the checkpoints of ``cells`` (and temporary files of interrupted writes), then
+    the folder if nothing else is in it: files that xuqcal did not write there are kept."""
+    dims = list(cells)
+    for values in itertools.product(*cells.values()):
+        (partial / _cell_name(dict(zip(dims, values, strict=True)))).unlink(missing_ok=True)
+    for stale in partial.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        partial.rmdir()
 
 
 def checkpoint_count(path: str | Path, kind: str = "build") -> int:
@@ -368,7 +426,21 @@ def _compute_checkpointed(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_
                           prepared, partial: Path, expected: dict, report) -> xr.Dataset:
     """Every cell of the grid ``cells``, each computed once and checkpointed to ``partial``
     (cells found there are loaded instead), combined into one Dataset."""
+    created = not partial.exists()
     partial.mkdir(exist_ok=True)
+    try:
+        return _compute_cells(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
+                              keep_replicates=keep_replicates, prepared=prepared,
+                              partial=partial, expected=expected, report=report)
+    except BaseException:
+        if created:  # nothing saved (e.g. a refused argument): leave no empty folder behind
+            with contextlib.suppress(OSError):
+                partial.rmdir()
+        raise
+
+
+def _compute_cells(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates,
+                   prepared, partial: Path, expected: dict, report) -> xr.Dataset:
     dims = list(cells)
     combos = [dict(zip(dims, values, strict=True))
               for values in itertools.product(*cells.values())]
@@ -480,6 +552,29 @@ def _check_cube(cube: xr.Dataset, path) -> None:
     if absent:
         raise ValueError(f"{where}: its grid names the dimensions {', '.join(absent)}, which "
                          "the file does not have")
+    needed = (["size", "nu", "generator", "n_bins", "statistic"] if cube.attrs["kind"] == "nig"
+              else ["dataset", "generator", "n_bins", "statistic"])
+    lacking = [d for d in needed if d not in grid]
+    if lacking:
+        raise ValueError(f"{where}: its grid has no {', '.join(lacking)}")
+    for key, low in (("n_mc", 2), ("seed", 0)):
+        value = cube.attrs[key]
+        if isinstance(value, np.ndarray) and value.size == 1:
+            value = value.item()
+        if (isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer)
+                or value < low):
+            shown = value.item() if isinstance(value, np.generic) else value
+            raise ValueError(f"{where}: its {key} attribute {shown!r} is not an integer >= "
+                             f"{low}")
+    try:
+        get_statistics(grid["statistic"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{where}: its grid lists statistics that xuqcal does not know "
+                         f"({err})") from None
+    for d in needed:
+        if d in cube.coords and d != "statistic" and \
+                [str(v) for v in cube[d].values.tolist()] != [str(v) for v in grid[d]]:
+            raise ValueError(f"{where}: its {d} coordinate does not match its grid attribute")
 
 
 def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None] = False,
@@ -512,15 +607,17 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     cube = open(path)
     grid = json.loads(cube.attrs["grid"])
     if dim not in grid or dim == "statistic":
-        raise ValueError(f"extend: {dim!r} is not an extendable dimension of this cube "
-                         f"({', '.join(k for k in grid if k != 'statistic')})")
+        raise ValueError(f"{dim}: not a dimension of the cube {path}, which extends along "
+                         f"{', '.join(k for k in grid if k != 'statistic')}")
     existing = grid[dim]
     values = as_list(values, dim)
     if dim == "generator":
         values = [get_generator(v).name for v in values]
     clash = [v for v in values if v in existing]
     if clash:
-        raise ValueError(f"extend: {dim} already has {clash}")
+        raise ValueError(f"{dim}: the cube already has {dim} = "
+                         f"{', '.join(map(str, clash))} (extend already has these values); "
+                         "give only new values")
     kind = cube.attrs["kind"]
     keep = "replicates" in cube
     stats = get_statistics(grid["statistic"])
@@ -539,7 +636,9 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
         prepared = None
     else:
         if data is None:
-            raise ValueError("extend: a cube of real data sets needs data= to extend")
+            raise ValueError(f"data: {path} is a cube of real data sets (build_from): "
+                             "extend needs the data sets again, data=...; from the command "
+                             "line, only a cube of xuqcal cube build can be extended")
         sets = _datasets(data)
         cells = {"dataset": grid["dataset"], "generator": grid["generator"]}
         bins = grid["n_bins"]
@@ -556,6 +655,8 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
             prepared[name] = PreparedData.from_arrays(np.zeros(m), sets[name]["uE"].values,
                                                       n_bins=max(new_bins))
     _outputs.check_folder_writable(path.parent, "path")
+    _outputs.check_replaceable(path, "path")
+    _check_checkpoint_folder(_extend_dir(path), "path")
     start = time.perf_counter()
     n_mc, seed = int(cube.attrs["n_mc"]), int(cube.attrs["seed"])
     addition = _compute_checkpointed(
@@ -572,7 +673,7 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     merged.attrs["grid"] = json.dumps({**grid, dim: existing + values})
     merged.attrs["extended"] = datetime.now(UTC).isoformat(timespec="seconds")
     save(merged, path, overwrite=True)
-    shutil.rmtree(_extend_dir(path))
+    _remove_checkpoints(_extend_dir(path), new_cells)
     return merged
 
 
@@ -599,11 +700,23 @@ def fit_sqrt(cube: xr.Dataset, *, over: Sequence[str] | None = None) -> xr.Datas
     >>> fit["alpha"].dims
     ('statistic', 'generator')
     """
-    if "size" not in cube.dims:
-        raise ValueError("fit_sqrt: the cube has no size dimension (a cube from build())")
-    over = list(over) if over is not None else [d for d in ("size", "n_bins", "nu")
-                                                 if d in cube.dims]
+    if not isinstance(cube, xr.Dataset) or "size" not in cube.dims:
+        raise ValueError("cube: expected a cube from xuqcal.cube.build (with a size "
+                         f"dimension), got {type(cube).__name__}")
+    _check_cube_grid(cube, ("size", "n_bins"))
+    if over is None:
+        over = [d for d in ("size", "n_bins", "nu") if d in cube.dims]
+    else:
+        over = as_list(over, "over")
+        bad = [d for d in over if d not in ("size", "n_bins", "nu") or d not in cube.dims]
+        if bad or not {"size", "n_bins"} <= set(over):
+            raise ValueError(f"over: expected dimensions of the cube among size, n_bins, nu, "
+                             f"including size and n_bins, got {over}")
     x = np.sqrt(cube["n_bins"] / cube["size"])
+    if np.unique(x.values).size < 2:
+        raise ValueError("cube: fitting mean = a + alpha sqrt(n_bins / size) needs cells with "
+                         "at least 2 values of sqrt(n_bins / size); the cube has one (build it "
+                         "with several sizes or numbers of bins)")
     keep = [d for d in cube["mean"].dims if d not in over]
     mean = cube["mean"].transpose(*keep, ...)
     se = cube["se"].transpose(*keep, ...)
@@ -637,6 +750,16 @@ def fit_sqrt(cube: xr.Dataset, *, over: Sequence[str] | None = None) -> xr.Datas
     return out
 
 
+def _check_cube_grid(cube: object, dims: Sequence[str]) -> None:
+    """A cube of :func:`build`/:func:`build_from`: ``mean`` and ``se`` over ``dims``."""
+    if (not isinstance(cube, xr.Dataset) or not {"mean", "se"} <= set(cube.data_vars)
+            or not set(dims) <= set(cube["mean"].dims) | set(cube.coords)):
+        raise ValueError(f"cube: expected a cube from xuqcal.cube.build (mean and se over "
+                         f"{', '.join(dims)}), got {type(cube).__name__}"
+                         + (f" with variables {', '.join(map(str, cube.data_vars))}"
+                            if isinstance(cube, xr.Dataset) else ""))
+
+
 def reference_for(cube: xr.Dataset, *, size: int, n_bins: int, generator: str,
                   nu: float | None = None) -> xr.Dataset:
     """Simulated reference for a data set of ``size`` points and ``n_bins`` bins, interpolated
@@ -649,13 +772,26 @@ def reference_for(cube: xr.Dataset, *, size: int, n_bins: int, generator: str,
     >>> ref["mean"].dims
     ('statistic',)
     """
-    sel = cube.sel(generator=get_generator(generator).name)
+    _check_cube_grid(cube, ("generator", "size", "n_bins"))
+    size = check_count(size, "size", 1)
+    n_bins = check_count(n_bins, "n_bins", 1)
+    name = get_generator(generator).name
+    if name not in cube["generator"].values.tolist():
+        raise ValueError(f"generator: {name} is not in the cube (generators: "
+                         f"{', '.join(map(str, cube['generator'].values))}); extend the cube")
+    sel = cube.sel(generator=name)
     if "nu" in sel.dims:
         if nu is None:
             if sel.sizes["nu"] > 1:
-                raise ValueError("reference_for: the cube has several nu; choose one with nu=")
+                raise ValueError("nu: the cube has several nu; choose one with nu=")
             sel = sel.isel(nu=0)
         else:
+            nus = sel["nu"].values.tolist()
+            if (isinstance(nu, bool) or not isinstance(nu, int | float | np.integer | np.floating)
+                    or float(nu) not in nus):
+                raise ValueError(f"nu: {nu!r} is not in the cube (nu: "
+                                 f"{', '.join(f'{v:g}' for v in nus)}); the reference is not "
+                                 "interpolated in nu")
             sel = sel.sel(nu=float(nu))
     x0 = math.sqrt(n_bins / size)
     x = np.sqrt(sel["n_bins"] / sel["size"]).broadcast_like(sel["mean"])
@@ -666,8 +802,9 @@ def reference_for(cube: xr.Dataset, *, size: int, n_bins: int, generator: str,
         row = stacked.isel(statistic=k)
         xs, inverse = np.unique(row.x.values, return_inverse=True)
         if not xs[0] <= x0 <= xs[-1]:
-            raise ValueError(f"reference_for: sqrt(N/M) = {x0:.4g} is outside the cube's "
-                             f"range [{xs[0]:.4g}, {xs[-1]:.4g}]")
+            raise ValueError(f"size, n_bins: sqrt(n_bins / size) = {x0:.4g} is outside the "
+                             f"cube's range [{xs[0]:.4g}, {xs[-1]:.4g}] (no extrapolation); "
+                             "extend the cube")
         mean = np.bincount(inverse, weights=row["mean"].values) / np.bincount(inverse)
         var = np.bincount(inverse, weights=row["se"].values ** 2) / np.bincount(inverse) ** 2
         means.append(np.interp(x0, xs, mean))

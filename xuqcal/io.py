@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import ast
 import difflib
+import io as io_module
 import os
 import pathlib
 import secrets
+import stat
 import unicodedata
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -635,7 +637,8 @@ def _ratio_problems(ds: xr.Dataset, E: str, uE: str) -> list[str]:
     problems = []
     n = ds.sizes[SAMPLE_DIM]
     if int(count):
-        (mask,) = _compute(overflow)
+        with np.errstate(all="ignore"):  # a Dask graph divides again when computed
+            (mask,) = _compute(overflow)
         positions = np.flatnonzero(np.asarray(mask))[:_MAX_EXAMPLES]
         labels = _row_labels(ds)
         rows = [labels[p].item() if labels is not None else int(p) for p in positions]
@@ -666,22 +669,34 @@ def _raise_problems(problems: list[str], *, prefix: str = "", hint: str = "") ->
     raise ValueError(prefix + message)
 
 
+def _names_list(features: object) -> list:
+    """``features`` given as a sequence of names, as a list; a ValueError naming ``features``
+    for anything else (a number, ...)."""
+    if isinstance(features, bytes) or not isinstance(features, Iterable):
+        raise ValueError(f"features: expected a variable name or a list of names, got "
+                         f"{features!r}")
+    return list(features)
+
+
 def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> list[str]:
     """Structural checks raise at once; value problems are collected and returned."""
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     variables = [str(v) for v in ds.data_vars]
     for role, var in (("E", E), ("uE", uE)):
+        if not isinstance(var, str):
+            raise ValueError(f"{role}: expected the name of a variable (a string), got {var!r}")
         if var not in ds.data_vars:
             raise ValueError(
                 f"{role}: the dataset has no variable '{var}' "
                 f"(data variables: {_list_names(variables) or 'none'}); "
-                f"pass {role}='name' to use another variable"
+                f"pass {role}='name' to use another variable (or, where a function has no "
+                f"{role} parameter, rename it: ds.rename({{'name': '{role}'}}))"
             )
     if features is None:
         feature_names = [v for v in variables if v not in (E, uE)]
     else:
-        feature_names = [features] if isinstance(features, str) else list(features)
+        feature_names = [features] if isinstance(features, str) else _names_list(features)
         for feature in feature_names:
             if feature not in ds.data_vars:
                 raise ValueError(
@@ -695,6 +710,10 @@ def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> li
             hint = ""
             if len(dims) == 1:
                 hint = f"; rename it with ds.rename({{'{dims[0]}': '{SAMPLE_DIM}'}})"
+            elif len(dims) > 1 and var in (E, uE):
+                other = [d for d in dims if d != SAMPLE_DIM] or list(dims)
+                hint = ("; multi-dimensional data are not supported yet: select one slice, "
+                        f"e.g. ds.isel({other[0]}=0)")
             elif len(dims) > 1:
                 hint = "; pass features=[...] to validate only the 1-D feature variables"
             raise ValueError(
@@ -709,7 +728,7 @@ def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> li
                 f"{'E and uE' if var in (E, uE) else 'features'} must hold numbers"
             )
     if ds.sizes[SAMPLE_DIM] == 0:
-        raise ValueError(f"empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
+        raise ValueError(f"ds: empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
     return _value_problems(ds, names, uE) + _ratio_problems(ds, E, uE)
 
 
@@ -954,7 +973,7 @@ def _feature_specs(features: FeatureSpec, columns: Mapping[str, Any]) -> dict[st
         for key, expression in features.items():
             specs[_check_feature_name(key)] = expression
         return specs
-    items = [features] if isinstance(features, str) else list(features)
+    items = [features] if isinstance(features, str) else _names_list(features)
     specs = {}
     for item in items:
         if not isinstance(item, str):
@@ -1147,8 +1166,10 @@ def read_csv(
     """
     source = os.fspath(path) if isinstance(path, str | os.PathLike) else "<stream>"
     if isinstance(path, str | os.PathLike) and "://" not in os.fspath(path):
-        _check_input_file(path, "a CSV file")
-    if _local_plain_file(path, read_csv_kwargs):
+        _check_input_file(path, "a CSV file", pipe=True)
+        if stat.S_ISFIFO(os.stat(path).st_mode):  # read once; checked and parsed from memory
+            path = _read_pipe(path)
+    if _local_plain_file(path, read_csv_kwargs) or isinstance(path, io_module.BytesIO):
         if _netcdf_signature(path):
             raise ValueError(f"{source} is a NetCDF file, not a CSV file; read it with "
                              "xuqcal.open_dataset")
@@ -1157,7 +1178,9 @@ def read_csv(
                              "bytes); give a CSV file, or its encoding with encoding=...")
     try:
         df = pd.read_csv(path, **read_csv_kwargs)
-        _check_header(path, df, read_csv_kwargs)
+        _check_header(path, df, read_csv_kwargs, source)
+    except PermissionError:
+        raise PermissionError(f"{source}: permission denied (the file cannot be read)") from None
     except UnicodeDecodeError as err:
         raise ValueError(
             f"{source} is not a text CSV file in the {err.encoding} encoding (byte "
@@ -1202,45 +1225,82 @@ def _local_plain_file(path: Any, kwargs: Mapping[str, Any]) -> bool:
     return not text.lower().endswith(_COMPRESSED_SUFFIXES)
 
 
-def _check_input_file(path: PathLike, what: str) -> None:
-    """Refuse a missing path or a folder given as an input file."""
+def _check_input_file(path: PathLike, what: str, *, pipe: bool = False) -> None:
+    """Refuse a missing path, a folder, or a file that is not a regular file (a device, a
+    socket; a named pipe unless ``pipe``) given as an input file, and one that cannot be read.
+    """
     shown = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"{shown}: no such file (expected {what})")
     if os.path.isdir(path):
         raise IsADirectoryError(f"{shown} is a folder, not {what}")
+    mode = os.stat(path).st_mode
+    kinds = {stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISSOCK: "a socket", stat.S_ISFIFO: "a named pipe"}
+    for test, kind in kinds.items():
+        if test(mode) and not (pipe and test is stat.S_ISFIFO):
+            raise ValueError(f"{shown} is {kind}, not a regular file; expected {what}")
+    if not os.access(path, os.R_OK):
+        raise PermissionError(f"{shown}: permission denied (the file cannot be read); expected "
+                              f"{what}")
 
 
-def _netcdf_signature(path: PathLike) -> bool:
-    """Whether a file starts like a NetCDF-3 or NetCDF-4 (HDF5) file."""
+def _read_pipe(path: PathLike) -> io_module.BytesIO:
+    """The whole content of a pipe (``<(command)``, ``/dev/stdin``, a named pipe), read once:
+    its bytes can be checked and parsed only once. A named pipe that no program writes to is
+    refused at once instead of waiting forever."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read()
+    finally:
+        os.close(fd)
+    if not data:
+        raise ValueError(f"{os.fspath(path)} is a pipe with nothing written to it (no header "
+                         "row and no data); give a CSV file, or write the data to the pipe")
+    return io_module.BytesIO(data)
+
+
+def _head(path: PathLike | io_module.BytesIO, size: int) -> bytes:
+    if isinstance(path, io_module.BytesIO):
+        return path.getvalue()[:size]
     with open(path, "rb") as handle:
-        head = handle.read(8)
+        return handle.read(size)
+
+
+def _netcdf_signature(path: PathLike | io_module.BytesIO) -> bool:
+    """Whether a file starts like a NetCDF-3 or NetCDF-4 (HDF5) file."""
+    head = _head(path, 8)
     return head.startswith((b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n"))
 
 
-def _binary(path: PathLike) -> bool:
+def _binary(path: PathLike | io_module.BytesIO) -> bool:
     """Whether the start of a file holds NUL bytes (no 8-bit text encoding has them)."""
-    with open(path, "rb") as handle:
-        return b"\x00" in handle.read(8192)
+    return b"\x00" in _head(path, 8192)
 
 
-def _check_header(path: Any, df: pd.DataFrame, kwargs: Mapping[str, Any]) -> None:
+def _check_header(path: Any, df: pd.DataFrame, kwargs: Mapping[str, Any],
+                  source: str | None = None) -> None:
     """Refuse duplicated column names, which pandas silently renames (``E``, ``E.1``)."""
     if kwargs.get("names") is not None or kwargs.get("header", "infer") not in ("infer", 0):
         return
-    if not isinstance(path, str | os.PathLike):
+    if not isinstance(path, str | os.PathLike | io_module.BytesIO):
         return
     suspects = [c for c in df.columns if isinstance(c, str) and "." in c
                 and c.rsplit(".", 1)[1].isdigit() and c.rsplit(".", 1)[0] in df.columns]
     if not suspects:
         return
     header_kwargs = {k: v for k, v in kwargs.items() if k in _HEADER_ONLY_KWARGS}
+    if isinstance(path, io_module.BytesIO):  # a pipe's content, read once into memory
+        path.seek(0)
     raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
                       **header_kwargs)
     names = [str(v) for v in raw.iloc[0].tolist()] if len(raw) else []
     duplicated = sorted({n for n in names if names.count(n) > 1})
     if duplicated:
-        raise ValueError(f"{os.fspath(path)}: duplicated column names: {', '.join(duplicated)} "
+        shown = source or ("<pipe>" if isinstance(path, io_module.BytesIO) else os.fspath(path))
+        raise ValueError(f"{shown}: duplicated column names: {', '.join(duplicated)} "
                          "(pandas would rename the second one); give each column a name")
 
 
@@ -1329,6 +1389,10 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     refusal = f"{path} already exists; pass overwrite=True to replace it"
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(refusal)
+    if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
+        from xuqcal._outputs import check_replaceable
+
+        check_replaceable(path, "path")
     out = ds.copy(deep=False)
     out.attrs = {k: _netcdf_attr(v, "dataset", k) for k, v in ds.attrs.items()}
     for var_name, variable in out.variables.items():
@@ -1338,9 +1402,15 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     directory = path.parent
     if not directory.is_dir():
         raise FileNotFoundError(f"cannot write {path}: the folder {directory} does not exist")
-    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    # a short prefix of the name: the temporary name must not exceed the file system's limit
+    # (255 bytes) when the final name is close to it
+    tmp = directory / f".{path.name[:40]}.{secrets.token_hex(6)}.tmp"
     # Reserve the name; os.open applies the umask, so the final file gets the usual permissions.
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    except OSError as err:  # e.g. a read-only file system, or /proc
+        raise type(err)(err.errno, f"cannot write {path}: {err.strerror or err}; nothing was "
+                        "written") from err
     try:
         try:
             out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
