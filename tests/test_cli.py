@@ -107,11 +107,12 @@ def test_demo(tmp_path, capsys):
     miscalibrated.close()
 
 
-def test_demo_on_a_distributed_cluster(capsys):
+def test_demo_on_a_distributed_cluster(tmp_path, capsys):
     pytest.importorskip("distributed")
     assert main(["demo", "--n-boot", "300", "--n-mc", "200", "--size", "1000",
-                 "--workers", "2"]) == 0
+                 "--workers", "2", "-o", str(tmp_path / "d")]) == 0  # not into the repository
     assert "dask.distributed" in capsys.readouterr().err
+    assert (tmp_path / "d" / "demo_calibrated.nc").is_file()
 
 
 def test_installed_entry_point():

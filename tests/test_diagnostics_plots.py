@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from plotting import render
 from scipy import stats
@@ -61,3 +62,26 @@ def test_error_distribution_plot(tmp_path, variable):
     render(ax, tmp_path / f"dist_{variable}.png")
     with pytest.raises(ValueError, match="variable"):
         ds.uqcal.plot.error_distribution(variable="uE")
+
+
+def test_plots_of_constant_data_draw_degenerate_intervals(tmp_path):
+    """Identical rows give per-bin intervals equal to the value up to rounding; the error bars
+    were negative by 1e-17 and matplotlib refused the figure ('yerr' must not contain negative
+    values), which stopped `xuqcal report` on such a file."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from xuqcal.plot._common import error_bars
+
+    ds = xuqcal.from_arrays(np.full(100, 0.3), np.full(100, 0.5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", xuqcal.UndefinedStatisticWarning)
+        loc = xuqcal.local.local(ds, "zms", n_bins=5, n=200)
+        rel = xuqcal.local.reliability(ds, n_bins=5, n=200)
+    for ax in (xuqcal.plot.local(loc), xuqcal.plot.reliability(rel)):
+        assert ax.get_xlabel() and ax.get_ylabel()
+        plt.close(ax.figure)
+    bars = error_bars([1.0, 2.0, 3.0], [1.0 + 1e-16, 1.5, np.nan], [1.2, 2.0 - 1e-16, 3.5])
+    assert (bars[:, :2] >= 0).all() and np.isnan(bars[0, 2])
+    np.testing.assert_allclose(bars[:, :2], [[0.0, 0.5], [0.2, 0.0]], atol=1e-15)

@@ -589,3 +589,490 @@ def test_fuzz_scale_invariance(arrays, k):
         tolerance = 1e-12 * max(1.0, size.get(key, 1.0))
         assert abs(other[key] - base[key]) <= tolerance, (key, base[key], other[key])
     assert abs(other["nll"] - k * math.log(10.0) - base["nll"]) <= 1e-10
+
+
+# ------------------------------------------- more cases of each class, through the whole API
+# Found by trying ~600 further cases through every public function and the accessor: each
+# list below pins one class of fault (a hang, a raw traceback, a silent wrong or NaN result)
+# with the cases that showed it, plus neighbours of the same class.
+
+
+def _within(seconds: float, call):
+    """``call()`` in a daemon thread: a hang fails the test instead of blocking the suite."""
+    import threading
+
+    outcome: dict = {}
+
+    def target():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the call did not return within {seconds} s (a hang)"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def _api_data() -> dict[str, xr.Dataset]:
+    ds = xuqcal.synthetic.nig(300, nu=6, seed=11)
+    rng = np.random.default_rng(0)
+    ds = ds.assign(X1=("sample", rng.normal(size=300)), C=("sample", np.full(300, 3.0)),
+                   B=("sample", np.arange(300) % 2 == 0))
+    two_d = xr.Dataset({"E": (("sample", "model"), rng.normal(size=(50, 2))),
+                        "uE": (("sample", "model"), np.ones((50, 2)))})
+    return {"ds": ds, "nan_x": ds.assign(X1=ds.X1.where(ds.X1 > 1)),
+            "inf_x": ds.assign(X1=ds.X1.where(ds.X1 < 1, np.inf)), "two_d": two_d,
+            "bool_e": ds.assign(E=("sample", np.arange(300) % 2 == 0)),
+            "date_e": ds.assign(E=("sample", np.arange(300).astype("datetime64[D]"))),
+            "complex_e": ds.assign(E=ds.E + 1j), "text_e": ds.assign(E=("sample", ["a"] * 300)),
+            "empty": ds.isel(sample=slice(0, 0)),
+            "other": xuqcal.synthetic.nig(500, nu=6, seed=1)}
+
+
+def _cases_api_hangs_and_tracebacks():
+    """Hangs and raw tracebacks (KeyError, IndexError, AttributeError, ZeroDivisionError,
+    'math domain error', 'Singular matrix') of arguments: now a ValueError naming them."""
+    local, curves, intervals = xuqcal.local, xuqcal.curves, xuqcal.intervals
+    adv = local.adversarial_groups
+    small = cube.build(["ence"], size=[100, 200], n_bins=[2, 4], nu=[6], n_mc=20)
+    one_x = cube.build(["ence"], size=[100], n_bins=[2], nu=[6], n_mc=20)
+    return [
+        # adversarial_groups: min_count 0 looped forever, sizes > M hung in the sampler
+        ("adv min_count 0", lambda d: adv(d["ds"], min_count=0, n_groups=5, n=40),
+         r"^min_count: expected an integer >= 2"),
+        ("adv min_count 1", lambda d: adv(d["ds"], min_count=1, n_groups=5, n=40),
+         r"^min_count: expected an integer >= 2"),
+        ("adv min_count > M", lambda d: adv(d["ds"], min_count=1000, n_groups=5, n=40),
+         r"^min_count: no group size M/2"),
+        ("adv sizes > M", lambda d: adv(d["ds"], sizes=[1000], n_groups=5, n=40),
+         r"^sizes: expected group sizes from 2 to M=300"),
+        ("adv sizes 0", lambda d: adv(d["ds"], sizes=[0], n_groups=5, n=40), r"^sizes: "),
+        ("adv sizes float", lambda d: adv(d["ds"], sizes=[50.5], n_groups=5, n=40),
+         r"^sizes: "),
+        ("adv sizes str", lambda d: adv(d["ds"], sizes="a", n_groups=5, n=40), r"^sizes: "),
+        ("adv sizes twice", lambda d: adv(d["ds"], sizes=[50, 50], n_groups=5, n=40),
+         r"^sizes: a group size is listed twice"),
+        ("adv n_groups 0", lambda d: adv(d["ds"], min_count=50, n_groups=0, n=40),
+         r"^n_groups: expected an integer >= 1"),
+        # local(bins=...): KeyError, IndexError, AttributeError
+        ("local bins empty Dataset", lambda d: local.local(d["ds"], bins=xr.Dataset(), n=40),
+         r"^bins: expected the bins of ds"),
+        ("local bins of other data", lambda d: local.local(
+            d["ds"], bins=d["other"].uqcal.bins(n_bins=5), n=40),
+         r"^bins: the bins are of 500 points, but ds has 300"),
+        ("local bins=3", lambda d: local.local(d["ds"], bins=3, n=40), r"^bins: expected"),
+        ("order_sensitivity binomial_noise 1", lambda d: local.order_sensitivity(
+            d["ds"], by="X1", n_orders=2, n_bins=4, n=40, binomial_noise=1),
+         r"^binomial_noise: expected True or False"),
+        # bins: KeyError of an unknown tie-breaking variable, unpacking of a bad grid
+        ("bins tiebreak unknown", lambda d: d["ds"].uqcal.bins(by="B", n_bins=5,
+                                                               tiebreak="foo"),
+         r"^tiebreak: the tie-breaking variable 'foo' is not in the dataset"),
+        ("bins tiebreak 3", lambda d: d["ds"].uqcal.bins(by="B", n_bins=5, tiebreak=3),
+         r"^tiebreak: "),
+        ("bins grid n_bins triple", lambda d: d["ds"].uqcal.bins(
+            by=["uE", "X1"], binning="grid", n_bins=(2, 2, 2)),
+         r"^n_bins: grid binning needs an integer or a pair"),
+        ("bins min_count > M", lambda d: d["ds"].uqcal.bins(n_bins=5, min_count=1000),
+         r"^min_count: min_count=1000 is larger than the number of points"),
+        # cube queried outside its grid or with a non-cube: KeyError, TypeError
+        ("reference_for generator not in cube", lambda d: cube.reference_for(
+            small, size=100, n_bins=2, generator="laplace", nu=6),
+         r"^generator: laplace is not in the cube \(generators: normal, t6\)"),
+        ("reference_for nu not in cube", lambda d: cube.reference_for(
+            small, size=100, n_bins=2, generator="normal", nu=3),
+         r"^nu: 3 is not in the cube \(nu: 6\)"),
+        ("reference_for size outside", lambda d: cube.reference_for(
+            small, size=1000, n_bins=2, generator="normal", nu=6),
+         r"^size, n_bins: sqrt\(n_bins / size\) = 0.04472 is outside the cube's range"),
+        ("reference_for size str", lambda d: cube.reference_for(
+            small, size="100", n_bins=2, generator="normal"), r"^size: expected an integer"),
+        ("reference_for not a cube", lambda d: cube.reference_for(
+            d["ds"], size=100, n_bins=2, generator="normal"), r"^cube: expected a cube"),
+        ("fit_sqrt one cell size", lambda d: cube.fit_sqrt(one_x),
+         r"^cube: fitting mean = a \+ alpha sqrt\(n_bins / size\) needs"),
+        ("fit_sqrt over unknown", lambda d: cube.fit_sqrt(small, over=["foo"]), r"^over: "),
+        ("size_bins_study one cell", lambda d: studies.size_bins_study(
+            ["ence"], size=[100], n_bins=[5], nu=[6], n_mc=10),
+         r"^size, n_bins: the fit of mean = a \+ alpha sqrt\(n_bins / size\) needs"),
+        ("build_from empty mapping", lambda d: cube.build_from({}, ["ence"], n_bins=[5]),
+         r"^datasets: the mapping of data sets is empty"),
+        ("build_from value not a Dataset", lambda d: cube.build_from({"a": 3}, ["ence"]),
+         r"^datasets: 'a' is a int, not an xarray.Dataset"),
+        # interval helpers: IndexError, 'Mean of empty slice', NaN Student/Wilson bounds
+        ("percentile no replicate", lambda d: intervals.percentile_interval(np.empty((1, 0))),
+         r"^replicates: expected at least one replicate"),
+        ("bca no replicate", lambda d: xuqcal.bca_interval(np.empty((1, 0)), np.zeros(1),
+                                                           np.ones((1, 3))),
+         r"^replicates: expected at least one replicate"),
+        ("bca estimate shape", lambda d: xuqcal.bca_interval(np.ones((2, 9)), np.zeros(1),
+                                                             np.ones((2, 3))),
+         r"^estimate: expected one estimate per interval, shape \(2,\)"),
+        ("bca one jackknife value", lambda d: xuqcal.bca_interval(np.ones((1, 9)), np.zeros(1),
+                                                                  np.empty((1, 0))),
+         r"^jackknife: expected at least 2 leave-one-out values"),
+        ("bca text", lambda d: xuqcal.bca_interval("a", 0.0, np.ones(3)), r"^replicates: "),
+        ("student one value", lambda d: xuqcal.student_interval(np.array([1.0])),
+         r"^values: the Student interval needs at least 2 values"),
+        ("student NaN", lambda d: xuqcal.student_interval(np.array([1.0, np.nan, 2.0])),
+         r"^values: 1 of 3 values are NaN or infinite"),
+        ("wilson NaN", lambda d: xuqcal.wilson_interval(math.nan, 10),
+         r"^successes, n: expected finite counts"),
+        ("wilson k > n", lambda d: xuqcal.wilson_interval(5, 3),
+         r"^successes, n: expected 0 <= successes <= n and n > 0, got successes=5, n=3"),
+        ("generator sample -1", lambda d: xuqcal.get_generator("normal").sample(-1, seed=0),
+         r"^size: expected an integer >= 0"),
+        ("generator sample seed", lambda d: xuqcal.get_generator("t6").sample(3, seed=-1),
+         r"^seed: expected an integer from 0"),
+        # strings where numbers are expected: NumPy's 'could not convert string to float'
+        ("confidence_curve k text", lambda d: curves.confidence_curve(d["ds"], k="a"),
+         r"^k: expected a sequence of percents \(numbers\), got 'a'"),
+        ("calibration_curve p mixed", lambda d: curves.calibration_curve(d["ds"], p=[0.5, "x"]),
+         r"^p: expected a sequence of probability levels"),
+        # other messages that did not name the parameter
+        ("scores n_boot 2", lambda d: xuqcal.recalibration.scores(d["ds"], features=(),
+                                                                 n_bins=5, n_boot=2),
+         r"^n_boot: expected an integer >= 40"),
+        ("scores zero E", lambda d: xuqcal.recalibration.scores(
+            d["ds"].assign(E=d["ds"].E * 0), features=(), n_bins=5, n_boot=40),
+         r"^E: every error is zero: the scores ln <Z²> \(S_cal, S_x\) are undefined"),
+        ("from_dataframe features=3", lambda d: xuqcal.from_dataframe(
+            d["ds"][["E", "uE"]].to_dataframe(), E="E", uE="uE", features=3),
+         r"^features: expected a variable name or a list of names, got 3"),
+        ("validate_dataset features=3", lambda d: xuqcal.validate_dataset(d["ds"], features=3),
+         r"^features: expected a variable name"),
+        ("bootstrap level 1 - 1e-16", lambda d: xuqcal.bootstrap(d["ds"], level=1 - 1e-16,
+                                                                 n=100),
+         r"^n: .*an interval at level 0.9999999999999999 needs"),
+        # meaningless settings that were accepted (found through the command line)
+        ("recalibration by E", lambda d: xuqcal.recalibration.fit(d["ds"], by="E"),
+         r"^by: the errors E cannot be a binning variable"),
+        ("recalibration grid by E", lambda d: xuqcal.recalibration.fit(d["ds"], by=("uE", "E")),
+         r"^by: the errors E cannot be a binning variable"),
+        ("evaluate n_mc_fv 1", lambda d: xuqcal.recalibration.evaluate(
+            {"train": d["ds"]}, features=(), n_mc_fv=1),
+         r"^n_mc_fv: expected 0 \(no simulated f_v\) or at least 2"),
+    ]
+
+
+@pytest.mark.parametrize(("case", "call", "message"), _cases_api_hangs_and_tracebacks(),
+                         ids=[c[0] for c in _cases_api_hangs_and_tracebacks()])
+def test_api_hangs_and_tracebacks_are_named_errors(case, call, message):
+    data = _api_data()
+    with pytest.raises(ValueError, match=message):
+        _within(20, lambda: call(data))
+
+
+def _cases_api_bad_data():
+    """Data every function must refuse, naming the variable: values that are not real
+    numbers (silently converted before: a bool E gave zms 0.5, dates zms 2.6e30, complex a
+    NumPy ComplexWarning), a binning variable with NaN/inf (silently binned), extra dimensions
+    (refused late, or silently computed; :func:`xuqcal.stats` alone keeps extra dimensions,
+    as documented), empty data."""
+    local, curves = xuqcal.local, xuqcal.curves
+    functions = {
+        "stats": lambda d: xuqcal.stats(d, ["zms", "ence"], n_bins=5).compute(),
+        "bootstrap": lambda d: xuqcal.bootstrap(d, ["zms"], n=40).compute(),
+        "reference": lambda d: xuqcal.reference(d, ["cc"], n=10).compute(),
+        "validate": lambda d: xuqcal.validate(d, ["zms"], n_boot=40, n_mc=10, n_bins=5),
+        "describe": lambda d: xuqcal.describe(d),
+        "local": lambda d: local.local(d, n_bins=5, n=40),
+        "reliability": lambda d: local.reliability(d, n_bins=5, n=40),
+        "confidence_curve": lambda d: curves.confidence_curve(d, n_mc=5),
+    }
+    cases = []
+    for name, call in functions.items():
+        cases += [
+            (f"{name} bool E", call, "bool_e", r"^E: .*(does not hold real numbers|not numeric)"
+                                                r" \(dtype bool\)"),
+            (f"{name} datetime E", call, "date_e", r"^E: .*\(dtype datetime64"),
+            (f"{name} complex E", call, "complex_e", r"^E: .*\(dtype complex128\)"),
+            (f"{name} text E", call, "text_e", r"^E: .*\(dtype <U1\)"),
+            *([] if name == "stats" else [(f"{name} two-dimensional", call, "two_d",
+             r"^E: expected a 1-D variable over (the dimension )?'sample'.*multi-dimensional "
+             r"data are not supported yet: select one slice, e.g. ds.isel\(model=0\)")]),
+            (f"{name} empty", call, "empty", r"^(ds|statistics): .*(empty|needs at least)"),
+        ]
+    binned = {
+        "stats": lambda d: xuqcal.stats(d, ["ence"], n_bins=5, by="X1").compute(),
+        "bootstrap": lambda d: xuqcal.bootstrap(d, ["ence"], n=40, n_bins=5,
+                                                by="X1").compute(),
+        "reference": lambda d: xuqcal.reference(d, ["ence"], n=10, n_bins=5,
+                                                by="X1").compute(),
+        "validate": lambda d: xuqcal.validate(d, ["ence"], n_boot=40, n_mc=10, n_bins=5,
+                                              by="X1"),
+    }
+    for name, call in binned.items():
+        cases += [(f"{name} by with NaN", call, "nan_x",
+                   r"^by: the binning variable 'X1' has 250 of 300 values NaN or infinite"),
+                  (f"{name} by with inf", call, "inf_x",
+                   r"^by: the binning variable 'X1' has 50 of 300 values NaN or infinite")]
+    cases.append(("order_sensitivity by with NaN", lambda d: local.order_sensitivity(
+        d, by="X1", n_orders=2, n_bins=5, n=40), "nan_x", r"^X1: 250 values are not finite"))
+    return cases
+
+
+@pytest.mark.parametrize(("case", "call", "which", "message"), _cases_api_bad_data(),
+                         ids=[c[0] for c in _cases_api_bad_data()])
+def test_api_bad_data_are_named_errors(case, call, which, message):
+    data = _api_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning or other NumPy warning first
+        with pytest.raises(ValueError, match=message):
+            call(data[which])
+
+
+def _cases_api_undefined():
+    """NaN results that were silent (or came with NumPy's RuntimeWarning or a
+    ZeroDivisionError): now NaN with an UndefinedStatisticWarning naming them."""
+    local, curves = xuqcal.local, xuqcal.curves
+
+    def constant_uE(d):
+        return d.assign(uE=d.uE * 0 + 0.7)
+
+    def constant_E(d):
+        return d.assign(E=d.E * 0 + 0.3)
+
+    return [
+        ("describe constant E", lambda d: xuqcal.describe(constant_E(d)),
+         ["relative_bias", "beta_gm", "kappa_cs", "nu_eff", "t_loc", "t_scale"],
+         r"relative_bias, beta_gm, kappa_cs, nu_eff, t_loc, t_scale of E are undefined: E is "
+         r"constant"),
+        ("describe zero E", lambda d: xuqcal.describe(d.assign(E=d.E * 0)),
+         ["relative_bias", "nu_eff"], r"of E are undefined: E is constant"),
+        ("describe constant uE", lambda d: xuqcal.describe(constant_uE(d)),
+         ["uE2_shape", "uE2_scale", "beta_gm_uE"],
+         r"uE2_shape, uE2_scale, beta_gm_uE of uE are undefined: uE is constant"),
+        ("reference constant uE", lambda d: xuqcal.reference(constant_uE(d), ["cc", "ence"],
+                                                             n=20, n_bins=5).compute(),
+         ["mean"], r"cc reference is undefined: the statistic is NaN or infinite on 20 of 20"),
+        ("reference mse beyond float64", lambda d: xuqcal.reference(
+            d.assign(E=d.E * 1e200, uE=d.uE * 1e200), ["mse", "zms"], n=20).compute(),
+         ["mean"], r"mse reference is undefined"),
+        ("local constant values", lambda d: local.local(constant_E(constant_uE(d)), "rce",
+                                                        n_bins=5, n=40),
+         ["acf"], r"acf is undefined: the per-bin values are all equal"),
+        ("calibration curve one level", lambda d: curves.calibration_curve(d, p=[0.5]),
+         ["miscalibration_area"], r"miscalibration_area is undefined: it needs at least 2"),
+        ("cube of a data set with constant uE", lambda d: cube.build_from(
+            {"a": constant_uE(d)}, ["cc", "ence"], n_bins=[5], n_mc=10).compute(),
+         ["mean"], r"cc reference is undefined in 1 cell\(s\) of the cube"),
+        ("generator study of constant uE", lambda d: studies.generator_sensitivity_study(
+            constant_uE(d), nu=[6], statistics=["cc", "ence"], n_mc=10, n_bins=5),
+         ["mean", "difference"], r"cc reference is undefined"),
+    ]
+
+
+@pytest.mark.parametrize(("case", "call", "variables", "message"), _cases_api_undefined(),
+                         ids=[c[0] for c in _cases_api_undefined()])
+def test_api_undefined_results_are_named(data, case, call, variables, message):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call(data)
+    named = [str(w.message) for w in caught if w.category is UndefinedStatisticWarning]
+    assert any(re.search(message, m) for m in named), named
+    assert all(w.category.__module__.startswith("xuqcal") for w in caught), \
+        [(w.category, str(w.message)) for w in caught]
+    for name in variables:
+        assert not np.isfinite(result[name].values).all(), name
+
+
+def test_api_renamed_variables_with_default_by(data):
+    """by="uE" stands for the uncertainty variable whatever its name: local and reliability
+    refused E="err", uE="sigma" ('the binning variable uE is not in the dataset')."""
+    renamed = data.rename({"E": "err", "uE": "sigma"})
+    names = {"E": "err", "uE": "sigma"}
+    a = xuqcal.local.local(data, n_bins=5, n=40)
+    b = xuqcal.local.local(renamed, n_bins=5, n=40, **names)
+    np.testing.assert_array_equal(a.ci_low.values, b.ci_low.values)
+    a = xuqcal.local.reliability(data, n_bins=5, n=40)
+    b = xuqcal.local.reliability(renamed, n_bins=5, n=40, **names)
+    np.testing.assert_array_equal(a.rmse_high.values, b.rmse_high.values)
+    with pytest.raises(ValueError, match=r"^E: the dataset has no variable 'E'"):
+        xuqcal.describe(renamed)
+
+
+@pytest.mark.parametrize("k", [-150, -100, -20, 20, 100, 150])
+def test_api_scale_free_analyses(data, k):
+    """E, uE × 10^k changes no scale-free result of the analyses beyond rounding. Tolerances:
+    1e-12 relative for results computed from z-scores (each z carries ~3 ulp of rounding,
+    sums of 300 terms ~300 ulp ≈ 7e-14); the maximum-likelihood shape of uE² comes from an
+    optimiser (scipy's default tolerances, ~1e-5 relative between starting points), so 1e-4:
+    it was 1.5 instead of 2.93 at uE ~ 1e-100 and 0.02 at uE ~ 1e20."""
+    scaled = data.assign(E=data.E * 10.0**k, uE=data.uE * 10.0**k)
+    for statistic in ("zms", "rce", "zm"):
+        a = xuqcal.local.local(data, statistic, n_bins=5, n=40)
+        b = xuqcal.local.local(scaled, statistic, n_bins=5, n=40)
+        for name in ("value", "ci_low", "ci_high", "fraction_valid"):
+            np.testing.assert_allclose(b[name].values, a[name].values, rtol=1e-12, atol=1e-12)
+    for name, call in (("observed", lambda d: xuqcal.curves.calibration_curve(d)),
+                       ("fraction_valid", lambda d: xuqcal.local.adversarial_groups(
+                           d, min_count=100, n_groups=5, n=40)),
+                       ("s_x", lambda d: xuqcal.recalibration.scores(d, features=(), n_bins=5,
+                                                                     n_boot=40))):
+        np.testing.assert_allclose(call(scaled)[name].values, call(data)[name].values,
+                                   rtol=1e-12, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedStatisticWarning)  # uE2_scale beyond float64
+        a, b = xuqcal.describe(data), xuqcal.describe(scaled)
+    assert float(b.uE2_shape) == pytest.approx(float(a.uE2_shape), rel=1e-4)
+    np.testing.assert_allclose(b.relative_bias.values, a.relative_bias.values, rtol=1e-12)
+
+
+def _cases_plot_wrong_input():
+    """Each figure given another function's output (or a number) raised AttributeError or
+    KeyError from inside its drawing code: now a ValueError naming the argument and the
+    producer it expects."""
+    plot = xuqcal.plot
+    cases = [(name, getattr(plot, name), "result", producer) for name, producer in (
+        ("zeta", "xuqcal.validate"), ("local", "xuqcal.local.local"),
+        ("acf", "xuqcal.local.local"), ("reliability", "xuqcal.local.reliability"),
+        ("order_sensitivity", "xuqcal.local.order_sensitivity"),
+        ("adversarial", "xuqcal.local.adversarial_groups"),
+        ("ablation", "xuqcal.curves.ablation"),
+        ("calibration_curve", "xuqcal.curves.calibration_curve"),
+        ("local_coverage", "xuqcal.curves.local_coverage"),
+        ("recalibration_scan", "xuqcal.recalibration.scan"),
+        ("validation_probability", "xuqcal.studies.validation_probability"),
+        ("generator_sensitivity_study", "xuqcal.studies.generator_sensitivity_study"),
+        ("size_bins_study", "xuqcal.studies.size_bins_study"),
+        ("zero_bins_extrapolation", "xuqcal.studies.zero_bins_extrapolation"))]
+    cases += [("confidence_curve", plot.confidence_curve, "curve",
+               "xuqcal.curves.confidence_curve"),
+              ("fraction_valid", plot.fraction_valid, "results", "xuqcal.local.local")]
+    return cases
+
+
+@pytest.mark.parametrize(("name", "function", "argument", "producer"),
+                         _cases_plot_wrong_input(), ids=[c[0] for c in _cases_plot_wrong_input()])
+@pytest.mark.parametrize("given", ["data set", "number"])
+def test_plot_wrong_input_is_a_named_error(data, name, function, argument, producer, given):
+    wrong = data if given == "data set" else 3
+    with pytest.raises(ValueError, match=rf"^{argument}: expected the output of "
+                                         rf"{re.escape(producer)}"):
+        function(wrong)
+
+
+@pytest.mark.parametrize(("n_sets", "bins", "message"), [
+    (0, 80, r"^n_sets: expected an integer >= 1"), (2, 0, r"^bins: expected an integer >= 1"),
+    (2.5, 80, r"^n_sets: "), (2, "auto", r"^bins: ")])
+def test_plot_error_distribution_arguments(data, n_sets, bins, message):
+    with pytest.raises(ValueError, match=message):
+        xuqcal.plot.error_distribution(data, n_sets=n_sets, bins=bins)
+
+
+@pytest.mark.parametrize("call", [
+    lambda d: xuqcal.stats(d, ["zms", "ence"], n_bins=5).compute(),
+    lambda d: xuqcal.bootstrap(d, ["zms"], n=40).compute(),
+    lambda d: xuqcal.reference(d, ["cc"], n=10).compute(),
+    lambda d: xuqcal.validate(d, ["zms", "cc"], n_boot=40, n_mc=10),
+    lambda d: xuqcal.describe(d),
+    lambda d: xuqcal.local.local(d, n_bins=5, n=40),
+    lambda d: xuqcal.curves.confidence_curve(d, n_mc=5),
+    lambda d: xuqcal.validate_dataset(d),
+], ids=["stats", "bootstrap", "reference", "validate", "describe", "local", "confidence_curve",
+        "validate_dataset"])
+@pytest.mark.parametrize(("bad", "message"), [
+    ("nan E", r"^E: 1 of 300 values are NaN"), ("negative uE", r"^uE: 1 of 300 values are not "
+                                                               r"positive"),
+    ("overflowing z", r"E, uE: 1 of 300 z-scores E/uE overflow")])
+def test_dask_bad_values_inside_the_graph(data, call, bad, message):
+    """Bad values inside a Dask graph: the same clear error, raised when computed (not a
+    traceback from the kernels, not a NaN result)."""
+    lazy = data.chunk({"sample": 100})
+    row = lazy.sample == 7
+    if bad == "nan E":
+        lazy = lazy.assign(E=lazy.E.where(~row))
+    elif bad == "negative uE":
+        lazy = lazy.assign(uE=lazy.uE.where(~row, -1.0))
+    else:
+        lazy = lazy.assign(E=lazy.E.where(~row, 1e300), uE=lazy.uE.where(~row, 1e-10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no NumPy overflow warning first
+        with pytest.raises(ValueError, match=message):
+            call(lazy)
+
+
+def _cases_parameter_types():
+    """Wrong types and sizes tried for every parameter of every entry point (~2500 calls):
+    these ended in a raw TypeError/OverflowError/'Maximum allowed dimension exceeded', named
+    another parameter, or were accepted."""
+    local, curves, recalibration = xuqcal.local, xuqcal.curves, xuqcal.recalibration
+    huge = 10**30
+    cases = []
+    for name, call in (("stats", lambda d, u: xuqcal.stats(d, ["ence"], n_bins=5, uE=u)),
+                       ("bootstrap", lambda d, u: xuqcal.bootstrap(d, ["ence"], n=40, n_bins=5,
+                                                                   uE=u)),
+                       ("reference", lambda d, u: xuqcal.reference(d, ["ence"], n=5, n_bins=5,
+                                                                   uE=u)),
+                       ("validate", lambda d, u: xuqcal.validate(d, ["ence"], n_boot=40,
+                                                                 n_mc=5, n_bins=5, uE=u))):
+        for value in (None, 3, ["uE"], "sigma"):  # named by, not uE, before
+            cases.append((f"{name} uE={value!r}", lambda d, c=call, v=value: c(d, v), r"^uE: "))
+    cases += [
+        ("bootstrap n huge", lambda d: xuqcal.bootstrap(d, n=huge), r"^n: expected an integer "
+                                                                    r"<= 2\*\*40"),
+        ("reference n huge", lambda d: xuqcal.reference(d, n=huge), r"^n: .*<= 2\*\*40"),
+        ("validate n_mc huge", lambda d: xuqcal.validate(d, n_mc=huge), r"^n_mc: .*<= 2\*\*40"),
+        ("bootstrap unused n_bins huge", lambda d: xuqcal.bootstrap(
+            d, ["zms"], n=40, n_bins=2**40).compute(), None),
+        ("cube size huge", lambda d: cube.build(["ence"], size=[huge], n_bins=[2], nu=[6]),
+         r"^size: expected integers <= 2\*\*40"),
+        ("validation_probability size huge", lambda d: studies.validation_probability(
+            [6], size=[huge], n_try=2, n_boot=40), r"^size: "),
+        ("validation_probability keep_trials", lambda d: studies.validation_probability(
+            [6], size=[50], n_try=2, n_boot=40, keep_trials="no"), r"^keep_trials: expected"),
+        ("generator_sensitivity_study nu huge", lambda d: studies.generator_sensitivity_study(
+            d, nu=[1e30], n_mc=5, n_bins=5), r"^nu: expected ν from 2 to 1e6"),
+        ("nig uE_scale huge int", lambda d: xuqcal.synthetic.nig(10, nu=6, seed=0,
+                                                                 uE_scale=huge), None),
+        ("nig replicate 2**64 - 1", lambda d: xuqcal.synthetic.nig(10, nu=6, seed=0,
+                                                                   replicate=2**64 - 1), None),
+        ("ablation n_bins None", lambda d: curves.ablation(d, n_boot=40, n_bins=None),
+         r"^n_bins: expected an integer"),
+        ("ablation n_bins nan", lambda d: curves.ablation(d, n_boot=40, n_bins=math.nan),
+         r"^n_bins: "),
+        ("scan n_bins 5", lambda d: recalibration.scan(d, d, n_bins=5, n_boot=40, features=()),
+         r"^n_bins: expected a sequence of numbers of bins"),
+        ("zero_bins E list", lambda d: studies.zero_bins_extrapolation(d, E=["E"]),
+         r"^E: expected the name of a variable"),
+        ("build_from uE dict", lambda d: cube.build_from({"a": d}, ["ence"], uE={"a": 1}),
+         r"^uE: expected the name of a variable"),
+        ("fit_sqrt None", lambda d: cube.fit_sqrt(None), r"^cube: expected a cube"),
+        ("local by None", lambda d: local.local(d, by=None, n=40), r"^by: expected the name"),
+        ("reliability by 1.5", lambda d: local.reliability(d, by=1.5, n=40), r"^by: "),
+        ("bins by []", lambda d: d.uqcal.bins(by=[]), r"^by: "),
+    ]
+    return cases
+
+
+@pytest.mark.parametrize(("case", "call", "message"), _cases_parameter_types(),
+                         ids=[c[0] for c in _cases_parameter_types()])
+def test_parameter_types_and_sizes(data, case, call, message):
+    """A ValueError (or TypeError, for a wrong type of ds) led by the parameter's name, or a
+    finite result where the value is legitimate (None in the table)."""
+    if message is None:
+        result = _within(20, lambda: call(data))
+        values = [v.values for v in result.data_vars.values() if v.dtype.kind == "f"]
+        assert all(np.isfinite(v).all() for v in values)
+        return
+    with pytest.raises((ValueError, TypeError), match=message):
+        _within(20, lambda: call(data))
+
+
+def test_zero_bins_of_constant_data_name_the_infinite_zeta(data):
+    """Constant E and uE: every binned value is the same, the fit is exact and its interval
+    has zero width; zeta is infinite with a DegenerateIntervalWarning (it was silent)."""
+    constant = data.assign(E=data.E * 0 + 0.5, uE=data.uE * 0 + 1.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = studies.zero_bins_extrapolation(constant, n_bins=[2, 3, 4, 5], min_points=10,
+                                                 fit_above=1)
+    assert sorted(str(w.message).split(":")[0] for w in caught
+                  if w.category is DegenerateIntervalWarning) == ["ence", "zmse"]
+    assert np.isinf(result.zeta.values).all()

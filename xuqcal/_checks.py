@@ -38,6 +38,9 @@ def int_list(values, name: str, minimum: int) -> list[int]:
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < minimum:
             raise ValueError(f"{name}: expected integers >= {minimum}, got {v!r}")
+        if v > MAX_COUNT:
+            raise ValueError(f"{name}: expected integers <= 2**40 (a larger count cannot be held "
+                             f"in memory), got {v!r}")
     return [int(v) for v in values]
 
 
@@ -77,6 +80,9 @@ def variable_name(ds, by: str, uE: str = "uE", *, role: str = "binning") -> str:
     ValueError: by: the binning variable 'X' is not in the dataset (variables: E, u)
     """
     name = uE if by == "uE" else by
+    if by == "uE" and uE != "uE" and isinstance(uE, str) and uE not in ds.variables:
+        raise ValueError(f"uE: the dataset has no variable {uE!r} (data variables: "
+                         f"{', '.join(map(str, ds.data_vars))})")
     if not isinstance(name, str) or name not in ds.variables or name == "sample":
         raise ValueError(f"by: the {role} variable {by!r} is not in the dataset "
                          f"(variables: {', '.join(map(str, ds.data_vars))})")
@@ -95,11 +101,17 @@ def variable_name(ds, by: str, uE: str = "uE", *, role: str = "binning") -> str:
 MAX_SEED = 2**64 - 1
 
 
+#: The largest accepted count (replicates, bins, points, ...): beyond it the arrays cannot be
+#: allocated, and NumPy fails with OverflowError or MemoryError.
+MAX_COUNT = 2**40
+
+
 def _is_integer(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
 
 
-def check_count(n: object, name: str, minimum: int = 2, *, reason: str = "") -> int:
+def check_count(n: object, name: str, minimum: int = 2, *, reason: str = "",
+                maximum: int | None = None) -> int:
     """An integer count (replicates, trials, bins, ...) of at least ``minimum``.
 
     Examples
@@ -113,6 +125,11 @@ def check_count(n: object, name: str, minimum: int = 2, *, reason: str = "") -> 
     if not _is_integer(n) or n < minimum:  # type: ignore[operator]
         why = f" ({reason})" if reason else ""
         raise ValueError(f"{name}: expected an integer >= {minimum}{why}, got {n!r}")
+    if maximum is None and n > MAX_COUNT:  # type: ignore[operator]
+        raise ValueError(f"{name}: expected an integer <= 2**40 (a larger count cannot be held "
+                         f"in memory), got {n!r}")
+    if maximum is not None and n > maximum:  # type: ignore[operator]
+        raise ValueError(f"{name}: expected an integer from {minimum} to {maximum}, got {n!r}")
     return int(n)  # type: ignore[call-overload]
 
 
@@ -184,7 +201,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
     minimum = minimum_replicates(level)
     return check_count(n, name, minimum, reason=(
-        f"an interval at level {level:g} needs at least ceil(2 / (1 - level)) replicates, "
+        f"an interval at level {level!r} needs at least ceil(2 / (1 - level)) replicates, "
         "one per tail beyond it on average"))
 
 

@@ -108,6 +108,20 @@ def stream_key(seed: int, purpose: str, *extra: int) -> np.uint64:
     return sequence.generate_state(1, dtype=np.uint64)[0]
 
 
+def as_int64(replicate: int) -> int:
+    """A replicate number from 0 to 2**64 - 1 as the int64 with the same 64 bits (the kernels
+    take int64 and cast it to uint64 in :func:`stream_start`; numbers up to 2**63 - 1 are
+    unchanged, larger ones overflowed the int64 argument).
+
+    Examples
+    --------
+    >>> as_int64(5), as_int64(2**64 - 1)
+    (5, -1)
+    """
+    replicate = int(replicate)
+    return replicate - 2**64 if replicate >= 2**63 else replicate
+
+
 @nb.njit(inline="always")
 def _mix64(z):
     z = (z ^ (z >> _S30)) * _M1

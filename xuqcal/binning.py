@@ -82,7 +82,8 @@ def _check_min_count(min_count, m: int) -> int:
             or min_count < 1:
         raise ValueError(f"min_count: expected a positive integer, got {min_count!r}")
     if min_count > m:
-        raise ValueError(f"min_count={min_count} is larger than the number of points ({m})")
+        raise ValueError(f"min_count: min_count={min_count} is larger than the number of points "
+                         f"({m})")
     return int(min_count)
 
 
@@ -352,18 +353,30 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = "uE", *, n_bins: int = 2
     >>> int(bins["count"].sum()), bins.attrs["scheme"]
     (1000, 'equal')
     """
+    if not isinstance(by, str) and not (isinstance(by, Sequence) and by
+                                        and all(isinstance(b, str) for b in by)):
+        raise ValueError(f"by: expected the name of a variable, or a list of names for grid "
+                         f"binning, got {by!r}")
     names = [variable_name(ds, name) for name in ([by] if isinstance(by, str) else by)]
     sample = ds["sample"].values if "sample" in ds.coords else None
     if binning == "grid":
         if len(names) != 2:
             raise ValueError("by: grid binning needs two variables, e.g. by=('uE', 'X1')")
-        nx, ny = (n_bins, n_bins) if isinstance(n_bins, int) else n_bins
+        pair = (n_bins, n_bins) if isinstance(n_bins, int | np.integer) else n_bins
+        if isinstance(pair, str) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise ValueError(f"n_bins: grid binning needs an integer or a pair of integers "
+                             f"(bins of {names[0]}, bins of {names[1]}), got {n_bins!r}")
+        nx, ny = pair
         return grid(ds[names[0]].values, ds[names[1]].values, nx, ny, by_x=names[0],
                     by_y=names[1], min_count=min_count, sample=sample)
     if len(names) != 1:
         raise ValueError(f"by: {binning!r} binning takes one variable, got {names}")
     values = ds[names[0]].values
     if binning == "equal":
+        if tiebreak is not None and (not isinstance(tiebreak, str)
+                                     or tiebreak not in ds.variables or tiebreak == "sample"):
+            raise ValueError(f"tiebreak: the tie-breaking variable {tiebreak!r} is not in the "
+                             f"dataset (variables: {', '.join(map(str, ds.data_vars))})")
         tie = ds[tiebreak].values if tiebreak is not None else None
         return equal_count(values, n_bins, min_count=min_count, tiebreak=tie, by=names[0],
                            sample=sample)

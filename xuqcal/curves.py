@@ -66,15 +66,28 @@ def _arrays(ds: xr.Dataset, E: str, uE: str, *, minimum: int, what: str,
     validate_dataset(ds, E=E, uE=uE, features=[v for v in extra if v not in (E, uE)])
     m = ds.sizes["sample"]
     if m < minimum:
-        raise ValueError(f"{what}: needs at least {minimum} points, but the data have {m}")
+        raise ValueError(f"ds: {what} needs at least {minimum} points, but the data have {m}")
     errors = np.ascontiguousarray(ds[E].values, dtype=np.float64)
     uncertainties = np.ascontiguousarray(ds[uE].values, dtype=np.float64)
     return errors, uncertainties
 
 
+def _floats(values, name: str, what: str) -> np.ndarray:
+    """``values`` as a float64 array, or a ValueError naming ``name``."""
+    if isinstance(values, str | bytes) or (
+            isinstance(values, Sequence) and any(isinstance(v, bool | str | bytes) or v is None
+                                                 for v in values)):
+        raise ValueError(f"{name}: expected a sequence of {what} (numbers), got {values!r}")
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a sequence of {what} (numbers), got "
+                         f"{values!r}") from None
+
+
 def _percents(k, default: np.ndarray) -> np.ndarray:
     """Validate percents removed: 1-D, finite, strictly increasing, in [0, 100)."""
-    values = default if k is None else np.atleast_1d(np.asarray(k, dtype=np.float64))
+    values = default if k is None else np.atleast_1d(_floats(k, "k", "percents"))
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"k: expected a non-empty 1-D sequence of percents, got {k!r}")
@@ -372,10 +385,12 @@ def ablation(
     m = errors.size
     removed = _n_removed(percents, m)
     if m - removed[-1] < 3:
-        raise ValueError(f"ablation: removing {percents[-1]:g} % of {m} points leaves fewer "
+        raise ValueError(f"k: removing {percents[-1]:g} % of {m} points leaves fewer "
                          "than 3 points")
     if needs_bins:
         check_n_bins(int(m - removed[-1]), n_bins, variable="the remaining data")
+    else:  # unused, but a bad value is still a mistake worth naming
+        check_count(n_bins, "n_bins", 1)
     by_values = None
     if needs_bins and by != uE:
         by_values = np.asarray(ds[by].values)
@@ -429,7 +444,7 @@ def ablation(
 
 
 def _levels(p) -> np.ndarray:
-    values = DEFAULT_P if p is None else np.atleast_1d(np.asarray(p, dtype=np.float64))
+    values = DEFAULT_P if p is None else np.atleast_1d(_floats(p, "p", "probability levels"))
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"p: expected a non-empty 1-D sequence of probability levels, got {p!r}")
@@ -512,6 +527,12 @@ def calibration_curve(
         gap = np.abs(observed - levels)
         area = float(np.sum(0.5 * (gap[1:] + gap[:-1]) * np.diff(levels)))
     else:
+        import warnings
+
+        from xuqcal.statistics import UndefinedStatisticWarning
+
+        warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
+                      f"levels p, got {levels.size}", UndefinedStatisticWarning, stacklevel=2)
         area = float("nan")
     grid = f"{levels.size} levels from {levels[0]:g} to {levels[-1]:g}"
     return xr.Dataset(

@@ -20,12 +20,19 @@ from xuqcal.statistics import (
     UndefinedStatisticWarning,
     beta_gm,
     check_data_variables,
+    check_values,
     kappa_cs,
     power_of_two_scale,
 )
 
 #: Least number of points of :func:`describe` (quantiles and a three-parameter fit).
 MIN_POINTS = 3
+
+#: uE whose median lies beyond ``2**±FIT_EXPONENT`` (~1e±6) is fitted as ``uE 2^-k`` (an exact
+#: rescaling; the shape is scale-free and the scale is multiplied back by ``4^k``): the ML
+#: inverse-gamma fit of uE² is reliable only for uE² within about 1e±16 of 1 (ordinary data,
+#: inside the range, are fitted unchanged).
+FIT_EXPONENT = 20
 
 
 def _ldexp(value: float, k: int, name: str) -> float:
@@ -37,6 +44,11 @@ def _ldexp(value: float, k: int, name: str) -> float:
         warnings.warn(f"{name} is undefined: its value exceeds the float64 range",
                       UndefinedStatisticWarning, stacklevel=3)
         return math.copysign(math.inf, value)
+
+
+def _warn_constant(variable: str, names: str) -> None:
+    warnings.warn(f"{names} of {variable} are undefined: {variable} is constant",
+                  UndefinedStatisticWarning, stacklevel=3)
 
 
 def student_t_fit(x: np.ndarray) -> tuple[float, float, float]:
@@ -107,13 +119,23 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
                          f"{ds.sizes['sample']}")
     errors = np.asarray(ds[E].values, dtype=np.float64)
     uncertainties = np.asarray(ds[uE].values, dtype=np.float64)
+    check_values(errors, uncertainties)  # NaN/inf, uE <= 0, overflowing z: named errors
     columns: dict[str, list[float]] = {name: [] for name in (
         "mean", "sd", "relative_bias", "beta_gm", "kappa_cs", "nu_eff", "t_loc", "t_scale")}
     # scale safety: E of scale 1e300 (or 1e-300) is analysed as E 2^-k, and the values with
     # units (mean, sd, t_loc, t_scale) are scaled back exactly; k = 0 for ordinary data
     k_e = power_of_two_scale(errors)
-    for x, k in ((np.ldexp(errors, -k_e) if k_e else errors, k_e),
-                 (errors / uncertainties, 0)):
+    for x, k, label in ((np.ldexp(errors, -k_e) if k_e else errors, k_e, E),
+                        (errors / uncertainties, 0, "Z")):
+        if np.all(x == x[0]):  # constant: no spread, so no shape or t fit (was 0 / 0)
+            _warn_constant(label, "relative_bias, beta_gm, kappa_cs, nu_eff, t_loc, t_scale")
+            mean = float(x[0])
+            for name, value in (("mean", _ldexp(mean, k, "mean of E") if k else mean),
+                                ("sd", 0.0)):
+                columns[name].append(value)
+            for name in ("relative_bias", "beta_gm", "kappa_cs", "nu_eff", "t_loc", "t_scale"):
+                columns[name].append(math.nan)
+            continue
         mean, sd = float(np.mean(x)), float(np.std(x, ddof=1))
         nu, loc, scale = student_t_fit(x)
         relative_bias = mean / sd
@@ -134,7 +156,15 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
         "t_loc": "location of the Student-t fit", "t_scale": "scale of the Student-t fit",
     }
     k_u = power_of_two_scale(uncertainties)
-    if k_u:  # the shape is scale-free, the scale of uE² scales with 4^k
+    if not k_u:  # the ML fit of uE² drifts for uE far from 1 (shape 1.5 at uE ~ 1e-10)
+        median = float(np.median(uncertainties))
+        if not 2.0**-FIT_EXPONENT <= median <= 2.0**FIT_EXPONENT:
+            k_u = math.frexp(median)[1]
+    constant_u = bool(np.all(uncertainties == uncertainties[0]))
+    if constant_u:  # no inverse-gamma fit and no skewness of a constant
+        _warn_constant(uE, "uE2_shape, uE2_scale, beta_gm_uE")
+        shape = scale = math.nan
+    elif k_u:  # the shape is scale-free, the scale of uE² scales with 4^k
         shape, scale = inverse_gamma_fit(np.ldexp(uncertainties, -k_u) ** 2)
         scale = _ldexp(scale, 2 * k_u, "uE2_scale")
     else:
@@ -149,7 +179,7 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     result["uE2_scale"] = xr.DataArray(scale, attrs={
         "long_name": "scale of a ML inverse-gamma fit of uE^2"})
     scaled_u = np.ldexp(uncertainties, -k_u) if k_u else uncertainties  # β_GM is scale-free
-    result["beta_gm_uE"] = xr.DataArray(beta_gm(scaled_u), attrs={
+    result["beta_gm_uE"] = xr.DataArray(math.nan if constant_u else beta_gm(scaled_u), attrs={
         "long_name": "robust skewness beta_GM of uE"})
     result.attrs.update(n_samples=int(errors.shape[0]), xuqcal_version=__version__)
     return result

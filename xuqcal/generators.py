@@ -87,9 +87,15 @@ class Generator:
         >>> abs(float(x.mean())) < 0.02 and abs(float(x.var()) - 1) < 0.05
         True
         """
-        out = np.empty(int(size))
+        from xuqcal._checks import MAX_SEED, check_count, check_seed
+
+        size = check_count(size, "size", 0)
+        seed = check_seed(seed)
+        replicate = check_count(replicate, "replicate", 0, maximum=MAX_SEED)
+        out = np.empty(size)
         key = _random.stream_key(seed, f"{purpose}:{self.name}")
-        _random.fill_variates(key, replicate, self.code, self.parameter, out)
+        _random.fill_variates(key, _random.as_int64(replicate), self.code, self.parameter,
+                              out)
         return out
 
 

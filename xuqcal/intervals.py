@@ -97,6 +97,19 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
         return a
 
 
+def _as_replicates(replicates) -> np.ndarray:
+    """Bootstrap replicates as float64, at least one along the last axis."""
+    try:
+        replicates = np.asarray(replicates, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"replicates: expected an array of numbers, got "
+                         f"{type(replicates).__name__}") from None
+    if replicates.ndim < 1 or replicates.shape[-1] < 1:
+        raise ValueError(f"replicates: expected at least one replicate along the last axis, got "
+                         f"shape {replicates.shape}")
+    return replicates
+
+
 def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
                  jackknife: np.ndarray | None = None, level: float = 0.95, *,
                  acceleration_value: np.ndarray | None = None,
@@ -134,14 +147,22 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
     True
     """
     level = check_level(level)
-    replicates = np.asarray(replicates, dtype=np.float64)
+    replicates = _as_replicates(replicates)
+    if np.shape(estimate) != replicates.shape[:-1]:
+        raise ValueError(f"estimate: expected one estimate per interval, shape "
+                         f"{replicates.shape[:-1]} (the replicates without their last axis), "
+                         f"got shape {np.shape(estimate)}")
     z0 = bias_correction(replicates, estimate)
     if acceleration_value is not None:
         a = np.asarray(acceleration_value, dtype=np.float64)
     elif jackknife is not None:
-        a = acceleration(np.asarray(jackknife, dtype=np.float64))
+        jackknife = np.asarray(jackknife, dtype=np.float64)
+        if jackknife.ndim < 1 or jackknife.shape[-1] < 2:
+            raise ValueError(f"jackknife: expected at least 2 leave-one-out values along the "
+                             f"last axis, got shape {jackknife.shape}")
+        a = acceleration(jackknife)
     else:
-        raise ValueError("bca_interval: give the jackknife values or the acceleration")
+        raise ValueError("jackknife: give the jackknife values or acceleration_value")
     z = special.ndtri(np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
     with np.errstate(invalid="ignore", divide="ignore"):
         zs = z0[..., np.newaxis] + z
@@ -202,7 +223,7 @@ def percentile_interval(replicates: np.ndarray, level: float = 0.95
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval (quantiles ``(1 ∓ level) / 2`` of the replicates)."""
     level = check_level(level)
-    replicates = np.asarray(replicates, dtype=np.float64)
+    replicates = _as_replicates(replicates)
     p = np.broadcast_to([(1.0 - level) / 2.0, (1.0 + level) / 2.0],
                         (*replicates.shape[:-1], 2))
     with np.errstate(invalid="ignore"):
@@ -224,7 +245,17 @@ def student_interval(values: np.ndarray, level: float = 0.95
     (-0.484, 4.484)
     """
     level = check_level(level)
-    values = np.asarray(values, dtype=np.float64)
+    try:
+        values = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"values: expected an array of numbers, got {type(values).__name__}") \
+            from None
+    if values.ndim < 1 or values.shape[-1] < 2:
+        raise ValueError(f"values: the Student interval needs at least 2 values along the last "
+                         f"axis, got shape {values.shape}")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise ValueError(f"values: {int(bad.sum())} of {values.size} values are NaN or infinite")
     n = values.shape[-1]
     mean = values.mean(axis=-1)
     half = stats.t.ppf((1.0 + level) / 2.0, n - 1) * values.std(axis=-1, ddof=1) / np.sqrt(n)
@@ -286,10 +317,17 @@ def wilson_interval(successes, n, level: float = 0.95, *, continuity: bool = Tru
     (0.7615, 0.9109)
     """
     level = check_level(level)
-    x = np.asarray(successes, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
+    n_given = n
+    try:
+        x = np.asarray(successes, dtype=np.float64)
+        n = np.asarray(n, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"successes, n: expected counts, got {successes!r} and {n!r}") from None
+    if not (np.isfinite(x).all() and np.isfinite(n).all()):
+        raise ValueError("successes, n: expected finite counts, got NaN or infinite values")
     if np.any(n <= 0) or np.any(x < 0) or np.any(x > n):
-        raise ValueError("wilson_interval: need 0 <= successes <= n and n > 0")
+        raise ValueError(f"successes, n: expected 0 <= successes <= n and n > 0, got "
+                         f"successes={successes!r}, n={n_given!r}")
     z = special.ndtri((1.0 + level) / 2.0)
     p = x / n
     z2 = z * z

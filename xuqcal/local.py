@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal import _kernels as K
-from xuqcal._checks import check_replicates, check_seed, variable_name
+from xuqcal._checks import check_bool, check_replicates, check_seed, variable_name
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.binning import equal_count, make_bins, members
@@ -112,6 +112,14 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     max_lag = min(max_lag, n - 1)
     d = x - x.mean()
     denom = np.sum(d * d)
+    if max_lag >= 1 and not denom > 0:  # constant values (or NaN): no correlation
+        import warnings
+
+        from xuqcal.statistics import UndefinedStatisticWarning
+
+        warnings.warn("acf is undefined: the per-bin values are all equal (or not finite)",
+                      UndefinedStatisticWarning, stacklevel=2)
+        return np.array([1.0] + [math.nan] * max_lag)
     return np.array([1.0] + [np.sum(d[:-k] * d[k:]) / denom for k in range(1, max_lag + 1)])
 
 
@@ -120,6 +128,32 @@ def _check_statistic(statistic: str) -> str:
         raise ValueError(f"statistic: local analyses support {', '.join(TARGETS)}; "
                          f"got {statistic!r}")
     return statistic
+
+
+def _binning_names(by, uE: str):
+    """``by`` with ``"uE"`` standing for the uncertainty variable ``uE`` whatever its name."""
+    if isinstance(by, str):
+        return uE if by == "uE" else by
+    if isinstance(by, Sequence):
+        return [uE if b == "uE" else b for b in by]
+    return by
+
+
+def _check_bins(bins: object, m: int) -> None:
+    """``bins`` of :func:`local`: the bins of the same ``m`` points, from
+    :func:`xuqcal.binning.make_bins` (``ds.uqcal.bins``)."""
+    what = ("expected the bins of ds from ds.uqcal.bins(...) or xuqcal.binning.make_bins (a "
+            "Dataset with bin_index over sample and a bin dimension)")
+    if (not isinstance(bins, xr.Dataset) or "bin_index" not in bins.data_vars
+            or "bin" not in bins.dims or bins["bin_index"].dims != ("sample",)):
+        raise ValueError(f"bins: {what}, got {type(bins).__name__}")
+    if bins.sizes["sample"] != m:
+        raise ValueError(f"bins: the bins are of {bins.sizes['sample']} points, but ds has {m}; "
+                         "make them from the same data set")
+    index = np.asarray(bins["bin_index"].values)
+    n_bins = bins.sizes["bin"]
+    if index.dtype.kind not in "iu" or (index.size and (index.min() < 0 or index.max() >= n_bins)):
+        raise ValueError(f"bins: bin_index must hold bin numbers from 0 to {n_bins - 1}; {what}")
 
 
 def _local_iv(ds, statistic, *, n, level, seed, E, uE) -> tuple[float, int, int]:
@@ -193,7 +227,10 @@ def local(
     """
     level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
     if bins is None:
-        bins = make_bins(ds, by, n_bins=n_bins, binning=binning, min_count=min_count)
+        bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins, binning=binning,
+                         min_count=min_count)
+    else:
+        _check_bins(bins, ds.sizes["sample"])
     n_groups = bins.sizes["bin"]
     group_members, offsets = members(bins.bin_index.values, n_groups)
     points = _points(ds[E].values, ds[uE].values)
@@ -292,8 +329,9 @@ def order_sensitivity(
     n_orders = check_count(n_orders, "n_orders", minimum=1)
     by = variable_name(ds, by, uE, role="conditioning")
     points = _points(ds[E].values, ds[uE].values)
+    binomial_noise = check_bool(binomial_noise, "binomial_noise")
     values = np.asarray(ds[by].values)
-    equal_count(values, n_bins)  # checks the bins before any work
+    equal_count(values, n_bins, by=by)  # checks the bins before any work
     tasks = [dask.delayed(_fraction_valid_for_order, pure=True)(
         points, values, statistic, n_bins, n, level, seed, k, binomial_noise)
         for k in range(n_orders)]
@@ -313,6 +351,37 @@ def order_sensitivity(
         out["fraction_valid_noisy"] = ("order", results[:, 1],
                                        {"long_name": "f_v with binomial noise"})
     return out
+
+
+def _adversarial_sizes(m: int, min_count: object, n_groups: object,
+                       sizes: object) -> tuple[list[int], int]:
+    """Argument checks of :func:`adversarial_groups` (before any work): the group sizes (given,
+    or M/2, M/4, ... down to ``min_count``) and ``n_groups``. A group needs at least 2 points
+    (a BCa interval) and at most M (groups are drawn without replacement)."""
+    n_groups = check_count(n_groups, "n_groups", minimum=1)
+    if sizes is None:
+        min_count = check_count(min_count, "min_count", minimum=2,
+                                reason="a group needs 2 points for an interval")
+        found, size = [], m // 2
+        while size >= min_count:
+            found.append(size)
+            size //= 2
+        if not found:
+            raise ValueError(f"min_count: no group size M/2, M/4, ... of M={m} points reaches "
+                             f"min_count={min_count}; lower min_count to at most {m // 2} or "
+                             "give sizes")
+        return found, n_groups
+    given = [sizes] if isinstance(sizes, int | np.integer) else sizes
+    if isinstance(given, str) or not isinstance(given, Sequence | np.ndarray) or not len(given):
+        raise ValueError(f"sizes: expected a non-empty sequence of group sizes (integers from 2 "
+                         f"to M={m}), got {sizes!r}")
+    for size in given:
+        if isinstance(size, bool) or not isinstance(size, int | np.integer) or not 2 <= size <= m:
+            raise ValueError(f"sizes: expected group sizes from 2 to M={m} (the number of "
+                             f"points; groups are drawn without replacement), got {size!r}")
+    if len(set(int(v) for v in given)) != len(given):
+        raise ValueError(f"sizes: a group size is listed twice in {list(given)}")
+    return [int(v) for v in given], n_groups
 
 
 def adversarial_groups(
@@ -344,14 +413,7 @@ def adversarial_groups(
     """
     level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
     m = ds.sizes["sample"]
-    if sizes is None:
-        sizes, size = [], m // 2
-        while size >= min_count:
-            sizes.append(size)
-            size //= 2
-    if not sizes:
-        raise ValueError(f"min_count={min_count}: no group size M/2, M/4, ... of M={m} "
-                         "points reaches it")
+    sizes, n_groups = _adversarial_sizes(m, min_count, n_groups, sizes)
     points = _points(ds[E].values, ds[uE].values)
     control_eps = np.empty(m)
     from xuqcal._random import fill_variates
@@ -409,7 +471,7 @@ def reliability(
     ['rmse', 'rmse_high', 'rmse_low', 'rmv']
     """
     level, n, seed = _local_iv(ds, "rce", n=n, level=level, seed=seed, E=E, uE=uE)
-    bins = make_bins(ds, by, n_bins=n_bins)
+    bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
     points = _points(ds[E].values, ds[uE].values)
     rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n=n, level=level,

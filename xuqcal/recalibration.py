@@ -66,6 +66,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -76,12 +77,12 @@ import xarray as xr
 from scipy import optimize
 
 from xuqcal import _random
-from xuqcal._checks import check_seed
+from xuqcal._checks import check_replicates, check_seed
 from xuqcal._version import __version__
 from xuqcal.binning import apply_bins, check_n_bins, equal_count, make_bins
 from xuqcal.io import to_netcdf, validate_dataset
 from xuqcal.local import local
-from xuqcal.statistics import log_square, power_of_two_scale
+from xuqcal.statistics import UndefinedStatisticWarning, log_square, power_of_two_scale
 
 __all__ = [
     "BINNINGS",
@@ -161,7 +162,7 @@ def _checked(ds: xr.Dataset, numeric: Iterable[str] = (), other: Iterable[str] =
              what: str = "features") -> xr.Dataset:
     """Validate ``E``, ``uE`` and the numeric variables; check that the others exist."""
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     numeric = [n for n in dict.fromkeys(numeric) if n not in ("E", "uE")]
     _require(ds, numeric, what)
     _require(ds, other, what)
@@ -204,10 +205,18 @@ def _score_values(z2: np.ndarray, e2: np.ndarray, u2: np.ndarray, mean_lnu2: flo
                   bins: _ScoreBins) -> dict[str, Any]:
     """NLL, <Z²>, S_cal and, per score variable, S_x and ENCE."""
     zms = float(np.mean(z2))
+    if not zms > 0:
+        raise ValueError("E: every error is zero: the scores ln <Z²> (S_cal, S_x) are "
+                         "undefined")
     s_x, ence = [], []
-    for index in bins.index:
+    for name, index in zip(bins.names, bins.index, strict=True):
         zms_b = _group_means(z2, index, bins.counts)
-        s_x.append(float(np.mean(np.abs(np.log(zms_b)))))
+        with np.errstate(divide="ignore"):
+            s_x.append(float(np.mean(np.abs(np.log(zms_b)))))
+        if not np.all(zms_b > 0):
+            warnings.warn(f"s_x is undefined for {name}: a bin has <Z²> = 0 (all its errors "
+                          "are 0), so |ln <Z²>| is infinite", UndefinedStatisticWarning,
+                          stacklevel=3)
         rmv = np.sqrt(_group_means(u2, index, bins.counts))
         rmse = np.sqrt(_group_means(e2, index, bins.counts))
         ence.append(float(np.mean(np.abs(rmv - rmse) / rmv)))
@@ -289,7 +298,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     """
     features = _check_features(features)
     n_bins = _positive_int(n_bins, "n_bins")
-    n_boot = _positive_int(n_boot, "n_boot")
+    n_boot = check_replicates(n_boot, 0.95, "n_boot")  # the per-bin intervals of local()
     ds = _checked(ds, features)
     check_n_bins(ds.sizes["sample"], n_bins, variable="the dataset")
     E, uE, feats = _score_inputs(ds, features)
@@ -406,7 +415,7 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
     n_mc_fv : int
         Simulated sets for the mean ``f_v`` (each costs one LZMS analysis per score variable,
         about 0.15 s each at M = 14 000); default 0: ``fraction_valid_simulated`` is NaN and
-        ``f_v`` is compared with its target 0.95.
+        ``f_v`` is compared with its target 0.95; otherwise at least 2.
 
     Returns
     -------
@@ -429,6 +438,9 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
     features = _check_features(features)
     n_mc = _positive_int(n_mc, "n_mc")
     n_mc_fv = _positive_int(n_mc_fv, "n_mc_fv", minimum=0)
+    if n_mc_fv == 1:
+        raise ValueError("n_mc_fv: expected 0 (no simulated f_v) or at least 2 simulated sets "
+                         "(one set gives no standard error), got 1")
     _random.stream_key(seed, "recalibration")  # validates the seed
     rows = []
     for name, ds in datasets.items():
@@ -769,6 +781,10 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] = "uE",
     names = _names(by, "by")
     if not 1 <= len(names) <= 2:
         raise ValueError(f"by: expected one variable or a pair (2-D grid), got {list(names)}")
+    if "E" in names:
+        raise ValueError("by: the errors E cannot be a binning variable of a recalibration "
+                         "(the factors would be fitted on the quantity they must predict and "
+                         "be unknown for new data); bin on 'uE' or an input feature")
     n_bins_scores = _positive_int(n_bins_scores, "n_bins_scores")
     check_seed(seed)
     if maxfun is not None:
@@ -1096,6 +1112,9 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
         raise ValueError(f"method: only 'bvs' has a number of bins to scan, got {method!r}")
     if "n_bins" in fit_kwargs or "method" in fit_kwargs:
         raise ValueError("fit_kwargs: n_bins and method are set by scan itself")
+    if isinstance(n_bins, str) or not isinstance(n_bins, Iterable):
+        raise ValueError(f"n_bins: expected a sequence of numbers of bins to scan, got "
+                         f"{n_bins!r}")
     n_values = [_positive_int(v, "n_bins") for v in n_bins]
     if not n_values:
         raise ValueError("n_bins: the list of numbers of bins is empty")

@@ -9,6 +9,7 @@ and replicate ``r`` of generator ``D`` draws from the stream ``(seed, "reference
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import dask.array as da
@@ -21,6 +22,7 @@ from xuqcal._checks import (
     check_chunks,
     check_count,
     check_generators,
+    check_name,
     check_seed,
     variable_name,
 )
@@ -39,6 +41,7 @@ from xuqcal.resampling import (
 from xuqcal.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
+    UndefinedStatisticWarning,
     check_data_variables,
     check_sizes,
     codes_of,
@@ -67,21 +70,36 @@ def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n: i
                                   generator.code, generator.parameter, key)
 
 
-def _summarize(replicates):
-    """Mean, standard error of the mean and 2.5/97.5 % quantiles along the last axis."""
+def _summarize(replicates, names=None):
+    """Mean, standard error of the mean and 2.5/97.5 % quantiles along the last axis.
+
+    With ``names`` (the statistic of each row of the first axis), a statistic that is NaN or
+    infinite on some synthetic sets is named by an :class:`UndefinedStatisticWarning`."""
     replicates = np.ascontiguousarray(replicates)
     n = replicates.shape[-1]
     with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf replicates: NaN, quietly
         mean = replicates.mean(axis=-1)
         se = safe_std(replicates) / np.sqrt(n)
-    ordered = np.sort(replicates, axis=-1)
-    probabilities = np.broadcast_to([0.025, 0.975], (*replicates.shape[:-1], 2))
-    quantiles = quantile_sorted(ordered, probabilities)
+        ordered = np.sort(replicates, axis=-1)
+        probabilities = np.broadcast_to([0.025, 0.975], (*replicates.shape[:-1], 2))
+        quantiles = quantile_sorted(ordered, probabilities)
+    if names is not None and replicates.ndim >= 2 and len(names) == replicates.shape[0]:
+        for name, rows in zip(names, replicates, strict=True):
+            bad = ~np.isfinite(rows)
+            if bad.any():
+                count = int(bad.any(axis=-1).sum()) if bad.ndim > 1 else 1
+                warnings.warn(
+                    f"{name} reference is undefined: the statistic is NaN or infinite on "
+                    f"{int(bad.sum())} of {bad.size} synthetic sets of {count} generator(s) "
+                    f"(e.g. cc when uE is constant, a statistic with units beyond the float64 "
+                    f"range); its mean, se and quantiles are NaN or infinite",
+                    UndefinedStatisticWarning, stacklevel=2)
     return mean, se, quantiles[..., 0], quantiles[..., 1]
 
 
 def _reference_iv(ds, statistics, *, generator, n, seed, n_bins, by, chunks, keep_replicates,
-                  E, uE, n_name: str = "n", generator_name: str = "generator"):
+                  E, uE, n_name: str = "n", generator_name: str = "generator",
+                  warn_undefined: bool = True):
     """Argument checks of :func:`reference`, before any computation (no data are read);
     returns the statistics, the generators, ``n``, ``seed`` and ``chunks`` normalised."""
     stats = get_statistics(statistics)
@@ -91,8 +109,11 @@ def _reference_iv(ds, statistics, *, generator, n, seed, n_bins, by, chunks, kee
     chunks = check_chunks(chunks)
     replicate_chunks(n, chunks)
     check_bool(keep_replicates, "keep_replicates")
+    check_bool(warn_undefined, "warn_undefined")
     if not isinstance(ds, xr.Dataset):
         raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    check_name(E, "E")
+    check_name(uE, "uE")
     by = variable_name(ds, by, uE)
     check_data_variables(ds, E, uE)
     if any(s.needs_bins for s in stats):
@@ -116,6 +137,7 @@ def reference(
     keep_replicates: bool = False,
     E: str = "E",
     uE: str = "uE",
+    warn_undefined: bool = True,
 ) -> xr.Dataset:
     """Simulated reference values of statistics for the uncertainties of ``ds`` (lazy).
 
@@ -140,6 +162,10 @@ def reference(
         ``statistic × generator × replicate``).
     E, uE : str
         Names of the error and uncertainty variables.
+    warn_undefined : bool
+        Name a reference that is NaN or infinite on some synthetic sets with an
+        :class:`~xuqcal.statistics.UndefinedStatisticWarning` when computed
+        (:func:`~xuqcal.validate` names the undefined statistics through their estimates).
 
     Returns
     -------
@@ -159,7 +185,7 @@ def reference(
     """
     stats, gens, n, seed, chunks = _reference_iv(
         ds, statistics, generator=generator, n=n, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
-        keep_replicates=keep_replicates, E=E, uE=uE)
+        keep_replicates=keep_replicates, E=E, uE=uE, warn_undefined=warn_undefined)
     gen_coords = generator_coords(gens)
     codes = codes_of(stats)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -170,6 +196,7 @@ def reference(
     )
     mean, se, q025, q975 = xr.apply_ufunc(
         _summarize, replicates.chunk({"replicate": -1}),
+        kwargs={"names": [s.key for s in stats] if warn_undefined else None},
         input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
         dask="parallelized", output_dtypes=[np.float64] * 4,
     )

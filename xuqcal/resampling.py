@@ -23,6 +23,7 @@ from xuqcal._checks import (
     check_bool,
     check_chunks,
     check_count,
+    check_name,
     check_replicates,
     check_seed,
     variable_name,
@@ -277,6 +278,8 @@ def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
     check_bool(keep_replicates, "keep_replicates")
     if not isinstance(ds, xr.Dataset):
         raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    check_name(E, "E")
+    check_name(uE, "uE")
     by = variable_name(ds, by, uE)
     check_data_variables(ds, E, uE)
     m = ds.sizes["sample"]

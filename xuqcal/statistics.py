@@ -191,6 +191,8 @@ def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = Fa
     ValueError: statistics: zv needs at least 2 points, but the data have 1
     """
     extra = 1 if jackknife else 0
+    if m == 0:
+        raise ValueError(f"ds: empty data: {what} have no points")
     for s in statistics:
         need = (2 if s.key in ("zv", "cc") else 1) + extra
         if m < need:
@@ -354,6 +356,10 @@ class PreparedData:
         range (any ordinary data set) take the unchanged path: their results are
         bit-identical.
         """
+        for role, values in (("E", E), ("uE", uE)):
+            kind = np.asarray(values).dtype.kind
+            if kind in "bcmMUSV":
+                check_numeric_dtype(np.asarray(values).dtype, role, role)
         E = np.asarray(E, dtype=np.float64)
         uE = np.asarray(uE, dtype=np.float64)
         k = check_values(E, uE)
@@ -361,6 +367,12 @@ class PreparedData:
         if needs_bins:
             check_n_bins(m, n_bins, variable=by)
         binning_values = uE if by_values is None else np.asarray(by_values)
+        if binning_values.dtype.kind in "fc":
+            bad = ~np.isfinite(binning_values)
+            if bad.any():
+                raise ValueError(f"by: the binning variable {by!r} has {int(bad.sum())} of "
+                                 f"{bad.size} values NaN or infinite ({_positions(bad)}); "
+                                 "bin on a variable with finite values")
         order = equal_count_order(binning_values)
         E = np.ascontiguousarray(E[order])
         uE = np.ascontiguousarray(uE[order])
@@ -387,7 +399,8 @@ class PreparedData:
             order_e=order_e,
             tie_e=_tie_flags(absE[order_e]),
             tie_bin=_tie_flags(binning_values[order]),
-            n_bins=int(n_bins),
+            # unused by statistics without bins: at most m (a huge value is not allocated)
+            n_bins=int(n_bins) if needs_bins else min(int(n_bins), max(m, 1)),
             by=by,
             packed=K.pack_moments(e2, u2, z, z2, lnu2, z_shift),
             scale_exponent=int(k),
@@ -553,9 +566,29 @@ def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
     return out
 
 
-def check_data_variables(ds: object, E: object = "E", uE: object = "uE") -> tuple[str, str]:
-    """Check that ``ds`` is a Dataset over ``sample`` holding variables ``E`` and ``uE``
-    (names only: no data are read) and return the two names.
+def check_numeric_dtype(dtype: np.dtype, role: str, var: object) -> None:
+    """Refuse a variable whose values are not real numbers (booleans, complex numbers, dates,
+    text, Python objects): converted to float64 they would give silently wrong statistics.
+
+    Examples
+    --------
+    >>> check_numeric_dtype(np.dtype(bool), "E", "E")
+    Traceback (most recent call last):
+    ValueError: E: the variable 'E' does not hold real numbers (dtype bool); E and uE must be \
+integers or floats
+    """
+    if np.dtype(dtype).kind not in "iuf":
+        raise ValueError(f"{role}: the variable {var!r} does not hold real numbers (dtype "
+                         f"{np.dtype(dtype)}); E and uE must be integers or floats")
+
+
+def check_data_variables(ds: object, E: object = "E", uE: object = "uE", *,
+                         extra_dims: bool = False) -> tuple[str, str]:
+    """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
+    ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
+
+    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (:func:`stats` keeps the
+    extra dimensions of synthetic replicates).
 
     Examples
     --------
@@ -570,9 +603,18 @@ def check_data_variables(ds: object, E: object = "E", uE: object = "uE") -> tupl
         if var not in ds.data_vars:
             raise ValueError(f"{role}: the dataset has no variable {var!r} (data variables: "
                              f"{', '.join(map(str, ds.data_vars)) or 'none'})")
-        if "sample" not in ds[var].dims:
+        dims = ds[var].dims
+        if "sample" not in dims:
             raise ValueError(f"{role}: the variable {var!r} has no dimension 'sample' "
-                             f"(dimensions {ds[var].dims})")
+                             f"(dimensions {dims})")
+        if not extra_dims and dims != ("sample",):
+            other = [d for d in dims if d != "sample"]
+            raise ValueError(f"{role}: expected a 1-D variable over 'sample', but {var!r} has "
+                             f"dimensions {dims}; multi-dimensional data are not supported "
+                             f"yet: select one slice, e.g. ds.isel({other[0]}=0)")
+        check_numeric_dtype(ds[var].dtype, role, var)
+    if ds.sizes["sample"] == 0:
+        raise ValueError("ds: empty data: the dataset has 0 rows along 'sample'")
     return str(E), str(uE)
 
 
@@ -583,8 +625,10 @@ def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     if not isinstance(ds, xr.Dataset):
         raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     needs_bins = any(s.needs_bins for s in chosen)
+    check_name(E, "E")
+    check_name(uE, "uE")
     by = variable_name(ds, by, uE)
-    check_data_variables(ds, E, uE)
+    check_data_variables(ds, E, uE, extra_dims=True)
     m = ds.sizes["sample"]
     if needs_bins:
         check_n_bins(m, n_bins, variable=by)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -29,11 +30,11 @@ from scipy import stats as sps
 
 from xuqcal import cube as _cube
 from xuqcal import io, synthetic
-from xuqcal._checks import check_replicates, check_seed, float_list, int_list
+from xuqcal._checks import check_bool, check_replicates, check_seed, float_list, int_list
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
 from xuqcal.generators import get_generator
-from xuqcal.intervals import check_level, wilson_interval, zeta
+from xuqcal.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
 from xuqcal.resampling import bootstrap_prepared, check_count
 from xuqcal.statistics import (
     PreparedData,
@@ -185,6 +186,7 @@ def validation_probability(
     n_boot = check_replicates(n_boot, level, "n_boot")
     seed = _check_seed(seed)
     batch_size = check_count(batch_size, "batch_size", 1)
+    keep_trials = check_bool(keep_trials, "keep_trials")
     gen = get_generator(generator).name
     chosen = get_statistics(statistics)
     missing = [s.key for s in chosen if not s.has_reference]
@@ -330,6 +332,10 @@ def generator_sensitivity_study(
     ([3.0, 10.0, inf], ['t3', 't10', 'normal'])
     """
     nus = float_list(nu, "nu", above=2.0)
+    for v in nus:
+        if v > 1e6:  # t(ν) is named 't<ν>' in positional notation (ν = 1e6 is normal already)
+            raise ValueError(f"nu: expected ν from 2 to 1e6 (larger ν is the normal generator, "
+                             f"always included), got {v:g}")
     n_bins = check_count(n_bins, "n_bins", 1)
     seed = _check_seed(seed)
     chosen = get_statistics(statistics)
@@ -421,6 +427,11 @@ def size_bins_study(
     >>> r["fit_alpha"].dims, r["mean"].dims
     (('statistic', 'generator'), ('size', 'nu', 'generator', 'n_bins', 'statistic'))
     """
+    size, n_bins = int_list(size, "size", 2), int_list(n_bins, "n_bins", 1)
+    if len({b / m for m in size for b in n_bins}) < 2:
+        raise ValueError(f"size, n_bins: the fit of mean = a + alpha sqrt(n_bins / size) needs "
+                         f"at least 2 values of n_bins / size, got size={size}, "
+                         f"n_bins={n_bins}; give several sizes or numbers of bins")
     cube = _cube.build(statistics, size=size, n_bins=n_bins, nu=nu, generator=generator,
                        n_mc=n_mc, seed=seed, path=path, overwrite=overwrite, progress=progress)
     cube = cube.compute()
@@ -535,7 +546,7 @@ def zero_bins_extrapolation(
     fit_bins = [n for n in used if n > fit_above]
     if len(fit_bins) < 3:
         raise ValueError(
-            f"zero_bins_extrapolation: only {len(fit_bins)} numbers of bins N in {bins} have "
+            f"n_bins: only {len(fit_bins)} numbers of bins N in {bins} have "
             f"N > fit_above={fit_above} and at least min_points={min_points} points per bin "
             f"(N <= M / min_points = {m / min_points:g} for M = {m}); the fit with an interval "
             "needs at least 3"
@@ -557,6 +568,11 @@ def zero_bins_extrapolation(
     low, high = intercept - half, intercept + half
     with np.errstate(divide="ignore", invalid="ignore"):
         z = intercept / half
+    for key, width, value in zip((s.key for s in chosen), half, intercept, strict=True):
+        if math.isfinite(value) and not width > 0:
+            warnings.warn(f"{key}: the zero-bins interval has zero width (the values do not "
+                          "vary with the number of bins, e.g. constant E and uE), so zeta is "
+                          "infinite", DegenerateIntervalWarning, stacklevel=2)
     result = xr.Dataset(
         {
             "value": (("n_bins", "statistic"), values,

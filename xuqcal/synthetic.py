@@ -62,9 +62,9 @@ def _nig_iv(M, nu, generator, seed, uE_scale, replicate):
     seed = check_seed(seed)
     if (isinstance(uE_scale, bool) or not isinstance(uE_scale, int | float | np.integer
                                                      | np.floating)
-            or not (np.isfinite(uE_scale) and uE_scale > 0)):
+            or not (math.isfinite(float(uE_scale)) and uE_scale > 0)):
         raise ValueError(f"uE_scale: expected a positive finite factor, got {uE_scale!r}")
-    replicate = check_count(replicate, "replicate", 0)
+    replicate = check_count(replicate, "replicate", 0, maximum=MAX_SEED)
     if replicate > MAX_SEED:
         raise ValueError(f"replicate: expected an integer from 0 to 2**64 - 1, got {replicate}")
     return int(M), nu, gen, seed, float(uE_scale), replicate
@@ -120,17 +120,18 @@ def nig(
     """
     M, nu, gen, seed, uE_scale, replicate = _nig_iv(M, nu, generator, seed, uE_scale,
                                                     replicate)
+    stream = _random.as_int64(replicate)
     if nu == math.inf:
         uE = np.ones(M)  # the limit of IG(ν/2, ν/2) as ν -> inf: a point mass at 1
     else:
         key = _random.stream_key(seed, "synthetic:nig")
         gamma = np.empty(M)
         # 1 / uE² ~ Gamma(ν/2, rate ν/2): draw Gamma(ν/2, 1) g, then uE² = (ν/2) / g
-        _random.fill_gamma(key, replicate, 0.5 * nu, gamma)
+        _random.fill_gamma(key, stream, 0.5 * nu, gamma)
         with np.errstate(divide="ignore", over="ignore"):
             uE = np.sqrt(0.5 * nu / gamma)
     eps = np.empty(M)
-    _random.fill_variates(_random.stream_key(seed, f"synthetic:nig:{gen.name}"), replicate,
+    _random.fill_variates(_random.stream_key(seed, f"synthetic:nig:{gen.name}"), stream,
                           gen.code, gen.parameter, eps)
     with np.errstate(over="ignore", invalid="ignore"):
         E = uE * eps

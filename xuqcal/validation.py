@@ -169,7 +169,7 @@ def validate(
     lazy_bootstrap = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
     lazy_reference = reference(ds, keys, generator=names, n=n_mc, seed=seed, n_bins=n_bins,
-                               by=by, chunks=chunks, E=E, uE=uE)
+                               by=by, chunks=chunks, E=E, uE=uE, warn_undefined=False)
     result, simulated = dask.compute(lazy_bootstrap, lazy_reference)
 
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, axes
+from xuqcal.plot._common import GENERATOR_COLOURS, axes, require
 
 REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
 
@@ -32,6 +32,7 @@ def confidence_curve(curve: xr.Dataset, ax=None):
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('fraction of largest uncertainties removed (%)', 'RMSE')
     """
+    require(curve, ("value", "k"), "xuqcal.curves.confidence_curve", name="curve")
     ax = axes(ax)
     k = curve.k.values
     label = str(curve.attrs.get("statistic", "rmse")).upper()
@@ -77,6 +78,7 @@ def ablation(result: xr.Dataset, ax=None):
     >>> ax.get_ylabel()
     'Δ statistic (remaining − full set)'
     """
+    require(result, ("value", "k", "statistic"), "xuqcal.curves.ablation")
     ax = axes(ax)
     k = result.k.values
     ax.axhline(0, color="0.5", lw=0.8)
@@ -122,6 +124,8 @@ def calibration_curve(result: xr.Dataset, ax=None):
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('expected fraction p', 'observed fraction')
     """
+    require(result, ("observed", "ci_low", "ci_high", "miscalibration_area", "p"),
+            "xuqcal.curves.calibration_curve")
     ax = axes(ax, figsize=(5, 5))
     p = result.p.values
     level = float(result.attrs.get("level", 0.95))
@@ -163,6 +167,8 @@ def local_coverage(result: xr.Dataset, ax=None):
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('uE (bin centre)', 'coverage of the 0.95-interval')
     """
+    require(result, ("coverage", "bin_centre", "ci_low", "ci_high", "valid", "fraction_valid"),
+            "xuqcal.curves.local_coverage")
     ax = axes(ax)
     p = float(result.attrs["p"])
     by = result.attrs.get("by", "uE")

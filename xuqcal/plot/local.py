@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import axes
+from xuqcal.plot._common import axes, error_bars, require
 
 _LABELS = {"zm": "<Z>", "zms": "<Z²>", "zv": "Var(Z)", "rce": "RCE"}
 
@@ -32,13 +32,15 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
     >>> ax.get_ylabel()
     '<Z²>'
     """
+    require(result, ("value", "ci_low", "ci_high", "valid", "centre", "fraction_valid",
+                     "global_value"),
+            "xuqcal.local.local")
     ax = axes(ax)
     statistic = result.attrs["statistic"]
     by = result.attrs["by"]
     x = result.centre.values
     valid = result.valid.values.astype(bool)
-    lower = result.value.values - result.ci_low.values
-    upper = result.ci_high.values - result.value.values
+    lower, upper = error_bars(result.value.values, result.ci_low.values, result.ci_high.values)
     for mask, colour, label in ((valid, "tab:blue", "valid bin"),
                                 (~valid, "crimson", "invalid bin")):
         if mask.any():
@@ -74,15 +76,23 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None):
     >>> ax.get_ylabel()
     'fraction of valid bins'
     """
-    ax = axes(ax, figsize=(6, 4))
+    variables = ("fraction_valid", "fraction_valid_low", "fraction_valid_high")
     if isinstance(results, xr.Dataset):
-        results = {f"{results.attrs['statistic']} | {results.attrs['by']}": results}
+        require(results, variables, "xuqcal.local.local", name="results")
+        results = {f"{results.attrs.get('statistic', '?')} | {results.attrs.get('by', '?')}":
+                   results}
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("results: expected the output of xuqcal.local.local or a non-empty "
+                         f"mapping label -> output, got {type(results).__name__}")
+    for r in results.values():
+        require(r, variables, "xuqcal.local.local", name="results")
+    ax = axes(ax, figsize=(6, 4))
     labels = list(results)
     for i, label in enumerate(labels):
         r = results[label]
         fv = r.fraction_valid.item()
-        ax.errorbar(i, fv, yerr=[[fv - r.fraction_valid_low.item()],
-                                 [r.fraction_valid_high.item() - fv]],
+        ax.errorbar(i, fv, yerr=error_bars([fv], [r.fraction_valid_low.item()],
+                                           [r.fraction_valid_high.item()]),
                     fmt="o", color="tab:blue", capsize=4)
     ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
     ax.set_xticks(range(len(labels)), labels)
@@ -104,6 +114,7 @@ def acf(result: xr.Dataset, *, ax=None):
     >>> acf(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=20, n=200)).get_xlabel()
     'lag (bins)'
     """
+    require(result, ("acf", "lag"), "xuqcal.local.local")
     ax = axes(ax, figsize=(6, 4))
     lags = result.lag.values
     ax.vlines(lags, 0, result.acf.values, color="tab:blue")
@@ -131,9 +142,10 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None):
     >>> reliability(rel(xuqcal.synthetic.nig(2000, nu=6, seed=0), n=200)).get_xlabel()
     'RMV (root mean variance per bin)'
     """
+    require(result, ("rmv", "rmse", "rmse_low", "rmse_high"), "xuqcal.local.reliability")
     ax = axes(ax, figsize=(5, 5))
     rmv, rmse = result.rmv.values, result.rmse.values
-    ax.errorbar(rmv, rmse, yerr=[rmse - result.rmse_low.values, result.rmse_high.values - rmse],
+    ax.errorbar(rmv, rmse, yerr=error_bars(rmse, result.rmse_low.values, result.rmse_high.values),
                 fmt="o", ms=4, color="tab:blue", label="bins")
     lims = [min(rmv.min(), result.rmse_low.values.min()),
             max(rmv.max(), result.rmse_high.values.max())]
@@ -160,6 +172,7 @@ def order_sensitivity(result: xr.Dataset, *, ax=None):
     >>> order_sensitivity(sens(ds, by="X", n_orders=3, n_bins=10, n=100)).get_xlabel()
     'fraction of valid bins'
     """
+    require(result, ("fraction_valid", "q025", "q975"), "xuqcal.local.order_sensitivity")
     ax = axes(ax, figsize=(6, 4))
     fv = result.fraction_valid.values
     step = 1.0 / result.attrs["n_bins"]
@@ -190,13 +203,15 @@ def adversarial(result: xr.Dataset, *, ax=None):
     >>> adversarial(adv).get_xlabel()
     'group size'
     """
+    require(result, ("size", "fraction_valid", "control_fraction_valid"),
+            "xuqcal.local.adversarial_groups")
     ax = axes(ax, figsize=(6, 4))
     size = result["size"].values
     for prefix, low, high, colour, label in (
             ("", "fraction_valid_low", "fraction_valid_high", "tab:blue", "data"),
             ("control_", "control_low", "control_high", "0.5", "control Z ~ N(0, 1)")):
         value = result[f"{prefix}fraction_valid"].values
-        ax.errorbar(size, value, yerr=[value - result[low].values, result[high].values - value],
+        ax.errorbar(size, value, yerr=error_bars(value, result[low].values, result[high].values),
                     fmt="o-", color=colour, capsize=3, label=label)
     ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
     ax.set_xscale("log")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, axes
+from xuqcal.plot._common import GENERATOR_COLOURS, axes, require
 
 _SCAN_PANELS = (("nll", "NLL"), ("ence", "ENCE"), ("s_x", "S_x"),
                 ("fraction_valid", "fraction of valid bins f_v"))
@@ -141,6 +141,8 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
     >>> [a.get_ylabel() for a in scan(r)][:2]
     ['NLL', 'ENCE']
     """
+    require(result, ("n_bins", "fraction_valid_low", "fraction_valid_high"),
+            "xuqcal.recalibration.scan")
     if axes is None:
         import matplotlib.pyplot as plt
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, axes
+from xuqcal.plot._common import GENERATOR_COLOURS, axes, error_bars, require
 
 _LABELS = {"zm": "<Z>", "zms": "ZMS", "zv": "Var(Z)", "rce": "RCE", "nll": "NLL", "cc": "CC",
            "ence": "ENCE", "uce": "UCE", "zmse": "ZMSE"}
@@ -53,6 +53,7 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('ν', 'p_val')
     """
+    require(result, ("p_val", "statistic", "nu", "size"), "xuqcal.studies.validation_probability")
     ax = axes(ax)
     keys = [str(k) for k in result["statistic"].values]
     if statistic is None:
@@ -107,6 +108,7 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
     >>> generator_sensitivity_study(r).get_xlabel()
     'ν of the t(ν) generator'
     """
+    require(result, ("mean", "se", "statistic", "nu"), "xuqcal.studies.generator_sensitivity_study")
     ax = axes(ax)
     _check_statistic(result, statistic)
     sel = result.sel(statistic=statistic)
@@ -157,6 +159,7 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None):
     >>> size_bins_study(r).get_xlabel()
     'sqrt(N / M)'
     """
+    require(result, ("mean", "fit_a", "fit_alpha", "statistic"), "xuqcal.studies.size_bins_study")
     ax = axes(ax)
     _check_statistic(result, statistic)
     sel = result.sel(statistic=statistic)
@@ -206,6 +209,8 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
     >>> ax.get_xlabel()
     'sqrt(N / M)'
     """
+    require(result, ("value", "intercept", "slope", "statistic"),
+            "xuqcal.studies.zero_bins_extrapolation")
     ax = axes(ax)
     _check_statistic(result, statistic)
     sel = result.sel(statistic=statistic)
@@ -223,7 +228,7 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
     valid = bool(sel["valid"])
     colour = "black" if valid else "crimson"
     level = float(result.attrs.get("level", 0.95))
-    ax.errorbar([0.0], [a], yerr=[[a - low], [high - a]], fmt="s", color=colour, capsize=4,
+    ax.errorbar([0.0], [a], yerr=error_bars([a], [low], [high]), fmt="s", color=colour, capsize=4,
                 label=f"intercept {a:.3g} [{low:.3g}, {high:.3g}] ({100 * level:g} %)")
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xlim(left=-0.02 * float(x.max()))

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.generators import get_generator
-from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes
+from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes, require
 
 
 def zeta(result: xr.Dataset, *, ax=None):
@@ -32,6 +32,7 @@ def zeta(result: xr.Dataset, *, ax=None):
     >>> zeta(v).get_ylabel()
     'ζ-score'
     """
+    require(result, ("zeta", "verdict_scheme", "scheme_generator"), "xuqcal.validate")
     ax = axes(ax)
     keys = [str(k) for k in result.statistic.values]
     schemes = [str(s) for s in result.scheme.values]
@@ -103,6 +104,12 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
     """
     if variable not in ("E", "Z"):
         raise ValueError(f"variable: expected 'E' or 'Z', got {variable!r}")
+    from xuqcal._checks import check_count, check_generators, check_seed
+
+    n_sets = check_count(n_sets, "n_sets", 1)
+    bins = check_count(bins, "bins", 1)
+    seed = check_seed(seed)
+    generators = check_generators(generators)
     ax = axes(ax)
     errors = np.asarray(ds["E"].values)
     uncertainties = np.asarray(ds["uE"].values)
