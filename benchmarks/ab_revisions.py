@@ -1,0 +1,114 @@
+"""A/B timing of two revisions of xuqcal on the same machine, interleaved.
+
+A benchmark row that moves between two days may be the code or the machine (a 2-core machine
+shared with other work). This script tells them apart: it checks out the ``--before`` revision
+into a temporary git worktree, then runs each workload alternately with the old and the current
+source tree (``PYTHONPATH``), ``--rounds`` times, each run in a fresh process (the two versions
+cannot share one process: same module names), after an untimed warm-up (Numba compile or cache
+load). The JSON holds every time, and the summary the best and the median of each side and
+their ratio (after / before).
+
+Usage::
+
+    python benchmarks/ab_revisions.py --before 09eaa50 --output benchmarks/measured/ab.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: name -> (setup code, timed expression); ``shared`` is the shared data folder.
+WORKLOADS = {
+    "bootstrap_zms_nig_1e5": (
+        "ds = xuqcal.synthetic.nig(100_000, nu=6, seed=0)",
+        'xuqcal.bootstrap(ds, ["zms"], n=10_000).compute()',
+    ),
+    "reference_qm9_cc_ence_zmse": (
+        "ds = xuqcal.read_csv(shared + '/BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv', "
+        "E='E_ - prediction', uE='sqrt(uncertainty_total)')",
+        'xuqcal.reference(ds, ["cc", "ence", "zmse"], generator=["normal", "t6"], '
+        "n=10_000).compute()",
+    ),
+    "validate_qm9_four_statistics": (
+        "ds = xuqcal.read_csv(shared + '/BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv', "
+        "E='E_ - prediction', uE='sqrt(uncertainty_total)')",
+        'xuqcal.validate(ds, ["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000)',
+    ),
+}
+
+_RUNNER = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import xuqcal
+shared = sys.argv[1]
+warm = xuqcal.synthetic.nig(500, nu=6, seed=0)
+xuqcal.validate(warm, ["zms", "cc", "ence", "zmse"], n_boot=100, n_mc=100, n_bins=5)
+{setup}
+start = time.perf_counter()
+{timed}
+print(json.dumps(time.perf_counter() - start))
+"""
+
+
+def run_once(tree: Path, workload: str, shared: str) -> float:
+    setup, timed = WORKLOADS[workload]
+    code = _RUNNER.format(setup=setup, timed=timed)
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", code, shared], capture_output=True, text=True,
+                          env=env, check=True, cwd=tempfile.gettempdir())
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True, help="git revision of the 'before' side")
+    parser.add_argument("--rounds", type=int, default=3, help="alternations per workload")
+    parser.add_argument("--only", action="append", choices=sorted(WORKLOADS))
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "ab.json")
+    args = parser.parse_args(argv)
+    shared = os.environ.get("XUQCAL_SHARED_DATA", str(REPO.parent / "shared" / "data"))
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    before = subprocess.run(["git", "rev-parse", "--short", args.before], cwd=REPO, text=True,
+                            capture_output=True, check=True).stdout.strip()
+    results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "before": before,
+               "after": f"{head} (working tree)", "rounds": args.rounds,
+               "cpu_count": os.cpu_count(), "workloads": {}}
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "before"
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), args.before],
+                       cwd=REPO, check=True, capture_output=True)
+        try:
+            for name in args.only or WORKLOADS:
+                times = {"before": [], "after": []}
+                for _ in range(args.rounds):
+                    times["before"].append(run_once(tree, name, shared))
+                    times["after"].append(run_once(REPO, name, shared))
+                summary = {side: {"best": min(t), "median": statistics.median(t)}
+                           for side, t in times.items()}
+                ratio = summary["after"]["median"] / summary["before"]["median"]
+                results["workloads"][name] = {"seconds": times, **summary,
+                                              "ratio_after_over_before_median": ratio}
+                print(f"{name:<30} before {summary['before']['median']:8.3f} s  after "
+                      f"{summary['after']['median']:8.3f} s  (median of {args.rounds}; "
+                      f"after/before {ratio:.3f})", flush=True)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=REPO,
+                           capture_output=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
