@@ -22,13 +22,10 @@ from xuqcal._checks import (
     check_chunks,
     check_count,
     check_generators,
-    check_name,
     check_seed,
-    variable_name,
 )
 from xuqcal._random import stream_key
 from xuqcal._version import __version__
-from xuqcal.binning import check_n_bins
 from xuqcal.generators import Generator, generator_coords
 from xuqcal.intervals import quantile_sorted
 from xuqcal.resampling import (
@@ -42,7 +39,7 @@ from xuqcal.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
     UndefinedStatisticWarning,
-    check_data_variables,
+    check_input,
     check_sizes,
     codes_of,
     get_statistics,
@@ -110,17 +107,8 @@ def _reference_iv(ds, statistics, *, generator, n, seed, n_bins, by, chunks, kee
     replicate_chunks(n, chunks)
     check_bool(keep_replicates, "keep_replicates")
     check_bool(warn_undefined, "warn_undefined")
-    if not isinstance(ds, xr.Dataset):
-        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
-    check_name(E, "E")
-    check_name(uE, "uE")
-    by = variable_name(ds, by, uE)
-    check_data_variables(ds, E, uE)
-    if any(s.needs_bins for s in stats):
-        check_n_bins(ds.sizes["sample"], n_bins, variable=by)
-    else:  # unused, but a bad value is still a mistake worth naming
-        check_count(n_bins, "n_bins", minimum=1)
-    check_sizes(stats, ds.sizes["sample"])
+    by, m = check_input(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
+    check_sizes(stats, m)
     return stats, gens, n, seed, chunks
 
 

@@ -23,7 +23,6 @@ from xuqcal._checks import (
     check_bool,
     check_chunks,
     check_count,
-    check_name,
     check_replicates,
     check_seed,
     variable_name,
@@ -42,7 +41,7 @@ from xuqcal.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
     Statistic,
-    check_data_variables,
+    check_input,
     check_sizes,
     codes_of,
     get_statistics,
@@ -276,17 +275,7 @@ def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
     check_bool(keep_replicates, "keep_replicates")
-    if not isinstance(ds, xr.Dataset):
-        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
-    check_name(E, "E")
-    check_name(uE, "uE")
-    by = variable_name(ds, by, uE)
-    check_data_variables(ds, E, uE)
-    m = ds.sizes["sample"]
-    if any(s.needs_bins for s in stats):
-        check_n_bins(m, n_bins, variable=by)
-    else:  # unused, but a bad value is still a mistake worth naming
-        check_count(n_bins, "n_bins", minimum=1)
+    by, m = check_input(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
     if m < 2:
         raise ValueError(f"ds: the bootstrap needs at least 2 points, but the data have {m}")
     check_sizes(stats, m, jackknife=method == "bca")

@@ -19,7 +19,7 @@ import xarray as xr
 from scipy.stats.mstats import hdquantiles
 
 from xuqcal import _kernels as K
-from xuqcal._checks import check_name, variable_name
+from xuqcal._checks import check_count, check_name, variable_name
 from xuqcal._version import __version__
 from xuqcal.binning import check_n_bins, equal_count_order
 
@@ -618,22 +618,45 @@ def check_data_variables(ds: object, E: object = "E", uE: object = "uE", *,
     return str(E), str(uE)
 
 
+def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, by: object,
+                E: object, uE: object, extra_dims: bool = False) -> tuple[str, int]:
+    """The data part of an entry point's argument checks (names, dimensions, dtypes and sizes:
+    no data are read): ``ds`` holds ``E`` and ``uE``, ``by`` names a variable (``"uE"`` the
+    uncertainty variable whatever its name), and ``n_bins`` suits the data when a statistic is
+    binned (an unused ``n_bins`` must still be a positive integer). Returns the binning
+    variable's name and the number of points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(30, nu=6, seed=0)
+    >>> check_input(ds, get_statistics(["zms"]), n_bins=20, by="uE", E="E", uE="uE")
+    ('uE', 30)
+    >>> check_input(ds, get_statistics(["ence"]), n_bins=20, by="uE", E="E", uE="uE")
+    Traceback (most recent call last):
+    ValueError: n_bins: n_bins=20 needs at least 40 points (2 per bin), but uE has 30
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    check_name(E, "E")
+    check_name(uE, "uE")
+    by = variable_name(ds, by, uE)
+    check_data_variables(ds, E, uE, extra_dims=extra_dims)
+    m = ds.sizes["sample"]
+    if any(s.needs_bins for s in statistics):
+        check_n_bins(m, n_bins, variable=by)
+    else:  # unused, but a bad value is still a mistake worth naming
+        check_count(n_bins, "n_bins", minimum=1)
+    return by, m
+
+
 def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     """Argument checks of :func:`stats` (no data are read): the statistics, the binning
     variable and whether bins are needed."""
     chosen = get_statistics(statistics)
-    if not isinstance(ds, xr.Dataset):
-        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
-    needs_bins = any(s.needs_bins for s in chosen)
-    check_name(E, "E")
-    check_name(uE, "uE")
-    by = variable_name(ds, by, uE)
-    check_data_variables(ds, E, uE, extra_dims=True)
-    m = ds.sizes["sample"]
-    if needs_bins:
-        check_n_bins(m, n_bins, variable=by)
+    by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE, extra_dims=True)
     check_sizes(chosen, m)
-    return chosen, by, needs_bins
+    return chosen, by, any(s.needs_bins for s in chosen)
 
 
 def stats(
