@@ -274,25 +274,6 @@ def check_name(value: object, name: str) -> str:
     return value
 
 
-def check_statistics(statistics: object, name: str = "statistics",
-                     default: object = None) -> tuple:
-    """The :class:`~xuqcal.statistics.Statistic` blueprints of ``statistics`` (a key or a
-    sequence of keys; ``None`` means ``default``, or every statistic if that is ``None``).
-
-    Examples
-    --------
-    >>> [s.key for s in check_statistics(["zms", "rce"])]
-    ['zms', 'rce']
-    >>> check_statistics(3)
-    Traceback (most recent call last):
-    ValueError: statistics: expected a statistic key or a list of keys such as ['zms', 'rce'], \
-got 3
-    """
-    from xuqcal.statistics import get_statistics
-
-    return get_statistics(default if statistics is None else statistics, name=name)
-
-
 def check_generators(generators: object, name: str = "generators") -> list:
     """Distinct :class:`~xuqcal.generators.Generator` objects from one name or a sequence of
     names; two spellings of one distribution (``t6`` and ``t6.0``) are refused.

@@ -190,11 +190,8 @@ def _warn_undefined_replicates(has_nan: np.ndarray, replicates: np.ndarray, esti
     if not flagged.any():
         return
     bad = (~np.isfinite(replicates)).sum(axis=-1)
-    if names is not None and flagged.ndim == 1 and len(names) == flagged.size:
-        which = ", ".join(f"{name} ({int(k)} of {replicates.shape[-1]} replicates)"
-                          for name, k, f in zip(names, bad, flagged, strict=True) if f)
-    else:
-        which = f"{int(flagged.sum())} of {flagged.size} intervals"
+    which = _which(flagged, names, [f"{int(k)} of {replicates.shape[-1]} replicates"
+                                    for k in np.ravel(bad)])
     warnings.warn(
         f"bootstrap interval undefined for {which}: the statistic is NaN or infinite on "
         "these resamples (e.g. cc when a resample's uE or |E| are all equal, zmse when a "
@@ -203,13 +200,19 @@ def _warn_undefined_replicates(has_nan: np.ndarray, replicates: np.ndarray, esti
     )
 
 
+def _which(flagged: np.ndarray, names: Sequence[str] | None, details: Sequence[str]) -> str:
+    """The flagged intervals of a warning: ``name (detail)`` for each when a 1-D result is
+    labelled by ``names``, else how many of them."""
+    if names is not None and flagged.ndim == 1 and len(names) == flagged.size:
+        return ", ".join(f"{name} ({detail})" for name, detail, f
+                         in zip(names, details, flagged, strict=True) if f)
+    return f"{int(flagged.sum())} of {flagged.size} intervals"
+
+
 def _warn_degenerate(degenerate: np.ndarray, z0: np.ndarray, b: int,
                      names: Sequence[str] | None) -> None:
-    if names is not None and degenerate.ndim == 1 and len(names) == degenerate.size:
-        which = ", ".join(f"{name} (all {'above' if z < 0 else 'below'})"
-                          for name, z, d in zip(names, z0, degenerate, strict=True) if d)
-    else:
-        which = f"{int(degenerate.sum())} of {degenerate.size} intervals"
+    which = _which(degenerate, names, [f"all {'above' if z < 0 else 'below'}"
+                                       for z in np.ravel(z0)])
     warnings.warn(
         f"BCa interval undefined for {which}: every one of the {b} bootstrap replicates lies on "
         "one side of the estimate, so z0 is infinite; its bounds are NaN. "
