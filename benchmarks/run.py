@@ -199,7 +199,7 @@ def time_runs(func: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
 def warm_up() -> None:
     """Compile / load every kernel the benchmarks use, on a small input (not timed)."""
     ds = xuqcal.synthetic.nig(2000, nu=6, seed=12345)
-    xuqcal.bootstrap(ds, ["zms"], n=200, method="bca", seed=1).compute()
+    xuqcal.bootstrap(ds, ["zms"], n_boot=200, method="bca", seed=1).compute()
     z2 = (ds.E.values / ds.uE.values) ** 2
     scipy_bca(z2, 200, seed=1, level=0.95, batch=None)
     small = ds.isel(sample=slice(0, 400))
@@ -219,7 +219,7 @@ def xuqcal_bca(
     ds: xr.Dataset, statistics: list[str], n: int, *, seed: int, level: float
 ) -> xr.Dataset:
     """The user's call: lazy bootstrap, computed on Dask's default (threaded) scheduler."""
-    return xuqcal.bootstrap(ds, statistics, n=n, method="bca", level=level, seed=seed).compute()
+    return xuqcal.bootstrap(ds, statistics, n_boot=n, method="bca", level=level, seed=seed).compute()
 
 
 _SCIPY_RNG_KEYWORD = (
@@ -684,7 +684,7 @@ def bench_binned_bca_qm9(cfg: Config) -> Measurement:
 
     ours_times, res = time_runs(
         lambda: xuqcal.bootstrap(
-            ds, statistics, n=n, method="bca", level=level, seed=cfg.seed, n_bins=N_BINS
+            ds, statistics, n_boot=n, method="bca", level=level, seed=cfg.seed, n_bins=N_BINS
         ).compute(),
         cfg.repeat,
     )
@@ -701,7 +701,7 @@ def bench_binned_bca_qm9(cfg: Config) -> Measurement:
     else:
         # the same call again (not timed; bit-identical by design) for xuqcal's replicates
         kept = xuqcal.bootstrap(
-            ds, statistics, n=n, method="bca", level=level, seed=cfg.seed, n_bins=N_BINS,
+            ds, statistics, n_boot=n, method="bca", level=level, seed=cfg.seed, n_bins=N_BINS,
             keep_replicates=True,
         ).compute()  # fmt: skip
         rule = (
@@ -839,7 +839,7 @@ def bench_nine_sets_validation(cfg: Config) -> Measurement:
     )
     row.notes.append(
         "breakdown: measured once after the timed runs (not counted): the BCa bootstrap alone "
-        "(xuqcal.bootstrap), each generator's simulation alone (xuqcal.reference), and the fixed "
+        "(xuqcal.bootstrap), each generator's simulation alone (xuqcal.simulate), and the fixed "
         "cost of validate (n_boot = n_mc = 2), each summed over the nine sets; validate computes "
         "the bootstrap and both simulations in one dask.compute, so its time is about their sum"
     )
@@ -851,7 +851,7 @@ def _fixed_overhead(statistics: list[str], options: dict[str, Any]):
         # the fewest replicates validate accepts at 95 % (ceil(2 / 0.05) = 40): the cost
         # measured is the fixed overhead; undefined BCa intervals are still possible
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", xuqcal.intervals.DegenerateIntervalWarning)
+            warnings.simplefilter("ignore", xuqcal.DegenerateIntervalWarning)
             return xuqcal.validate(ds, statistics, n_boot=40, n_mc=2, **options)
 
     return run
@@ -868,11 +868,11 @@ def validation_breakdown(
     seed, n_bins = options["seed"], options["n_bins"]
     parts: dict[str, Callable[[xr.Dataset], Any]] = {
         "bootstrap": lambda ds: xuqcal.bootstrap(
-            ds, statistics, n=n_boot, method="bca", seed=seed, n_bins=n_bins
+            ds, statistics, n_boot=n_boot, method="bca", seed=seed, n_bins=n_bins
         ).compute(),
         **{
-            f"simulation_{g}": lambda ds, g=g: xuqcal.reference(
-                ds, statistics, generator=g, n=n_mc, seed=seed, n_bins=n_bins
+            f"simulation_{g}": lambda ds, g=g: xuqcal.simulate(
+                ds, statistics, generators=g, n_mc=n_mc, seed=seed, n_bins=n_bins
             ).compute()
             for g in options["generators"]
         },
@@ -894,12 +894,12 @@ def validation_breakdown(
     needs_data=(QM9_FILE,),
 )
 def bench_lzms_qm9(cfg: Config) -> Measurement:
-    from xuqcal.local import local
+    from xuqcal.analysis.local import local
 
     ds = xuqcal.read_csv(data_file(QM9_FILE), **QM9_COLUMNS)
     n = 500 if cfg.quick else 5000
-    local(ds, "zms", n_bins=10, n=50)  # compile / load the kernels, not timed
-    times, result = time_runs(lambda: local(ds, "zms", n_bins=100, n=n, seed=cfg.seed),
+    local(ds, "zms", n_bins=10, n_boot=50)  # compile / load the kernels, not timed
+    times, result = time_runs(lambda: local(ds, "zms", n_bins=100, n_boot=n, seed=cfg.seed),
                               cfg.repeat)
     return Measurement(
         xuqcal_times=times,
@@ -916,9 +916,9 @@ def bench_lzms_qm9(cfg: Config) -> Measurement:
 
 
 CUBE_GRID = {"size": [2000, 4000, 8000, 12000, 16000], "n_bins": [10, 20, 30, 40, 50],
-             "nu": [3, 4, 5, 6, 12, 24], "generator": ["normal", "t6"]}
+             "nu": [3, 4, 5, 6, 12, 24], "generators": ["normal", "t6"]}
 CUBE_QUICK = {"size": [500, 1000], "n_bins": [5, 10], "nu": [3, 6],
-              "generator": ["normal", "t6"]}
+              "generators": ["normal", "t6"]}
 
 
 @register(
@@ -929,7 +929,7 @@ CUBE_QUICK = {"size": [500, 1000], "n_bins": [5, 10], "nu": [3, 6],
     goal_seconds=180.0,
 )
 def bench_cube_full(cfg: Config) -> Measurement:
-    from xuqcal import cube
+    from xuqcal.studies import cube
 
     grid, n_mc = (CUBE_QUICK, 100) if cfg.quick else (CUBE_GRID, 5000)
     cube.build(["ence"], size=[200], n_bins=[5], nu=[6], n_mc=10).compute()  # warm-up
@@ -969,8 +969,8 @@ def bench_cube_full(cfg: Config) -> Measurement:
     goal_seconds=5.0,
 )
 def bench_cc_jackknife(cfg: Config) -> Measurement:
-    from xuqcal.resampling import _jackknife_block
-    from xuqcal.statistics import PreparedData, codes_of, get_statistics
+    from xuqcal.analysis.resampling import _jackknife_block
+    from xuqcal.core.statistics import PreparedData, codes_of, get_statistics
 
     m, k = (20_000, 5) if cfg.quick else (1_000_000, 20)
     ds = xuqcal.synthetic.nig(m, nu=6, seed=cfg.seed)

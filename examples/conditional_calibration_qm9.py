@@ -73,7 +73,7 @@ def local_analyses(ds: xr.Dataset, n: int, seed: int) -> dict[tuple[str, str], x
         for by in VARIABLES:
             binning = {"n_bins": 100} if by == "uE" else {"binning": "strata",
                                                           "min_count": 100}
-            results[statistic, by] = ds.uqcal.local(statistic, by=by, n=n, seed=seed,
+            results[statistic, by] = ds.uqcal.local(statistic, by=by, n_boot=n, seed=seed,
                                                     **binning)
     return results
 
@@ -92,7 +92,7 @@ def summary(ds: xr.Dataset, local: dict, correlation: xr.DataArray, n_boot: int,
             for v in data:
                 data[v][i, j] = r[v].item()
             n_bins[i, j] = r.attrs["n_bins"]
-    whole = xuqcal.bootstrap(ds, list(STATISTICS), n=n_boot, seed=seed).compute()
+    whole = xuqcal.bootstrap(ds, list(STATISTICS), n_boot=n_boot, seed=seed).compute()
     dims = ("statistic", "by")
     out = xr.Dataset(
         {
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     if n_orders > 0:
         with Timer(f"data-order sensitivity ({n_orders} orders × {len(VARIABLES)} variables)"):
             orders = xr.concat(
-                [ds.uqcal.order_sensitivity("zms", by=by, n_orders=n_orders, n_bins=100, n=n,
+                [ds.uqcal.order_sensitivity("zms", by=by, n_orders=n_orders, n_bins=100, n_boot=n,
                                             seed=args.seed) for by in VARIABLES],
                 dim="by", combine_attrs="drop_conflicts")
         orders = orders.assign_coords(

@@ -34,7 +34,7 @@ from _common import (
 )
 
 import xuqcal
-from xuqcal.validation import NOT_USABLE
+from xuqcal.analysis.validation import NOT_USABLE
 
 NAME = "simulated_references"
 STATISTICS = ("zms", "cc", "ence", "zmse")

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     if (args.output / "cube.nc.partial").is_dir():
         print(f"resuming from the checkpoints in {args.output / 'cube.nc.partial'}")
     with Timer("size/bins cube"):
-        result = studies.size_bins_study(STATISTICS, **grid, generator=("normal", "t6"),
+        result = studies.size_bins_study(STATISTICS, **grid, generators=("normal", "t6"),
                                          seed=args.seed, path=out["cube.nc"],
                                          overwrite=args.overwrite, progress=True)
     save_netcdf(result, out["size_bins.nc"])

@@ -27,12 +27,12 @@ def main(argv: list[str] | None = None) -> None:
     out = prepare_output(args.output, [f"{NAME}.nc", f"{NAME}.png", "beta_gm.png"],
                          args.overwrite)
     if args.quick:
-        grid = {"nu": [2, 3, 6], "size": [300], "n_try": 10, "n_boot": 100}
+        grid = {"nu": [2, 3, 6], "size": [300], "n_mc": 10, "n_boot": 100}
     else:
-        grid = {"nu": range(2, 21), "size": [1000, 5000], "n_try": 500, "n_boot": 1000}
-    with Timer(f"validation probability ({grid['n_try']} data sets per cell)"):
+        grid = {"nu": range(2, 21), "size": [1000, 5000], "n_mc": 500, "n_boot": 1000}
+    with Timer(f"validation probability ({grid['n_mc']} data sets per cell)"):
         result = studies.validation_probability(grid["nu"], size=grid["size"],
-                                                n_try=grid["n_try"], n_boot=grid["n_boot"],
+                                                n_mc=grid["n_mc"], n_boot=grid["n_boot"],
                                                 seed=args.seed)
     save_netcdf(result, out[f"{NAME}.nc"])
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
                                layout="constrained", squeeze=False)
     for ax, key in zip(axs[0], keys, strict=True):
         plots.validation_probability(result, statistic=key, ax=ax)
-        ax.set_title(f"{key.upper()}: validation probability (n_try = {grid['n_try']})")
+        ax.set_title(f"{key.upper()}: validation probability (n_mc = {grid['n_mc']})")
     save_figure(figure, out[f"{NAME}.png"])
 
     figure, ax = plt.subplots(figsize=(6, 4), layout="constrained")

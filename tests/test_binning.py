@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xuqcal
-from xuqcal import binning
+from xuqcal.analysis import binning
 
 
 def test_equal_count_positions_and_labels():

@@ -9,7 +9,7 @@ import xarray as xr
 from scipy import stats
 
 import xuqcal
-from xuqcal.intervals import wilson_interval
+from xuqcal.core.intervals import wilson_interval
 
 STATS = ["zms", "rce", "zm", "cc", "ence", "zmse"]
 
@@ -20,7 +20,7 @@ def data():
 
 
 def _run(ds, chunks, scheduler):
-    bs = xuqcal.bootstrap(ds, STATS, n=1200, seed=9, chunks=chunks, keep_replicates=True)
+    bs = xuqcal.bootstrap(ds, STATS, n_boot=1200, seed=9, chunks=chunks, keep_replicates=True)
     with dask.config.set(scheduler=scheduler):
         return bs.compute()
 
@@ -39,14 +39,14 @@ def test_bit_identical_on_distributed_cluster(data):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster):
-        result = xuqcal.bootstrap(data, STATS, n=1200, seed=9, chunks=250,
+        result = xuqcal.bootstrap(data, STATS, n_boot=1200, seed=9, chunks=250,
                                   keep_replicates=True).compute()
     xr.testing.assert_identical(result, reference)
 
 
 def test_different_seeds_differ(data):
-    a = xuqcal.bootstrap(data, ["zms"], n=200, seed=1).compute()
-    b = xuqcal.bootstrap(data, ["zms"], n=200, seed=2).compute()
+    a = xuqcal.bootstrap(data, ["zms"], n_boot=200, seed=1).compute()
+    b = xuqcal.bootstrap(data, ["zms"], n_boot=200, seed=2).compute()
     assert a.ci_low.item() != b.ci_low.item()
 
 
@@ -55,7 +55,7 @@ def test_bootstrap_is_lazy_until_computed(data):
         raise AssertionError("something was computed")
 
     with dask.config.set(scheduler=refuse):
-        bs = xuqcal.bootstrap(data, STATS, n=5000, seed=0)
+        bs = xuqcal.bootstrap(data, STATS, n_boot=5000, seed=0)
         assert all(isinstance(bs[v].data, dask.array.Array) for v in bs.data_vars)
         with pytest.raises(AssertionError, match="computed"):
             bs.compute()
@@ -67,15 +67,15 @@ def test_bootstrap_is_lazy_until_computed(data):
 def test_lazy_input_stays_lazy(data):
     lazy = data.chunk({"sample": 400})
     with dask.config.set(scheduler="synchronous"):
-        bs = xuqcal.bootstrap(lazy, ["zms", "ence"], n=300, seed=0)
+        bs = xuqcal.bootstrap(lazy, ["zms", "ence"], n_boot=300, seed=0)
         assert isinstance(bs.estimate.data, dask.array.Array)
         xr.testing.assert_identical(
-            bs.compute(), xuqcal.bootstrap(data, ["zms", "ence"], n=300, seed=0).compute()
+            bs.compute(), xuqcal.bootstrap(data, ["zms", "ence"], n_boot=300, seed=0).compute()
         )
 
 
 def test_result_is_labelled_and_self_describing(data):
-    bs = xuqcal.bootstrap(data, ["zms", "rce"], n=500, seed=3, keep_replicates=True).compute()
+    bs = xuqcal.bootstrap(data, ["zms", "rce"], n_boot=500, seed=3, keep_replicates=True).compute()
     assert list(bs.statistic.values) == ["zms", "rce"]
     assert bs.replicates.dims == ("statistic", "replicate")
     assert bs.replicates.sizes["replicate"] == 500
@@ -88,7 +88,7 @@ def test_result_is_labelled_and_self_describing(data):
 
 
 def test_percentile_method(data):
-    bs = xuqcal.bootstrap(data, ["zms"], n=999, seed=3, method="percentile",
+    bs = xuqcal.bootstrap(data, ["zms"], n_boot=999, seed=3, method="percentile",
                           keep_replicates=True).compute()
     lo, hi = np.percentile(bs.replicates.values[0], [2.5, 97.5])
     assert (bs.ci_low.item(), bs.ci_high.item()) == pytest.approx((lo, hi), rel=1e-12)
@@ -111,7 +111,7 @@ def test_bca_coverage_of_zms_on_calibrated_nig():
     covered = 0
     for replicate in range(n_sets):
         ds = xuqcal.synthetic.nig(5000, nu=6, seed=2024, replicate=replicate)
-        bs = xuqcal.bootstrap(ds, ["zms"], n=2000, seed=replicate).compute(
+        bs = xuqcal.bootstrap(ds, ["zms"], n_boot=2000, seed=replicate).compute(
             scheduler="synchronous")
         covered += bool(bs.ci_low.item() <= 1.0 <= bs.ci_high.item())
     lo, hi = wilson_interval(covered, n_sets)

@@ -140,7 +140,7 @@ def test_cube_commands(tmp_path, capsys):
     assert len(fit) == 2 + 4  # ence/zmse x normal/t6
     assert main(["cube", "extend", str(path), "--nu", "12", "--no-progress"]) == 0
     assert "nu            3: 3.0, 6.0, 12.0" in capsys.readouterr().out
-    from xuqcal import cube
+    from xuqcal.studies import cube
 
     full = cube.build(["ence", "zmse"], size=[300, 600], n_bins=[3, 6], nu=[3, 6, 12],
                       n_mc=30).compute()
@@ -152,7 +152,7 @@ def test_cube_build_on_workers(tmp_path, capsys):
     path = tmp_path / "cube.nc"
     assert main(["cube", "build", "--size", "300", "--n-bins", "3", "--nu", "6", "--n-mc",
                  "40", "--workers", "2", "-o", str(path)]) == 0
-    from xuqcal import cube
+    from xuqcal.studies import cube
 
     local_build = cube.build(["ence", "zmse"], size=[300], n_bins=[3], nu=[6],
                              n_mc=40).compute(scheduler="synchronous")

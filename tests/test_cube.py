@@ -11,11 +11,12 @@ import xarray as xr
 from naive import naive_statistics
 
 import xuqcal
-from xuqcal import _random, cube
-from xuqcal.generators import get_generator
+from xuqcal.core import random as _random
+from xuqcal.core.generators import get_generator
+from xuqcal.studies import cube
 
 SMALL = {"size": [300, 600], "n_bins": [3, 6], "nu": [3.0, 6.0],
-         "generator": ["normal", "t6"], "n_mc": 40}
+         "generators": ["normal", "t6"], "n_mc": 40}
 
 
 @pytest.fixture(scope="module")
@@ -75,11 +76,11 @@ def test_distributed_equals_synchronous(small):
 def test_build_from_equals_reference_and_shares_data_sets():
     sets = {"a": xuqcal.synthetic.nig(500, nu=6, seed=1),
             "b": xuqcal.synthetic.nig(800, nu=3, seed=2)}
-    c = cube.build_from(sets, ["cc", "ence"], generator=["normal", "t4"], n_bins=[5, 10],
+    c = cube.build_from(sets, ["cc", "ence"], generators=["normal", "t4"], n_bins=[5, 10],
                         n_mc=60).compute()
     assert c["mean"].dims == ("dataset", "generator", "n_bins", "statistic")
     for name, ds in sets.items():
-        ref = xuqcal.reference(ds, ["cc", "ence"], generator=["normal", "t4"], n=60,
+        ref = xuqcal.simulate(ds, ["cc", "ence"], generators=["normal", "t4"], n_mc=60,
                                n_bins=10).compute()
         np.testing.assert_array_equal(c["mean"].sel(dataset=name, n_bins=10).values,
                                       ref["mean"].values.T)
@@ -184,7 +185,7 @@ def test_grid_errors():
     with pytest.raises(ValueError, match="listed twice"):
         cube.build(["ence"], size=[100, 100], n_bins=[2], nu=[6])
     with pytest.raises(ValueError, match="unknown generator"):
-        cube.build(["ence"], size=[100], n_bins=[2], nu=[6], generator="gauss")
+        cube.build(["ence"], size=[100], n_bins=[2], nu=[6], generators="gauss")
 
 
 def test_fit_sqrt_recovers_a_synthetic_law():
@@ -221,7 +222,7 @@ def test_size_bins_cube_fit_acceptance():
     """Normal D: ENCE ≈ 0.56 sqrt(N/M) with a ≈ 0; t6 slopes differ by far more than their
     errors (TARGETS.md; reduced grid of the full study)."""
     c = cube.build(["ence", "zmse"], size=[2000, 16000], n_bins=[10, 30, 50], nu=[3.0, 12.0],
-                   generator=["normal", "t6"], n_mc=600).compute()
+                   generators=["normal", "t6"], n_mc=600).compute()
     fit = cube.fit_sqrt(c)
     normal = fit.sel(statistic="ence", generator="normal")
     assert normal.alpha.item() == pytest.approx(0.56, abs=0.005 + 3 * normal.alpha_se.item())

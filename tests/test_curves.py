@@ -19,11 +19,11 @@ import xarray as xr
 from scipy import stats
 
 import xuqcal
-from xuqcal import curves
-from xuqcal.generators import get_generator
-from xuqcal.intervals import wilson_interval
+from xuqcal.analysis import curves
+from xuqcal.analysis.resampling import bootstrap
+from xuqcal.core.generators import get_generator
+from xuqcal.core.intervals import wilson_interval
 from xuqcal.plot import curves as plot_curves
-from xuqcal.resampling import bootstrap
 
 # ------------------------------------------------------------------------------ references
 
@@ -63,7 +63,7 @@ def in_band_fractions(n_sets, m, *, level=0.95, reference="normal", n_mc=500, uE
     for r in range(n_sets):
         ds = xuqcal.synthetic.nig(m, nu=6, generator="normal", seed=2024, replicate=r,
                                   uE_scale=uE_scale)
-        cc = curves.confidence_curve(ds, reference=reference, n_mc=n_mc, seed=r, level=level)
+        cc = curves.confidence_curve(ds, generator=reference, n_mc=n_mc, seed=r, level=level)
         out[r] = float(cc.in_band.mean())
     return out
 
@@ -74,7 +74,7 @@ def in_band_fractions(n_sets, m, *, level=0.95, reference="normal", n_mc=500, uE
 @pytest.mark.parametrize("statistic", ["rmse", "mae"])
 def test_confidence_curve_matches_direct_computation_with_ties(statistic):
     E, uE = tied_data(137, seed=1)
-    cc = curves.confidence_curve(dataset(E, uE), statistic=statistic, reference=None)
+    cc = curves.confidence_curve(dataset(E, uE), statistic=statistic, generator=None)
     assert cc.sizes["k"] == 100
     np.testing.assert_array_equal(cc.k.values, np.arange(100))
     np.testing.assert_array_equal(cc.n_removed.values, (np.arange(100) * 137) // 100)
@@ -88,14 +88,14 @@ def test_confidence_curve_matches_direct_computation_with_ties(statistic):
 def test_confidence_curve_tie_order_by_hand():
     # decreasing uE with ties in row order: rows 1, 2 (uE = 2), then 0, 3 (uE = 1)
     ds = dataset([1.0, 10.0, 20.0, 3.0], [1.0, 2.0, 2.0, 1.0])
-    cc = curves.confidence_curve(ds, k=[0, 25, 50, 75], reference=None, statistic="mae")
+    cc = curves.confidence_curve(ds, k=[0, 25, 50, 75], generator=None, statistic="mae")
     np.testing.assert_allclose(cc.value.values, [34 / 4, 24 / 3, 4 / 2, 3.0])
 
 
 def test_confidence_curve_fractional_percents():
     E, uE = tied_data(1000, seed=2)
     k = [0.0, 0.1, 0.5, 12.5, 99.9]
-    cc = curves.confidence_curve(dataset(E, uE), k=k, reference=None)
+    cc = curves.confidence_curve(dataset(E, uE), k=k, generator=None)
     assert cc.n_removed.values.tolist() == [0, 1, 5, 125, 999]
     np.testing.assert_allclose(cc.value.values, direct_curve(E, uE, k), rtol=1e-12)
 
@@ -105,7 +105,7 @@ def test_confidence_curve_fractional_percents():
 def test_confidence_curve_reference_matches_direct_simulation(statistic, generator):
     E, uE = tied_data(83, seed=3)
     n_mc, seed = 40, 7
-    cc = curves.confidence_curve(dataset(E, uE), statistic=statistic, reference=generator,
+    cc = curves.confidence_curve(dataset(E, uE), statistic=statistic, generator=generator,
                                  n_mc=n_mc, seed=seed)
     gen = get_generator(generator)
     simulated = np.array([
@@ -213,7 +213,7 @@ def test_ablation_matches_direct_computation_with_ties():
     assert result.statistic.values.tolist() == keys
     np.testing.assert_array_equal(result.k.values, np.arange(11))
     order = direct_order(uE)
-    full = xuqcal.statistics.compute(E, uE, keys, n_bins=5, by="x", by_values=x)
+    full = xuqcal.core.statistics.compute(E, uE, keys, n_bins=5, by="x", by_values=x)
     for j, percent in enumerate(range(11)):
         n = percent * 400 // 100
         keep = np.sort(order[n:])
@@ -221,12 +221,12 @@ def test_ablation_matches_direct_computation_with_ties():
         zms = np.mean((e / u) ** 2)
         rmv = np.sqrt(np.mean(u**2))
         rce = (rmv - np.sqrt(np.mean(e**2))) / rmv
-        ence = xuqcal.statistics.compute(e, u, ["ence"], n_bins=5, by="x", by_values=x[keep])
+        ence = xuqcal.core.statistics.compute(e, u, ["ence"], n_bins=5, by="x", by_values=x[keep])
         np.testing.assert_allclose(result.value.values[:, j], [zms, rce, ence[0]], rtol=1e-10)
         np.testing.assert_allclose(result.delta.values[:, j], result.value.values[:, j] - full,
                                    rtol=1e-12, atol=1e-15)
     assert np.all(result.delta.sel(k=0).values == 0.0)
-    bs = bootstrap(ds, keys, n=300, seed=2, n_bins=5, by="x").compute()
+    bs = bootstrap(ds, keys, n_boot=300, seed=2, n_bins=5, by="x").compute()
     np.testing.assert_allclose(result.estimate.values, bs.estimate.values, rtol=1e-12)
     np.testing.assert_allclose(result.ci_low_offset.values, bs.ci_low.values - full, rtol=1e-12)
     np.testing.assert_allclose(result.ci_high_offset.values, bs.ci_high.values - full,
@@ -439,7 +439,7 @@ def test_plot_confidence_curve(nig_data, statistic):
     assert "data" in labels and any("reference mean" in t for t in labels)
     assert_not_blank(rendered(ax))
     _, ax = plt.subplots()
-    bare = curves.confidence_curve(nig_data, reference=None)
+    bare = curves.confidence_curve(nig_data, generator=None)
     assert plot_curves.confidence_curve(bare, ax=ax) is ax
     assert_not_blank(rendered(ax))
 

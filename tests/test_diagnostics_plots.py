@@ -27,7 +27,7 @@ def test_describe_recovers_the_nig_model():
 
 
 def test_student_t_fit_is_maximum_likelihood():
-    from xuqcal.diagnostics import student_t_fit
+    from xuqcal.analysis.diagnostics import student_t_fit
 
     x = 1.0 + 0.3 * stats.t(5).rvs(5000, random_state=4)
     nu, loc, scale = student_t_fit(x)
@@ -77,8 +77,8 @@ def test_plots_of_constant_data_draw_degenerate_intervals(tmp_path):
     ds = xuqcal.from_arrays(np.full(100, 0.3), np.full(100, 0.5))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", xuqcal.UndefinedStatisticWarning)
-        loc = xuqcal.local.local(ds, "zms", n_bins=5, n=200)
-        rel = xuqcal.local.reliability(ds, n_bins=5, n=200)
+        loc = xuqcal.local(ds, "zms", n_bins=5, n_boot=200)
+        rel = xuqcal.reliability(ds, n_bins=5, n_boot=200)
     for ax in (xuqcal.plot.local(loc), xuqcal.plot.reliability(rel)):
         assert ax.get_xlabel() and ax.get_ylabel()
         plt.close(ax.figure)

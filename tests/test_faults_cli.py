@@ -30,9 +30,11 @@ import pytest
 import xarray as xr
 
 import xuqcal
-from xuqcal import _cli_recalibrate, cli, cube
-from xuqcal._cli_common import format_level
+from xuqcal.cli import commands as cli
 from xuqcal.cli import main
+from xuqcal.cli import recalibrate as _cli_recalibrate
+from xuqcal.cli.common import format_level
+from xuqcal.studies import cube
 
 FAST = ["--n-boot", "200", "--n-mc", "50", "--statistics", "zms,rce", "--no-progress"]
 GRID = ["--size", "300,400", "--n-bins", "3", "--nu", "4,6", "--generators", "normal",
@@ -70,7 +72,7 @@ def no_compute(monkeypatch):
         raise AssertionError("computed before the outputs were checked")
 
     monkeypatch.setattr(cli, "validate", forbidden)
-    monkeypatch.setattr(xuqcal.validation, "validate", forbidden)
+    monkeypatch.setattr(xuqcal.analysis.validation, "validate", forbidden)
     monkeypatch.setattr(cube, "_compute_cell", forbidden)
     monkeypatch.setattr(_cli_recalibrate, "fit", forbidden)
     monkeypatch.setattr(_cli_recalibrate, "evaluate", forbidden)
@@ -156,9 +158,9 @@ def test_class1_overwrite_replaces_only_what_xuqcal_wrote(case, first_report, tm
     old_zeta = (folder / "figures" / "zeta.png").stat().st_mtime_ns
     stale = folder / "figures" / "zscores_old.png"  # xuqcal wrote it in an earlier run
     stale.write_bytes(b"png")
-    manifest = xuqcal._outputs.read_manifest(folder)
-    manifest["figures/zscores_old.png"] = xuqcal._outputs.file_digest(stale)
-    xuqcal._outputs.write_manifest(folder, manifest)
+    manifest = xuqcal.io.outputs.read_manifest(folder)
+    manifest["figures/zscores_old.png"] = xuqcal.io.outputs.file_digest(stale)
+    xuqcal.io.outputs.write_manifest(folder, manifest)
     args = ["report", str(folder / "data.csv" if case.startswith("the input")
                           else first_report / "data.csv"), "--E", "E", "--uE", "uE", *FAST,
             "-o", str(folder)]
@@ -168,7 +170,7 @@ def test_class1_overwrite_replaces_only_what_xuqcal_wrote(case, first_report, tm
     assert mine.read_bytes() == content
     assert (folder / "figures" / "zeta.png").stat().st_mtime_ns != old_zeta  # replaced
     assert not stale.exists()  # an unchanged file of an earlier run is removed
-    assert USER_FILES[case] not in xuqcal._outputs.read_manifest(folder)
+    assert USER_FILES[case] not in xuqcal.io.outputs.read_manifest(folder)
 
 
 @pytest.mark.parametrize("name", ["figures/zeta.png", "results/validation.nc", "index.html",
@@ -180,9 +182,9 @@ def test_class1_overwrite_refuses_a_file_xuqcal_did_not_write(name, how, first_r
     folder = tmp_path / "proj"
     target = folder / name
     if how == "user's own file":
-        manifest = xuqcal._outputs.read_manifest(folder)
+        manifest = xuqcal.io.outputs.read_manifest(folder)
         del manifest[name]
-        xuqcal._outputs.write_manifest(folder, manifest)
+        xuqcal.io.outputs.write_manifest(folder, manifest)
         target.write_bytes(b"mine")
     else:
         target.write_bytes(target.read_bytes() + b" edited")
@@ -199,18 +201,18 @@ def test_class1_a_manifest_never_reaches_outside_its_folder(first_report, tmp_pa
     folder = tmp_path / "proj"
     victim = tmp_path / "victim.txt"
     victim.write_text("not xuqcal's")
-    manifest = xuqcal._outputs.read_manifest(folder)
-    digest = xuqcal._outputs.file_digest(victim)
+    manifest = xuqcal.io.outputs.read_manifest(folder)
+    digest = xuqcal.io.outputs.file_digest(victim)
     text = (folder / ".xuqcal-manifest.json").read_text()
     for bad in ("../victim.txt", str(victim), "figures/../../victim.txt"):
         text = text.replace('"files": {', f'"files": {{"{bad}": "{digest}", ', 1)
     (folder / ".xuqcal-manifest.json").write_text(text)
-    assert sorted(xuqcal._outputs.read_manifest(folder)) == sorted(manifest)
+    assert sorted(xuqcal.io.outputs.read_manifest(folder)) == sorted(manifest)
     xuqcal.report.report(xuqcal.read_csv(tmp_path / "data.csv", E="E", uE="uE"), folder,
                          n_boot=200, n_mc=50, statistics=["zms"], overwrite=True)
     assert victim.read_text() == "not xuqcal's"
     with pytest.raises(ValueError, match="not a file name inside the folder"):
-        xuqcal._outputs.ManagedFolder(folder, overwrite=True).target("../victim.txt")
+        xuqcal.io.outputs.ManagedFolder(folder, overwrite=True).target("../victim.txt")
 
 
 def test_class1_demo_overwrite_keeps_user_files(tmp_path, capsys):
@@ -223,7 +225,7 @@ def test_class1_demo_overwrite_keeps_user_files(tmp_path, capsys):
     assert main([*args, "--overwrite"]) == 0
     assert (out / "mine.txt").read_text() == "mine"
     assert (out / "report_calibrated" / "figures" / "mine.png").read_text() == "mine"
-    manifest = xuqcal._outputs.read_manifest(out)
+    manifest = xuqcal.io.outputs.read_manifest(out)
     assert sorted(manifest) == ["demo_calibrated.nc", "demo_miscalibrated.nc"]
     capsys.readouterr()
     (out / "demo_calibrated.nc").write_text("the user's file now")
@@ -332,7 +334,7 @@ def test_class3_bad_input_files_give_one_line(command, case, files, tmp_path, ca
 @pytest.fixture(scope="module")
 def cube_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cube") / "cube.nc"
-    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generator="normal", n_mc=20,
+    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generators="normal", n_mc=20,
                path=path)
     return path
 
@@ -648,7 +650,7 @@ def test_class6_interrupted_cube_build_prints_one_line_and_resumes(stop_after, t
     assert main(argv) == 0
     assert len(computed) == 4 - stop_after
     full = cube.build(["ence", "zmse"], size=[300, 400], n_bins=[3], nu=[4, 6],
-                      generator="normal", n_mc=30).compute()
+                      generators="normal", n_mc=30).compute()
     summaries = list(cube.SUMMARIES)
     xr.testing.assert_identical(cube.open(path)[summaries].drop_attrs(deep=False),
                                 full[summaries].drop_attrs(deep=False))
@@ -660,7 +662,7 @@ def test_class6_interrupted_cube_build_prints_one_line_and_resumes(stop_after, t
 ])
 def test_class6_interrupted_extend_resumes_to_the_same_cube(dim, values, new_cells, tmp_path,
                                                             monkeypatch):
-    grid = {"size": [300, 400], "n_bins": [3], "nu": [4.0, 6.0], "generator": ["normal"],
+    grid = {"size": [300, 400], "n_bins": [3], "nu": [4.0, 6.0], "generators": ["normal"],
             "n_mc": 30}
     path, reference = tmp_path / "c.nc", tmp_path / "uninterrupted.nc"
     cube.build(["ence", "zms"], **grid, path=path)
@@ -882,9 +884,9 @@ def test_class4_a_failed_report_leaves_the_folder_as_it_was(fail_at, existing, f
         shutil.copytree(first_report / "proj", folder)
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     error = KeyboardInterrupt() if fail_at == "interrupt" else RuntimeError("boom")
-    target = {"local": (xuqcal.local, "reliability"),
+    target = {"local": (xuqcal.analysis.local, "reliability"),
               "confidence_curve": (xuqcal.curves, "confidence_curve"),
-              "interrupt": (xuqcal.local, "reliability")}[fail_at]
+              "interrupt": (xuqcal.analysis.local, "reliability")}[fail_at]
     monkeypatch.setattr(*target, _raise(error))
     status = main(["report", str(first_report / "data.csv"), "--E", "E", "--uE", "uE", *FAST,
                    "-o", str(folder), *(["--overwrite"] if existing else [])])
@@ -949,7 +951,7 @@ def test_class1_cube_checkpoints_removal_keeps_user_files(tmp_path):
     partial = tmp_path / "c.nc.partial"
     partial.mkdir()
     (partial / "notes.txt").write_text("mine")
-    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generator="normal", n_mc=20,
+    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generators="normal", n_mc=20,
                path=path)
     assert (partial / "notes.txt").read_text() == "mine"
     assert [p.name for p in partial.iterdir()] == ["notes.txt"]

@@ -5,8 +5,8 @@ Each test pins one class with several cases. The contract everywhere: a call eit
 ``ValueError`` whose message starts with the parameter (or variable) name and says what is
 wrong, before any computation for argument errors, or returns finite numbers; an undefined
 statistic is NaN/inf only with a warning of xuqcal that names it
-(:class:`~xuqcal.statistics.UndefinedStatisticWarning`,
-:class:`~xuqcal.intervals.DegenerateIntervalWarning`).
+(:class:`~xuqcal.UndefinedStatisticWarning`,
+:class:`~xuqcal.DegenerateIntervalWarning`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xuqcal
-from xuqcal import _kernels as K
-from xuqcal import cube, studies
-from xuqcal._checks import minimum_replicates
-from xuqcal.intervals import DegenerateIntervalWarning
-from xuqcal.statistics import PreparedData, UndefinedStatisticWarning, codes_of, get_statistics
+from xuqcal import studies
+from xuqcal.core import kernels as K
+from xuqcal.core.checks import minimum_replicates
+from xuqcal.core.intervals import DegenerateIntervalWarning
+from xuqcal.core.statistics import PreparedData, UndefinedStatisticWarning, codes_of, get_statistics
+from xuqcal.studies import cube
 
 SCALE_FREE = ("zms", "rce", "zm", "zv", "cc", "ence", "zmse")
 UNITS = {"mse": 2, "rmse": 1, "mv": 2, "rmv": 1, "uce": 2}  # power of the scale they carry
@@ -62,15 +63,15 @@ def _cases_class3():
         ("stats(3)", lambda d: xuqcal.stats(d, 3), r"^statistics: expected a statistic key"),
         ("accessor stats(3)", lambda d: d.uqcal.stats(3), r"^statistics: expected a statistic"),
         ("stats([1])", lambda d: xuqcal.stats(d, [1]), r"^statistics: expected statistic keys"),
-        ("chunks=1.5", lambda d: xuqcal.bootstrap(d, n=100, chunks=1.5), r"^chunks: expected"),
-        ("chunks=0", lambda d: xuqcal.bootstrap(d, n=100, chunks=0), r"^chunks: expected"),
-        ("chunks=[0, 100]", lambda d: xuqcal.reference(d, n=100, chunks=[0, 100]),
+        ("chunks=1.5", lambda d: xuqcal.bootstrap(d, n_boot=100, chunks=1.5), r"^chunks: expected"),
+        ("chunks=0", lambda d: xuqcal.bootstrap(d, n_boot=100, chunks=0), r"^chunks: expected"),
+        ("chunks=[0, 100]", lambda d: xuqcal.simulate(d, n_mc=100, chunks=[0, 100]),
          r"^chunks: expected"),
-        ("seed 2**70 bootstrap", lambda d: xuqcal.bootstrap(d, n=100, seed=2**70), seed_message),
+        ("seed 2**70 bootstrap", lambda d: xuqcal.bootstrap(d, n_boot=100, seed=2**70), seed_message),
         ("seed 2**70 validate", lambda d: xuqcal.validate(d, ["zms"], n_boot=100, n_mc=100,
                                                           seed=2**70), seed_message),
-        ("seed 2**64 reference", lambda d: xuqcal.reference(d, n=100, seed=2**64), seed_message),
-        ("seed -1 local", lambda d: xuqcal.local.local(d, seed=-1), seed_message),
+        ("seed 2**64 reference", lambda d: xuqcal.simulate(d, n_mc=100, seed=2**64), seed_message),
+        ("seed -1 local", lambda d: xuqcal.local(d, seed=-1), seed_message),
         ("seed 1.0 accessor", lambda d: d.uqcal.validate(seed=1.0), seed_message),
         ("seed True nig", lambda d: xuqcal.synthetic.nig(10, nu=6, seed=True), seed_message),
         ("seed 2**65 cube", lambda d: cube.build(["ence"], size=[100], n_bins=[2], nu=[6],
@@ -81,12 +82,12 @@ def _cases_class3():
         ("method 3", lambda d: xuqcal.bootstrap(d, method=3), r"^method: unknown interval"),
         ("keep_replicates", lambda d: xuqcal.bootstrap(d, keep_replicates="yes"),
          r"^keep_replicates: expected True or False"),
-        ("generator 3", lambda d: xuqcal.reference(d, generator=3), r"^generator: "),
+        ("generator 3", lambda d: xuqcal.simulate(d, generators=3), r"^generator: "),
         ("zv one point", lambda d: xuqcal.stats(one, ["zm", "zv"]),
          r"^statistics: zv needs at least 2 points, but the data have 1"),
-        ("bootstrap one row", lambda d: xuqcal.bootstrap(one, ["zms"], n=100),
+        ("bootstrap one row", lambda d: xuqcal.bootstrap(one, ["zms"], n_boot=100),
          r"^ds: the bootstrap needs at least 2 points"),
-        ("bootstrap zv two rows", lambda d: xuqcal.bootstrap(two, ["zv"], n=100),
+        ("bootstrap zv two rows", lambda d: xuqcal.bootstrap(two, ["zv"], n_boot=100),
          r"^statistics: zv needs at least 3 points \(the BCa interval uses leave-one-out"),
         ("validate one row", lambda d: xuqcal.validate(one, ["zms"], n_boot=100, n_mc=100),
          r"^ds: the bootstrap needs at least 2 points"),
@@ -98,7 +99,7 @@ def _cases_class3():
         ("describe one row", lambda d: xuqcal.describe(one), r"^ds: describe needs at least 3"),
         ("recalibration seed", lambda d: xuqcal.recalibration.fit(d, "temperature", seed=-2),
          seed_message),
-        ("statistic [1] local", lambda d: xuqcal.local.local(d, [1]), r"^statistic: local"),
+        ("statistic [1] local", lambda d: xuqcal.local(d, [1]), r"^statistic: local"),
         ("ds not a Dataset", lambda d: xuqcal.bootstrap(d.E), r"^ds: expected an xarray"),
         ("running window 1.5", lambda d: xuqcal.running_statistics(d, window=1.5),
          r"^window: expected an integer"),
@@ -191,8 +192,8 @@ def test_class5_power_of_two_scaling_is_exact(data, j):
     for key, power in UNITS.items():
         if abs(power * j) <= 1000:
             assert scaled[key] == math.ldexp(base[key], power * j), key
-    a = xuqcal.bootstrap(data, list(SCALE_FREE), n=200, n_bins=5).compute()
-    b = xuqcal.bootstrap(scaled_data, list(SCALE_FREE), n=200, n_bins=5).compute()
+    a = xuqcal.bootstrap(data, list(SCALE_FREE), n_boot=200, n_bins=5).compute()
+    b = xuqcal.bootstrap(scaled_data, list(SCALE_FREE), n_boot=200, n_bins=5).compute()
     for name in ("estimate", "ci_low", "ci_high", "se"):
         np.testing.assert_array_equal(a[name].values, b[name].values)
 
@@ -204,8 +205,8 @@ def test_class5_scale_safe_everywhere_else(data):
     big = data.copy(data={"E": np.ldexp(data.E.values, 900), "uE": np.ldexp(data.uE.values,
                                                                           900)})
     keys = ["zms", "rce", "cc", "ence", "zmse"]
-    ref_a = xuqcal.reference(data, keys, n=50, n_bins=5).compute()
-    ref_b = xuqcal.reference(big, keys, n=50, n_bins=5).compute()
+    ref_a = xuqcal.simulate(data, keys, n_mc=50, n_bins=5).compute()
+    ref_b = xuqcal.simulate(big, keys, n_mc=50, n_bins=5).compute()
     np.testing.assert_array_equal(ref_a["mean"].values, ref_b["mean"].values)
     val_a = xuqcal.validate(data, keys, n_boot=100, n_mc=50, n_bins=5)
     val_b = xuqcal.validate(big, keys, n_boot=100, n_mc=50, n_bins=5)
@@ -223,11 +224,11 @@ def test_class5_scale_safe_everywhere_else(data):
     np.testing.assert_array_equal(np.ldexp(c_a.value.values, 900), c_b.value.values)
     np.testing.assert_array_equal(c_a.in_band.values, c_b.in_band.values)
     for statistic in ("zms", "rce"):
-        l_a = xuqcal.local.local(data, statistic, n_bins=5, n=100)
-        l_b = xuqcal.local.local(big, statistic, n_bins=5, n=100)
+        l_a = xuqcal.local(data, statistic, n_bins=5, n_boot=100)
+        l_b = xuqcal.local(big, statistic, n_bins=5, n_boot=100)
         np.testing.assert_array_equal(l_a.ci_low.values, l_b.ci_low.values)
-    r_a = xuqcal.local.reliability(data, n_bins=5, n=100)
-    r_b = xuqcal.local.reliability(big, n_bins=5, n=100)
+    r_a = xuqcal.reliability(data, n_bins=5, n_boot=100)
+    r_b = xuqcal.reliability(big, n_bins=5, n_boot=100)
     np.testing.assert_array_equal(np.ldexp(r_a.rmse_high.values, 900), r_b.rmse_high.values)
     cube_a = cube.build_from({"a": data}, ["cc", "ence", "zms"], n_bins=[5], n_mc=30)
     cube_b = cube.build_from({"a": big}, ["cc", "ence", "zms"], n_bins=[5], n_mc=30)
@@ -342,16 +343,16 @@ def test_class5_n_boot_minimum(data, level, minimum):
                                          rf"\(an interval at level {level:g} needs"):
         xuqcal.validate(data, ["zms"], n_boot=minimum - 1, level=level)
     with pytest.raises(ValueError, match=rf"^n: expected an integer >= {minimum}"):
-        xuqcal.bootstrap(data, ["zms"], n=minimum - 1, level=level)
+        xuqcal.bootstrap(data, ["zms"], n_boot=minimum - 1, level=level)
     with pytest.raises(ValueError, match=rf"^n: expected an integer >= {minimum}"):
-        xuqcal.local.local(data, "zms", n=minimum - 1, level=level)
+        xuqcal.local(data, "zms", n_boot=minimum - 1, level=level)
     with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum}"):
         xuqcal.curves.ablation(data, n_boot=minimum - 1, level=level)
     with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum}"):
-        studies.validation_probability([3], size=[100], n_try=2, n_boot=minimum - 1,
+        studies.validation_probability([3], size=[100], n_mc=2, n_boot=minimum - 1,
                                        level=level)
-    xuqcal.bootstrap(data, ["zms"], n=minimum, level=level)  # lazy: accepted
-    assert xuqcal.bootstrap(data, ["zm"], n=2, method="student").sizes["statistic"] == 1
+    xuqcal.bootstrap(data, ["zms"], n_boot=minimum, level=level)  # lazy: accepted
+    assert xuqcal.bootstrap(data, ["zm"], n_boot=2, method="student").sizes["statistic"] == 1
 
 
 # ------------------------------------------------------------ class 5: generator names
@@ -374,9 +375,9 @@ def test_class5_generator_names_are_normalised(data, names, canonical):
     with pytest.raises(ValueError, match=expected):
         xuqcal.validate(data, ["cc"], generators=[first, second])
     with pytest.raises(ValueError, match=r"^generator: .* are the same distribution"):
-        xuqcal.reference(data, ["cc"], generator=[first, second])
+        xuqcal.simulate(data, ["cc"], generators=[first, second])
     with pytest.raises(ValueError, match=r"^generator: .* are the same distribution"):
-        cube.build(["ence"], size=[100], n_bins=[2], nu=[6], generator=[first, second])
+        cube.build(["ence"], size=[100], n_bins=[2], nu=[6], generators=[first, second])
 
 
 @pytest.mark.parametrize("name", ["t2", "t1.5", "t2.0", "t0.5"])
@@ -410,7 +411,7 @@ def test_class5_nig_small_or_invalid_nu_is_refused(nu):
         with pytest.raises(ValueError, match=r"^nu: expected ν >= 0.2"):
             cube.build(["ence"], size=[100], n_bins=[2], nu=[6, nu])
         with pytest.raises(ValueError, match=r"^nu: expected ν >= 0.2"):
-            studies.validation_probability([nu], size=[100], n_try=2, n_boot=40)
+            studies.validation_probability([nu], size=[100], n_mc=2, n_boot=40)
 
 
 @pytest.mark.parametrize("nu", [0.2, 0.3, 1.0])
@@ -640,7 +641,7 @@ def _api_data() -> dict[str, xr.Dataset]:
 def _cases_api_hangs_and_tracebacks():
     """Hangs and raw tracebacks (KeyError, IndexError, AttributeError, ZeroDivisionError,
     'math domain error', 'Singular matrix') of arguments: now a ValueError naming them."""
-    local, curves, intervals = xuqcal.local, xuqcal.curves, xuqcal.intervals
+    local, curves, intervals = xuqcal.analysis.local, xuqcal.curves, xuqcal.core.intervals
     adv = local.adversarial_groups
     small = cube.build(["ence"], size=[100, 200], n_bins=[2, 4], nu=[6], n_mc=20)
     one_x = cube.build(["ence"], size=[100], n_bins=[2], nu=[6], n_mc=20)
@@ -663,14 +664,14 @@ def _cases_api_hangs_and_tracebacks():
         ("adv n_groups 0", lambda d: adv(d["ds"], min_count=50, n_groups=0, n=40),
          r"^n_groups: expected an integer >= 1"),
         # local(bins=...): KeyError, IndexError, AttributeError
-        ("local bins empty Dataset", lambda d: local.local(d["ds"], bins=xr.Dataset(), n=40),
+        ("local bins empty Dataset", lambda d: local.local(d["ds"], bins=xr.Dataset(), n_boot=40),
          r"^bins: expected the bins of ds"),
         ("local bins of other data", lambda d: local.local(
-            d["ds"], bins=d["other"].uqcal.bins(n_bins=5), n=40),
+            d["ds"], bins=d["other"].uqcal.bins(n_bins=5), n_boot=40),
          r"^bins: the bins are of 500 points, but ds has 300"),
-        ("local bins=3", lambda d: local.local(d["ds"], bins=3, n=40), r"^bins: expected"),
+        ("local bins=3", lambda d: local.local(d["ds"], bins=3, n_boot=40), r"^bins: expected"),
         ("order_sensitivity binomial_noise 1", lambda d: local.order_sensitivity(
-            d["ds"], by="X1", n_orders=2, n_bins=4, n=40, binomial_noise=1),
+            d["ds"], by="X1", n_orders=2, n_bins=4, n_boot=40, binomial_noise=1),
          r"^binomial_noise: expected True or False"),
         # bins: KeyError of an unknown tie-breaking variable, unpacking of a bad grid
         ("bins tiebreak unknown", lambda d: d["ds"].uqcal.bins(by="B", n_bins=5,
@@ -750,7 +751,7 @@ def _cases_api_hangs_and_tracebacks():
         ("validate_dataset features=3", lambda d: xuqcal.validate_dataset(d["ds"], features=3),
          r"^features: expected a variable name"),
         ("bootstrap level 1 - 1e-16", lambda d: xuqcal.bootstrap(d["ds"], level=1 - 1e-16,
-                                                                 n=100),
+                                                                 n_boot=100),
          r"^n: .*an interval at level 0.9999999999999999 needs"),
         # meaningless settings that were accepted (found through the command line)
         ("recalibration by E", lambda d: xuqcal.recalibration.fit(d["ds"], by="E"),
@@ -777,15 +778,15 @@ def _cases_api_bad_data():
     NumPy ComplexWarning), a binning variable with NaN/inf (silently binned), extra dimensions
     (refused late, or silently computed; :func:`xuqcal.stats` alone keeps extra dimensions,
     as documented), empty data."""
-    local, curves = xuqcal.local, xuqcal.curves
+    local, curves = xuqcal.analysis.local, xuqcal.curves
     functions = {
         "stats": lambda d: xuqcal.stats(d, ["zms", "ence"], n_bins=5).compute(),
-        "bootstrap": lambda d: xuqcal.bootstrap(d, ["zms"], n=40).compute(),
-        "reference": lambda d: xuqcal.reference(d, ["cc"], n=10).compute(),
+        "bootstrap": lambda d: xuqcal.bootstrap(d, ["zms"], n_boot=40).compute(),
+        "reference": lambda d: xuqcal.simulate(d, ["cc"], n_mc=10).compute(),
         "validate": lambda d: xuqcal.validate(d, ["zms"], n_boot=40, n_mc=10, n_bins=5),
         "describe": lambda d: xuqcal.describe(d),
-        "local": lambda d: local.local(d, n_bins=5, n=40),
-        "reliability": lambda d: local.reliability(d, n_bins=5, n=40),
+        "local": lambda d: local.local(d, n_bins=5, n_boot=40),
+        "reliability": lambda d: local.reliability(d, n_bins=5, n_boot=40),
         "confidence_curve": lambda d: curves.confidence_curve(d, n_mc=5),
     }
     cases = []
@@ -803,9 +804,9 @@ def _cases_api_bad_data():
         ]
     binned = {
         "stats": lambda d: xuqcal.stats(d, ["ence"], n_bins=5, by="X1").compute(),
-        "bootstrap": lambda d: xuqcal.bootstrap(d, ["ence"], n=40, n_bins=5,
+        "bootstrap": lambda d: xuqcal.bootstrap(d, ["ence"], n_boot=40, n_bins=5,
                                                 by="X1").compute(),
-        "reference": lambda d: xuqcal.reference(d, ["ence"], n=10, n_bins=5,
+        "reference": lambda d: xuqcal.simulate(d, ["ence"], n_mc=10, n_bins=5,
                                                 by="X1").compute(),
         "validate": lambda d: xuqcal.validate(d, ["ence"], n_boot=40, n_mc=10, n_bins=5,
                                               by="X1"),
@@ -816,7 +817,7 @@ def _cases_api_bad_data():
                   (f"{name} by with inf", call, "inf_x",
                    r"^by: the binning variable 'X1' has 50 of 300 values NaN or infinite")]
     cases.append(("order_sensitivity by with NaN", lambda d: local.order_sensitivity(
-        d, by="X1", n_orders=2, n_bins=5, n=40), "nan_x", r"^X1: 250 values are not finite"))
+        d, by="X1", n_orders=2, n_bins=5, n_boot=40), "nan_x", r"^X1: 250 values are not finite"))
     return cases
 
 
@@ -833,7 +834,7 @@ def test_api_bad_data_are_named_errors(case, call, which, message):
 def _cases_api_undefined():
     """NaN results that were silent (or came with NumPy's RuntimeWarning or a
     ZeroDivisionError): now NaN with an UndefinedStatisticWarning naming them."""
-    local, curves = xuqcal.local, xuqcal.curves
+    local, curves = xuqcal.analysis.local, xuqcal.curves
 
     def constant_uE(d):
         return d.assign(uE=d.uE * 0 + 0.7)
@@ -851,14 +852,14 @@ def _cases_api_undefined():
         ("describe constant uE", lambda d: xuqcal.describe(constant_uE(d)),
          ["uE2_shape", "uE2_scale", "beta_gm_uE"],
          r"uE2_shape, uE2_scale, beta_gm_uE of uE are undefined: uE is constant"),
-        ("reference constant uE", lambda d: xuqcal.reference(constant_uE(d), ["cc", "ence"],
-                                                             n=20, n_bins=5).compute(),
+        ("reference constant uE", lambda d: xuqcal.simulate(constant_uE(d), ["cc", "ence"],
+                                                             n_mc=20, n_bins=5).compute(),
          ["mean"], r"cc reference is undefined: the statistic is NaN or infinite on 20 of 20"),
-        ("reference mse beyond float64", lambda d: xuqcal.reference(
-            d.assign(E=d.E * 1e200, uE=d.uE * 1e200), ["mse", "zms"], n=20).compute(),
+        ("reference mse beyond float64", lambda d: xuqcal.simulate(
+            d.assign(E=d.E * 1e200, uE=d.uE * 1e200), ["mse", "zms"], n_mc=20).compute(),
          ["mean"], r"mse reference is undefined"),
         ("local constant values", lambda d: local.local(constant_E(constant_uE(d)), "rce",
-                                                        n_bins=5, n=40),
+                                                        n_bins=5, n_boot=40),
          ["acf"], r"acf is undefined: the per-bin values are all equal"),
         ("calibration curve one level", lambda d: curves.calibration_curve(d, p=[0.5]),
          ["miscalibration_area"], r"miscalibration_area is undefined: it needs at least 2"),
@@ -890,11 +891,11 @@ def test_api_renamed_variables_with_default_by(data):
     refused E="err", uE="sigma" ('the binning variable uE is not in the dataset')."""
     renamed = data.rename({"E": "err", "uE": "sigma"})
     names = {"E": "err", "uE": "sigma"}
-    a = xuqcal.local.local(data, n_bins=5, n=40)
-    b = xuqcal.local.local(renamed, n_bins=5, n=40, **names)
+    a = xuqcal.local(data, n_bins=5, n_boot=40)
+    b = xuqcal.local(renamed, n_bins=5, n_boot=40, **names)
     np.testing.assert_array_equal(a.ci_low.values, b.ci_low.values)
-    a = xuqcal.local.reliability(data, n_bins=5, n=40)
-    b = xuqcal.local.reliability(renamed, n_bins=5, n=40, **names)
+    a = xuqcal.reliability(data, n_bins=5, n_boot=40)
+    b = xuqcal.reliability(renamed, n_bins=5, n_boot=40, **names)
     np.testing.assert_array_equal(a.rmse_high.values, b.rmse_high.values)
     with pytest.raises(ValueError, match=r"^E: the dataset has no variable 'E'"):
         xuqcal.describe(renamed)
@@ -909,13 +910,13 @@ def test_api_scale_free_analyses(data, k):
     it was 1.5 instead of 2.93 at uE ~ 1e-100 and 0.02 at uE ~ 1e20."""
     scaled = data.assign(E=data.E * 10.0**k, uE=data.uE * 10.0**k)
     for statistic in ("zms", "rce", "zm"):
-        a = xuqcal.local.local(data, statistic, n_bins=5, n=40)
-        b = xuqcal.local.local(scaled, statistic, n_bins=5, n=40)
+        a = xuqcal.local(data, statistic, n_bins=5, n_boot=40)
+        b = xuqcal.local(scaled, statistic, n_bins=5, n_boot=40)
         for name in ("value", "ci_low", "ci_high", "fraction_valid"):
             np.testing.assert_allclose(b[name].values, a[name].values, rtol=1e-12, atol=1e-12)
     for name, call in (("observed", lambda d: xuqcal.curves.calibration_curve(d)),
-                       ("fraction_valid", lambda d: xuqcal.local.adversarial_groups(
-                           d, min_count=100, n_groups=5, n=40)),
+                       ("fraction_valid", lambda d: xuqcal.adversarial_groups(
+                           d, min_count=100, n_groups=5, n_boot=40)),
                        ("s_x", lambda d: xuqcal.recalibration.scores(d, features=(), n_bins=5,
                                                                      n_boot=40))):
         np.testing.assert_allclose(call(scaled)[name].values, call(data)[name].values,
@@ -933,10 +934,10 @@ def _cases_plot_wrong_input():
     producer it expects."""
     plot = xuqcal.plot
     cases = [(name, getattr(plot, name), "result", producer) for name, producer in (
-        ("zeta", "xuqcal.validate"), ("local", "xuqcal.local.local"),
-        ("acf", "xuqcal.local.local"), ("reliability", "xuqcal.local.reliability"),
-        ("order_sensitivity", "xuqcal.local.order_sensitivity"),
-        ("adversarial", "xuqcal.local.adversarial_groups"),
+        ("zeta", "xuqcal.validate"), ("local", "xuqcal.local"),
+        ("acf", "xuqcal.local"), ("reliability", "xuqcal.reliability"),
+        ("order_sensitivity", "xuqcal.order_sensitivity"),
+        ("adversarial", "xuqcal.adversarial_groups"),
         ("ablation", "xuqcal.curves.ablation"),
         ("calibration_curve", "xuqcal.curves.calibration_curve"),
         ("local_coverage", "xuqcal.curves.local_coverage"),
@@ -947,7 +948,7 @@ def _cases_plot_wrong_input():
         ("zero_bins_extrapolation", "xuqcal.studies.zero_bins_extrapolation"))]
     cases += [("confidence_curve", plot.confidence_curve, "curve",
                "xuqcal.curves.confidence_curve"),
-              ("fraction_valid", plot.fraction_valid, "results", "xuqcal.local.local")]
+              ("fraction_valid", plot.fraction_valid, "results", "xuqcal.local")]
     return cases
 
 
@@ -971,11 +972,11 @@ def test_plot_error_distribution_arguments(data, n_sets, bins, message):
 
 @pytest.mark.parametrize("call", [
     lambda d: xuqcal.stats(d, ["zms", "ence"], n_bins=5).compute(),
-    lambda d: xuqcal.bootstrap(d, ["zms"], n=40).compute(),
-    lambda d: xuqcal.reference(d, ["cc"], n=10).compute(),
+    lambda d: xuqcal.bootstrap(d, ["zms"], n_boot=40).compute(),
+    lambda d: xuqcal.simulate(d, ["cc"], n_mc=10).compute(),
     lambda d: xuqcal.validate(d, ["zms", "cc"], n_boot=40, n_mc=10),
     lambda d: xuqcal.describe(d),
-    lambda d: xuqcal.local.local(d, n_bins=5, n=40),
+    lambda d: xuqcal.local(d, n_bins=5, n_boot=40),
     lambda d: xuqcal.curves.confidence_curve(d, n_mc=5),
     lambda d: xuqcal.validate_dataset(d),
 ], ids=["stats", "bootstrap", "reference", "validate", "describe", "local", "confidence_curve",
@@ -1005,31 +1006,31 @@ def _cases_parameter_types():
     """Wrong types and sizes tried for every parameter of every entry point (~2500 calls):
     these ended in a raw TypeError/OverflowError/'Maximum allowed dimension exceeded', named
     another parameter, or were accepted."""
-    local, curves, recalibration = xuqcal.local, xuqcal.curves, xuqcal.recalibration
+    local, curves, recalibration = xuqcal.analysis.local, xuqcal.curves, xuqcal.recalibration
     huge = 10**30
     cases = []
     for name, call in (("stats", lambda d, u: xuqcal.stats(d, ["ence"], n_bins=5, uE=u)),
-                       ("bootstrap", lambda d, u: xuqcal.bootstrap(d, ["ence"], n=40, n_bins=5,
+                       ("bootstrap", lambda d, u: xuqcal.bootstrap(d, ["ence"], n_boot=40, n_bins=5,
                                                                    uE=u)),
-                       ("reference", lambda d, u: xuqcal.reference(d, ["ence"], n=5, n_bins=5,
+                       ("reference", lambda d, u: xuqcal.simulate(d, ["ence"], n_mc=5, n_bins=5,
                                                                    uE=u)),
                        ("validate", lambda d, u: xuqcal.validate(d, ["ence"], n_boot=40,
                                                                  n_mc=5, n_bins=5, uE=u))):
         for value in (None, 3, ["uE"], "sigma"):  # named by, not uE, before
             cases.append((f"{name} uE={value!r}", lambda d, c=call, v=value: c(d, v), r"^uE: "))
     cases += [
-        ("bootstrap n huge", lambda d: xuqcal.bootstrap(d, n=huge), r"^n: expected an integer "
+        ("bootstrap n huge", lambda d: xuqcal.bootstrap(d, n_boot=huge), r"^n: expected an integer "
                                                                     r"<= 2\*\*40"),
-        ("reference n huge", lambda d: xuqcal.reference(d, n=huge), r"^n: .*<= 2\*\*40"),
+        ("reference n huge", lambda d: xuqcal.simulate(d, n_mc=huge), r"^n: .*<= 2\*\*40"),
         ("validate n_mc huge", lambda d: xuqcal.validate(d, n_mc=huge), r"^n_mc: .*<= 2\*\*40"),
         ("bootstrap unused n_bins huge", lambda d: xuqcal.bootstrap(
-            d, ["zms"], n=40, n_bins=2**40).compute(), None),
+            d, ["zms"], n_boot=40, n_bins=2**40).compute(), None),
         ("cube size huge", lambda d: cube.build(["ence"], size=[huge], n_bins=[2], nu=[6]),
          r"^size: expected integers <= 2\*\*40"),
         ("validation_probability size huge", lambda d: studies.validation_probability(
-            [6], size=[huge], n_try=2, n_boot=40), r"^size: "),
+            [6], size=[huge], n_mc=2, n_boot=40), r"^size: "),
         ("validation_probability keep_trials", lambda d: studies.validation_probability(
-            [6], size=[50], n_try=2, n_boot=40, keep_trials="no"), r"^keep_trials: expected"),
+            [6], size=[50], n_mc=2, n_boot=40, keep_trials="no"), r"^keep_trials: expected"),
         ("generator_sensitivity_study nu huge", lambda d: studies.generator_sensitivity_study(
             d, nu=[1e30], n_mc=5, n_bins=5), r"^nu: expected ν from 2 to 1e6"),
         ("nig uE_scale huge int", lambda d: xuqcal.synthetic.nig(10, nu=6, seed=0,
@@ -1047,8 +1048,8 @@ def _cases_parameter_types():
         ("build_from uE dict", lambda d: cube.build_from({"a": d}, ["ence"], uE={"a": 1}),
          r"^uE: expected the name of a variable"),
         ("fit_sqrt None", lambda d: cube.fit_sqrt(None), r"^cube: expected a cube"),
-        ("local by None", lambda d: local.local(d, by=None, n=40), r"^by: expected the name"),
-        ("reliability by 1.5", lambda d: local.reliability(d, by=1.5, n=40), r"^by: "),
+        ("local by None", lambda d: local.local(d, by=None, n_boot=40), r"^by: expected the name"),
+        ("reliability by 1.5", lambda d: local.reliability(d, by=1.5, n_boot=40), r"^by: "),
         ("bins by []", lambda d: d.uqcal.bins(by=[]), r"^by: "),
     ]
     return cases

@@ -18,7 +18,7 @@ import pytest
 import xarray as xr
 
 import xuqcal
-from xuqcal.validation import NOT_USABLE, summary_table, verdict_notes
+from xuqcal.analysis.validation import NOT_USABLE, summary_table, verdict_notes
 
 # A 265-point NIG set (as the real set of the issue) whose ENCE estimate (0.0988) lies above
 # its BCa interval [0.0767, 0.0980]: the bootstrap bias (0.062) exceeds the half-width.
@@ -33,7 +33,7 @@ def small_set():
 
 def _validate(ds, **kwargs):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", xuqcal.intervals.DegenerateIntervalWarning)
+        warnings.simplefilter("ignore", xuqcal.DegenerateIntervalWarning)
         return xuqcal.validate(ds, ["ence", "zmse", "cc", "zms"], **SETTINGS, **kwargs)
 
 

@@ -14,7 +14,7 @@ from plotting import render
 from scipy import stats
 
 import xuqcal
-from xuqcal.features import (
+from xuqcal.analysis.features import (
     FORMULA_FEATURES,
     add_formula_features,
     from_formula,

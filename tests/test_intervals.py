@@ -8,7 +8,8 @@ import xarray as xr
 from scipy import optimize, special, stats
 
 import xuqcal
-from xuqcal.intervals import (
+from xuqcal.analysis.resampling import _jackknife_block
+from xuqcal.core.intervals import (
     DegenerateIntervalWarning,
     acceleration,
     bca_interval,
@@ -18,8 +19,7 @@ from xuqcal.intervals import (
     wilson_interval,
     zeta,
 )
-from xuqcal.resampling import _jackknife_block
-from xuqcal.statistics import PreparedData, codes_of, compute, get_statistics
+from xuqcal.core.statistics import PreparedData, codes_of, compute, get_statistics
 
 
 @pytest.mark.parametrize("key", ["zms", "rce", "cc", "ence", "zmse", "nll"])
@@ -56,7 +56,7 @@ def test_bca_agrees_with_scipy(key):
     """Same statistic, same data: the two BCa intervals agree within Monte Carlo noise."""
     ds = xuqcal.synthetic.nig(3000, nu=6, seed=21)
     E, uE = ds.E.values, ds.uE.values
-    ours = xuqcal.bootstrap(ds, [key], n=10_000, seed=1).compute()
+    ours = xuqcal.bootstrap(ds, [key], n_boot=10_000, seed=1).compute()
 
     def statistic(e, u, axis=-1):
         z2 = (e / u) ** 2

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from naive import naive_statistics
 
-from xuqcal import _kernels as K
-from xuqcal.resampling import _jackknife_block
-from xuqcal.statistics import STATISTICS, PreparedData, codes_of, compute, get_statistics
+from xuqcal.analysis.resampling import _jackknife_block
+from xuqcal.core import kernels as K
+from xuqcal.core.statistics import STATISTICS, PreparedData, codes_of, compute, get_statistics
 
 ALL = list(STATISTICS)
 
@@ -94,7 +94,7 @@ def _bootstrap_block(prepared, codes, key, start, stop):
 def test_bootstrap_block_is_the_drawn_resample(keys, ties):
     """Replicate r of a block == the statistics of the sequence that stream r draws, sorted
     stably (tied points in draw order, as R's ``order()`` on ``x[idx]``) and re-binned."""
-    from xuqcal import _random
+    from xuqcal.core import random as _random
 
     E, uE = _data(5, 400, ties=ties)
     prepared = PreparedData.from_arrays(E, uE, n_bins=8)
@@ -117,7 +117,7 @@ def test_bootstrap_binned_statistics_sort_ties_in_draw_order(seed, m, n_bins, le
                                                               by_feature):
     """Heavily tied binning variables (uE or a stratified feature, down to one value): every
     replicate equals the stable sort of its drawn sequence, whichever ties straddle a bin."""
-    from xuqcal import _random
+    from xuqcal.core import random as _random
 
     n_bins = min(n_bins, m // 2)
     rng = np.random.default_rng(seed)
@@ -142,7 +142,7 @@ def test_bootstrap_binned_statistics_sort_ties_in_draw_order(seed, m, n_bins, le
 
 
 def test_draws_and_counts_are_one_stream():
-    from xuqcal import _random
+    from xuqcal.core import random as _random
 
     key = _random.stream_key(1, "bootstrap")
     draws = np.empty(300, dtype=np.int32)
@@ -180,7 +180,7 @@ def test_cc_jackknife_matches_scipy_with_heavy_ties(seed, m, levels_u, levels_e)
 def test_lazy_jackknife_blocks_share_one_cc_task(monkeypatch):
     """Split into many blocks, the lazy jackknife equals the eager one, and the cc values come
     from a single task that every block reads."""
-    from xuqcal import resampling
+    from xuqcal.analysis import resampling
 
     monkeypatch.setattr(resampling, "JACKKNIFE_CHUNK", 37)
     E, uE = _data(11, 400, ties=True)

@@ -7,8 +7,14 @@ import pytest
 from scipy import stats
 
 import xuqcal
-from xuqcal.intervals import bca_interval, wilson_interval
-from xuqcal.local import adversarial_groups, autocorrelation, local, order_sensitivity, reliability
+from xuqcal.analysis.local import (
+    adversarial_groups,
+    autocorrelation,
+    local,
+    order_sensitivity,
+    reliability,
+)
+from xuqcal.core.intervals import bca_interval, wilson_interval
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +36,7 @@ def test_per_bin_values_and_student_intervals(data):
 
 def test_bca_per_bin_equals_a_direct_bootstrap_of_the_bin(data):
     """Each bin's BCa interval matches scipy's BCa on that bin within Monte Carlo noise."""
-    loc = local(data, "zms", n_bins=5, n=8000, seed=4)
+    loc = local(data, "zms", n_bins=5, n_boot=8000, seed=4)
     order = np.argsort(data.uE.values, kind="stable")
     z2 = ((data.E / data.uE).values[order]) ** 2
     for b, chunk in enumerate(np.array_split(z2, 5)):
@@ -45,7 +51,7 @@ def test_bca_per_bin_equals_a_direct_bootstrap_of_the_bin(data):
 
 
 def test_fraction_valid_and_acf(data):
-    loc = local(data, "zms", n_bins=30, n=1000)
+    loc = local(data, "zms", n_bins=30, n_boot=1000)
     assert loc.fraction_valid.item() == pytest.approx(loc.valid.mean().item())
     lo, hi = wilson_interval(int(loc.valid.sum()), 30)
     assert (loc.fraction_valid_low.item(), loc.fraction_valid_high.item()) == \
@@ -66,10 +72,10 @@ def test_autocorrelation_matches_definition():
 
 
 def test_adaptivity_with_strata_and_deterministic(data):
-    loc = local(data, "zms", by="X", binning="strata", min_count=200, n=500, seed=3)
+    loc = local(data, "zms", by="X", binning="strata", min_count=200, n_boot=500, seed=3)
     assert loc.attrs["binning"] == "strata" and loc.attrs["by"] == "X"
     assert (loc["count"] >= 200).all()
-    again = local(data, "zms", by="X", binning="strata", min_count=200, n=500, seed=3)
+    again = local(data, "zms", by="X", binning="strata", min_count=200, n_boot=500, seed=3)
     np.testing.assert_array_equal(loc.ci_low, again.ci_low)
 
 
@@ -86,7 +92,7 @@ def test_conditional_calibration_of_qm9_u0(shared_data):
     ds = xuqcal.read_csv(shared_data / "BUS2022" / "qm9_U0_test_Orig.csv",
                          E="U0 - prediction", uE="sqrt(uncertainty_total)")
     for statistic, published in (("zm", 0.97), ("zms", 0.85)):
-        loc = local(ds, statistic, n_bins=100, n=5000, seed=0)
+        loc = local(ds, statistic, n_bins=100, n_boot=5000, seed=0)
         fv = loc.fraction_valid.item()
         lo, hi = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
         published_lo, published_hi = wilson_interval(round(published * 100), 100)
@@ -98,19 +104,19 @@ def test_conditional_calibration_of_qm9_u0(shared_data):
 
 
 def test_order_sensitivity(data):
-    sens = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n=300, seed=1,
+    sens = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n_boot=300, seed=1,
                              binomial_noise=True)
     assert sens.fraction_valid.sizes["order"] == 6
     assert sens["mean"].item() == pytest.approx(sens.fraction_valid.mean().item())
     assert (sens.fraction_valid_noisy * 20 % 1 == 0).all()
     # X has few distinct values: the tie order changes the bins and so f_v
     assert sens.fraction_valid.std() > 0
-    again = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n=300, seed=1)
+    again = order_sensitivity(data, "zms", by="X", n_orders=6, n_bins=20, n_boot=300, seed=1)
     np.testing.assert_array_equal(again.fraction_valid, sens.fraction_valid)
 
 
 def test_adversarial_groups_calibrated_and_control(data):
-    adv = adversarial_groups(data, n_groups=60, n=500, min_count=300)
+    adv = adversarial_groups(data, n_groups=60, n_boot=500, min_count=300)
     assert adv["size"].values.tolist() == [1500, 750, 375]
     for prefix in ("", "control_"):
         values = adv[f"{prefix}fraction_valid"].values
@@ -118,12 +124,12 @@ def test_adversarial_groups_calibrated_and_control(data):
     # calibrated data and the N(0,1) control both validate most groups
     assert (adv.control_fraction_valid > 0.8).all()
     miscalibrated = xuqcal.synthetic.nig(3000, nu=6, seed=21, uE_scale=0.8)
-    bad = adversarial_groups(miscalibrated, n_groups=60, n=500, min_count=300)
+    bad = adversarial_groups(miscalibrated, n_groups=60, n_boot=500, min_count=300)
     assert (bad.fraction_valid < 0.2).all()
 
 
 def test_reliability(data):
-    rel = reliability(data, n_bins=8, n=1000)
+    rel = reliability(data, n_bins=8, n_boot=1000)
     order = np.argsort(data.uE.values, kind="stable")
     E, uE = data.E.values[order], data.uE.values[order]
     for b, (e, u) in enumerate(zip(np.array_split(E, 8), np.array_split(uE, 8), strict=True)):
@@ -135,7 +141,7 @@ def test_reliability(data):
 def test_bca_with_given_acceleration_equals_jackknife_route():
     rng = np.random.default_rng(0)
     reps, jack = rng.normal(size=(2, 500)), rng.gamma(2.0, size=(2, 40))
-    from xuqcal.intervals import acceleration
+    from xuqcal.core.intervals import acceleration
 
     a = bca_interval(reps, np.zeros(2), jack)
     b = bca_interval(reps, np.zeros(2), acceleration_value=acceleration(jack))

@@ -16,19 +16,19 @@ def data():
 
 
 def test_accessor_methods_match_functions(data):
-    from xuqcal import local
+    from xuqcal.analysis import local
 
-    np.testing.assert_array_equal(data.uqcal.local("zms", n_bins=10, n=200).ci_low,
-                                  local.local(data, "zms", n_bins=10, n=200).ci_low)
+    np.testing.assert_array_equal(data.uqcal.local("zms", n_bins=10, n_boot=200).ci_low,
+                                  local.local(data, "zms", n_bins=10, n_boot=200).ci_low)
     assert data.uqcal.bins("X", binning="strata", min_count=100).attrs["scheme"] == "strata"
-    assert data.uqcal.reliability(n_bins=5, n=100).sizes["bin"] == 5
-    assert data.uqcal.adversarial_groups(n_groups=10, n=100, min_count=400).sizes["size"] == 2
+    assert data.uqcal.reliability(n_bins=5, n_boot=100).sizes["bin"] == 5
+    assert data.uqcal.adversarial_groups(n_groups=10, n_boot=100, min_count=400).sizes["size"] == 2
     assert data.uqcal.order_sensitivity(by="X", n_orders=2, n_bins=10,
-                                        n=100).sizes["order"] == 2
+                                        n_boot=100).sizes["order"] == 2
 
 
 def test_local_plot(data, tmp_path):
-    ax = data.uqcal.plot.local("zms", n_bins=20, n=300)
+    ax = data.uqcal.plot.local("zms", n_bins=20, n_boot=300)
     assert ax.get_xscale() == "log" and ax.get_ylabel() == "<Z²>"
     assert ax.get_title().startswith("<Z²> per bin of uE: f_v =")
     render(ax, tmp_path / "local.png")
@@ -50,7 +50,7 @@ def test_acf_plot(data, tmp_path):
 
 
 def test_reliability_plot(data, tmp_path):
-    ax = data.uqcal.plot.reliability(n=300)
+    ax = data.uqcal.plot.reliability(n_boot=300)
     assert ax.get_xlabel().startswith("RMV") and ax.get_ylabel().startswith("RMSE")
     render(ax, tmp_path / "rel.png")
 
@@ -58,12 +58,12 @@ def test_reliability_plot(data, tmp_path):
 def test_order_sensitivity_and_adversarial_plots(data, tmp_path):
     from xuqcal import plot
 
-    sens = data.uqcal.order_sensitivity(by="X", n_orders=8, n_bins=20, n=200,
+    sens = data.uqcal.order_sensitivity(by="X", n_orders=8, n_bins=20, n_boot=200,
                                         binomial_noise=True)
     ax = plot.order_sensitivity(sens)
     assert ax.get_xlabel() == "fraction of valid bins"
     render(ax, tmp_path / "order.png")
-    ax = plot.adversarial(data.uqcal.adversarial_groups(n_groups=20, n=200, min_count=250))
+    ax = plot.adversarial(data.uqcal.adversarial_groups(n_groups=20, n_boot=200, min_count=250))
     assert ax.get_xlabel() == "group size" and ax.get_xscale() == "log"
     render(ax, tmp_path / "adv.png")
 

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from xuqcal import _random, get_generator
-from xuqcal.generators import generator_coords
+from xuqcal import get_generator
+from xuqcal.core import random as _random
+from xuqcal.core.generators import generator_coords
 
 KS_ALPHA = 1e-3  # a correct sampler fails one of these KS tests with probability ~1e-3 each
 

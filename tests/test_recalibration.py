@@ -14,9 +14,9 @@ from plotting import render
 
 import xuqcal
 from xuqcal import recalibration as rc
-from xuqcal._cli_recalibrate import add_parser, output_paths, run
+from xuqcal.analysis.stats import stats
+from xuqcal.cli.recalibrate import add_parser, output_paths, run
 from xuqcal.plot import recalibration as rplot
-from xuqcal.statistics import stats
 
 QM9 = {
     "train": "BUS2022/qm9_qm9_E_uncalibrated_validation.csv",
@@ -160,7 +160,7 @@ def test_uE_bvs_equal_count_bins_without_ties():
     """With continuous uE the learned-limit bins are exactly the equal-count bins."""
     ds = synthetic()
     rec = rc.fit(ds, "bvs", n_bins=25)
-    bins = xuqcal.binning.make_bins(ds, "uE", n_bins=25)
+    bins = xuqcal.make_bins(ds, "uE", n_bins=25)
     np.testing.assert_array_equal(rc.apply(rec, ds).recalibration_bin.values,
                                   bins.bin_index.values)
 

@@ -9,8 +9,8 @@ import xarray as xr
 from naive import naive_statistics
 
 import xuqcal
-from xuqcal import _random
-from xuqcal.statistics import STATISTICS
+from xuqcal.core import random as _random
+from xuqcal.core.statistics import STATISTICS
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def data():
 
 def test_replicates_are_statistics_of_simulated_error_sets(data):
     keys = list(STATISTICS)
-    ref = xuqcal.reference(data, keys, generator=["normal", "t6"], n=4, seed=3, n_bins=6,
+    ref = xuqcal.simulate(data, keys, generators=["normal", "t6"], n_mc=4, seed=3, n_bins=6,
                            keep_replicates=True).compute()
     uE = data.uE.values
     for gen in ("normal", "t6"):
@@ -37,8 +37,8 @@ def test_replicates_are_statistics_of_simulated_error_sets(data):
 
 
 def test_summary_and_labels(data):
-    ref = xuqcal.reference(data, ["zms", "ence"], generator=["normal", "t6", "uniform"],
-                           n=400, seed=1, keep_replicates=True).compute()
+    ref = xuqcal.simulate(data, ["zms", "ence"], generators=["normal", "t6", "uniform"],
+                           n_mc=400, seed=1, keep_replicates=True).compute()
     assert ref["mean"].dims == ("statistic", "generator")
     assert ref.generator.values.tolist() == ["normal", "t6", "uniform"]
     np.testing.assert_array_equal(ref.df.values, [np.nan, 6.0, np.nan])
@@ -52,7 +52,7 @@ def test_summary_and_labels(data):
 
 def test_deterministic_across_chunks_and_schedulers(data):
     def run(chunks, scheduler):
-        ref = xuqcal.reference(data, ["zms", "cc", "ence", "zmse"], n=600, seed=5,
+        ref = xuqcal.simulate(data, ["zms", "cc", "ence", "zmse"], n_mc=600, seed=5,
                                chunks=chunks, keep_replicates=True)
         with dask.config.set(scheduler=scheduler):
             return ref.compute()
@@ -68,22 +68,22 @@ def test_lazy_until_computed(data):
         raise AssertionError("computed")
 
     with dask.config.set(scheduler=refuse):
-        ref = xuqcal.reference(data, ["cc"], n=3000, seed=0)
+        ref = xuqcal.simulate(data, ["cc"], n_mc=3000, seed=0)
         assert isinstance(ref["mean"].data, dask.array.Array)
 
 
 def test_generator_errors(data):
     with pytest.raises(ValueError, match="unknown generator 'gauss'"):
-        xuqcal.reference(data, ["cc"], generator=["gauss"])
+        xuqcal.simulate(data, ["cc"], generators=["gauss"])
     with pytest.raises(ValueError, match="ν > 2"):
-        xuqcal.reference(data, ["cc"], generator="t1.5")
+        xuqcal.simulate(data, ["cc"], generators="t1.5")
     with pytest.raises(ValueError, match="empty"):
-        xuqcal.reference(data, ["cc"], generator=[])
+        xuqcal.simulate(data, ["cc"], generators=[])
 
 
 def test_zms_reference_is_one_on_every_shared_set(load_set):
     for k in range(1, 10):
-        ref = xuqcal.reference(load_set(k), ["zms"], n=4000, seed=k).compute()
+        ref = xuqcal.simulate(load_set(k), ["zms"], n_mc=4000, seed=k).compute()
         for gen in ("normal", "t6"):
             r = ref.sel(statistic="zms", generator=gen)
             assert abs(r["mean"].item() - 1) <= 3 * r["se"].item(), (k, gen)
@@ -105,7 +105,7 @@ def _half_unit(value: float) -> float:
 def test_statistics_without_reference_table(load_set, k):
     ds = load_set(k)
     estimate = xuqcal.stats(ds, ["cc", "ence", "zmse"], n_bins=20)
-    ref = xuqcal.reference(ds, ["cc", "ence", "zmse"], n=10_000, seed=0, n_bins=20).compute()
+    ref = xuqcal.simulate(ds, ["cc", "ence", "zmse"], n_mc=10_000, seed=0, n_bins=20).compute()
     for key, (value, sim_n, sim_t) in NO_REFERENCE_TABLE[k].items():
         assert estimate.sel(statistic=key).item() == pytest.approx(value,
                                                                     abs=_half_unit(value))

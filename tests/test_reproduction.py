@@ -92,7 +92,7 @@ def test_binned_bootstrap_bias_and_interval(load_set, k):
     points must keep their draw order, as in R; ordering them by data row instead moves the
     biases of set 7 far outside the tolerance (this test fails on that implementation)."""
     n = 5000
-    r = load_set(k).uqcal.bootstrap(["ence", "zmse"], n=n, seed=0, n_bins=20).compute()
+    r = load_set(k).uqcal.bootstrap(["ence", "zmse"], n_boot=n, seed=0, n_bins=20).compute()
     for i, (bias, high) in enumerate(BINNED_BOOTSTRAP[k]):
         # two independent Monte Carlo runs (the study's and this one): 4 sd of their difference
         noise = 4 * r.se.values[i] * np.sqrt(2 / n)

@@ -13,9 +13,9 @@ import pytest
 from plotting import render
 
 import xuqcal
-from xuqcal.features import add_formula_features
+from xuqcal.analysis.features import add_formula_features
+from xuqcal.analysis.running import centred_move_mean, running_statistics
 from xuqcal.plot.zscores import zscores
-from xuqcal.running import centred_move_mean, running_statistics
 
 
 def _direct(values: np.ndarray, window: int, min_count: int | None) -> np.ndarray:

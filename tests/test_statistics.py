@@ -10,7 +10,7 @@ from naive import naive_statistics
 from scipy.stats.mstats import hdquantiles
 
 import xuqcal
-from xuqcal.statistics import STATISTICS, get_statistics
+from xuqcal.core.statistics import STATISTICS, get_statistics
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +109,8 @@ def test_other_variable_names_bin_on_their_uncertainty():
     keys = ["zms", "cc", "ence"]
     np.testing.assert_array_equal(xuqcal.stats(renamed, keys, E="err", uE="u"),
                                   xuqcal.stats(ds, keys))
-    ours = xuqcal.bootstrap(renamed, keys, n=200, seed=1, E="err", uE="u").compute()
-    xr.testing.assert_identical(ours.drop_attrs(), xuqcal.bootstrap(ds, keys, n=200, seed=1)
+    ours = xuqcal.bootstrap(renamed, keys, n_boot=200, seed=1, E="err", uE="u").compute()
+    xr.testing.assert_identical(ours.drop_attrs(), xuqcal.bootstrap(ds, keys, n_boot=200, seed=1)
                                 .compute().drop_attrs())
     with pytest.raises(ValueError, match=r"binning variable 'uE' is not in the dataset "
                                          r"\(variables: err, u\)"):
@@ -127,7 +127,7 @@ def test_cc_of_a_constant_variable_is_undefined():
         assert np.isnan(constant_u.uqcal.stats("cc").item())
     assert constant_u.uqcal.stats("zms").item() > 0
     with named:
-        boot = constant_u.uqcal.bootstrap(["cc", "zms"], n=50, seed=0).compute()
+        boot = constant_u.uqcal.bootstrap(["cc", "zms"], n_boot=50, seed=0).compute()
     assert np.isnan(boot.estimate.sel(statistic="cc").item())
     assert np.isfinite(boot.ci_low.sel(statistic="zms").item())
     constant_e = xuqcal.from_arrays(np.full(60, 0.5) * rng.choice([-1, 1], 60),

@@ -14,13 +14,15 @@ from plotting import render
 from scipy import stats as sps
 
 import xuqcal
-from xuqcal import cube, studies, synthetic
+from xuqcal import studies
+from xuqcal.io import synthetic
 from xuqcal.plot import studies as plots
+from xuqcal.studies import cube
 
 # ------------------------------------------------------------------ validation probability
 
 #: p_val of RCE with BCa intervals (B = 1000) on calibrated NIG data, M = 5000, measured with
-#: n_try = 4000 independent data sets (seed 1, not the seed of the test): standard errors about
+#: n_mc = 4000 independent data sets (seed 1, not the seed of the test): standard errors about
 #: 0.0065 and 0.0053. With the same data sets, wrong methods give clearly higher values:
 #: percentile interval 0.867 (ν = 2) and 0.920 (ν = 3), BCa without acceleration (a = 0)
 #: 0.839 and 0.907. ZMS stays at 0.95 (0.951 and 0.953): with a normal D, Z = eps does not
@@ -30,13 +32,13 @@ RCE_BCA_REFERENCE = {2.0: 0.782, 3.0: 0.871}
 
 @pytest.fixture(scope="module")
 def heavy_tails():
-    """The reduced study at small ν, where the methods differ (n_try = 400: about 6 s)."""
-    return studies.validation_probability([2, 3], size=[5000], n_try=400, n_boot=1000, seed=0)
+    """The reduced study at small ν, where the methods differ (n_mc = 400: about 6 s)."""
+    return studies.validation_probability([2, 3], size=[5000], n_mc=400, n_boot=1000, seed=0)
 
 
 @pytest.fixture(scope="module")
 def light_tails():
-    return studies.validation_probability([6, 20], size=[5000], n_try=200, n_boot=1000, seed=0)
+    return studies.validation_probability([6, 20], size=[5000], n_mc=200, n_boot=1000, seed=0)
 
 
 def test_acceptance_zms_nominal_rce_degrades(heavy_tails, light_tails):
@@ -47,7 +49,7 @@ def test_acceptance_zms_nominal_rce_degrades(heavy_tails, light_tails):
     M = 5000 points is nearly symmetric, so percentile and bias-corrected intervals also give
     0.95, and they also fail for RCE at ν = 2. So the RCE values at ν = 2 and 3 must moreover
     agree with the BCa values measured on 4000 independent data sets (RCE_BCA_REFERENCE): the
-    reference must lie in the Wilson-cc interval of n_try = 400 data sets (half-width ≈ 0.04 at
+    reference must lie in the Wilson-cc interval of n_mc = 400 data sets (half-width ≈ 0.04 at
     ν = 2, 0.035 at ν = 3). A percentile interval (0.867, 0.920) is expected to fail both, BCa
     without acceleration (0.839, 0.907) at least one in about 96 % of seeds; the seed of the
     test gives 0.833 [0.791, 0.867] and 0.917 [0.885, 0.942] without acceleration, both
@@ -84,14 +86,14 @@ def test_validation_probability_labels(heavy_tails):
     lo, hi = xuqcal.wilson_interval(r.n_valid.values, 400)
     np.testing.assert_array_equal(r.p_val_low, lo)
     np.testing.assert_array_equal(r.p_val_high, hi)
-    for key in ("n_try", "n_boot", "level", "seed", "generator", "xuqcal_version"):
+    for key in ("n_mc", "n_boot", "level", "seed", "generator", "xuqcal_version"):
         assert key in r.attrs
-    assert r.attrs["n_try"] == 400 and r.attrs["seed"] == 0
+    assert r.attrs["n_mc"] == 400 and r.attrs["seed"] == 0
 
 
 @pytest.fixture(scope="module")
 def small_study():
-    return studies.validation_probability([2.5, 8], size=[300, 600], n_try=12, n_boot=200,
+    return studies.validation_probability([2.5, 8], size=[300, 600], n_mc=12, n_boot=200,
                                           seed=4, keep_trials=True, batch_size=5)
 
 
@@ -101,7 +103,7 @@ def test_each_data_set_is_the_library_bootstrap(small_study):
     for nu, m, t in ((2.5, 300, 0), (8.0, 600, 11)):
         s = studies.trial_seed(4, m, nu, t)
         ds = synthetic.nig(m, nu, seed=s)
-        bs = xuqcal.bootstrap(ds, ["zms", "rce"], n=200, seed=s).compute()
+        bs = xuqcal.bootstrap(ds, ["zms", "rce"], n_boot=200, seed=s).compute()
         got = small_study.sel(nu=nu, size=m, trial=t)
         for name in ("estimate", "ci_low", "ci_high"):
             np.testing.assert_array_equal(got[name].values, bs[name].values)
@@ -114,7 +116,7 @@ def test_each_data_set_is_the_library_bootstrap(small_study):
 
 
 def test_validation_probability_is_deterministic(small_study):
-    kwargs = {"size": [300, 600], "n_try": 12, "n_boot": 200, "seed": 4, "keep_trials": True}
+    kwargs = {"size": [300, 600], "n_mc": 12, "n_boot": 200, "seed": 4, "keep_trials": True}
     with dask.config.set(scheduler="synchronous"):
         sync = studies.validation_probability([2.5, 8], batch_size=12, **kwargs)
     with dask.config.set(scheduler="threads"):
@@ -136,20 +138,20 @@ def test_validation_probability_runs_on_the_current_scheduler():
         raise AssertionError("computed by the current scheduler")
 
     with dask.config.set(scheduler=refuse), pytest.raises(AssertionError, match="current"):
-        studies.validation_probability([3], size=[100], n_try=2, n_boot=40)
+        studies.validation_probability([3], size=[100], n_mc=2, n_boot=40)
 
 
 def test_validation_probability_errors():
     with pytest.raises(ValueError, match="no predefined reference"):
-        studies.validation_probability([3], size=[100], n_try=2, statistics=["zms", "ence"])
+        studies.validation_probability([3], size=[100], n_mc=2, statistics=["zms", "ence"])
     with pytest.raises(ValueError, match="nu"):
-        studies.validation_probability([0, 3], size=[100], n_try=2)
-    with pytest.raises(ValueError, match="n_try"):
-        studies.validation_probability([3], size=[100], n_try=0)
+        studies.validation_probability([0, 3], size=[100], n_mc=2)
+    with pytest.raises(ValueError, match="n_mc"):
+        studies.validation_probability([3], size=[100], n_mc=0)
     with pytest.raises(ValueError, match="level"):
-        studies.validation_probability([3], size=[100], n_try=2, level=95)
+        studies.validation_probability([3], size=[100], n_mc=2, level=95)
     with pytest.raises(ValueError, match="listed twice"):
-        studies.validation_probability([3, 3.0], size=[100], n_try=2)
+        studies.validation_probability([3, 3.0], size=[100], n_mc=2)
 
 
 # --------------------------------------------------------------------- zero-bins extrapolation
@@ -227,7 +229,7 @@ def test_generator_sensitivity_labels_and_values(sensitivity):
     assert r.statistic.values.tolist() == ["cc", "ence", "zmse", "zms"]
     assert r.attrs["n_bins"] == 20 and r.attrs["n_mc"] == 300 and r.attrs["seed"] == 0
     # a thin wrapper of cube.build_from
-    direct = cube.build_from(sets, ["cc", "ence", "zmse", "zms"], generator=["t6"],
+    direct = cube.build_from(sets, ["cc", "ence", "zmse", "zms"], generators=["t6"],
                              n_bins=[20], n_mc=300).compute()
     np.testing.assert_array_equal(r["mean"].sel(nu=6.0).values,
                                   direct["mean"].isel(generator=0, n_bins=0).values)

@@ -10,8 +10,8 @@ import pytest
 import xarray as xr
 
 import xuqcal
-from xuqcal.intervals import DegenerateIntervalWarning, wilson_interval, zeta
-from xuqcal.validation import NOT_USABLE, UNDECIDED, summary_table
+from xuqcal.analysis.validation import NOT_USABLE, UNDECIDED, summary_table
+from xuqcal.core.intervals import DegenerateIntervalWarning, wilson_interval, zeta
 
 KEYS = ["zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse"]
 
@@ -113,7 +113,7 @@ def test_summary_table(result):
     lines = table.splitlines()
     assert len(lines) == 1 + v.sizes["statistic"]
     # the notes below the table: one line per statistic with a verdict note (issue 11)
-    expected = xuqcal.validation.verdict_notes(v)
+    expected = xuqcal.analysis.validation.verdict_notes(v)
     assert notes.splitlines()[1:] == [f"  {k}: {n}" for k, n in expected.items()]
     assert ([line.split()[0] for line in lines[1:] if line.endswith("*")]
             == list(expected))

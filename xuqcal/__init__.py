@@ -11,22 +11,22 @@ Examples
 ('statistic', 'scheme')
 """
 
-from xuqcal import (
-    curves,
-    features,
-    generators,
-    plot,
-    recalibration,
-    report,
-    studies,
-    synthetic,
-)
+from xuqcal import plot, recalibration, report, studies
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
-from xuqcal.diagnostics import describe
-from xuqcal.features import add_formula_features, from_formula, rank_correlation
-from xuqcal.generators import get_generator
-from xuqcal.intervals import (
+from xuqcal.analysis import curves, features
+from xuqcal.analysis.binning import make_bins
+from xuqcal.analysis.diagnostics import describe
+from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
+from xuqcal.analysis.local import adversarial_groups, local, order_sensitivity, reliability
+from xuqcal.analysis.resampling import bootstrap
+from xuqcal.analysis.running import running_statistics
+from xuqcal.analysis.simulation import simulate
+from xuqcal.analysis.stats import stats
+from xuqcal.analysis.validation import validate
+from xuqcal.core import generators
+from xuqcal.core.generators import get_generator
+from xuqcal.core.intervals import (
     DegenerateIntervalWarning,
     bca_interval,
     percentile_interval,
@@ -34,26 +34,23 @@ from xuqcal.intervals import (
     wilson_interval,
     zeta,
 )
+from xuqcal.core.statistics import (
+    STATISTICS,
+    UndefinedStatisticWarning,
+    beta_gm,
+    kappa_cs,
+)
 from xuqcal.io import (
     from_arrays,
     from_dataframe,
     open_dataset,
     read_csv,
+    synthetic,
     to_netcdf,
     validate_dataset,
 )
+from xuqcal.options import get_options, set_options
 from xuqcal.recalibration import Recalibrator
-from xuqcal.reference import reference
-from xuqcal.resampling import bootstrap
-from xuqcal.running import running_statistics
-from xuqcal.statistics import (
-    STATISTICS,
-    UndefinedStatisticWarning,
-    beta_gm,
-    kappa_cs,
-    stats,
-)
-from xuqcal.validation import validate
 
 __all__ = [
     "STATISTICS",
@@ -63,6 +60,7 @@ __all__ = [
     "UndefinedStatisticWarning",
     "__version__",
     "add_formula_features",
+    "adversarial_groups",
     "bca_interval",
     "beta_gm",
     "bootstrap",
@@ -74,16 +72,22 @@ __all__ = [
     "from_formula",
     "generators",
     "get_generator",
+    "get_options",
     "kappa_cs",
+    "local",
+    "make_bins",
     "open_dataset",
+    "order_sensitivity",
     "percentile_interval",
     "plot",
     "rank_correlation",
     "read_csv",
     "recalibration",
-    "reference",
+    "reliability",
     "report",
     "running_statistics",
+    "set_options",
+    "simulate",
     "stats",
     "student_interval",
     "studies",

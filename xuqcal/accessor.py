@@ -12,13 +12,15 @@ from collections.abc import Iterable, Sequence
 
 import xarray as xr
 
-from xuqcal import binning as _binning
-from xuqcal import curves as _curves
-from xuqcal import diagnostics, features, io, resampling, running, validation
-from xuqcal import local as _local
+from xuqcal import io
 from xuqcal import plot as _plot
-from xuqcal import reference as _reference
-from xuqcal import statistics as _statistics
+from xuqcal.analysis import binning as _binning
+from xuqcal.analysis import curves as _curves
+from xuqcal.analysis import diagnostics, features, resampling, running, validation
+from xuqcal.analysis import local as _local
+from xuqcal.analysis import simulation as _reference
+from xuqcal.analysis import stats as _stats
+from xuqcal.core import statistics as _statistics
 
 
 @xr.register_dataset_accessor("uqcal")
@@ -42,7 +44,7 @@ class UQCalAccessor:
         return PlotAccessor(self)
 
     def describe(self) -> xr.Dataset:
-        """Distribution diagnostics; see :func:`xuqcal.diagnostics.describe`."""
+        """Distribution diagnostics; see :func:`xuqcal.describe`."""
         return diagnostics.describe(self._checked())
 
     def _checked(self, E: str = "E", uE: str = "uE") -> xr.Dataset:
@@ -50,33 +52,33 @@ class UQCalAccessor:
 
     def stats(self, statistics: str | Iterable[str] | None = ("zms", "rce"), *,
               n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE") -> xr.DataArray:
-        """Point estimates over ``statistic``; see :func:`xuqcal.statistics.stats`."""
-        _statistics._stats_iv(self._ds, statistics, n_bins=n_bins, by=by, E="E", uE="uE")
-        return _statistics.stats(self._checked(), statistics, n_bins=n_bins, by=by)
+        """Point estimates over ``statistic``; see :func:`xuqcal.stats`."""
+        _stats._stats_iv(self._ds, statistics, n_bins=n_bins, by=by, E="E", uE="uE")
+        return _stats.stats(self._checked(), statistics, n_bins=n_bins, by=by)
 
-    def bootstrap(self, statistics: str | Iterable[str] = ("zms", "rce"), *, n: int = 10_000,
+    def bootstrap(self, statistics: str | Iterable[str] = ("zms", "rce"), *, n_boot: int = 10_000,
                   method: str = "bca", level: float = 0.95, seed: int = 0,
                   chunks: int | Sequence[int] | None = None,
                   n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
                   keep_replicates: bool = False) -> xr.Dataset:
-        """Lazy bootstrap intervals; see :func:`xuqcal.resampling.bootstrap`."""
-        resampling._bootstrap_iv(self._ds, statistics, n=n, method=method, level=level,
+        """Lazy bootstrap intervals; see :func:`xuqcal.bootstrap`."""
+        resampling._bootstrap_iv(self._ds, statistics, n_boot=n_boot, method=method, level=level,
                                  seed=seed, chunks=chunks, n_bins=n_bins, by=by,
                                  keep_replicates=keep_replicates, E="E", uE="uE")
-        return resampling.bootstrap(self._checked(), statistics, n=n, method=method,
+        return resampling.bootstrap(self._checked(), statistics, n_boot=n_boot, method=method,
                                     level=level, seed=seed, chunks=chunks, n_bins=n_bins, by=by,
                                     keep_replicates=keep_replicates)
 
-    def reference(self, statistics: str | Iterable[str] = ("cc", "ence", "zmse"), *,
-                  generator: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
-                  n: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
+    def simulate(self, statistics: str | Iterable[str] = ("cc", "ence", "zmse"), *,
+                  generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
+                  n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
                   by: str = "uE", chunks: int | Sequence[int] | None = None,
                   keep_replicates: bool = False) -> xr.Dataset:
-        """Lazy simulated references; see :func:`xuqcal.reference.reference`."""
-        _reference._reference_iv(self._ds, statistics, generator=generator, n=n, seed=seed,
+        """Lazy simulated references; see :func:`xuqcal.simulate`."""
+        _reference._reference_iv(self._ds, statistics, generators=generators, n_mc=n_mc, seed=seed,
                                  n_bins=n_bins, by=by, chunks=chunks,
                                  keep_replicates=keep_replicates, E="E", uE="uE")
-        return _reference.reference(self._checked(), statistics, generator=generator, n=n,
+        return _reference.simulate(self._checked(), statistics, generators=generators, n_mc=n_mc,
                                    seed=seed, n_bins=n_bins, by=by, chunks=chunks,
                                    keep_replicates=keep_replicates)
 
@@ -86,7 +88,7 @@ class UQCalAccessor:
                  known_generator: str | None = None, simulated_scheme: str | None = None,
                  level: float = 0.95, by: str = "uE",
                  chunks: int | Sequence[int] | None = None) -> xr.Dataset:
-        """ζ-scores per scheme and verdicts; see :func:`xuqcal.validation.validate`."""
+        """ζ-scores per scheme and verdicts; see :func:`xuqcal.validate`."""
         _reference.validate_arguments(
             self._ds, statistics if statistics is not None else validation.DEFAULT_STATISTICS,
             n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
@@ -100,41 +102,41 @@ class UQCalAccessor:
     def bins(self, by: str | Sequence[str] = "uE", *, n_bins: int | tuple[int, int] = 20,
              binning: str = "equal", min_count: int | None = None,
              tiebreak: str | None = None) -> xr.Dataset:
-        """Bins of a variable (or a 2-D grid); see :func:`xuqcal.binning.make_bins`."""
+        """Bins of a variable (or a 2-D grid); see :func:`xuqcal.make_bins`."""
         return _binning.make_bins(self._ds, by, n_bins=n_bins, binning=binning,
                                  min_count=min_count, tiebreak=tiebreak)
 
     def local(self, statistic: str = "zms", *, by: str = "uE", n_bins: int = 100,
-              binning: str = "equal", min_count: int | None = None, n: int = 5000,
+              binning: str = "equal", min_count: int | None = None, n_boot: int = 5000,
               level: float = 0.95, seed: int = 0) -> xr.Dataset:
-        """Local z-score analysis (LZM, LZMS, ...); see :func:`xuqcal.local.local`."""
-        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
+        """Local z-score analysis (LZM, LZMS, ...); see :func:`xuqcal.local`."""
+        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
         return _local.local(self._checked(), statistic, by=by, n_bins=n_bins, binning=binning,
-                           min_count=min_count, n=n, level=level, seed=seed)
+                           min_count=min_count, n_boot=n_boot, level=level, seed=seed)
 
     def order_sensitivity(self, statistic: str = "zms", *, by: str, n_orders: int = 1000,
-                          n_bins: int = 100, n: int = 5000, level: float = 0.95, seed: int = 0,
+                          n_bins: int = 100, n_boot: int = 5000, level: float = 0.95, seed: int = 0,
                           binomial_noise: bool = False) -> xr.Dataset:
-        """f_v over random tie orders; see :func:`xuqcal.local.order_sensitivity`."""
-        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
+        """f_v over random tie orders; see :func:`xuqcal.order_sensitivity`."""
+        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
         return _local.order_sensitivity(self._checked(), statistic, by=by, n_orders=n_orders,
-                                       n_bins=n_bins, n=n, level=level, seed=seed,
+                                       n_bins=n_bins, n_boot=n_boot, level=level, seed=seed,
                                        binomial_noise=binomial_noise)
 
     def adversarial_groups(self, *, statistic: str = "zms", min_count: int = 100,
-                           n_groups: int = 200, n: int = 1000, level: float = 0.95,
+                           n_groups: int = 200, n_boot: int = 1000, level: float = 0.95,
                            seed: int = 0) -> xr.Dataset:
-        """Adversarial group validation; see :func:`xuqcal.local.adversarial_groups`."""
-        _local._local_iv(self._ds, statistic, n=n, level=level, seed=seed, E="E", uE="uE")
+        """Adversarial group validation; see :func:`xuqcal.adversarial_groups`."""
+        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
         return _local.adversarial_groups(self._checked(), statistic=statistic,
-                                        min_count=min_count, n_groups=n_groups, n=n,
+                                        min_count=min_count, n_groups=n_groups, n_boot=n_boot,
                                         level=level, seed=seed)
 
-    def reliability(self, *, n_bins: int = 20, by: str = "uE", n: int = 2000,
+    def reliability(self, *, n_bins: int = 20, by: str = "uE", n_boot: int = 2000,
                     level: float = 0.95, seed: int = 0) -> xr.Dataset:
-        """Reliability diagram data; see :func:`xuqcal.local.reliability`."""
-        _local._local_iv(self._ds, "rce", n=n, level=level, seed=seed, E="E", uE="uE")
-        return _local.reliability(self._checked(), n_bins=n_bins, by=by, n=n, level=level,
+        """Reliability diagram data; see :func:`xuqcal.reliability`."""
+        _local._local_iv(self._ds, "rce", n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
+        return _local.reliability(self._checked(), n_bins=n_bins, by=by, n_boot=n_boot, level=level,
                                  seed=seed)
 
     def rank_correlation(self, variables: Sequence[str] | None = None) -> xr.DataArray:
@@ -144,15 +146,15 @@ class UQCalAccessor:
 
     def running_statistics(self, by: str = "uE", window: int | None = None) -> xr.Dataset:
         """Running mean and mean square of Z along ``by``; see
-        :func:`xuqcal.running.running_statistics`."""
+        :func:`xuqcal.running_statistics`."""
         return running.running_statistics(self._checked(), by=by, window=window)
 
-    def confidence_curve(self, *, statistic: str = "rmse", k=None, reference: str | None = "normal",
+    def confidence_curve(self, *, statistic: str = "rmse", k=None, generator: str | None = "normal",
                          n_mc: int = 1000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
         """Confidence curve with its probabilistic reference; see
         :func:`xuqcal.curves.confidence_curve`."""
         return _curves.confidence_curve(self._checked(), statistic=statistic, k=k,
-                                        reference=reference, n_mc=n_mc, seed=seed, level=level)
+                                        generator=generator, n_mc=n_mc, seed=seed, level=level)
 
     def ablation(self, *, statistics: Sequence[str] = ("zms", "rce"), k=None,
                  n_boot: int = 5000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
@@ -178,7 +180,7 @@ class UQCalAccessor:
                n_mc: int = 5000, n_bins: int = 20, local_bins: int = 100, seed: int = 0,
                title: str | None = None, overwrite: bool = False):
         """Write the HTML validation report; see :func:`xuqcal.report.report`."""
-        from xuqcal.report import report
+        from xuqcal.report.html import report
 
         return report(self._checked(), folder, features=features, n_boot=n_boot, n_mc=n_mc,
                       n_bins=n_bins, local_bins=local_bins, seed=seed, title=title,
@@ -189,7 +191,7 @@ class UQCalAccessor:
                                 fit_above: int = 20, level: float = 0.95) -> xr.Dataset:
         """ENCE/ZMSE extrapolated to zero bins (a validation free of assumptions on D); see
         :func:`xuqcal.studies.zero_bins_extrapolation`."""
-        from xuqcal.studies import zero_bins_extrapolation
+        from xuqcal.studies.simulation import zero_bins_extrapolation
 
         return zero_bins_extrapolation(self._checked(), statistics=statistics, n_bins=n_bins,
                                        min_points=min_points, fit_above=fit_above, level=level)

@@ -27,7 +27,7 @@ def confidence_curve(curve: xr.Dataset, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.curves import confidence_curve as compute_curve
+    >>> from xuqcal.analysis.curves import confidence_curve as compute_curve
     >>> ax = confidence_curve(compute_curve(xuqcal.synthetic.nig(1000, nu=6, seed=0), n_mc=100))
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('fraction of largest uncertainties removed (%)', 'RMSE')
@@ -73,7 +73,7 @@ def ablation(result: xr.Dataset, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.curves import ablation as compute_ablation
+    >>> from xuqcal.analysis.curves import ablation as compute_ablation
     >>> ax = ablation(compute_ablation(xuqcal.synthetic.nig(1000, nu=6, seed=0), n_boot=200))
     >>> ax.get_ylabel()
     'Δ statistic (remaining − full set)'
@@ -119,7 +119,7 @@ def calibration_curve(result: xr.Dataset, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.curves import calibration_curve as compute_curve
+    >>> from xuqcal.analysis.curves import calibration_curve as compute_curve
     >>> ax = calibration_curve(compute_curve(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('expected fraction p', 'observed fraction')
@@ -162,7 +162,7 @@ def local_coverage(result: xr.Dataset, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.curves import local_coverage as compute_coverage
+    >>> from xuqcal.analysis.curves import local_coverage as compute_coverage
     >>> ax = local_coverage(compute_coverage(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('uE (bin centre)', 'coverage of the 0.95-interval')

@@ -19,7 +19,7 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.local.local`.
+        Output of :func:`xuqcal.local`.
     ax : matplotlib Axes, optional
     log_x : bool, optional
         Logarithmic x axis (default: when binned on ``uE``).
@@ -27,14 +27,14 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import local as lzms
-    >>> ax = local(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n=200))
+    >>> from xuqcal.analysis.local import local as lzms
+    >>> ax = local(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n_boot=200))
     >>> ax.get_ylabel()
     '<Z²>'
     """
     require(result, ("value", "ci_low", "ci_high", "valid", "centre", "fraction_valid",
                      "global_value"),
-            "xuqcal.local.local")
+            "xuqcal.local")
     ax = axes(ax)
     statistic = result.attrs["statistic"]
     by = result.attrs["by"]
@@ -69,23 +69,23 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import local as lzms
+    >>> from xuqcal.analysis.local import local as lzms
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=0)
-    >>> ax = fraction_valid({"uE": lzms(ds, n_bins=10, n=200), "E": lzms(ds, by="E", n_bins=10,
-    ...                     n=200)})
+    >>> ax = fraction_valid({"uE": lzms(ds, n_bins=10, n_boot=200), "E": lzms(ds, by="E", n_bins=10,
+    ...                     n_boot=200)})
     >>> ax.get_ylabel()
     'fraction of valid bins'
     """
     variables = ("fraction_valid", "fraction_valid_low", "fraction_valid_high")
     if isinstance(results, xr.Dataset):
-        require(results, variables, "xuqcal.local.local", name="results")
+        require(results, variables, "xuqcal.local", name="results")
         results = {f"{results.attrs.get('statistic', '?')} | {results.attrs.get('by', '?')}":
                    results}
     if not isinstance(results, Mapping) or not results:
-        raise ValueError("results: expected the output of xuqcal.local.local or a non-empty "
+        raise ValueError("results: expected the output of xuqcal.local or a non-empty "
                          f"mapping label -> output, got {type(results).__name__}")
     for r in results.values():
-        require(r, variables, "xuqcal.local.local", name="results")
+        require(r, variables, "xuqcal.local", name="results")
     ax = axes(ax, figsize=(6, 4))
     labels = list(results)
     for i, label in enumerate(labels):
@@ -110,11 +110,11 @@ def acf(result: xr.Dataset, *, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import local as lzms
-    >>> acf(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=20, n=200)).get_xlabel()
+    >>> from xuqcal.analysis.local import local as lzms
+    >>> acf(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=20, n_boot=200)).get_xlabel()
     'lag (bins)'
     """
-    require(result, ("acf", "lag"), "xuqcal.local.local")
+    require(result, ("acf", "lag"), "xuqcal.local")
     ax = axes(ax, figsize=(6, 4))
     lags = result.lag.values
     ax.vlines(lags, 0, result.acf.values, color="tab:blue")
@@ -138,11 +138,11 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import reliability as rel
-    >>> reliability(rel(xuqcal.synthetic.nig(2000, nu=6, seed=0), n=200)).get_xlabel()
+    >>> from xuqcal.analysis.local import reliability as rel
+    >>> reliability(rel(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_boot=200)).get_xlabel()
     'RMV (root mean variance per bin)'
     """
-    require(result, ("rmv", "rmse", "rmse_low", "rmse_high"), "xuqcal.local.reliability")
+    require(result, ("rmv", "rmse", "rmse_low", "rmse_high"), "xuqcal.reliability")
     ax = axes(ax, figsize=(5, 5))
     rmv, rmse = result.rmv.values, result.rmse.values
     ax.errorbar(rmv, rmse, yerr=error_bars(rmse, result.rmse_low.values, result.rmse_high.values),
@@ -166,13 +166,13 @@ def order_sensitivity(result: xr.Dataset, *, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import order_sensitivity as sens
+    >>> from xuqcal.analysis.local import order_sensitivity as sens
     >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
     >>> ds = ds.assign(X=("sample", np.round(ds.uE.values, 1)))
-    >>> order_sensitivity(sens(ds, by="X", n_orders=3, n_bins=10, n=100)).get_xlabel()
+    >>> order_sensitivity(sens(ds, by="X", n_orders=3, n_bins=10, n_boot=100)).get_xlabel()
     'fraction of valid bins'
     """
-    require(result, ("fraction_valid", "q025", "q975"), "xuqcal.local.order_sensitivity")
+    require(result, ("fraction_valid", "q025", "q975"), "xuqcal.order_sensitivity")
     ax = axes(ax, figsize=(6, 4))
     fv = result.fraction_valid.values
     step = 1.0 / result.attrs["n_bins"]
@@ -198,13 +198,13 @@ def adversarial(result: xr.Dataset, *, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.local import adversarial_groups
-    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=10, n=100)
+    >>> from xuqcal.analysis.local import adversarial_groups
+    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=10, n_boot=100)
     >>> adversarial(adv).get_xlabel()
     'group size'
     """
     require(result, ("size", "fraction_valid", "control_fraction_valid"),
-            "xuqcal.local.adversarial_groups")
+            "xuqcal.adversarial_groups")
     ax = axes(ax, figsize=(6, 4))
     size = result["size"].values
     for prefix, low, high, colour, label in (

@@ -49,7 +49,7 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
     >>> bin_zms(ds, rc.apply(rc.fit(ds, "bvs", n_bins=10), ds)).get_ylabel()
     '<Z²> per bin'
     """
-    from xuqcal.binning import equal_count
+    from xuqcal.analysis.binning import equal_count
 
     ax = axes(ax, figsize=(7, 4))
     if before.sizes.get("sample") != after.sizes.get("sample") or not (

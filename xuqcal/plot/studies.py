@@ -48,8 +48,8 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
 
     Examples
     --------
-    >>> from xuqcal.studies import validation_probability as study
-    >>> ax = validation_probability(study([3, 6], size=[500], n_try=10, n_boot=100))
+    >>> from xuqcal.studies.simulation import validation_probability as study
+    >>> ax = validation_probability(study([3, 6], size=[500], n_mc=10, n_boot=100))
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('ν', 'p_val')
     """
@@ -78,7 +78,7 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
     ax.set_xlabel("ν")
     ax.set_ylabel("p_val")
     ax.set_title(f"Validation probability of BCa intervals on NIG data "
-                 f"(n_try = {result.attrs.get('n_try', '?')}, Wilson-cc bands)")
+                 f"(n_mc = {result.attrs.get('n_mc', '?')}, Wilson-cc bands)")
     ax.legend(fontsize="small")
     return ax
 
@@ -102,7 +102,7 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.studies import generator_sensitivity_study as study
+    >>> from xuqcal.studies.simulation import generator_sensitivity_study as study
     >>> r = study(xuqcal.synthetic.nig(800, nu=6, seed=1), nu=[3, 6], statistics=["ence"],
     ...           n_bins=10, n_mc=50)
     >>> generator_sensitivity_study(r).get_xlabel()
@@ -154,7 +154,7 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None):
 
     Examples
     --------
-    >>> from xuqcal.studies import size_bins_study as study
+    >>> from xuqcal.studies.simulation import size_bins_study as study
     >>> r = study(["ence"], size=[400, 1600], n_bins=[4, 16], nu=[6], n_mc=50)
     >>> size_bins_study(r).get_xlabel()
     'sqrt(N / M)'
@@ -204,7 +204,7 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.studies import zero_bins_extrapolation as study
+    >>> from xuqcal.studies.simulation import zero_bins_extrapolation as study
     >>> ax = zero_bins_extrapolation(study(xuqcal.synthetic.nig(3000, nu=6, seed=0)))
     >>> ax.get_xlabel()
     'sqrt(N / M)'

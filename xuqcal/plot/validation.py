@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
-from xuqcal.generators import get_generator
+from xuqcal.core.generators import get_generator
 from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes, require
 
 
@@ -104,7 +104,7 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
     """
     if variable not in ("E", "Z"):
         raise ValueError(f"variable: expected 'E' or 'Z', got {variable!r}")
-    from xuqcal._checks import check_count, check_generators, check_seed
+    from xuqcal.core.checks import check_count, check_generators, check_seed
 
     n_sets = check_count(n_sets, "n_sets", 1)
     bins = check_count(bins, "bins", 1)

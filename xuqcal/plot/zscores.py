@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.running import running_statistics
 from xuqcal.plot._common import axes
-from xuqcal.running import running_statistics
 
 
 def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=None,
@@ -15,7 +15,7 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
 
     Draws ``Z = E / uE`` of every point against ``by`` (small grey points), the running mean and
     the running root mean square of ``Z`` over a centred window (METHODS §6;
-    :func:`xuqcal.running.running_statistics`), reference lines at 0 and ±1 and, lightly, the
+    :func:`xuqcal.running_statistics`), reference lines at 0 and ±1 and, lightly, the
     band ±1.96 (95 % of a standard normal). A consistent (adaptive) set has its running mean
     near 0 and its running RMS near 1 all along ``by``.
 
@@ -32,7 +32,7 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
         Logarithmic x-axis; default: when ``by`` is ``"uE"``.
     min_count : int, optional
         Least number of points of a window at the ends (see
-        :func:`~xuqcal.running.running_statistics`); default the whole window.
+        :func:`~xuqcal.running_statistics`); default the whole window.
 
     Returns
     -------
@@ -41,7 +41,7 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
     Raises
     ------
     ValueError
-        As :func:`~xuqcal.running.running_statistics`, and for a log axis over values ``<= 0``.
+        As :func:`~xuqcal.running_statistics`, and for a log axis over values ``<= 0``.
 
     Examples
     --------
@@ -104,7 +104,7 @@ def rank_correlation(matrix: xr.DataArray, *, ax=None):
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.features import rank_correlation as correlations
+    >>> from xuqcal.analysis.features import rank_correlation as correlations
     >>> ds = xuqcal.synthetic.nig(500, nu=6, seed=0)
     >>> ax = rank_correlation(correlations(ds.assign(X=ds.uE ** 2)))
     >>> [t.get_text() for t in ax.get_xticklabels()]

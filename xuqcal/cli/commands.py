@@ -35,9 +35,17 @@ from pathlib import Path
 
 import xarray as xr
 
-from xuqcal import _cli_recalibrate, _outputs, io, synthetic
-from xuqcal._checks import check_generators
-from xuqcal._cli_common import (
+from xuqcal import io
+from xuqcal._version import __version__
+from xuqcal.analysis.simulation import DEFAULT_GENERATORS
+from xuqcal.analysis.validation import (
+    DEFAULT_STATISTICS,
+    SIMULATED_SCHEMES,
+    summary_table,
+    validate,
+)
+from xuqcal.cli import recalibrate as _cli_recalibrate
+from xuqcal.cli.common import (
     MAX_COUNT,
     Interrupted,
     format_level,
@@ -45,10 +53,10 @@ from xuqcal._cli_common import (
     output_file,
     positive_int,
 )
-from xuqcal._version import __version__
-from xuqcal.reference import DEFAULT_GENERATORS
-from xuqcal.statistics import DEFAULT_N_BINS, get_statistics
-from xuqcal.validation import DEFAULT_STATISTICS, SIMULATED_SCHEMES, summary_table, validate
+from xuqcal.core.checks import check_generators
+from xuqcal.core.statistics import DEFAULT_N_BINS, get_statistics
+from xuqcal.io import outputs as _outputs
+from xuqcal.io import synthetic
 
 
 def _statistics_list(text: str) -> list[str]:
@@ -409,7 +417,7 @@ def check_outputs(files: Sequence[Path] = (), *, inputs: Sequence[Path] = (),
     Each file must not be an input (whatever ``overwrite``) or a folder, its folder must exist
     and be writable, and an existing file is refused without ``overwrite``. Report and demo
     folders are checked by :func:`xuqcal.report.check_folder` and
-    :func:`xuqcal._outputs.check_folder` with the same rule.
+    :func:`xuqcal.io.outputs.check_folder` with the same rule.
 
     Examples
     --------
@@ -453,7 +461,7 @@ def _free_folder(base: Path) -> Path:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
-    from xuqcal.report import check_folder, report
+    from xuqcal.report.html import check_folder, report
 
     titles = {
         "calibrated": "Synthetic NIG data (nu = 6), calibrated uncertainties",
@@ -503,7 +511,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``xuqcal report``."""
-    from xuqcal.report import check_folder, report
+    from xuqcal.report.html import check_folder, report
 
     _outputs.check_not_input(args.output, [args.file], OUTPUT)
     if args.output.exists() and not args.output.is_dir():
@@ -523,7 +531,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.formula:
         import pandas as pd
 
-        from xuqcal.features import add_formula_features
+        from xuqcal.analysis.features import add_formula_features
 
         columns = pd.read_csv(args.file, nrows=0).columns
         if args.formula not in columns:
@@ -546,7 +554,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_cube(args: argparse.Namespace) -> int:
     """``xuqcal cube build|info|fit|extend``."""
-    from xuqcal import cube
+    from xuqcal.studies import cube
 
     if args.cube_command == "build":
         check_outputs([args.output], overwrite=args.overwrite)
@@ -556,7 +564,7 @@ def cmd_cube(args: argparse.Namespace) -> int:
         try:
             with compute_context(args_for_context):
                 result = cube.build(args.statistics, size=args.size, n_bins=args.n_bins,
-                                    nu=args.nu, generator=args.generators, n_mc=args.n_mc,
+                                    nu=args.nu, generators=args.generators, n_mc=args.n_mc,
                                     seed=args.seed, keep_replicates=args.keep_replicates,
                                     path=args.output, overwrite=args.overwrite,
                                     progress=not args.no_progress)

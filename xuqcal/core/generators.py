@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from xuqcal import _random
+from xuqcal.core import random as _random
 
 _FIXED = {"normal": _random.NORMAL, "uniform": _random.UNIFORM, "laplace": _random.LAPLACE}
 _PATTERN = re.compile(r"^(t|normp)(\d+(?:\.\d+)?)$")
@@ -87,7 +87,7 @@ class Generator:
         >>> abs(float(x.mean())) < 0.02 and abs(float(x.var()) - 1) < 0.05
         True
         """
-        from xuqcal._checks import MAX_SEED, check_count, check_seed
+        from xuqcal.core.checks import MAX_SEED, check_count, check_seed
 
         size = check_count(size, "size", 0)
         seed = check_seed(seed)
@@ -146,7 +146,7 @@ def get_generator(name: str | Generator) -> Generator:
 
 def generator_coords(generators: Iterable[str | Generator]) -> dict:
     """Coordinates of a ``generator`` dimension: names and the numeric ``df`` (NaN if none)."""
-    from xuqcal._checks import check_generators
+    from xuqcal.core.checks import check_generators
 
     gens = check_generators(list(generators), "generator")
     names = [g.name for g in gens]

@@ -16,7 +16,7 @@ same data with integer **multiplicities** ``counts`` (all ones; multinomial; one
   the order of ``uE`` and of ``|E|`` with their tie groups.
 
 Every kernel is compiled with ``error_model="numpy"``: a float division by zero gives ``inf`` or
-NaN (which the layers above name, see :class:`xuqcal.statistics.UndefinedStatisticWarning`),
+NaN (which the layers above name, see :class:`xuqcal.UndefinedStatisticWarning`),
 never a ``ZeroDivisionError``; the arguments are checked before any kernel runs.
 
 Ties of the binning variable inside a resample keep the resample's row order, i.e. the order in
@@ -32,7 +32,7 @@ import math
 import numba as nb
 import numpy as np
 
-from xuqcal._random import fill_gamma, fill_variates, next_below, stream_start
+from xuqcal.core.random import fill_gamma, fill_variates, next_below, stream_start
 
 # Statistic codes (the registry in xuqcal.statistics maps keys to these).
 MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
@@ -376,7 +376,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
 
     Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`; the drawn
-    sequence is :func:`~xuqcal._random.fill_draws`). Moment sums are accumulated while drawing;
+    sequence is :func:`~xuqcal.core.random.fill_draws`). Moment sums are accumulated while drawing;
     multiplicities are counted only when a binned or rank statistic needs them. ``tie_bin``
     flags ties of the binning variable (points in its order); binned statistics sort the drawn
     sequence stably, so tied points keep their draw order.

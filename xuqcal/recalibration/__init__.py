@@ -17,7 +17,7 @@ Three recalibrators, each with a **fit / apply** split:
 
 **The fitted recalibrator is a labelled** :class:`xarray.Dataset` (attribute
 ``xuqcal_object = "recalibrator"``): its method and parameters as variables (``scale``,
-``knot_variance_in`` ...), the learned bins of :mod:`xuqcal.binning` merged with the prefix
+``knot_variance_in`` ...), the learned bins of :mod:`xuqcal.analysis.binning` merged with the prefix
 ``bins_`` (variables and attributes), and the loss, optimizer budget and training provenance as
 attributes. It can be written with :func:`xuqcal.to_netcdf` and reopened with
 :func:`xarray.open_dataset`; :func:`apply` then gives bit-identical outputs. :class:`Recalibrator`
@@ -27,7 +27,7 @@ Conventions that decide the numbers
 -----------------------------------
 * **Bins are learned as value limits** (METHODS §3). The training data are first split into
   ``n_bins`` equal-count bins (stable sort); their upper limits are the learned limits, and
-  *every* point, training or new, is assigned by :func:`xuqcal.binning.apply_bins` (the first
+  *every* point, training or new, is assigned by :func:`xuqcal.analysis.binning.apply_bins` (the first
   bin whose upper limit is >= its value; the first and last bins are open-ended). The factors
   are estimated on the training points *as assigned by the limits*, so fitting and applying
   agree exactly: after :func:`apply`, every training bin has ``<Z²>_b = 1`` (loss ``nll``).
@@ -76,13 +76,13 @@ import numpy as np
 import xarray as xr
 from scipy import optimize
 
-from xuqcal import _random
-from xuqcal._checks import check_replicates, check_seed
 from xuqcal._version import __version__
-from xuqcal.binning import apply_bins, check_n_bins, equal_count, make_bins
+from xuqcal.analysis.binning import apply_bins, check_n_bins, equal_count, make_bins
+from xuqcal.analysis.local import local
+from xuqcal.core import random as _random
+from xuqcal.core.checks import check_replicates, check_seed
+from xuqcal.core.statistics import UndefinedStatisticWarning, log_square, power_of_two_scale
 from xuqcal.io import to_netcdf, validate_dataset
-from xuqcal.local import local
-from xuqcal.statistics import UndefinedStatisticWarning, log_square, power_of_two_scale
 
 __all__ = [
     "BINNINGS",
@@ -277,7 +277,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
         Equal-count bins per score variable (S_x, ENCE, LZMS), default 100.
     n_boot : int
         Bootstrap replicates per bin of the LZMS analyses that give ``f_v``
-        (:func:`xuqcal.local.local`, BCa).
+        (:func:`xuqcal.local`, BCa).
     seed : int
         Seed of those bootstraps.
 
@@ -311,7 +311,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     values = _combine(_score_values((E / uE) ** 2, E * E, u2, mean_lnu2, bins))
     fv = np.empty((3, len(bins.names)))
     for j, name in enumerate(bins.names):
-        loc = local(ds, "zms", by=name, n_bins=n_bins, n=n_boot, seed=seed)
+        loc = local(ds, "zms", by=name, n_bins=n_bins, n_boot=n_boot, seed=seed)
         fv[:, j] = [loc[v].item() for v in _FV]
     out = _scores_dataset(values, bins.names)
     for k, v in enumerate(_FV):
@@ -377,7 +377,7 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
             _random.fill_variates(key_fv, r, _random.NORMAL, math.nan, eps)
             sim = ds.assign(E=("sample", uE * eps))
             for j, name in enumerate(bins.names):
-                values[r, j] = local(sim, "zms", by=name, n_bins=n_bins, n=n_boot,
+                values[r, j] = local(sim, "zms", by=name, n_bins=n_bins, n_boot=n_boot,
                                      seed=seed).fraction_valid.item()
         fv[0] = values.mean(axis=0)
         fv[1] = values.std(axis=0, ddof=1) / math.sqrt(n_mc_fv) if n_mc_fv > 1 else math.nan
@@ -572,7 +572,7 @@ def _learn_bins(ds: xr.Dataset, names: tuple[str, ...], binning: str,
 
 
 def learned_bins(recalibrator: xr.Dataset) -> xr.Dataset:
-    """The bins Dataset (:mod:`xuqcal.binning` layout) stored in a BVS recalibrator.
+    """The bins Dataset (:mod:`xuqcal.analysis.binning` layout) stored in a BVS recalibrator.
 
     Examples
     --------

@@ -34,9 +34,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from xuqcal import _kernels as K
-from xuqcal import _outputs, io
-from xuqcal._checks import (
+from xuqcal import io
+from xuqcal._version import __version__
+from xuqcal.analysis.binning import check_n_bins
+from xuqcal.analysis.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
+from xuqcal.core import kernels as K
+from xuqcal.core.checks import (
     as_list,
     check_bool,
     check_chunks,
@@ -45,21 +48,22 @@ from xuqcal._checks import (
     float_list,
     int_list,
 )
-from xuqcal._random import stream_key
-from xuqcal._version import __version__
-from xuqcal.binning import check_n_bins
-from xuqcal.generators import Generator, generator_coords, get_generator
-from xuqcal.reference import _summarize
-from xuqcal.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
-from xuqcal.statistics import (
+from xuqcal.core.generators import Generator, generator_coords, get_generator
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import (
     PreparedData,
     UndefinedStatisticWarning,
     codes_of,
     get_statistics,
     statistic_coords,
 )
-from xuqcal.synthetic import check_nu
-from xuqcal.validation import U_REF_FACTOR
+from xuqcal.core.summaries import (
+    U_REF_FACTOR,
+    differ_beyond_uncertainty,
+    summarize_replicates,
+)
+from xuqcal.io import outputs as _outputs
+from xuqcal.io.synthetic import check_nu
 
 SUMMARIES = ("mean", "se", "q025", "q975")
 _LONG_NAMES = {
@@ -103,17 +107,17 @@ def _cell_replicates(kind: str, cell: dict, *, codes, n_bins, n_mc, seed, chunks
         return blocks_along_replicate(_nig_block, None, n_mc, chunks, (n_bins.size, codes.size),
                                       codes, n_bins, int(cell["size"]), float(cell["nu"]),
                                       generator, key_u, key_e)
-    key = stream_key(seed, f"reference:{generator.name}")  # as xuqcal.reference()
+    key = stream_key(seed, f"reference:{generator.name}")  # as xuqcal.simulate()
     return blocks_along_replicate(_dataset_block, prepared[cell["dataset"]], n_mc, chunks,
                                   (n_bins.size, codes.size), codes, n_bins, generator, key)
 
 
 def _summarize_named(replicates: np.ndarray, names: Sequence[str]):
-    """:func:`xuqcal.reference._summarize` of a block whose last two axes are ``statistic``
+    """:func:`~xuqcal.core.summaries.summarize_replicates` of a block whose last two axes are ``statistic``
     and ``replicate``, naming a statistic that is NaN or infinite on some synthetic sets (cc
     of a data set whose uE are all equal, a statistic with units beyond the float64 range)
     with an :class:`UndefinedStatisticWarning`."""
-    out = _summarize(replicates)
+    out = summarize_replicates(replicates)
     bad = ~np.isfinite(replicates).all(axis=-1)
     if bad.ndim and bad.shape[-1] == len(names) and bad.any():
         for j, name in enumerate(names):
@@ -130,7 +134,7 @@ def _summary_variables(replicates: xr.DataArray, keep_replicates: bool,
                        names: Sequence[str] | None = None) -> dict:
     """``mean se q025 q975`` over the grid from values with a ``replicate`` dimension (the
     statistics ``names`` along ``statistic`` are named when undefined)."""
-    function = _summarize if names is None else functools.partial(_summarize_named,
+    function = summarize_replicates if names is None else functools.partial(_summarize_named,
                                                                   names=names)
     out = xr.apply_ufunc(function, replicates.chunk({"replicate": -1, "statistic": -1}),
                          input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
@@ -207,7 +211,7 @@ def build(
     size: Iterable[int],
     n_bins: Iterable[int],
     nu: Iterable[float],
-    generator: str | Iterable[str] = ("normal", "t6"),
+    generators: str | Iterable[str] = ("normal", "t6"),
     n_mc: int = 5000,
     seed: int = 0,
     keep_replicates: bool = False,
@@ -257,7 +261,7 @@ def build(
     >>> dict(cube["mean"].sizes)
     {'size': 2, 'nu': 1, 'generator': 2, 'n_bins': 2, 'statistic': 1}
     """
-    stats, cells, bins = _grid_nig(statistics, size, n_bins, nu, generator)
+    stats, cells, bins = _grid_nig(statistics, size, n_bins, nu, generators)
     n_mc = check_count(n_mc, "n_mc")
     seed = check_seed(seed)
     check_chunks(chunks)
@@ -289,7 +293,7 @@ def build_from(
     data,
     statistics: str | Iterable[str] = ("cc", "ence", "zmse", "zms"),
     *,
-    generator: str | Iterable[str] = ("normal", "t6"),
+    generators: str | Iterable[str] = ("normal", "t6"),
     n_bins: Iterable[int] = (20,),
     n_mc: int = 10_000,
     seed: int = 0,
@@ -304,21 +308,21 @@ def build_from(
 
     ``data`` is a Dataset, a mapping ``name -> Dataset`` or a ``DataTree`` (one child per data
     set); the cube has a ``dataset`` dimension. For one ``n_bins`` value, a cell equals
-    :func:`xuqcal.reference.reference` with the same seed (same random streams).
+    :func:`xuqcal.simulate` with the same seed (same random streams).
 
     Examples
     --------
     >>> import xuqcal
     >>> sets = {"a": xuqcal.synthetic.nig(500, nu=6, seed=1),
     ...         "b": xuqcal.synthetic.nig(900, nu=3, seed=2)}
-    >>> cube = build_from(sets, ["ence"], generator=["normal", "t4"], n_bins=[5, 10], n_mc=50)
+    >>> cube = build_from(sets, ["ence"], generators=["normal", "t4"], n_bins=[5, 10], n_mc=50)
     >>> cube["mean"].dims
     ('dataset', 'generator', 'n_bins', 'statistic')
     """
     stats = get_statistics(statistics)
     sets = _datasets(data)
     bins = int_list(n_bins, "n_bins", 1)
-    gens = [g.name for g in check_generators(as_list(generator, "generator"), "generator")]
+    gens = [g.name for g in check_generators(as_list(generators, "generator"), "generator")]
     n_mc = check_count(n_mc, "n_mc")
     seed = check_seed(seed)
     check_chunks(chunks)
@@ -498,7 +502,7 @@ def save(cube: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20)
+    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generators="normal", n_mc=20)
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> save(cube, folder / "cube.nc").name
     'cube.nc'
@@ -516,7 +520,7 @@ def open(path: str | Path) -> xr.Dataset:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20)
+    >>> cube = build(["ence"], size=[400], n_bins=[5], nu=[6], generators="normal", n_mc=20)
     >>> path = save(cube, pathlib.Path(tempfile.mkdtemp()) / "cube.nc")
     >>> float(open(path)["mean"].sum()) == float(cube["mean"].sum())
     True
@@ -595,7 +599,7 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     --------
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "cube.nc"
-    >>> _ = build(["ence"], size=[400], n_bins=[5], nu=[6], generator="normal", n_mc=20,
+    >>> _ = build(["ence"], size=[400], n_bins=[5], nu=[6], generators="normal", n_mc=20,
     ...           path=path)
     >>> extend(path, nu=[12])["nu"].values.tolist()
     [6.0, 12.0]
@@ -701,7 +705,7 @@ def fit_sqrt(cube: xr.Dataset, *, over: Sequence[str] | None = None) -> xr.Datas
     ('statistic', 'generator')
     """
     if not isinstance(cube, xr.Dataset) or "size" not in cube.dims:
-        raise ValueError("cube: expected a cube from xuqcal.cube.build (with a size "
+        raise ValueError("cube: expected a cube from xuqcal.studies.cube.build (with a size "
                          f"dimension), got {type(cube).__name__}")
     _check_cube_grid(cube, ("size", "n_bins"))
     if over is None:
@@ -754,7 +758,7 @@ def _check_cube_grid(cube: object, dims: Sequence[str]) -> None:
     """A cube of :func:`build`/:func:`build_from`: ``mean`` and ``se`` over ``dims``."""
     if (not isinstance(cube, xr.Dataset) or not {"mean", "se"} <= set(cube.data_vars)
             or not set(dims) <= set(cube["mean"].dims) | set(cube.coords)):
-        raise ValueError(f"cube: expected a cube from xuqcal.cube.build (mean and se over "
+        raise ValueError(f"cube: expected a cube from xuqcal.studies.cube.build (mean and se over "
                          f"{', '.join(dims)}), got {type(cube).__name__}"
                          + (f" with variables {', '.join(map(str, cube.data_vars))}"
                             if isinstance(cube, xr.Dataset) else ""))
@@ -816,9 +820,10 @@ def reference_for(cube: xr.Dataset, *, size: int, n_bins: int, generator: str,
     return out
 
 
-def generator_sensitivity(cube: xr.Dataset, reference: str = "normal") -> xr.Dataset:
-    """Difference of each generator's simulated mean from ``reference``'s, with the combined
-    uncertainty ``sqrt(U_1² + U_2²)``, ``U = 2 se`` (the rule of the validation workflow).
+def generator_sensitivity(cube: xr.Dataset, baseline: str = "normal") -> xr.Dataset:
+    """Difference of each generator's simulated mean from ``baseline``'s, with the combined
+    uncertainty ``sqrt(U_1² + U_2²)``, ``U = 2 se``: the rule of the validation workflow
+    (:func:`xuqcal.core.summaries.differ_beyond_uncertainty`).
 
     Examples
     --------
@@ -827,13 +832,15 @@ def generator_sensitivity(cube: xr.Dataset, reference: str = "normal") -> xr.Dat
     >>> sens["sensitive"].dims[-1]
     'generator'
     """
-    base = cube.sel(generator=get_generator(reference).name)
+    base = cube.sel(generator=get_generator(baseline).name)
     difference = cube["mean"] - base["mean"]
     combined = np.hypot(U_REF_FACTOR * cube["se"], U_REF_FACTOR * base["se"])
+    sensitive = xr.apply_ufunc(differ_beyond_uncertainty, cube["mean"], cube["se"],
+                               base["mean"], base["se"], dask="allowed")
     out = xr.Dataset({
-        "difference": difference.assign_attrs(long_name=f"mean minus the {reference} mean"),
+        "difference": difference.assign_attrs(long_name=f"mean minus the {baseline} mean"),
         "combined_uncertainty": combined.assign_attrs(long_name="sqrt(U_1^2 + U_2^2), U = 2 se"),
-        "sensitive": (abs(difference) > combined).assign_attrs(
+        "sensitive": sensitive.assign_attrs(
             long_name="the difference exceeds the combined uncertainty"),
     })
-    return out.transpose(..., "generator").assign_attrs(reference=reference)
+    return out.transpose(..., "generator").assign_attrs(baseline=baseline)

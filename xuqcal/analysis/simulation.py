@@ -9,42 +9,39 @@ and replicate ``r`` of generator ``D`` draws from the stream ``(seed, "reference
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 
 import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xuqcal import _kernels as K
-from xuqcal._checks import (
+from xuqcal._version import __version__
+from xuqcal.analysis.resampling import (
+    RNG_DESCRIPTION,
+    blocks_along_replicate,
+    prepare_lazily,
+    replicate_chunks,
+)
+from xuqcal.analysis.stats import check_input
+from xuqcal.core import kernels as K
+from xuqcal.core.checks import (
     check_bool,
     check_chunks,
     check_count,
     check_generators,
     check_seed,
 )
-from xuqcal._random import stream_key
-from xuqcal._version import __version__
-from xuqcal.generators import Generator, generator_coords
-from xuqcal.intervals import quantile_sorted
-from xuqcal.resampling import (
-    RNG_DESCRIPTION,
-    blocks_along_replicate,
-    prepare_lazily,
-    replicate_chunks,
-    safe_std,
-)
-from xuqcal.statistics import (
+from xuqcal.core.generators import Generator, generator_coords
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
-    UndefinedStatisticWarning,
-    check_input,
     check_sizes,
     codes_of,
     get_statistics,
     statistic_coords,
 )
+from xuqcal.core.summaries import summarize_replicates
 
 DEFAULT_GENERATORS = ("normal", "t6")
 
@@ -59,65 +56,38 @@ def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code:
     return prepared.unscale(codes, out[:, 0, :])
 
 
-def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n: int, seed: int,
+def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n_mc: int, seed: int,
                          chunks: int | Sequence[int] | None = None) -> da.Array:
     """Lazy ``(n, len(codes))`` statistics of synthetic error sets drawn with ``generator``."""
     key = stream_key(seed, f"reference:{generator.name}")
-    return blocks_along_replicate(_simulation_block, prepared, n, chunks, codes.shape[0], codes,
+    return blocks_along_replicate(_simulation_block, prepared, n_mc, chunks, codes.shape[0], codes,
                                   generator.code, generator.parameter, key)
 
 
-def _summarize(replicates, names=None):
-    """Mean, standard error of the mean and 2.5/97.5 % quantiles along the last axis.
-
-    With ``names`` (the statistic of each row of the first axis), a statistic that is NaN or
-    infinite on some synthetic sets is named by an :class:`UndefinedStatisticWarning`."""
-    replicates = np.ascontiguousarray(replicates)
-    n = replicates.shape[-1]
-    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf replicates: NaN, quietly
-        mean = replicates.mean(axis=-1)
-        se = safe_std(replicates) / np.sqrt(n)
-        ordered = np.sort(replicates, axis=-1)
-        probabilities = np.broadcast_to([0.025, 0.975], (*replicates.shape[:-1], 2))
-        quantiles = quantile_sorted(ordered, probabilities)
-    if names is not None and replicates.ndim >= 2 and len(names) == replicates.shape[0]:
-        for name, rows in zip(names, replicates, strict=True):
-            bad = ~np.isfinite(rows)
-            if bad.any():
-                count = int(bad.any(axis=-1).sum()) if bad.ndim > 1 else 1
-                warnings.warn(
-                    f"{name} reference is undefined: the statistic is NaN or infinite on "
-                    f"{int(bad.sum())} of {bad.size} synthetic sets of {count} generator(s) "
-                    f"(e.g. cc when uE is constant, a statistic with units beyond the float64 "
-                    f"range); its mean, se and quantiles are NaN or infinite",
-                    UndefinedStatisticWarning, stacklevel=2)
-    return mean, se, quantiles[..., 0], quantiles[..., 1]
-
-
-def _reference_iv(ds, statistics, *, generator, n, seed, n_bins, by, chunks, keep_replicates,
-                  E, uE, n_name: str = "n", generator_name: str = "generator",
+def _reference_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, keep_replicates,
+                  E, uE, n_name: str = "n_mc", generator_name: str = "generators",
                   warn_undefined: bool = True):
     """Argument checks of :func:`reference`, before any computation (no data are read);
     returns the statistics, the generators, ``n``, ``seed`` and ``chunks`` normalised."""
     stats = get_statistics(statistics)
-    gens = check_generators(generator, generator_name)
-    n = check_count(n, n_name)
+    gens = check_generators(generators, generator_name)
+    n_mc = check_count(n_mc, n_name)
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
-    replicate_chunks(n, chunks)
+    replicate_chunks(n_mc, chunks)
     check_bool(keep_replicates, "keep_replicates")
     check_bool(warn_undefined, "warn_undefined")
     by, m = check_input(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
     check_sizes(stats, m)
-    return stats, gens, n, seed, chunks
+    return stats, gens, n_mc, seed, chunks
 
 
-def reference(
+def simulate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("cc", "ence", "zmse"),
     *,
-    generator: str | Iterable[str] = DEFAULT_GENERATORS,
-    n: int = 10_000,
+    generators: str | Iterable[str] = DEFAULT_GENERATORS,
+    n_mc: int = 10_000,
     seed: int = 0,
     n_bins: int = DEFAULT_N_BINS,
     by: str = "uE",
@@ -152,7 +122,7 @@ def reference(
         Names of the error and uncertainty variables.
     warn_undefined : bool
         Name a reference that is NaN or infinite on some synthetic sets with an
-        :class:`~xuqcal.statistics.UndefinedStatisticWarning` when computed
+        :class:`~xuqcal.UndefinedStatisticWarning` when computed
         (:func:`~xuqcal.validate` names the undefined statistics through their estimates).
 
     Returns
@@ -165,25 +135,25 @@ def reference(
     --------
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
-    >>> ref = reference(ds, ["zms", "ence"], generator=["normal", "t6"], n=500).compute()
+    >>> ref = simulate(ds, ["zms", "ence"], generators=["normal", "t6"], n_mc=500).compute()
     >>> ref["mean"].dims
     ('statistic', 'generator')
     >>> bool(abs(ref["mean"].sel(statistic="zms", generator="normal") - 1) < 0.01)
     True
     """
-    stats, gens, n, seed, chunks = _reference_iv(
-        ds, statistics, generator=generator, n=n, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
+    stats, gens, n_mc, seed, chunks = _reference_iv(
+        ds, statistics, generators=generators, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
         keep_replicates=keep_replicates, E=E, uE=uE, warn_undefined=warn_undefined)
     gen_coords = generator_coords(gens)
     codes = codes_of(stats)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
     replicates = xr.DataArray(
-        da.stack([simulated_replicates(prepared, codes, g, n, seed, chunks).T for g in gens],
+        da.stack([simulated_replicates(prepared, codes, g, n_mc, seed, chunks).T for g in gens],
                  axis=1),
         dims=("statistic", "generator", "replicate"),
     )
     mean, se, q025, q975 = xr.apply_ufunc(
-        _summarize, replicates.chunk({"replicate": -1}),
+        summarize_replicates, replicates.chunk({"replicate": -1}),
         kwargs={"names": [s.key for s in stats] if warn_undefined else None},
         input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
         dask="parallelized", output_dtypes=[np.float64] * 4,
@@ -198,7 +168,7 @@ def reference(
         coords={**statistic_coords(stats), **gen_coords},
         attrs={
             "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
-            "n_replicates": n,
+            "n_replicates": n_mc,
             "seed": seed,
             "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
             "by": by,
@@ -216,7 +186,7 @@ def reference(
 def validate_arguments(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                        known_generator, level, by, chunks, E, uE):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
-    those of :func:`~xuqcal.resampling.bootstrap` and :func:`reference` under the names of
+    those of :func:`~xuqcal.bootstrap` and :func:`reference` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``). Returns the statistics,
     the generator names (``known_generator`` appended if missing) and ``known_generator``
     normalised.
@@ -233,7 +203,7 @@ def validate_arguments(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators
     ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
-    from xuqcal.resampling import _bootstrap_iv
+    from xuqcal.analysis.resampling import _bootstrap_iv
 
     stats = get_statistics(statistics)
     names = [g.name for g in check_generators(generators, "generators")]
@@ -242,9 +212,9 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
         if known_generator not in names:
             names.append(known_generator)
     keys = [s.key for s in stats]
-    _bootstrap_iv(ds, keys, n=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
+    _bootstrap_iv(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
                   n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
-    _reference_iv(ds, keys, generator=names, n=n_mc, seed=seed, n_bins=n_bins, by=by,
+    _reference_iv(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
                   chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
                   generator_name="generators")
     return stats, names, known_generator

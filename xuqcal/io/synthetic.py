@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 import numpy as np
 import xarray as xr
 
-from xuqcal import _random
-from xuqcal._checks import MAX_SEED, check_count, check_seed
 from xuqcal._version import __version__
-from xuqcal.generators import get_generator
+from xuqcal.core import random as _random
+from xuqcal.core.checks import MAX_SEED, check_count, check_seed
+from xuqcal.core.generators import get_generator
 
 #: The smallest accepted ν. The sampler draws Gamma(ν/2) for ν/2 < 1 as
 #: ``Gamma(ν/2 + 1) U^(2/ν)`` with a uniform ``U >= 2^-54``, so the largest ``uE² = (ν/2) /

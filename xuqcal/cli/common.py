@@ -4,7 +4,7 @@ Library errors start with the name of the Python parameter at fault (``n_boot: e
 the command shows the option the user typed instead (``--n-boot: expected ...``), with one
 table per command. The Python parameter ``n`` is the number of bootstrap replicates in
 :func:`xuqcal.bootstrap` and the local analyses but the number of simulated sets in
-:func:`xuqcal.reference`: the function that raised decides (:func:`option_message`).
+:func:`xuqcal.simulate`: the function that raised decides (:func:`option_message`).
 """
 
 from __future__ import annotations

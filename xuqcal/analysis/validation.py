@@ -29,7 +29,7 @@ reported for comparison only. ``simulated_scheme`` overrides the deciding scheme
 (see :func:`validate` and ``docs/design.md`` for why the known-D case does not use ``Sim``).
 A verdict is *undecided* when the deciding ζ is NaN: the BCa interval is undefined when every
 bootstrap replicate lies on one side of the estimate (a
-:class:`~xuqcal.intervals.DegenerateIntervalWarning` says so).
+:class:`~xuqcal.DegenerateIntervalWarning` says so).
 
 An estimate may lie outside its own BCa interval when the bootstrap bias exceeds the interval's
 half-width (frequent for ``ence`` and ``zmse``). A ζ built on that interval divides by the
@@ -43,20 +43,19 @@ what to do instead; a *not usable* verdict's note lists the next steps.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import combinations
 
 import dask
 import numpy as np
 import xarray as xr
 
-from xuqcal.intervals import zeta
-from xuqcal.reference import DEFAULT_GENERATORS, reference, validate_arguments
-from xuqcal.resampling import bootstrap
-from xuqcal.statistics import DEFAULT_N_BINS
+from xuqcal.analysis.resampling import bootstrap
+from xuqcal.analysis.simulation import DEFAULT_GENERATORS, simulate, validate_arguments
+from xuqcal.core.intervals import zeta
+from xuqcal.core.statistics import DEFAULT_N_BINS
+from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
 #: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
-U_REF_FACTOR = 2.0
 
 PASS = "pass"
 FAIL = "fail"
@@ -166,9 +165,9 @@ def validate(
         n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
         known_generator=known_generator, level=level, by=by, chunks=chunks, E=E, uE=uE)
     keys = [s.key for s in stats]
-    lazy_bootstrap = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed,
+    lazy_bootstrap = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
-    lazy_reference = reference(ds, keys, generator=names, n=n_mc, seed=seed, n_bins=n_bins,
+    lazy_reference = simulate(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins,
                                by=by, chunks=chunks, E=E, uE=uE, warn_undefined=False)
     result, simulated = dask.compute(lazy_bootstrap, lazy_reference)
 
@@ -216,7 +215,7 @@ def validate(
             long_name=f"simulated reference: {simulated[name].attrs['long_name']}")
     result = result.assign_coords(df=simulated.df)
 
-    sensitive = _generator_sensitive(simulated)
+    sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
     result["generator_sensitive"] = xr.DataArray(
         sensitive, dims="statistic",
         attrs={"long_name": "simulated references of the generators differ by more than "
@@ -250,16 +249,6 @@ def validate(
         validation_rule="valid when |zeta| <= 1",
     )
     return result
-
-
-def _generator_sensitive(simulated: xr.Dataset) -> np.ndarray:
-    """Whether any two generators' simulated means differ beyond ``sqrt(U_1² + U_2²)``."""
-    mean = simulated["mean"].values
-    u = U_REF_FACTOR * simulated["se"].values
-    sensitive = np.zeros(mean.shape[0], dtype=bool)
-    for a, b in combinations(range(mean.shape[1]), 2):
-        sensitive |= np.abs(mean[:, a] - mean[:, b]) > np.hypot(u[:, a], u[:, b])
-    return sensitive
 
 
 def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = None) -> str:

@@ -28,15 +28,14 @@ import numpy as np
 import xarray as xr
 from scipy import stats as sps
 
-from xuqcal import cube as _cube
-from xuqcal import io, synthetic
-from xuqcal._checks import check_bool, check_replicates, check_seed, float_list, int_list
-from xuqcal._random import stream_key
+from xuqcal import io
 from xuqcal._version import __version__
-from xuqcal.generators import get_generator
-from xuqcal.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
-from xuqcal.resampling import bootstrap_prepared, check_count
-from xuqcal.statistics import (
+from xuqcal.analysis.resampling import bootstrap_prepared, check_count
+from xuqcal.core.checks import check_bool, check_replicates, check_seed, float_list, int_list
+from xuqcal.core.generators import get_generator
+from xuqcal.core.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import (
     PreparedData,
     Statistic,
     beta_gm,
@@ -44,7 +43,9 @@ from xuqcal.statistics import (
     get_statistics,
     statistic_coords,
 )
-from xuqcal.synthetic import check_nu
+from xuqcal.io import synthetic
+from xuqcal.io.synthetic import check_nu
+from xuqcal.studies import cube as _cube
 
 __all__ = [
     "generator_sensitivity_study",
@@ -75,7 +76,8 @@ def trial_seed(seed: int, size: int, nu: float, trial: int) -> int:
     The data set is ``synthetic.nig(size, nu, generator, seed=s)`` and its bootstrap is
     ``xuqcal.bootstrap(ds, statistics, n=n_boot, seed=s)`` (same random streams, same interval)
     with ``s = trial_seed(seed, size, nu, trial)``. The seed is derived from
-    ``(seed, M, ν, trial)`` with NumPy's ``SeedSequence`` (see :func:`xuqcal._random.stream_key`),
+    ``(seed, M, ν, trial)`` with NumPy's ``SeedSequence`` (see
+    :func:`xuqcal.core.random.stream_key`),
     so every data set of every cell is independent and fixed whatever the computation order.
 
     Examples
@@ -104,7 +106,7 @@ def _validation_batch(size: int, nu: float, generator: str, seeds: list[int],
         ds = synthetic.nig(size, nu, generator, seed=s)
         E, uE = ds["E"].values, ds["uE"].values
         prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
-        estimate[i], low[i], high[i] = bootstrap_prepared(prepared, codes, n=n_boot, seed=s,
+        estimate[i], low[i], high[i] = bootstrap_prepared(prepared, codes, n_boot=n_boot, seed=s,
                                                           level=level)
         reference[i] = [stat.reference_value(uE) for stat in statistics]
         skewness[i] = beta_gm(uE * uE)
@@ -115,7 +117,7 @@ def validation_probability(
     nu: Iterable[float] = range(2, 21),
     *,
     size: Iterable[int] = (1000, 5000),
-    n_try: int = 500,
+    n_mc: int = 500,
     statistics: str | Iterable[str] = ("zms", "rce"),
     n_boot: int = 1000,
     level: float = 0.95,
@@ -126,7 +128,7 @@ def validation_probability(
 ) -> xr.Dataset:
     """Validation probability of statistics with a predefined reference on calibrated NIG data.
 
-    For each ν and M, ``n_try`` independent synthetic NIG data sets (METHODS §1: calibrated by
+    For each ν and M, ``n_mc`` independent synthetic NIG data sets (METHODS §1: calibrated by
     construction) are drawn; each statistic gets a bootstrap BCa interval (``n_boot``
     replicates) and a ζ-score against its reference (1 for ``zms``, 0 for ``rce``); the data set
     is *valid* when ``|ζ| ≤ 1``. ``p_val`` is the fraction of valid data sets, with its Wilson
@@ -143,7 +145,7 @@ def validation_probability(
         Shapes ν of the uncertainty distribution ``uE² ~ IG(ν/2, ν/2)`` (ν > 0).
     size : iterable of int
         Data set sizes M.
-    n_try : int
+    n_mc : int
         Data sets per (ν, M).
     statistics : str or iterable of str
         Statistics with a predefined reference (``zm``, ``zms``, ``zv``, ``rce``, ``nll``; the
@@ -173,7 +175,7 @@ def validation_probability(
 
     Examples
     --------
-    >>> r = validation_probability([3, 6], size=[500], n_try=20, n_boot=200)
+    >>> r = validation_probability([3, 6], size=[500], n_mc=20, n_boot=200)
     >>> dict(r["p_val"].sizes)
     {'nu': 2, 'size': 1, 'statistic': 2}
     >>> bool(((r.p_val_low <= r.p_val) & (r.p_val <= r.p_val_high)).all())
@@ -181,7 +183,7 @@ def validation_probability(
     """
     nus = [check_nu(v, allow_inf=False) for v in float_list(nu, "nu", above=0.0)]
     sizes = int_list(size, "size", 3)
-    n_try = check_count(n_try, "n_try", 1)
+    n_mc = check_count(n_mc, "n_mc", 1)
     level = check_level(level)
     n_boot = check_replicates(n_boot, level, "n_boot")
     seed = _check_seed(seed)
@@ -201,20 +203,20 @@ def validation_probability(
     tasks = []
     for nu_value in nus:
         for m in sizes:
-            seeds = [trial_seed(seed, m, nu_value, t) for t in range(n_try)]
-            for start in range(0, n_try, batch_size):
+            seeds = [trial_seed(seed, m, nu_value, t) for t in range(n_mc)]
+            for start in range(0, n_mc, batch_size):
                 tasks.append(dask.delayed(_validation_batch, pure=True)(
                     m, nu_value, gen, seeds[start:start + batch_size], chosen, n_boot, level))
     results = dask.compute(*tasks)
 
-    shape = (len(nus), len(sizes), n_try)
+    shape = (len(nus), len(sizes), n_mc)
     parts = [np.concatenate([r[j] for r in results]) for j in range(5)]
     estimate, low, high, reference = (p.reshape(*shape, len(keys)) for p in parts[:4])
     skewness = parts[4].reshape(shape)
     z = zeta(estimate, reference, low, high)
     valid = np.abs(z) <= 1.0
     n_valid = valid.sum(axis=2)  # (nu, size, statistic)
-    p_low, p_high = wilson_interval(n_valid, n_try, level)
+    p_low, p_high = wilson_interval(n_valid, n_mc, level)
 
     dims = ("nu", "size", "statistic")
     constant_refs = [math.nan if s.key == "nll" else float(s.reference) for s in chosen]
@@ -227,7 +229,7 @@ def validation_probability(
     }
     result = xr.Dataset(
         {
-            "p_val": (dims, n_valid / n_try,
+            "p_val": (dims, n_valid / n_mc,
                       {"long_name": "validation probability: fraction of data sets with "
                                     "|zeta| <= 1"}),
             "p_val_low": (dims, np.asarray(p_low),
@@ -238,15 +240,15 @@ def validation_probability(
                         {"long_name": "number of valid data sets"}),
             "beta_gm_uE2": (("nu", "size"), skewness.mean(axis=2),
                             {"long_name": "mean robust skewness beta_GM of uE^2"}),
-            "beta_gm_uE2_se": (("nu", "size"), skewness.std(axis=2, ddof=1) / np.sqrt(n_try)
-                               if n_try > 1 else np.full(shape[:2], np.nan),
+            "beta_gm_uE2_se": (("nu", "size"), skewness.std(axis=2, ddof=1) / np.sqrt(n_mc)
+                               if n_mc > 1 else np.full(shape[:2], np.nan),
                                {"long_name": "standard error of beta_gm_uE2"}),
         },
         coords=coords,
     )
     if keep_trials:
         tdims = ("nu", "size", "trial", "statistic")
-        result = result.assign_coords(trial=np.arange(n_try))
+        result = result.assign_coords(trial=np.arange(n_mc))
         result["estimate"] = (tdims, estimate, {"long_name": "statistic of the data set"})
         result["ci_low"] = (tdims, low, {"long_name": "lower bound of the BCa interval"})
         result["ci_high"] = (tdims, high, {"long_name": "upper bound of the BCa interval"})
@@ -258,7 +260,7 @@ def validation_probability(
         study="validation probability (METHODS §7)",
         model="NIG: uE^2 ~ InverseGamma(nu/2, nu/2), E = uE * eps, eps ~ generator",
         generator=gen,
-        n_try=n_try,
+        n_mc=n_mc,
         n_boot=n_boot,
         level=level,
         method="bca",
@@ -293,8 +295,8 @@ def generator_sensitivity_study(
 
     For each data set, the statistics of ``n_mc`` synthetic error sets ``E~ = uE · eps`` are
     simulated on its actual uncertainties with ``eps ~ t(ν)`` (unit variance) for each ν, and
-    with ``eps ~ normal``. A thin wrapper of :func:`xuqcal.cube.build_from` (same random
-    streams: a cell equals :func:`xuqcal.reference` with the same seed and ``n_bins``).
+    with ``eps ~ normal``. A thin wrapper of :func:`xuqcal.studies.cube.build_from` (same random
+    streams: a cell equals :func:`xuqcal.simulate` with the same seed and ``n_bins``).
 
     The normal generator is the ν → ∞ limit of t(ν): it is stored **at ν = inf** of the
     numeric ``nu`` dimension (last), and the coordinate ``generator`` along ``nu`` names each
@@ -303,7 +305,7 @@ def generator_sensitivity_study(
     Parameters
     ----------
     data : Dataset, mapping name -> Dataset, or DataTree
-        One or several data sets with ``uE`` (as for :func:`xuqcal.cube.build_from`).
+        One or several data sets with ``uE`` (as for :func:`xuqcal.studies.cube.build_from`).
     nu : iterable of float
         Degrees of freedom of the Student-t generators (ν > 2, finite).
     statistics : str or iterable of str
@@ -343,10 +345,10 @@ def generator_sensitivity_study(
     names = [_t_name(v) for v in order] + ["normal"]
     if len(set(names)) != len(names):
         raise ValueError(f"nu: values {order} give the same generator twice")
-    cube = _cube.build_from(data, [s.key for s in chosen], generator=names, n_bins=[n_bins],
+    cube = _cube.build_from(data, [s.key for s in chosen], generators=names, n_bins=[n_bins],
                             n_mc=n_mc, seed=seed).compute()
     cube = cube.squeeze("n_bins")
-    sens = _cube.generator_sensitivity(cube, reference="normal")
+    sens = _cube.generator_sensitivity(cube, baseline="normal")
     result = xr.merge([cube[["mean", "se", "q025", "q975"]], sens], combine_attrs="drop")
     nu_values = np.array([*order, math.inf])
     result = result.rename({"generator": "nu"}).assign_coords(
@@ -380,7 +382,7 @@ def size_bins_study(
     size: Iterable[int] = (2000, 4000, 8000, 12000, 16000),
     n_bins: Iterable[int] = (10, 20, 30, 40, 50),
     nu: Iterable[float] = (3, 4, 5, 6, 12, 24),
-    generator: str | Iterable[str] = ("normal", "t6"),
+    generators: str | Iterable[str] = ("normal", "t6"),
     n_mc: int = 5000,
     seed: int = 0,
     path: str | Path | None = None,
@@ -389,8 +391,8 @@ def size_bins_study(
 ) -> xr.Dataset:
     """Size and bin dependence of simulated statistics on NIG data, with the fit in sqrt(N/M).
 
-    Builds and computes the sensitivity cube (:func:`xuqcal.cube.build`) and fits
-    ``mean = a + α sqrt(N / M)`` per statistic and generator (:func:`xuqcal.cube.fit_sqrt`,
+    Builds and computes the sensitivity cube (:func:`xuqcal.studies.cube.build`) and fits
+    ``mean = a + α sqrt(N / M)`` per statistic and generator (:func:`xuqcal.studies.cube.fit_sqrt`,
     weights ``1 / se²``). For a normal D, ENCE ≈ 0.56 sqrt(N/M) with a ≈ 0 (TARGETS.md).
 
     Parameters
@@ -407,7 +409,7 @@ def size_bins_study(
         Seed of the cube.
     path : str or Path, optional
         Checkpointed build: the cube alone (without the fit) is written to ``path`` and an
-        interrupted build resumes (see :func:`xuqcal.cube.build`).
+        interrupted build resumes (see :func:`xuqcal.studies.cube.build`).
     overwrite : bool
         Allow replacing an existing cube at ``path``.
     progress : bool or callable
@@ -432,7 +434,7 @@ def size_bins_study(
         raise ValueError(f"size, n_bins: the fit of mean = a + alpha sqrt(n_bins / size) needs "
                          f"at least 2 values of n_bins / size, got size={size}, "
                          f"n_bins={n_bins}; give several sizes or numbers of bins")
-    cube = _cube.build(statistics, size=size, n_bins=n_bins, nu=nu, generator=generator,
+    cube = _cube.build(statistics, size=size, n_bins=n_bins, nu=nu, generators=generators,
                        n_mc=n_mc, seed=seed, path=path, overwrite=overwrite, progress=progress)
     cube = cube.compute()
     fit = _cube.fit_sqrt(cube)

@@ -27,22 +27,22 @@ import numba as nb
 import numpy as np
 import xarray as xr
 
-from xuqcal._checks import check_generators, check_replicates, check_seed, variable_name
-from xuqcal._random import fill_variates, stream_key
 from xuqcal._version import __version__
-from xuqcal.binning import check_n_bins, equal_count_bounds, equal_count_order
-from xuqcal.generators import Generator
-from xuqcal.intervals import check_level, wilson_interval
-from xuqcal.io import validate_dataset
-from xuqcal.resampling import bootstrap, check_count
-from xuqcal.statistics import (
+from xuqcal.analysis.binning import check_n_bins, equal_count_bounds, equal_count_order
+from xuqcal.analysis.resampling import bootstrap, check_count
+from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core.checks import check_generators, check_replicates, check_seed, variable_name
+from xuqcal.core.generators import Generator
+from xuqcal.core.intervals import check_level, wilson_interval
+from xuqcal.core.random import fill_variates, stream_key
+from xuqcal.core.statistics import (
     DEFAULT_N_BINS,
-    check_data_variables,
     compute,
     get_statistics,
     power_of_two_scale,
     statistic_coords,
 )
+from xuqcal.io import validate_dataset
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -177,7 +177,7 @@ def confidence_curve(
     *,
     statistic: str = "rmse",
     k=None,
-    reference: str | Generator | None = "normal",
+    generator: str | Generator | None = "normal",
     n_mc: int = 1000,
     seed: int = 0,
     level: float = 0.95,
@@ -245,7 +245,7 @@ def confidence_curve(
         raise ValueError(f"statistic: unknown confidence-curve statistic {statistic!r}; "
                          f"choose one of {', '.join(CONFIDENCE_STATISTICS)}")
     use_mae = key == "mae"
-    gen = None if reference is None else check_generators(reference, "reference")[0]
+    gen = None if generator is None else check_generators(generator, "reference")[0]
     percents = _percents(k, DEFAULT_CONFIDENCE_K)
     level = check_level(level)
     seed = check_seed(seed)
@@ -340,7 +340,7 @@ def ablation(
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE``.
     statistics : str or sequence of str
-        Statistic keys (see :data:`xuqcal.statistics.STATISTICS`).
+        Statistic keys (see :data:`xuqcal.core.statistics.STATISTICS`).
     k : array_like of float, optional
         Percents removed, strictly increasing in [0, 100).
     n_boot : int
@@ -401,7 +401,7 @@ def ablation(
         value[:, j] = compute(errors[keep], uncertainties[keep], keys, n_bins=n_bins, by=by,
                               by_values=None if by_values is None else by_values[keep])
     full = compute(errors, uncertainties, keys, n_bins=n_bins, by=by, by_values=by_values)
-    bs = bootstrap(ds, keys, n=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
+    bs = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
                    by=by, E=E, uE=uE).compute()
     ci_low = bs.ci_low.values
     ci_high = bs.ci_high.values
@@ -529,7 +529,7 @@ def calibration_curve(
     else:
         import warnings
 
-        from xuqcal.statistics import UndefinedStatisticWarning
+        from xuqcal.core.statistics import UndefinedStatisticWarning
 
         warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
                       f"levels p, got {levels.size}", UndefinedStatisticWarning, stacklevel=2)

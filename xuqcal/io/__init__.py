@@ -618,9 +618,9 @@ def _ratio_problems(ds: xr.Dataset, E: str, uE: str) -> list[str]:
     """Overflows of the z-scores and of the squares: rows whose ``z = E / uE`` has a square
     beyond float64 (``|z| > ~1.3e154``, e.g. one uE = 1e-300 with E ~ 1), and data whose span
     ``max(|E|, uE) / min(uE)`` exceeds ``2^960`` (their squares cannot be held at one scale;
-    see :meth:`xuqcal.statistics.PreparedData.from_arrays`). Only points with finite values
+    see :meth:`xuqcal.core.statistics.PreparedData.from_arrays`). Only points with finite values
     and ``uE > 0`` are looked at (the others are reported by :func:`_value_problems`)."""
-    from xuqcal.statistics import MAX_SPAN_EXPONENT
+    from xuqcal.core.statistics import MAX_SPAN_EXPONENT
 
     e, u = ds[E].data, ds[uE].data
     if e.dtype == np.bool_ or u.dtype == np.bool_:
@@ -1390,7 +1390,7 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(refusal)
     if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
-        from xuqcal._outputs import check_replaceable
+        from xuqcal.io.outputs import check_replaceable
 
         check_replaceable(path, "path")
     out = ds.copy(deep=False)

@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from xuqcal import _outputs, io
+from xuqcal import io
+
+from xuqcal.io import outputs as _outputs
 from xuqcal._version import __version__
 
 _STYLE = """
@@ -70,7 +72,7 @@ def _verdict_class(verdict: str) -> str:
 
 class _Writer:
     """Collects figures and results in the report folder (each file written atomically and
-    recorded in the folder's manifest, see :mod:`xuqcal._outputs`)."""
+    recorded in the folder's manifest, see :mod:`xuqcal.io.outputs`)."""
 
     def __init__(self, folder: Path, *, overwrite: bool = False,
                  inputs: Sequence[Path] = ()) -> None:
@@ -238,7 +240,11 @@ def report(
     >>> page.name
     'index.html'
     """
-    from xuqcal import curves, diagnostics, local, plot, validation
+    from xuqcal import plot
+    from xuqcal.analysis import curves
+    from xuqcal.analysis import diagnostics
+    from xuqcal.analysis import local
+    from xuqcal.analysis import validation
 
     ds = io.validate_dataset(ds)
     folder = Path(folder)
@@ -297,7 +303,7 @@ def report(
                           f"z-scores against {by}, with running mean and root mean square")
             for statistic in ("zm", "zms"):
                 try:
-                    loc = local.local(ds, statistic, by=by, n_bins=local_bins, n=min(n_boot, 2000),
+                    loc = local.local(ds, statistic, by=by, n_bins=local_bins, n_boot=min(n_boot, 2000),
                                       seed=seed)
                 except ValueError as error:  # e.g. a feature too stratified for the bins
                     fv_rows.append([html.escape(f"{statistic} | {by}"), "–", "–",
@@ -316,11 +322,11 @@ def report(
                                 "compatible with 0.95" if ok else "not compatible with 0.95"])
                 fv_classes.append(["text", "", "", "pass" if ok else "fail"])
         fv_table = _table(["analysis", "f_v", "Wilson-cc 95 %", "verdict"], fv_rows, fv_classes)
-        rel = local.reliability(ds, n_bins=n_bins, n=min(n_boot, 2000), seed=seed)
+        rel = local.reliability(ds, n_bins=n_bins, n_boot=min(n_boot, 2000), seed=seed)
         writer.result("reliability", rel)
         writer.figure("conditional", "reliability", plot.reliability(rel),
                       "reliability diagram: RMSE against RMV per bin of uE")
-        curve = curves.confidence_curve(ds, reference="normal", n_mc=min(n_mc, 1000), seed=seed)
+        curve = curves.confidence_curve(ds, generator="normal", n_mc=min(n_mc, 1000), seed=seed)
         writer.result("confidence_curve", curve)
         writer.figure("conditional", "confidence_curve", plot.confidence_curve(curve),
                       "confidence curve with the 95 % band of errors simulated from uE (normal)")

@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 from scipy import special, stats
 
-from xuqcal._checks import check_level as _check_level
+from xuqcal.core.checks import check_level as _check_level
 
 METHODS = ("bca", "percentile", "student")
 
@@ -29,7 +29,7 @@ class DegenerateIntervalWarning(RuntimeWarning):
 
 
 def check_level(level: float, name: str = "level") -> float:
-    """Validate a confidence level in (0, 1) (:func:`xuqcal._checks.check_level`).
+    """Validate a confidence level in (0, 1) (:func:`xuqcal.core.checks.check_level`).
 
     Examples
     --------
@@ -296,7 +296,7 @@ def zeta(estimate, reference, ci_low, ci_high, u_ref=0.0):
         return (estimate - reference) / denominator
 
 
-def wilson_interval(successes, n, level: float = 0.95, *, continuity: bool = True):
+def wilson_interval(successes, trials, level: float = 0.95, *, continuity: bool = True):
     """Wilson score interval of a binomial proportion, with continuity correction by default
     (Newcombe 1998, method 4; as R's ``prop.test``).
 
@@ -320,30 +320,30 @@ def wilson_interval(successes, n, level: float = 0.95, *, continuity: bool = Tru
     (0.7615, 0.9109)
     """
     level = check_level(level)
-    n_given = n
+    n_given = trials
     try:
         x = np.asarray(successes, dtype=np.float64)
-        n = np.asarray(n, dtype=np.float64)
+        trials = np.asarray(trials, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"successes, n: expected counts, got {successes!r} and {n!r}") from None
-    if not (np.isfinite(x).all() and np.isfinite(n).all()):
+        raise ValueError(f"successes, n: expected counts, got {successes!r} and {trials!r}") from None
+    if not (np.isfinite(x).all() and np.isfinite(trials).all()):
         raise ValueError("successes, n: expected finite counts, got NaN or infinite values")
-    if np.any(n <= 0) or np.any(x < 0) or np.any(x > n):
+    if np.any(trials <= 0) or np.any(x < 0) or np.any(x > trials):
         raise ValueError(f"successes, n: expected 0 <= successes <= n and n > 0, got "
                          f"successes={successes!r}, n={n_given!r}")
     z = special.ndtri((1.0 + level) / 2.0)
-    p = x / n
+    p = x / trials
     z2 = z * z
-    denom = 2.0 * (n + z2)
+    denom = 2.0 * (trials + z2)
     if continuity:
         with np.errstate(invalid="ignore"):
-            lo = (2 * n * p + z2 - 1 - z * np.sqrt(z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)))
-            hi = (2 * n * p + z2 + 1 + z * np.sqrt(z2 + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)))
+            lo = (2 * trials * p + z2 - 1 - z * np.sqrt(z2 - 2 - 1 / trials + 4 * p * (trials * (1 - p) + 1)))
+            hi = (2 * trials * p + z2 + 1 + z * np.sqrt(z2 + 2 - 1 / trials + 4 * p * (trials * (1 - p) - 1)))
         lo = np.where(p == 0, 0.0, np.maximum(0.0, lo / denom))
         hi = np.where(p == 1, 1.0, np.minimum(1.0, hi / denom))
     else:
-        centre = 2 * n * p + z2
-        spread = z * np.sqrt(z2 + 4 * n * p * (1 - p))
+        centre = 2 * trials * p + z2
+        spread = z * np.sqrt(z2 + 4 * trials * p * (1 - p))
         lo = (centre - spread) / denom
         hi = (centre + spread) / denom
     return lo[()], hi[()]

@@ -21,20 +21,21 @@ import dask
 import numpy as np
 import xarray as xr
 
-from xuqcal import _kernels as K
-from xuqcal._checks import check_bool, check_replicates, check_seed, variable_name
-from xuqcal._random import stream_key
 from xuqcal._version import __version__
-from xuqcal.binning import equal_count, make_bins, members
-from xuqcal.intervals import (
+from xuqcal.analysis.binning import equal_count, make_bins, members
+from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
+from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import kernels as K
+from xuqcal.core.checks import check_bool, check_replicates, check_seed, variable_name
+from xuqcal.core.intervals import (
     acceleration,
     bca_interval,
     check_level,
     student_interval,
     wilson_interval,
 )
-from xuqcal.resampling import RNG_DESCRIPTION, check_count
-from xuqcal.statistics import STATISTICS, PreparedData, check_data_variables
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import STATISTICS, PreparedData
 
 #: Statistics of the local analyses and their targets.
 TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
@@ -57,7 +58,7 @@ def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
 
 
 def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
-                    statistic: str, *, n: int = 5000, level: float = 0.95, seed: int = 0,
+                    statistic: str, *, n_boot: int = 5000, level: float = 0.95, seed: int = 0,
                     purpose: str = "local") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value and interval of a moment statistic in every group: ``(value, low, high)``.
 
@@ -82,8 +83,8 @@ def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np
                 points.z[group_members[offsets[g]:offsets[g + 1]]], level)
         return value, low, high
     keys = _group_keys(seed, purpose, n_groups)
-    replicates = np.empty((n_groups, n, 1))
-    K.grouped_bootstrap_block(keys, group_members, offsets, 0, n, codes, points.packed,
+    replicates = np.empty((n_groups, n_boot, 1))
+    K.grouped_bootstrap_block(keys, group_members, offsets, 0, n_boot, codes, points.packed,
                               points.z_shift, replicates)
     accel = np.empty(n_groups)
     for g in range(n_groups):
@@ -115,7 +116,7 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     if max_lag >= 1 and not denom > 0:  # constant values (or NaN): no correlation
         import warnings
 
-        from xuqcal.statistics import UndefinedStatisticWarning
+        from xuqcal.core.statistics import UndefinedStatisticWarning
 
         warnings.warn("acf is undefined: the per-bin values are all equal (or not finite)",
                       UndefinedStatisticWarning, stacklevel=2)
@@ -141,8 +142,8 @@ def _binning_names(by, uE: str):
 
 def _check_bins(bins: object, m: int) -> None:
     """``bins`` of :func:`local`: the bins of the same ``m`` points, from
-    :func:`xuqcal.binning.make_bins` (``ds.uqcal.bins``)."""
-    what = ("expected the bins of ds from ds.uqcal.bins(...) or xuqcal.binning.make_bins (a "
+    :func:`xuqcal.make_bins` (``ds.uqcal.bins``)."""
+    what = ("expected the bins of ds from ds.uqcal.bins(...) or xuqcal.make_bins (a "
             "Dataset with bin_index over sample and a bin dimension)")
     if (not isinstance(bins, xr.Dataset) or "bin_index" not in bins.data_vars
             or "bin" not in bins.dims or bins["bin_index"].dims != ("sample",)):
@@ -156,16 +157,16 @@ def _check_bins(bins: object, m: int) -> None:
         raise ValueError(f"bins: bin_index must hold bin numbers from 0 to {n_bins - 1}; {what}")
 
 
-def _local_iv(ds, statistic, *, n, level, seed, E, uE) -> tuple[float, int, int]:
+def _local_iv(ds, statistic, *, n_boot, level, seed, E, uE) -> tuple[float, int, int]:
     """Argument checks shared by the local analyses, before any computation: ``statistic``,
     ``level``, ``n`` (replicates of the per-bin BCa intervals: at least ``ceil(2 / (1 -
-    level))``, see :func:`xuqcal._checks.minimum_replicates`), ``seed``, ``E`` and ``uE``."""
+    level))``, see :func:`xuqcal.core.checks.minimum_replicates`), ``seed``, ``E`` and ``uE``."""
     _check_statistic(statistic)
     level = check_level(level)
-    n = check_replicates(n, level, "n") if statistic != "zm" else check_count(n, "n")
+    n_boot = check_replicates(n_boot, level, "n_boot") if statistic != "zm" else check_count(n_boot, "n_boot")
     seed = check_seed(seed)
     check_data_variables(ds, E, uE)
-    return level, n, seed
+    return level, n_boot, seed
 
 
 def local(
@@ -176,7 +177,7 @@ def local(
     n_bins: int = 100,
     binning: str = "equal",
     min_count: int | None = None,
-    n: int = 5000,
+    n_boot: int = 5000,
     level: float = 0.95,
     seed: int = 0,
     bins: xr.Dataset | None = None,
@@ -206,7 +207,7 @@ def local(
     seed : int
         Seed of the per-bin bootstraps.
     bins : xarray.Dataset, optional
-        Precomputed bins (from :func:`xuqcal.binning.make_bins`); overrides ``n_bins``,
+        Precomputed bins (from :func:`xuqcal.make_bins`); overrides ``n_bins``,
         ``binning`` and ``min_count``.
     E, uE : str
         Names of the error and uncertainty variables.
@@ -221,11 +222,11 @@ def local(
     Examples
     --------
     >>> import xuqcal
-    >>> loc = local(xuqcal.synthetic.nig(5000, nu=6, seed=0), "zms", n_bins=20, n=500)
+    >>> loc = local(xuqcal.synthetic.nig(5000, nu=6, seed=0), "zms", n_bins=20, n_boot=500)
     >>> loc.value.dims, float(loc.attrs["target"])
     (('bin',), 1.0)
     """
-    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
     if bins is None:
         bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins, binning=binning,
                          min_count=min_count)
@@ -234,7 +235,7 @@ def local(
     n_groups = bins.sizes["bin"]
     group_members, offsets = members(bins.bin_index.values, n_groups)
     points = _points(ds[E].values, ds[uE].values)
-    value, low, high = group_intervals(points, group_members, offsets, statistic, n=n,
+    value, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n_boot,
                                        level=level, seed=seed, purpose=f"local:{statistic}")
     target = TARGETS[statistic]
     valid = (low <= target) & (target <= high)
@@ -265,7 +266,7 @@ def local(
         statistic=statistic, target=target, by=bins.attrs.get("by", by),
         binning=bins.attrs.get("scheme", binning), n_bins=n_groups,
         interval="student" if statistic == "zm" else "bca", n_replicates=0
-        if statistic == "zm" else n, level=level, seed=seed,
+        if statistic == "zm" else n_boot, level=level, seed=seed,
         target_fraction_valid=TARGET_FRACTION, acf_band=1.96 / math.sqrt(n_groups),
         random_streams=RNG_DESCRIPTION, xuqcal_version=__version__,
     )
@@ -282,7 +283,7 @@ def _fraction_valid_for_order(points: PreparedData, values: np.ndarray, statisti
     bin_index = np.empty(values.size, dtype=np.int64)
     bin_index[permutation] = bins.bin_index.values
     group_members, offsets = members(bin_index, n_bins)
-    _, low, high = group_intervals(points, group_members, offsets, statistic, n=n, level=level,
+    _, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n, level=level,
                                    seed=seed, purpose=f"local:{statistic}")
     target = TARGETS[statistic]
     fv = float(np.mean((low <= target) & (target <= high)))
@@ -297,7 +298,7 @@ def order_sensitivity(
     by: str,
     n_orders: int = 1000,
     n_bins: int = 100,
-    n: int = 5000,
+    n_boot: int = 5000,
     level: float = 0.95,
     seed: int = 0,
     binomial_noise: bool = False,
@@ -321,11 +322,11 @@ def order_sensitivity(
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
     >>> ds = ds.assign(X=("sample", np.round(ds.uE.values, 1)))
-    >>> s = order_sensitivity(ds, by="X", n_orders=4, n_bins=10, n=200)
+    >>> s = order_sensitivity(ds, by="X", n_orders=4, n_bins=10, n_boot=200)
     >>> s.fraction_valid.sizes["order"]
     4
     """
-    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
     n_orders = check_count(n_orders, "n_orders", minimum=1)
     by = variable_name(ds, by, uE, role="conditioning")
     points = _points(ds[E].values, ds[uE].values)
@@ -333,7 +334,7 @@ def order_sensitivity(
     values = np.asarray(ds[by].values)
     equal_count(values, n_bins, by=by)  # checks the bins before any work
     tasks = [dask.delayed(_fraction_valid_for_order, pure=True)(
-        points, values, statistic, n_bins, n, level, seed, k, binomial_noise)
+        points, values, statistic, n_bins, n_boot, level, seed, k, binomial_noise)
         for k in range(n_orders)]
     results = np.array(dask.compute(*tasks), dtype=np.float64)
     fv = results[:, 0]
@@ -344,7 +345,7 @@ def order_sensitivity(
          "q975": ((), float(np.quantile(fv, 0.975)))},
         coords={"order": np.arange(n_orders)},
         attrs={"statistic": statistic, "by": by, "n_bins": n_bins, "n_orders": n_orders,
-               "n_replicates": n, "level": level, "seed": seed,
+               "n_replicates": n_boot, "level": level, "seed": seed,
                "binomial_noise": int(binomial_noise), "xuqcal_version": __version__},
     )
     if binomial_noise:
@@ -390,7 +391,7 @@ def adversarial_groups(
     statistic: str = "zms",
     min_count: int = 100,
     n_groups: int = 200,
-    n: int = 1000,
+    n_boot: int = 1000,
     level: float = 0.95,
     seed: int = 0,
     sizes: Sequence[int] | None = None,
@@ -407,16 +408,16 @@ def adversarial_groups(
     Examples
     --------
     >>> import xuqcal
-    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=20, n=200)
+    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=20, n_boot=200)
     >>> adv["size"].values.tolist()
     [400, 200, 100]
     """
-    level, n, seed = _local_iv(ds, statistic, n=n, level=level, seed=seed, E=E, uE=uE)
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
     m = ds.sizes["sample"]
     sizes, n_groups = _adversarial_sizes(m, min_count, n_groups, sizes)
     points = _points(ds[E].values, ds[uE].values)
     control_eps = np.empty(m)
-    from xuqcal._random import fill_variates
+    from xuqcal.core.random import fill_variates
 
     fill_variates(stream_key(seed, "adversarial:control"), 0, 0, 0.0, control_eps)
     control = _points(control_eps, np.ones(m))
@@ -432,7 +433,7 @@ def adversarial_groups(
                                          group_members[g * size:(g + 1) * size])
         offsets = np.arange(n_groups + 1, dtype=np.int64) * size
         for prefix, data in (("", points), ("control_", control)):
-            _, low, high = group_intervals(data, group_members, offsets, statistic, n=n,
+            _, low, high = group_intervals(data, group_members, offsets, statistic, n_boot=n_boot,
                                            level=level, seed=seed,
                                            purpose=f"adversarial:{size}")
             k = int(np.sum((low <= target) & (target <= high)))
@@ -444,7 +445,7 @@ def adversarial_groups(
         {name: ("size", np.array(values)) for name, values in columns.items()},
         coords={"size": np.array(sizes)},
         attrs={"statistic": statistic, "target": target, "n_groups": n_groups,
-               "n_replicates": n, "level": level, "seed": seed,
+               "n_replicates": n_boot, "level": level, "seed": seed,
                "control": "Z ~ N(0, 1), same size and groups", "xuqcal_version": __version__},
     )
 
@@ -454,7 +455,7 @@ def reliability(
     *,
     n_bins: int = 20,
     by: str = "uE",
-    n: int = 2000,
+    n_boot: int = 2000,
     level: float = 0.95,
     seed: int = 0,
     E: str = "E",
@@ -466,15 +467,15 @@ def reliability(
     Examples
     --------
     >>> import xuqcal
-    >>> rel = reliability(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n=300)
+    >>> rel = reliability(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n_boot=300)
     >>> sorted(v for v in rel.data_vars if v.startswith("rm"))
     ['rmse', 'rmse_high', 'rmse_low', 'rmv']
     """
-    level, n, seed = _local_iv(ds, "rce", n=n, level=level, seed=seed, E=E, uE=uE)
+    level, n_boot, seed = _local_iv(ds, "rce", n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
     bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
     points = _points(ds[E].values, ds[uE].values)
-    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n=n, level=level,
+    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n_boot=n_boot, level=level,
                                       seed=seed, purpose="reliability")
     rmv = np.empty((bins.sizes["bin"], 1))
     K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
@@ -488,4 +489,4 @@ def reliability(
         rmse=("bin", rmse, {"long_name": "root mean squared error in the bin"}),
         rmse_low=("bin", low, {"long_name": "lower bound of the BCa interval of RMSE"}),
         rmse_high=("bin", high, {"long_name": "upper bound of the BCa interval of RMSE"}),
-    ).assign_attrs(n_replicates=n, level=level, seed=seed, xuqcal_version=__version__)
+    ).assign_attrs(n_replicates=n_boot, level=level, seed=seed, xuqcal_version=__version__)

@@ -18,8 +18,11 @@ import numpy as np
 import xarray as xr
 from dask.delayed import Delayed
 
-from xuqcal import _kernels as K
-from xuqcal._checks import (
+from xuqcal._version import __version__
+from xuqcal.analysis.binning import check_n_bins
+from xuqcal.analysis.stats import check_input
+from xuqcal.core import kernels as K
+from xuqcal.core.checks import (
     check_bool,
     check_chunks,
     check_count,
@@ -27,26 +30,24 @@ from xuqcal._checks import (
     check_seed,
     variable_name,
 )
-from xuqcal._random import stream_key
-from xuqcal._version import __version__
-from xuqcal.binning import check_n_bins
-from xuqcal.intervals import (
+from xuqcal.core.intervals import (
     METHODS,
     bca_interval,
     check_level,
     percentile_interval,
     student_interval,
 )
-from xuqcal.statistics import (
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import (
     DEFAULT_N_BINS,
     PreparedData,
     Statistic,
-    check_input,
     check_sizes,
     codes_of,
     get_statistics,
     statistic_coords,
 )
+from xuqcal.core.summaries import safe_std
 
 __all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "replicate_chunks"]
 
@@ -60,7 +61,7 @@ RNG_DESCRIPTION = (
 )
 
 
-def replicate_chunks(n: int, chunks: int | Sequence[int] | None = None) -> tuple[int, ...]:
+def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = None) -> tuple[int, ...]:
     """Chunk sizes along ``replicate`` for ``n`` replicates.
 
     Examples
@@ -68,15 +69,15 @@ def replicate_chunks(n: int, chunks: int | Sequence[int] | None = None) -> tuple
     >>> replicate_chunks(2500, 1000)
     (1000, 1000, 500)
     """
-    check_count(n, "n", 1)
+    check_count(n_replicates, "n", 1)
     chunks = check_chunks(chunks)
     if chunks is None:
         chunks = DEFAULT_REPLICATE_CHUNK
     if isinstance(chunks, int):
         size = chunks
-        return tuple([size] * (n // size) + ([n % size] if n % size else []))
-    if sum(chunks) != n:
-        raise ValueError(f"chunks: sizes {chunks} must be positive and add up to n={n}")
+        return tuple([size] * (n_replicates // size) + ([n_replicates % size] if n_replicates % size else []))
+    if sum(chunks) != n_replicates:
+        raise ValueError(f"chunks: sizes {chunks} must be positive and add up to n={n_replicates}")
     return chunks
 
 
@@ -88,7 +89,7 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
     return prepared.unscale(codes, out)
 
 
-def blocks_along_replicate(function, prepared, n: int, chunks, width: int | tuple[int, ...],
+def blocks_along_replicate(function, prepared, n_replicates: int, chunks, width: int | tuple[int, ...],
                            *args) -> da.Array:
     """Lazy ``(n, *width)`` array, one Dask task per chunk of replicates.
 
@@ -101,21 +102,21 @@ def blocks_along_replicate(function, prepared, n: int, chunks, width: int | tupl
     tail = (width,) if isinstance(width, int | np.integer) else tuple(width)
     blocks = []
     start = 0
-    for size in replicate_chunks(n, chunks):
+    for size in replicate_chunks(n_replicates, chunks):
         block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
         blocks.append(da.from_delayed(block, shape=(size, *tail), dtype=np.float64))
         start += size
     return da.concatenate(blocks, axis=0)
 
 
-def bootstrap_replicates(prepared, codes: np.ndarray, n: int, seed: int,
+def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
                          chunks: int | Sequence[int] | None = None) -> da.Array:
     """Lazy ``(n, len(codes))`` array of bootstrap replicates, one task per chunk.
 
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
     key = stream_key(seed, "bootstrap")
-    return blocks_along_replicate(_replicate_block, prepared, n, chunks, codes.shape[0], codes,
+    return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0], codes,
                                   key)
 
 
@@ -189,27 +190,6 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     )
 
 
-def safe_std(values: np.ndarray) -> np.ndarray:
-    """Standard deviation (``ddof=1``) along the last axis; for values whose squares overflow
-    (statistics of order 1e160 and more) it is computed on ``values / 2^k`` and scaled back
-    exactly, where the plain formula gives inf. Ordinary values are unaffected (bit-identical).
-
-    Examples
-    --------
-    >>> float(safe_std(np.array([1e300, 3e300])) / 1e300)
-    1.4142135623730951
-    """
-    with np.errstate(invalid="ignore", over="ignore"):
-        sd = values.std(axis=-1, ddof=1)
-        redo = ~np.isfinite(sd) & np.isfinite(values).all(axis=-1)
-        if np.any(redo):
-            top = np.max(np.abs(values), axis=-1, keepdims=True)
-            k = np.frexp(np.where(top > 0, top, 1.0))[1]
-            scaled = np.ldexp(values, -k).std(axis=-1, ddof=1)
-            sd = np.where(redo, np.ldexp(scaled, k[..., 0]), sd)
-    return sd
-
-
 def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
     """Bias, standard error and interval from the replicates (last axis), layout-independent.
 
@@ -230,7 +210,7 @@ def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
     return bias, se, lo, hi
 
 
-def bootstrap_prepared(prepared: PreparedData, codes: np.ndarray, *, n: int, seed: int,
+def bootstrap_prepared(prepared: PreparedData, codes: np.ndarray, *, n_boot: int, seed: int,
                        level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eager BCa interval of one prepared data set: ``(estimate, ci_low, ci_high)``.
 
@@ -241,23 +221,23 @@ def bootstrap_prepared(prepared: PreparedData, codes: np.ndarray, *, n: int, see
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.statistics import codes_of, get_statistics
+    >>> from xuqcal.core.statistics import codes_of, get_statistics
     >>> ds = xuqcal.synthetic.nig(500, nu=6, seed=0)
     >>> prepared = PreparedData.from_arrays(ds.E.values, ds.uE.values, needs_bins=False)
-    >>> est, lo, hi = bootstrap_prepared(prepared, codes_of(get_statistics(["zms"])), n=300,
+    >>> est, lo, hi = bootstrap_prepared(prepared, codes_of(get_statistics(["zms"])), n_boot=300,
     ...                                  seed=1)
-    >>> bool(lo[0] == bootstrap(ds, ["zms"], n=300, seed=1).ci_low.values[0])
+    >>> bool(lo[0] == bootstrap(ds, ["zms"], n_boot=300, seed=1).ci_low.values[0])
     True
     """
     estimate = prepared.evaluate(codes)
-    replicates = _replicate_block(prepared, codes, stream_key(seed, "bootstrap"), 0, n)
+    replicates = _replicate_block(prepared, codes, stream_key(seed, "bootstrap"), 0, n_boot)
     jack = _jackknife_block(prepared, codes, 0, prepared.size)
     _, _, low, high = _summarize(replicates.T, estimate, jack.T, method="bca", level=level)
     return estimate, low, high
 
 
-def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
-                  keep_replicates, E, uE, n_name: str = "n"):
+def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins, by,
+                  keep_replicates, E, uE, n_name: str = "n_boot"):
     """Argument checks of :func:`bootstrap`, before any computation (no data are read).
 
     Returns the statistics, ``n``, ``method``, ``level``, ``seed``, ``chunks`` and ``by``
@@ -269,9 +249,9 @@ def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
         raise ValueError(f"method: unknown interval method {method!r}; choose one of {METHODS}")
     level = check_level(level)
     if method == "student":
-        n = check_count(n, n_name)
+        n_boot = check_count(n_boot, n_name)
     else:
-        n = check_replicates(n, level, n_name)
+        n_boot = check_replicates(n_boot, level, n_name)
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
     check_bool(keep_replicates, "keep_replicates")
@@ -280,15 +260,15 @@ def _bootstrap_iv(ds, statistics, *, n, method, level, seed, chunks, n_bins, by,
         raise ValueError(f"ds: the bootstrap needs at least 2 points, but the data have {m}")
     check_sizes(stats, m, jackknife=method == "bca")
     if method != "student":
-        replicate_chunks(n, chunks)
-    return stats, n, method, level, seed, chunks, by
+        replicate_chunks(n_boot, chunks)
+    return stats, n_boot, method, level, seed, chunks, by
 
 
 def bootstrap(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("zms", "rce"),
     *,
-    n: int = 10_000,
+    n_boot: int = 10_000,
     method: str = "bca",
     level: float = 0.95,
     seed: int = 0,
@@ -310,11 +290,11 @@ def bootstrap(
     ds : xarray.Dataset
         Input over ``sample`` with variables ``E`` and ``uE`` (see :mod:`xuqcal.io`).
     statistics : str or sequence of str
-        Keys of the registry (:data:`xuqcal.statistics.STATISTICS`).
+        Keys of the registry (:data:`xuqcal.core.statistics.STATISTICS`).
     n : int
         Number of bootstrap replicates B: at least ``ceil(2 / (1 - level))`` (40 at 95 %,
         200 at 99 %), so that each tail beyond the interval holds at least one replicate on
-        average (:func:`xuqcal._checks.minimum_replicates`); the default 10 000 is the
+        average (:func:`xuqcal.core.checks.minimum_replicates`); the default 10 000 is the
         recommended value.
     method : {"bca", "percentile", "student"}
         Interval method; ``"student"`` is the analytic interval of a mean (``zm``, ``zms``) and
@@ -343,22 +323,22 @@ def bootstrap(
     --------
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
-    >>> bs = bootstrap(ds, ["zms", "rce"], n=500, seed=0)
+    >>> bs = bootstrap(ds, ["zms", "rce"], n_boot=500, seed=0)
     >>> bs.ci_low.chunks is not None  # lazy
     True
     >>> result = bs.compute()
     >>> bool((result.ci_low < result.estimate).all())
     True
     """
-    stats, n, method, level, seed, chunks, by = _bootstrap_iv(
-        ds, statistics, n=n, method=method, level=level, seed=seed, chunks=chunks, n_bins=n_bins,
+    stats, n_boot, method, level, seed, chunks, by = _bootstrap_iv(
+        ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks, n_bins=n_bins,
         by=by, keep_replicates=keep_replicates, E=E, uE=uE)
     codes = codes_of(stats)
     m = ds.sizes["sample"]
     attrs = {
         "method": method,
         "level": level,
-        "n_replicates": n if method != "student" else 0,
+        "n_replicates": n_boot if method != "student" else 0,
         "seed": seed,
         "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
         "by": by,
@@ -379,7 +359,7 @@ def bootstrap(
         dims=("statistic",),
     )
     replicates = xr.DataArray(
-        bootstrap_replicates(prepared, codes, n, seed, chunks).T, dims=("statistic", "replicate")
+        bootstrap_replicates(prepared, codes, n_boot, seed, chunks).T, dims=("statistic", "replicate")
     )
     gathered = replicates.chunk({"replicate": -1})
     arguments = [gathered, estimate]

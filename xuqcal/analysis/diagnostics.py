@@ -16,10 +16,10 @@ import xarray as xr
 from scipy import stats
 
 from xuqcal._version import __version__
-from xuqcal.statistics import (
+from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core.statistics import (
     UndefinedStatisticWarning,
     beta_gm,
-    check_data_variables,
     check_values,
     kappa_cs,
     power_of_two_scale,

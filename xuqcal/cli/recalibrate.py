@@ -30,9 +30,10 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
-from xuqcal import _outputs, io
-from xuqcal._cli_common import output_file, positive_int, zero_or_count
-from xuqcal.features import add_formula_features
+from xuqcal import io
+from xuqcal.analysis.features import add_formula_features
+from xuqcal.cli.common import output_file, positive_int, zero_or_count
+from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
     DEFAULT_N_BINS,
     DEFAULT_N_BINS_SCORES,

@@ -286,7 +286,7 @@ def check_generators(generators: object, name: str = "generators") -> list:
     Traceback (most recent call last):
     ValueError: generators: t6 and t6.0 are the same distribution (t6); list it once
     """
-    from xuqcal.generators import Generator, get_generator
+    from xuqcal.core.generators import Generator, get_generator
 
     if isinstance(generators, str | Generator):
         generators = [generators]

@@ -1,0 +1,181 @@
+"""Point estimates of calibration statistics over ``statistic`` (METHODS §2), and the data
+checks every analysis shares (:func:`check_input`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import xarray as xr
+
+from xuqcal._version import __version__
+from xuqcal.core.binning import check_n_bins
+from xuqcal.core.checks import check_count, check_name, variable_name
+from xuqcal.core.statistics import (
+    DEFAULT_N_BINS,
+    Statistic,
+    check_numeric_dtype,
+    check_sizes,
+    compute,
+    get_statistics,
+    statistic_coords,
+)
+
+
+def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
+    """``compute`` over the last axis, looping over any leading axes."""
+    out = np.empty((*E.shape[:-1], len(keys)))
+    for index in np.ndindex(*E.shape[:-1]):
+        out[index] = compute(E[index], uE[index], keys, n_bins=n_bins, by=by,
+                             by_values=by_values[index] if use_by else None)
+    return out
+
+
+def check_data_variables(ds: object, E: object = "E", uE: object = "uE", *,
+                         extra_dims: bool = False) -> tuple[str, str]:
+    """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
+    ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
+
+    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (:func:`stats` keeps the
+    extra dimensions of synthetic replicates).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> check_data_variables(xuqcal.synthetic.nig(10, nu=6, seed=0))
+    ('E', 'uE')
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    for role, var in (("E", E), ("uE", uE)):
+        check_name(var, role)
+        if var not in ds.data_vars:
+            raise ValueError(f"{role}: the dataset has no variable {var!r} (data variables: "
+                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
+        dims = ds[var].dims
+        if "sample" not in dims:
+            raise ValueError(f"{role}: the variable {var!r} has no dimension 'sample' "
+                             f"(dimensions {dims})")
+        if not extra_dims and dims != ("sample",):
+            other = [d for d in dims if d != "sample"]
+            raise ValueError(f"{role}: expected a 1-D variable over 'sample', but {var!r} has "
+                             f"dimensions {dims}; multi-dimensional data are not supported "
+                             f"yet: select one slice, e.g. ds.isel({other[0]}=0)")
+        check_numeric_dtype(ds[var].dtype, role, var)
+    if ds.sizes["sample"] == 0:
+        raise ValueError("ds: empty data: the dataset has 0 rows along 'sample'")
+    return str(E), str(uE)
+
+
+def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, by: object,
+                E: object, uE: object, extra_dims: bool = False) -> tuple[str, int]:
+    """The data part of an entry point's argument checks (names, dimensions, dtypes and sizes:
+    no data are read): ``ds`` holds ``E`` and ``uE``, ``by`` names a variable (``"uE"`` the
+    uncertainty variable whatever its name), and ``n_bins`` suits the data when a statistic is
+    binned (an unused ``n_bins`` must still be a positive integer). Returns the binning
+    variable's name and the number of points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(30, nu=6, seed=0)
+    >>> check_input(ds, get_statistics(["zms"]), n_bins=20, by="uE", E="E", uE="uE")
+    ('uE', 30)
+    >>> check_input(ds, get_statistics(["ence"]), n_bins=20, by="uE", E="E", uE="uE")
+    Traceback (most recent call last):
+    ValueError: n_bins: n_bins=20 needs at least 40 points (2 per bin), but uE has 30
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    check_name(E, "E")
+    check_name(uE, "uE")
+    by = variable_name(ds, by, uE)
+    check_data_variables(ds, E, uE, extra_dims=extra_dims)
+    m = ds.sizes["sample"]
+    if any(s.needs_bins for s in statistics):
+        check_n_bins(m, n_bins, variable=by)
+    else:  # unused, but a bad value is still a mistake worth naming
+        check_count(n_bins, "n_bins", minimum=1)
+    return by, m
+
+
+def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
+    """Argument checks of :func:`stats` (no data are read): the statistics, the binning
+    variable and whether bins are needed."""
+    chosen = get_statistics(statistics)
+    by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE, extra_dims=True)
+    check_sizes(chosen, m)
+    return chosen, by, any(s.needs_bins for s in chosen)
+
+
+def stats(
+    ds: xr.Dataset,
+    statistics: str | Iterable[str] | None = ("zms", "rce"),
+    *,
+    n_bins: int = DEFAULT_N_BINS,
+    by: str = "uE",
+    E: str = "E",
+    uE: str = "uE",
+) -> xr.DataArray:
+    """Point estimates of statistics, labelled over ``statistic``.
+
+    Lazy when the data are Dask arrays (whatever their chunks along ``sample``: the kernels
+    see the whole sample, which for M points costs O(M) memory). Extra dimensions of ``E`` and
+    ``uE`` (e.g. ``replicate`` of synthetic data sets) are kept.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE``.
+    statistics : str or sequence of str or None
+        Statistic keys (``None``: all of the registry).
+    n_bins : int
+        Number of equal-count bins of the binned statistics.
+    by : str
+        Binning variable (``uE`` measures consistency, a feature adaptivity).
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dimension ``statistic`` (plus any extra dimensions of the data).
+
+    Raises
+    ------
+    ValueError
+        Before any computation for invalid arguments (each message starts with the parameter
+        name); when computed, for invalid values (:meth:`PreparedData.from_arrays`).
+
+    Warns
+    -----
+    UndefinedStatisticWarning
+        For a statistic that is undefined on the data (NaN or ``inf``), naming the reason,
+        e.g. ``cc is undefined: uE is constant``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(5000, nu=6, seed=0)
+    >>> v = stats(ds, ["zms", "ence"], n_bins=20)
+    >>> v.dims, v.statistic.values.tolist()
+    (('statistic',), ['zms', 'ence'])
+    """
+    chosen, by, needs_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E, uE=uE)
+    keys = [s.key for s in chosen]
+    use_by = needs_bins and by != uE
+    by_values = ds[by] if use_by else ds[uE]
+    values = xr.apply_ufunc(
+        _stats_gufunc, ds[E], ds[uE], by_values,
+        kwargs={"keys": keys, "n_bins": n_bins, "by": by, "use_by": use_by},
+        input_core_dims=[["sample"]] * 3,
+        output_core_dims=[["statistic"]],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"statistic": len(keys)}, "allow_rechunk": True},
+    )
+    values = values.assign_coords(statistic_coords(chosen))
+    values.name = "value"
+    values.attrs.update(n_bins=n_bins if needs_bins else 0, by=by, n_samples=ds.sizes["sample"],
+                        xuqcal_version=__version__)
+    return values

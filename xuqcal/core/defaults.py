@@ -1,0 +1,42 @@
+"""Every default value of the public API, in one place.
+
+Functions take their defaults from here (``n_boot: int = defaults.N_BOOT``); the ``.uqcal``
+accessor, the CLI and the report delegate to the functions without restating them. Changing a
+value here changes it everywhere.
+"""
+
+#: Variable names of the two roles (``E=``, ``uE=`` on every analysis).
+E = "E"
+UE = "uE"
+#: The binning variable of binned statistics and local analyses.
+BY = "uE"
+
+#: Bootstrap replicates of the intervals of global statistics (METHODS §4).
+N_BOOT = 10_000
+#: Simulated data sets of a simulated reference (METHODS §5).
+N_MC = 10_000
+#: Confidence level of every interval.
+LEVEL = 0.95
+#: Seed of the counter-based random streams.
+SEED = 0
+#: Generative distributions D of simulated references (normal and Student's t(6)).
+GENERATORS = ("normal", "t6")
+
+#: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage.
+N_BINS = 20
+#: Bins of local z-score analyses (LZM, LZMS, ...; METHODS §6).
+N_BINS_LOCAL = 100
+#: Bins learned by BVS recalibration (METHODS §8).
+N_BINS_RECALIBRATION = 40
+#: Bins of the conditional scores of a recalibration (S_con, S_ada, f_v).
+N_BINS_SCORES = 100
+
+#: Bootstrap replicates of the per-bin intervals of local analyses.
+N_BOOT_LOCAL = 5000
+#: Bootstrap replicates of the per-group intervals of adversarial group validation.
+N_BOOT_GROUPS = 1000
+#: Bootstrap replicates of the per-bin intervals of reliability diagrams.
+N_BOOT_RELIABILITY = 2000
+#: Bootstrap replicates of the report's intervals (smaller than N_BOOT: the report runs every
+#: analysis of a file).
+N_BOOT_REPORT = 5000

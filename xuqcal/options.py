@@ -1,0 +1,116 @@
+"""Global options of xuqcal: ``xuqcal.set_options`` (context manager or global), as xarray's.
+
+Options are knobs of *how* a result is computed (chunk sizes, progress display, time-outs),
+never of *what* is computed: results are bit-identical whatever the options.
+
+Examples
+--------
+>>> import xuqcal
+>>> with xuqcal.set_options(replicate_chunk=500):
+...     xuqcal.get_options()["replicate_chunk"]
+500
+>>> xuqcal.get_options()["replicate_chunk"]
+1000
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+OPTIONS: dict[str, Any] = {
+    "replicate_chunk": 1000,
+    "jackknife_chunk": 4096,
+    "progress": False,
+    "scheduler_timeout": 10.0,
+    "study_batch_size": 50,
+}
+
+_DESCRIPTIONS = {
+    "replicate_chunk": "replicates per Dask chunk along replicate when chunks is not given "
+                       "(a positive integer)",
+    "jackknife_chunk": "leave-one-out values per Dask task of the BCa jackknife "
+                       "(a positive integer)",
+    "progress": "show a progress bar while long computations run (True or False)",
+    "scheduler_timeout": "seconds to wait for a dask.distributed scheduler "
+                         "(a positive finite number)",
+    "study_batch_size": "synthetic data sets per task of the simulation studies "
+                        "(a positive integer)",
+}
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _positive_number(value: object) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0)
+
+
+_VALIDATORS: dict[str, Callable[[object], bool]] = {
+    "replicate_chunk": _positive_int,
+    "jackknife_chunk": _positive_int,
+    "progress": lambda value: isinstance(value, bool),
+    "scheduler_timeout": _positive_number,
+    "study_batch_size": _positive_int,
+}
+
+
+def get_options() -> dict[str, Any]:
+    """A copy of the current options.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> xuqcal.get_options()["progress"]
+    False
+    """
+    return dict(OPTIONS)
+
+
+class set_options:
+    """Set options globally or, used with ``with``, for a block.
+
+    Parameters
+    ----------
+    replicate_chunk : int, default 1000
+        Replicates per Dask chunk along ``replicate`` when ``chunks`` is not given.
+    jackknife_chunk : int, default 4096
+        Leave-one-out values per Dask task of the BCa jackknife.
+    progress : bool, default False
+        Show a progress bar (Dask's ``ProgressBar`` on the local schedulers) while long
+        computations (cubes, studies, the CLI) run.
+    scheduler_timeout : float, default 10
+        Seconds to wait for a ``dask.distributed`` scheduler given by address.
+    study_batch_size : int, default 50
+        Synthetic data sets per task of the simulation studies.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> with xuqcal.set_options(progress=True):
+    ...     xuqcal.get_options()["progress"]
+    True
+    >>> xuqcal.set_options(jackknife_chunk=0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: jackknife_chunk: expected leave-one-out values per Dask task ... got 0
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        for key, value in kwargs.items():
+            if key not in OPTIONS:
+                raise ValueError(f"{key}: not an option of xuqcal; the options are "
+                                 f"{', '.join(sorted(OPTIONS))}")
+            if not _VALIDATORS[key](value):
+                raise ValueError(f"{key}: expected {_DESCRIPTIONS[key]}, got {value!r}")
+        self.old = {key: OPTIONS[key] for key in kwargs}
+        OPTIONS.update(kwargs)
+
+    def __enter__(self) -> set_options:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        OPTIONS.update(self.old)

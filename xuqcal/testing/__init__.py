@@ -1,0 +1,1 @@
+"""Public test helpers (assertions and hypothesis strategies); see :mod:`xuqcal.testing`."""
