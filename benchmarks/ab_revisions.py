@@ -31,13 +31,13 @@ REPO = Path(__file__).resolve().parents[1]
 WORKLOADS = {
     "bootstrap_zms_nig_1e5": (
         "ds = xuqcal.synthetic.nig(100_000, nu=6, seed=0)",
-        'xuqcal.bootstrap(ds, ["zms"], n=10_000).compute()',
+        'xuqcal.bootstrap(ds, ["zms"], **replicates("n_boot", 10_000)).compute()',
     ),
     "reference_qm9_cc_ence_zmse": (
         "ds = xuqcal.read_csv(shared + '/BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv', "
         "E='E_ - prediction', uE='sqrt(uncertainty_total)')",
-        'xuqcal.reference(ds, ["cc", "ence", "zmse"], generator=["normal", "t6"], '
-        "n=10_000).compute()",
+        'simulate(ds, ["cc", "ence", "zmse"], **generators(["normal", "t6"]), '
+        '**replicates("n_mc", 10_000)).compute()',
     ),
     "validate_qm9_four_statistics": (
         "ds = xuqcal.read_csv(shared + '/BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv', "
@@ -51,6 +51,14 @@ import json, sys, time, warnings
 warnings.simplefilter("ignore")
 import xuqcal
 shared = sys.argv[1]
+# the names of the revision being timed: xuqcal.simulate(generators=, n_mc=) and
+# bootstrap(n_boot=) since issue 12, xuqcal.reference(generator=, n=) and bootstrap(n=) before
+NEW_NAMES = hasattr(xuqcal, "simulate")
+simulate = xuqcal.simulate if NEW_NAMES else xuqcal.reference
+def replicates(name, count):
+    return {{name if NEW_NAMES else "n": count}}
+def generators(names):
+    return {{"generators" if NEW_NAMES else "generator": names}}
 warm = xuqcal.synthetic.nig(500, nu=6, seed=0)
 xuqcal.validate(warm, ["zms", "cc", "ence", "zmse"], n_boot=100, n_mc=100, n_bins=5)
 {setup}

@@ -219,7 +219,8 @@ def xuqcal_bca(
     ds: xr.Dataset, statistics: list[str], n: int, *, seed: int, level: float
 ) -> xr.Dataset:
     """The user's call: lazy bootstrap, computed on Dask's default (threaded) scheduler."""
-    return xuqcal.bootstrap(ds, statistics, n_boot=n, method="bca", level=level, seed=seed).compute()
+    return xuqcal.bootstrap(ds, statistics, n_boot=n, method="bca", level=level,
+                            seed=seed).compute()
 
 
 _SCIPY_RNG_KEYWORD = (
@@ -760,7 +761,7 @@ def bench_binned_bca_qm9(cfg: Config) -> Measurement:
         baseline_measured=measured,
     )
     row.notes.append(
-        "xuqcal: xuqcal.bootstrap(ds, ['zms', 'cc', 'ence', 'zmse'], n=B, method='bca', "
+        "xuqcal: xuqcal.bootstrap(ds, ['zms', 'cc', 'ence', 'zmse'], n_boot=B, method='bca', "
         "n_bins=20).compute() on Dask's threaded scheduler (2 cores); the loop baseline is "
         "single-threaded, as written by a user"
     )
@@ -1031,7 +1032,7 @@ m, n = int(sys.argv[1]), int(sys.argv[2])
 ds = xuqcal.synthetic.nig(m, nu=6, seed=0)
 before = high_water_mb()
 start = time.perf_counter()
-result = xuqcal.bootstrap(ds, ["zms"], n=n, seed=0).compute()
+result = xuqcal.bootstrap(ds, ["zms"], n_boot=n, seed=0).compute()
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "peak_mb": high_water_mb(), "peak_before_mb": before,
                   "ci": [result.ci_low.item(), result.ci_high.item()]}))

@@ -45,6 +45,8 @@ from _common import (
 
 import xuqcal
 from xuqcal import recalibration as rc
+from xuqcal.core.provenance import attach
+from xuqcal.core.statistics import STATISTICS, point_columns
 
 NAME = "recalibration_qm9"
 FILES = {
@@ -99,9 +101,9 @@ def bin_zms(test: xr.Dataset, recalibrated: dict[str, xr.Dataset]) -> xr.Dataset
     count = np.bincount(index, minlength=n)
 
     def per_bin(ds: xr.Dataset) -> np.ndarray:
-        z2 = (ds.E.values / ds.uE.values) ** 2
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.bincount(index, weights=z2, minlength=n) / count
+        z2 = point_columns(ds.E.values, ds.uE.values, ["z2"])["z2"]
+        return STATISTICS["zms"].from_sums({"count": count,
+                                            "z2": np.bincount(index, weights=z2, minlength=n)})
 
     data = {"count": ("bin", count, {"long_name": "number of test points"}),
             "uE_mean": ("bin", np.bincount(index, weights=test.uE.values, minlength=n) / count,
@@ -110,9 +112,8 @@ def bin_zms(test: xr.Dataset, recalibrated: dict[str, xr.Dataset]) -> xr.Dataset
     for method, ds in recalibrated.items():
         data[f"zms_{method}"] = ("bin", per_bin(ds),
                                  {"long_name": f"<Z²> after the {method} recalibration"})
-    return xr.Dataset(data, coords={"bin": np.arange(n)},
-                      attrs={"bins": f"the {n} BVS bins of uE learned on the training set",
-                             "xuqcal_version": xuqcal.__version__})
+    return attach(xr.Dataset(data, coords={"bin": np.arange(n)}),
+                  {"bins": f"the {n} BVS bins of uE learned on the training set"})
 
 
 def comparison(table: xr.Dataset) -> str:
@@ -199,9 +200,9 @@ def main(argv: list[str] | None = None) -> None:
                      for name in per_bin.data_vars if name.startswith("zms_")]))
 
     axes = xuqcal.plot.recalibration_scan(
-        result, reference=table.sel(dataset="isotonic reference"),
+        result, baseline=table.sel(dataset="isotonic reference"),
         simulated=table.sel(dataset=f"test BVS {N_BINS_BVS}"),
-        reference_label="isotonic reference")
+        baseline_label="isotonic reference")
     axes[0].figure.set_size_inches(12, 8)
     save_figure(axes[0], out["scan.png"])
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
-import xarray as xr
 from scipy import stats
 
 import xuqcal
 from xuqcal.core.intervals import wilson_interval
+from xuqcal.testing import assert_results_identical
 
 STATS = ["zms", "rce", "zm", "cc", "ence", "zmse"]
 
@@ -30,7 +30,7 @@ def test_bit_identical_across_chunkings_and_schedulers(data):
     for chunks in (100, (500, 77, 623)):
         for scheduler in ("synchronous", "threads", "processes"):
             result = _run(data, chunks, scheduler)
-            xr.testing.assert_identical(result, reference)
+            assert_results_identical(result, reference)
 
 
 def test_bit_identical_on_distributed_cluster(data):
@@ -41,7 +41,7 @@ def test_bit_identical_on_distributed_cluster(data):
             distributed.Client(cluster):
         result = xuqcal.bootstrap(data, STATS, n_boot=1200, seed=9, chunks=250,
                                   keep_replicates=True).compute()
-    xr.testing.assert_identical(result, reference)
+    assert_results_identical(result, reference)
 
 
 def test_different_seeds_differ(data):
@@ -69,7 +69,7 @@ def test_lazy_input_stays_lazy(data):
     with dask.config.set(scheduler="synchronous"):
         bs = xuqcal.bootstrap(lazy, ["zms", "ence"], n_boot=300, seed=0)
         assert isinstance(bs.estimate.data, dask.array.Array)
-        xr.testing.assert_identical(
+        assert_results_identical(
             bs.compute(), xuqcal.bootstrap(data, ["zms", "ence"], n_boot=300, seed=0).compute()
         )
 
@@ -123,13 +123,13 @@ def test_bca_coverage_of_zms_on_calibrated_nig():
     [
         ({"statistics": ["zms", "foo"]}, "unknown statistic 'foo'"),
         ({"statistics": []}, "empty"),
-        ({"n": 1}, "n: expected an integer >= 40"),
-        ({"n": 39}, r"n: expected an integer >= 40 \(an interval at level 0.95 needs"),
+        ({"n_boot": 1}, "n_boot: expected an integer >= 40"),
+        ({"n_boot": 39}, r"n_boot: expected an integer >= 40 \(an interval at level 0.95 needs"),
         ({"method": "bc"}, "unknown interval method 'bc'"),
         ({"level": 95}, "level"),
         ({"seed": -3}, "seed"),
         ({"chunks": 0}, "chunks"),
-        ({"chunks": (10, 10)}, "add up to n=100"),
+        ({"chunks": (10, 10)}, "add up to n_boot=100"),
         ({"statistics": ["ence"], "n_bins": 1000}, "n_bins=1000 needs at least 2000 points"),
         ({"statistics": ["ence"], "by": "X"}, "binning variable 'X'"),
         ({"statistics": ["ence"], "by": "X", "n_bins": 1000},
@@ -137,6 +137,6 @@ def test_bca_coverage_of_zms_on_calibrated_nig():
     ],
 )
 def test_bad_arguments(data, kwargs, message):
-    args = {"statistics": ["zms"], "n": 100, **kwargs}
+    args = {"statistics": ["zms"], "n_boot": 100, **kwargs}
     with pytest.raises(ValueError, match=message):
         xuqcal.bootstrap(data, **args)

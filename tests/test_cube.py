@@ -15,6 +15,12 @@ from xuqcal.core import random as _random
 from xuqcal.core.generators import get_generator
 from xuqcal.studies import cube
 
+
+def _assert_identical(a, b):
+    """Identical results apart from the time they were created at."""
+    xr.testing.assert_identical(a.assign_attrs(created=None), b.assign_attrs(created=None))
+
+
 SMALL = {"size": [300, 600], "n_bins": [3, 6], "nu": [3.0, 6.0],
          "generators": ["normal", "t6"], "n_mc": 40}
 
@@ -60,7 +66,7 @@ def test_lazy_and_deterministic_across_chunks_and_schedulers(small):
     assert isinstance(lazy["mean"].data, dask.array.Array)
     for scheduler in ("threads", "processes"):
         with dask.config.set(scheduler=scheduler):
-            xr.testing.assert_identical(lazy.compute(), small)
+            _assert_identical(lazy.compute(), small)
 
 
 def test_distributed_equals_synchronous(small):
@@ -70,7 +76,7 @@ def test_distributed_equals_synchronous(small):
             distributed.Client(cluster):
         remote = cube.build(["zms", "ence", "zmse", "cc"], **SMALL, keep_replicates=True,
                             chunks=15).compute()
-    xr.testing.assert_identical(remote, small)
+    _assert_identical(remote, small)
 
 
 def test_build_from_equals_reference_and_shares_data_sets():
@@ -111,7 +117,8 @@ def test_extend_equals_a_full_build(tmp_path, dim, values):
     cube.build(["ence", "zms"], **base, path=path)
     extended = cube.extend(path, **{dim: values})
     full_grid = dict(base)
-    full_grid[dim] = base[dim] + values
+    key = "generators" if dim == "generator" else dim  # the dimension of build(generators=)
+    full_grid[key] = base[key] + values
     full = cube.build(["ence", "zms"], **full_grid).compute()
     summaries = list(cube.SUMMARIES)
     for result in (extended, cube.open(path)):
@@ -234,3 +241,36 @@ def test_size_bins_cube_fit_acceptance():
         assert gap > 10 * np.hypot(*f.alpha_se.values)
     sens = cube.generator_sensitivity(c)
     assert bool(sens.sensitive.sel(generator="t6").all())
+
+
+def test_progress_is_dasks_bar_by_argument_or_option(tmp_path, capsys):
+    grid = {"size": [300], "n_bins": [3], "nu": [6.0], "generators": ["normal"], "n_mc": 20}
+    cube.build(["ence"], **grid, path=tmp_path / "quiet.nc")
+    assert capsys.readouterr().err == ""
+    cube.build(["ence"], **grid, path=tmp_path / "shown.nc", progress=True)
+    err = capsys.readouterr().err
+    assert "cell 1/1" in err and "Completed" in err  # dask.diagnostics.ProgressBar
+    with xuqcal.set_options(progress=True):
+        cube.extend(tmp_path / "quiet.nc", nu=[8.0])
+    assert "Completed" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=r"^progress: expected True or False"):
+        cube.build(["ence"], **grid, path=tmp_path / "bad.nc", progress="yes")
+
+
+def test_cube_attributes_come_from_provenance():
+    c = cube.build(["ence"], size=[300], n_bins=[3], nu=[6.0], generators="normal", n_mc=20)
+    assert c.attrs["xuqcal_version"] == xuqcal.__version__
+    assert c.attrs["created"].endswith("+00:00")
+    fit = cube.fit_sqrt(cube.build(["ence"], size=[300, 600], n_bins=[3, 6], nu=[6.0],
+                                   generators="normal", n_mc=20))
+    assert fit.attrs["created"].endswith("+00:00") and "model" in fit.attrs
+
+
+def test_build_from_finds_the_uncertainties_by_role():
+    ds = xuqcal.synthetic.nig(500, nu=6, seed=1)
+    direct = cube.build_from(ds, ["ence"], generators="normal", n_bins=[5], n_mc=30).compute()
+    renamed = cube.build_from(ds.rename(uE="sigma", E="err"), ["ence"], generators="normal",
+                              n_bins=[5], n_mc=30).compute()
+    xr.testing.assert_identical(renamed["mean"], direct["mean"])
+    with pytest.raises(ValueError, match=r"^generators: "):
+        cube.build_from(ds, ["ence"], generators=["nope"], n_bins=[5], n_mc=30)

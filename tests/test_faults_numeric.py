@@ -82,7 +82,7 @@ def _cases_class3():
         ("method 3", lambda d: xuqcal.bootstrap(d, method=3), r"^method: unknown interval"),
         ("keep_replicates", lambda d: xuqcal.bootstrap(d, keep_replicates="yes"),
          r"^keep_replicates: expected True or False"),
-        ("generator 3", lambda d: xuqcal.simulate(d, generators=3), r"^generator: "),
+        ("generator 3", lambda d: xuqcal.simulate(d, generators=3), r"^generators: "),
         ("zv one point", lambda d: xuqcal.stats(one, ["zm", "zv"]),
          r"^statistics: zv needs at least 2 points, but the data have 1"),
         ("bootstrap one row", lambda d: xuqcal.bootstrap(one, ["zms"], n_boot=100),
@@ -342,9 +342,9 @@ def test_class5_n_boot_minimum(data, level, minimum):
     with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum} "
                                          rf"\(an interval at level {level:g} needs"):
         xuqcal.validate(data, ["zms"], n_boot=minimum - 1, level=level)
-    with pytest.raises(ValueError, match=rf"^n: expected an integer >= {minimum}"):
+    with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum}"):
         xuqcal.bootstrap(data, ["zms"], n_boot=minimum - 1, level=level)
-    with pytest.raises(ValueError, match=rf"^n: expected an integer >= {minimum}"):
+    with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum}"):
         xuqcal.local(data, "zms", n_boot=minimum - 1, level=level)
     with pytest.raises(ValueError, match=rf"^n_boot: expected an integer >= {minimum}"):
         xuqcal.curves.ablation(data, n_boot=minimum - 1, level=level)
@@ -374,9 +374,9 @@ def test_class5_generator_names_are_normalised(data, names, canonical):
                rf"distribution \({canonical}\)"
     with pytest.raises(ValueError, match=expected):
         xuqcal.validate(data, ["cc"], generators=[first, second])
-    with pytest.raises(ValueError, match=r"^generator: .* are the same distribution"):
+    with pytest.raises(ValueError, match=r"^generators: .* are the same distribution"):
         xuqcal.simulate(data, ["cc"], generators=[first, second])
-    with pytest.raises(ValueError, match=r"^generator: .* are the same distribution"):
+    with pytest.raises(ValueError, match=r"^generators: .* are the same distribution"):
         cube.build(["ence"], size=[100], n_bins=[2], nu=[6], generators=[first, second])
 
 
@@ -726,9 +726,10 @@ def _cases_api_hangs_and_tracebacks():
         ("student NaN", lambda d: xuqcal.student_interval(np.array([1.0, np.nan, 2.0])),
          r"^values: 1 of 3 values are NaN or infinite"),
         ("wilson NaN", lambda d: xuqcal.wilson_interval(math.nan, 10),
-         r"^successes, n: expected finite counts"),
+         r"^successes, trials: expected finite counts"),
         ("wilson k > n", lambda d: xuqcal.wilson_interval(5, 3),
-         r"^successes, n: expected 0 <= successes <= n and n > 0, got successes=5, n=3"),
+         r"^successes, trials: expected 0 <= successes <= trials and trials > 0, got "
+         r"successes=5, trials=3"),
         ("generator sample -1", lambda d: xuqcal.get_generator("normal").sample(-1, seed=0),
          r"^size: expected an integer >= 0"),
         ("generator sample seed", lambda d: xuqcal.get_generator("t6").sample(3, seed=-1),
@@ -752,7 +753,7 @@ def _cases_api_hangs_and_tracebacks():
          r"^features: expected a variable name"),
         ("bootstrap level 1 - 1e-16", lambda d: xuqcal.bootstrap(d["ds"], level=1 - 1e-16,
                                                                  n_boot=100),
-         r"^n: .*an interval at level 0.9999999999999999 needs"),
+         r"^n_boot: .*an interval at level 0.9999999999999999 needs"),
         # meaningless settings that were accepted (found through the command line)
         ("recalibration by E", lambda d: xuqcal.recalibration.fit(d["ds"], by="E"),
          r"^by: the errors E cannot be a binning variable"),
@@ -1019,9 +1020,9 @@ def _cases_parameter_types():
         for value in (None, 3, ["uE"], "sigma"):  # named by, not uE, before
             cases.append((f"{name} uE={value!r}", lambda d, c=call, v=value: c(d, v), r"^uE: "))
     cases += [
-        ("bootstrap n huge", lambda d: xuqcal.bootstrap(d, n_boot=huge), r"^n: expected an integer "
+        ("bootstrap n huge", lambda d: xuqcal.bootstrap(d, n_boot=huge), r"^n_boot: expected an integer "
                                                                     r"<= 2\*\*40"),
-        ("reference n huge", lambda d: xuqcal.simulate(d, n_mc=huge), r"^n: .*<= 2\*\*40"),
+        ("simulate n_mc huge", lambda d: xuqcal.simulate(d, n_mc=huge), r"^n_mc: .*<= 2\*\*40"),
         ("validate n_mc huge", lambda d: xuqcal.validate(d, n_mc=huge), r"^n_mc: .*<= 2\*\*40"),
         ("bootstrap unused n_bins huge", lambda d: xuqcal.bootstrap(
             d, ["zms"], n_boot=40, n_bins=2**40).compute(), None),

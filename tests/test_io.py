@@ -333,8 +333,115 @@ def test_from_arrays_keeps_dask_data_lazy():
     assert ds.E.chunks is not None and ds.uE.chunks is not None
     np.testing.assert_allclose(ds.E.values, np.linspace(-1, 1, 10))
     bad = da.from_array(np.r_[np.ones(9), 0.0], chunks=4)
+    lazy = io.from_arrays(E, bad)  # nothing computed: the value checks are in the graph
     with pytest.raises(ValueError, match=re.escape("uE: 1 of 10 values are not positive (rows 9)")):
-        io.from_arrays(E, bad)
+        lazy.uE.compute()
+
+
+class _CountComputes:
+    """A Dask scheduler that counts the graphs it computes."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, dsk, keys, **kwargs):
+        import dask
+
+        self.count += 1
+        return dask.get(dsk, keys, **kwargs)
+
+
+def _lazy_bad_dataset(da):
+    E = np.r_[np.linspace(-1, 1, 9), np.nan, 0.5, np.inf]
+    uE = np.r_[np.ones(10), -1.0, 1.0]
+    return xr.Dataset({"E": ("sample", da.from_array(E, chunks=5)),
+                       "uE": ("sample", da.from_array(uE, chunks=3))},
+                      coords={"sample": np.arange(100, 112)})
+
+
+def test_validate_dataset_lazy_computes_nothing_and_raises_at_compute():
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    counter = _CountComputes()
+    with dask.config.set(scheduler=counter):
+        checked = io.validate_dataset(_lazy_bad_dataset(da))
+        assert counter.count == 0
+        assert checked.E.chunks == ((5, 5, 2),) and checked.uE.chunks == ((3, 3, 3, 3),)
+        expected = ("invalid input data (3 problems):\n  E: 1 of 12 values are NaN (rows 109)\n"
+                    "  E: 1 of 12 values are +inf (rows 111)\n"
+                    "  uE: 1 of 12 values are not positive (rows 110)")
+        for variable in ("E", "uE"):
+            with pytest.raises(ValueError) as info:
+                checked[variable].compute()
+            assert str(info.value) == expected
+        assert counter.count == 2
+
+
+def test_validate_dataset_lazy_messages_equal_the_eager_ones():
+    pytest.importorskip("dask.array")
+    cases = [
+        (np.r_[1.0, 2.0, 3.0, 1e200], np.r_[1.0, 1.0, 1.0, 1e-200]),   # z² overflows
+        (np.r_[1e300, 1.0], np.r_[1.0, 1e-300]),                        # span of 2^1990
+        (np.r_[np.nan, np.nan, 2.0, -np.inf] * np.ones(4), np.r_[0.0, 1.0, np.nan, 2.0]),
+        (np.arange(20.0), np.r_[np.zeros(8), np.ones(12)]),             # more than 5 rows
+    ]
+    for E, uE in cases:
+        eager = xr.Dataset({"E": ("sample", E), "uE": ("sample", uE)})
+        with pytest.raises(ValueError) as expected:
+            io.validate_dataset(eager)
+        lazy = io.validate_dataset(eager.chunk(sample=3))
+        with pytest.raises(ValueError) as info:
+            lazy.compute()
+        assert str(info.value) == str(expected.value)
+
+
+def test_validate_dataset_lazy_good_data_unchanged():
+    da = pytest.importorskip("dask.array")
+    ds = io.from_arrays(da.linspace(-1, 1, 10, chunks=4), da.ones(10, chunks=4), X=np.arange(10))
+    checked = io.validate_dataset(ds)
+    xr.testing.assert_identical(checked.compute(), ds.compute())
+    assert checked.E.attrs == ds.E.attrs and checked.X.chunks == ds.X.chunks
+
+
+def test_validate_dataset_mixed_backing_checks_memory_data_at_once():
+    da = pytest.importorskip("dask.array")
+    ds = xr.Dataset({"E": ("sample", np.r_[1.0, np.nan]),
+                     "uE": ("sample", da.ones(2, chunks=1))})
+    with pytest.raises(ValueError, match=re.escape("E: 1 of 2 values are NaN (rows 1)")):
+        io.validate_dataset(ds)
+
+
+def test_roles_recorded_by_the_constructors_survive_a_rename(tmp_path):
+    ds = io.from_arrays([0.1, -0.2], [0.3, 0.2], X=[1.0, 2.0])
+    assert ds.E.attrs["xuqcal_role"] == "E" and ds.uE.attrs["xuqcal_role"] == "uE"
+    assert "xuqcal_role" not in ds.X.attrs
+    renamed = ds.rename(E="err", uE="sigma")
+    assert io.roles(renamed) == ("err", "sigma")
+    assert io.roles(renamed, E="X") == ("X", "sigma")
+    assert io.roles(xr.Dataset({"E": ("sample", [1.0])})) == ("E", "uE")
+    io.validate_dataset(renamed)  # finds err and sigma
+    df = pd.DataFrame({"y": [1.0, 2.0], "p": [1.5, 1.0], "s": [0.2, 0.3]})
+    built = io.from_dataframe(df, E="y - p", uE="s")
+    assert (built.E.attrs["xuqcal_role"], built.uE.attrs["xuqcal_role"]) == ("E", "uE")
+    io.to_netcdf(renamed, tmp_path / "renamed.nc")
+    opened = io.open_dataset(tmp_path / "renamed.nc")
+    assert io.roles(opened) == ("err", "sigma")
+    reassigned = io.open_dataset(tmp_path / "renamed.nc", E="X", uE="sigma")
+    assert io.roles(reassigned) == ("X", "sigma") and "xuqcal_role" not in reassigned.err.attrs
+    from xuqcal.io import synthetic
+
+    assert io.roles(synthetic.nig(5, nu=6, seed=0).rename(uE="u")) == ("E", "u")
+
+
+def test_roles_ambiguous_and_bad_names():
+    ds = io.from_arrays([0.1, -0.2], [0.3, 0.2])
+    both = ds.assign(E2=ds.E).rename(E="E1")
+    with pytest.raises(ValueError, match=r"^E: 2 variables have the role E \(E1, E2\); pass E="):
+        io.roles(both)
+    assert io.roles(ds.assign(E2=ds.E)) == ("E", "uE")  # the default name decides
+    with pytest.raises(ValueError, match=r"^uE: expected the name of a variable"):
+        io.roles(ds, uE=3)
 
 
 @pytest.mark.parametrize(
@@ -759,7 +866,12 @@ def test_open_dataset_validates(tmp_path, sample_ds):
 
 
 def test_open_dataset_custom_names(tmp_path, sample_ds):
-    path = io.to_netcdf(sample_ds.rename({"E": "err", "uE": "unc"}), tmp_path / "n.nc")
+    renamed = sample_ds.rename({"E": "err", "uE": "unc"})
+    path = io.to_netcdf(renamed, tmp_path / "n.nc")
+    assert io.roles(io.open_dataset(path)) == ("err", "unc")  # the recorded roles
+    for name in ("err", "unc"):
+        del renamed[name].attrs["xuqcal_role"]
+    path = io.to_netcdf(renamed, tmp_path / "n.nc", overwrite=True)
     with pytest.raises(ValueError, match="E: the dataset has no variable 'E'"):
         io.open_dataset(path)
     assert io.open_dataset(path, E="err", uE="unc").sizes["sample"] == 19
@@ -803,3 +915,17 @@ def test_ras2023_logp(shared_data):
     assert ds.sizes["sample"] == 5000
     # `error` is y_pred - logP, computed by the authors in float32 precision
     np.testing.assert_allclose(ds.E, -ds.error, rtol=0, atol=1e-6)
+
+
+def test_read_table_reads_once_with_the_checks_of_read_csv(tmp_path):
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"E": [0.1, -0.2], "uE": [0.3, 0.2], "formula": ["CH4", "H2O"]}).to_csv(
+        path, index=False)
+    table = io.read_table(path)
+    assert table.columns.tolist() == ["E", "uE", "formula"]
+    ds = io.from_dataframe(table, E="E", uE="uE", source=str(path))
+    xr.testing.assert_identical(ds.drop_attrs(), io.read_csv(path, E="E", uE="uE").drop_attrs())
+    assert ds.attrs["source"] == str(path)
+    nc = io.to_netcdf(ds, tmp_path / "t.nc")
+    with pytest.raises(ValueError, match="is a NetCDF file, not a CSV file"):
+        io.read_table(nc)

@@ -177,16 +177,18 @@ def test_cc_jackknife_matches_scipy_with_heavy_ties(seed, m, levels_u, levels_e)
         np.testing.assert_allclose(got[q], want, rtol=1e-10, atol=1e-13)
 
 
-def test_lazy_jackknife_blocks_share_one_cc_task(monkeypatch):
+def test_lazy_jackknife_blocks_share_one_cc_task():
     """Split into many blocks, the lazy jackknife equals the eager one, and the cc values come
     from a single task that every block reads."""
+    import xuqcal
     from xuqcal.analysis import resampling
 
-    monkeypatch.setattr(resampling, "JACKKNIFE_CHUNK", 37)
     E, uE = _data(11, 400, ties=True)
     prepared = PreparedData.from_arrays(E, uE, n_bins=5)
     codes = codes_of(get_statistics(["zms", "cc", "ence"]))
-    lazy = resampling.jackknife(prepared, codes, 400)
+    with xuqcal.set_options(jackknife_chunk=37):
+        lazy = resampling.jackknife(prepared, codes, 400)
+    assert len(lazy.chunks[0]) == 11  # 400 values in tasks of 37
     keys = [k for k in dict(lazy.__dask_graph__()) if "_spearman_jackknife" in str(k)]
     assert len(keys) == 1
     np.testing.assert_array_equal(lazy.compute(), _jackknife_block(prepared, codes, 0, 400))

@@ -91,21 +91,15 @@ def test_bad_seeds(seed):
         _random.stream_key(seed, "bootstrap")
 
 
-def test_stale_kernel_caches_are_removed(tmp_path):
-    package = tmp_path / "pkg"
-    (package / "__pycache__").mkdir(parents=True)
-    for name in _random.KERNEL_MODULES:
-        (package / name).write_text("")
-    cache = package / "__pycache__" / "k.nbi"
-    cache.write_text("")
-    import os
+def test_jitted_streams_live_in_the_kernel_file():
+    """Numba's cache checks only the file of a cached function: every jitted function the
+    kernels call is defined in kernels.py (no cache clean-up at import)."""
+    from xuqcal.core import kernels
 
-    os.utime(cache, (1, 1))  # older than the sources
-    assert _random.invalidate_stale_kernel_caches(package) == 1
-    assert not cache.exists()
-    cache.write_text("")  # newer than the sources: kept
-    assert _random.invalidate_stale_kernel_caches(package) == 0
-    assert cache.exists()
+    for f in (_random.fill_variates, _random.fill_counts, _random.stream_start,
+              _random.next_below, kernels.finalize_moment, kernels.bin_term):
+        assert f.py_func.__code__.co_filename == kernels.__file__
+    assert not hasattr(_random, "invalidate_stale_kernel_caches")
 
 
 @pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "uniform", "laplace", "normp4",

@@ -17,6 +17,8 @@ from xuqcal import recalibration as rc
 from xuqcal.analysis.stats import stats
 from xuqcal.cli.recalibrate import add_parser, output_paths, run
 from xuqcal.plot import recalibration as rplot
+from xuqcal.recalibration.scaling import _minimize
+from xuqcal.testing import assert_results_identical
 
 QM9 = {
     "train": "BUS2022/qm9_qm9_E_uncalibrated_validation.csv",
@@ -269,9 +271,9 @@ class _Fake:
 
 
 def test_minimizer_keeps_the_analytic_start_unless_strictly_better():
-    theta, info = rc._minimize(_Fake(lambda t: 1.0 + np.sum(t ** 2), 3), maxfun=200)
+    theta, info = _minimize(_Fake(lambda t: 1.0 + np.sum(t ** 2), 3), maxfun=200)
     assert np.all(theta == 0) and info["optimum"] == "analytic start"
-    theta, info = rc._minimize(_Fake(lambda t: -np.sum(t), 3), maxfun=200)
+    theta, info = _minimize(_Fake(lambda t: -np.sum(t), 3), maxfun=200)
     assert info["optimum"] != "analytic start"
     np.testing.assert_allclose(theta, math.log(10), atol=1e-6)  # the upper bound
 
@@ -303,9 +305,9 @@ def test_netcdf_round_trip_gives_identical_outputs(kwargs, tmp_path):
         again = rc.apply(reopened, test)
     direct = rc.apply(rec, test)
     np.testing.assert_array_equal(direct.uE.values, again.uE.values)
-    xr.testing.assert_identical(direct, again)
+    assert_results_identical(direct, again)
     wrapped = rc.Recalibrator.open(path)
-    xr.testing.assert_identical(wrapped.apply(test), direct)
+    assert_results_identical(wrapped.apply(test), direct)
     with pytest.raises(FileExistsError):
         wrapped.to_netcdf(path)
 
@@ -372,7 +374,7 @@ def test_evaluate_is_deterministic_and_labelled():
     datasets = {"train": train, "train T": rc.apply(rc.fit(train, "temperature"), train)}
     kwargs = dict(n_bins=20, n_mc=30, n_boot=200)
     a, b = rc.evaluate(datasets, **kwargs), rc.evaluate(datasets, **kwargs)
-    xr.testing.assert_identical(a, b)
+    assert_results_identical(a, b)
     assert a.dataset.values.tolist() == ["train", "train T"]
     assert a.by.values.tolist() == ["uE", "X1", "X2"]
     assert {"s_tot_simulated", "s_x_simulated_se", "fraction_valid_simulated"} <= set(a)
@@ -403,8 +405,8 @@ def test_plots(tmp_path):
     result = rc.scan(train, test, n_bins=[2, 5, 10], n_bins_scores=20, n_boot=100)
     table = rc.evaluate({"iso": rc.apply(rc.fit(train, "isotonic"), test)}, n_bins=20, n_mc=20,
                         n_boot=100)
-    axes = rplot.scan(result, reference=table.sel(dataset="iso"),
-                      simulated=table.sel(dataset="iso"), reference_label="isotonic")
+    axes = rplot.scan(result, baseline=table.sel(dataset="iso"),
+                      simulated=table.sel(dataset="iso"), baseline_label="isotonic")
     assert axes.shape == (4,) and axes[0].get_ylabel() == "NLL"
     render(axes[0], tmp_path / "scan.png")
     render(rplot.scales(rec), tmp_path / "scales.png")
@@ -468,3 +470,27 @@ def test_cli_recalibrate(tmp_path, capsys):
     bad = parser.parse_args([*base, "--formula", "nope", "-o", str(tmp_path / "bad.nc")])
     with pytest.raises(ValueError, match="--formula: no column 'nope'"):
         run(bad)
+
+
+def test_scores_are_lazy_on_dask_input_and_equal_to_the_eager_ones():
+    from xuqcal.testing import count_computes
+
+    ds = synthetic()
+    eager = rc.scores(ds, features=["X1"], n_bins=10, n_boot=100)
+    with count_computes() as counter:
+        lazy = rc.scores(ds.chunk({"sample": 300}), features=["X1"], n_bins=10, n_boot=100)
+    assert counter.count == 0
+    assert all(hasattr(lazy[v].data, "dask") for v in ("nll", "s_x", "fraction_valid"))
+    assert_results_identical(lazy.compute(), eager)
+
+
+def test_roles_of_other_names():
+    ds = synthetic()
+    renamed = ds.rename({"E": "err", "uE": "sigma"})
+    rec = rc.fit(renamed, "bvs", n_bins=5, E="err", uE="sigma")
+    new = rc.apply(rec, renamed, E="err", uE="sigma")
+    assert "sigma_uncalibrated" in new and rec.attrs["by"] == "sigma"
+    np.testing.assert_array_equal(new.sigma.values, rc.apply(rc.fit(ds, "bvs", n_bins=5),
+                                                             ds).uE.values)
+    s = rc.scores(renamed, features=(), n_bins=10, n_boot=100, E="err", uE="sigma")
+    assert s.by.values.tolist() == ["sigma"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dask
 import numpy as np
 import pytest
-import xarray as xr
 from naive import naive_statistics
 
 import xuqcal
 from xuqcal.core import random as _random
 from xuqcal.core.statistics import STATISTICS
+from xuqcal.testing import assert_results_identical
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_deterministic_across_chunks_and_schedulers(data):
     reference = run(600, "synchronous")
     for chunks in (50, (100, 450, 50)):
         for scheduler in ("threads", "processes"):
-            xr.testing.assert_identical(run(chunks, scheduler), reference)
+            assert_results_identical(run(chunks, scheduler), reference)
 
 
 def test_lazy_until_computed(data):

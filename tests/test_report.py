@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -84,7 +85,10 @@ def test_report_refuses_to_overwrite(data, tmp_path):
     assert (folder / "index.html").exists()
 
 
-def test_report_command_with_features_and_formulas(tmp_path, capsys):
+def test_report_command_with_features_and_formulas(tmp_path, capsys, monkeypatch):
+    reads = []
+    read_csv = pd.read_csv
+    monkeypatch.setattr(pd, "read_csv", lambda *a, **k: reads.append(a) or read_csv(*a, **k))
     ds = xuqcal.synthetic.nig(600, nu=6, seed=2)
     rng = np.random.default_rng(1)
     formulas = [f"C{c}H{h}" + (f"O{o}" if o else "")
@@ -100,6 +104,7 @@ def test_report_command_with_features_and_formulas(tmp_path, capsys):
                  "--known-generator", "uniform", "--simulated-scheme", "Sim", "--level", "0.9",
                  "-o", str(out)]) == 0
     assert f"report: {(out / 'index.html').resolve()}" in capsys.readouterr().out
+    assert len(reads) == 1  # the CSV file is read once, for the data and the formulas
     parser = _check_page(out / "index.html")
     names = {src.split("/")[-1] for src in parser.images}
     assert {"zscores_size.png", "zscores_S2.png", "zscores_X1.png", "zscores_X2.png"} <= names
@@ -142,3 +147,24 @@ def test_report_renders_in_headless_chromium(data, tmp_path):
     with Image.open(shot) as image:
         pixels = np.asarray(image.convert("L"))
     assert pixels.std() > 10  # the page rendered with its figures
+
+
+def test_report_finds_renamed_variables_by_role_and_writes_pandas_tables(data, tmp_path,
+                                                                        monkeypatch):
+    def no_accessor(self):
+        raise AssertionError("the report must call the analysis functions, not the accessor")
+
+    monkeypatch.setattr(xr.Dataset, "uqcal", property(no_accessor))
+    renamed = data.rename(E="err", uE="sigma")
+    page = xuqcal.report.report(renamed, tmp_path / "r", n_boot=200, n_mc=200, local_bins=20)
+    text = page.read_text(encoding="utf-8")
+    for table in ("validation", "distributions", "uncertainties", "fraction_valid"):
+        assert f'<table id="T_{table}"' in text
+    assert "rank_correlation" in text and "zscores_X.png" in text
+    with xr.open_dataset(page.parent / "results" / "validation.nc") as stored:
+        verdicts = stored.verdict.values.tolist()
+    table = text.split('<table id="T_validation"', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r'class="data row\d+ col\d+ (pass|fail|other)" >([^<]*)<', table)
+    assert [cell[1].split(" ")[0] for cell in cells] == [v.split(" ")[0] for v in verdicts]
+    assert all(kind == {"pass": "pass", "fail": "fail"}.get(v, "other")
+               for (kind, _), v in zip(cells, verdicts, strict=True))

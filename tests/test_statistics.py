@@ -10,7 +10,7 @@ from naive import naive_statistics
 from scipy.stats.mstats import hdquantiles
 
 import xuqcal
-from xuqcal.core.statistics import STATISTICS, get_statistics
+from xuqcal.core.statistics import STATISTICS, compute, get_statistics
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +84,10 @@ def test_errors(data):
 
 def test_accessor_validates_input():
     bad = xr.Dataset({"E": ("sample", [1.0, np.nan, 0.5]), "uE": ("sample", [1.0, 1.0, -1.0])})
-    with pytest.raises(ValueError, match=r"E: 1 of 3 values are NaN") as info:
-        bad.uqcal.stats(["zms"])
-    assert "uE: 1 of 3 values are not positive" in str(info.value)
+    for data in (bad, bad.chunk()):  # the same message eagerly and, lazily, at compute time
+        with pytest.raises(ValueError, match=r"E: 1 of 3 values are NaN") as info:
+            data.uqcal.stats(["zms"]).compute()
+        assert "uE: 1 of 3 values are not positive" in str(info.value)
 
 
 def test_beta_gm_and_kappa_cs_definitions():
@@ -135,3 +136,41 @@ def test_cc_of_a_constant_variable_is_undefined():
     with pytest.warns(xuqcal.UndefinedStatisticWarning,
                       match=r"cc is undefined: \|E\| is constant"):
         assert np.isnan(constant_e.uqcal.stats("cc").item())
+
+
+def test_a_statistic_is_one_object_finished_like_the_kernels():
+    """from_sums / from_bin_sums of every statistic (the finishers' NumPy twins) give the
+    kernels' values: one definition of each formula, for the kernels and for NumPy users."""
+    from xuqcal.core import kernels as K
+    from xuqcal.core.binning import equal_count_bounds
+    from xuqcal.core.statistics import point_columns
+
+    rng = np.random.default_rng(5)
+    uE = np.sort(rng.gamma(2.0, 1.0, 200))
+    E = uE * rng.standard_normal(200)
+    columns = point_columns(E, uE)
+    sums = {"count": 200, **{c: np.sum(v) for c, v in columns.items()}}
+    bounds = equal_count_bounds(200, 5)
+    bin_sums = {"count": np.diff(bounds).astype(float),
+                **{c: np.add.reduceat(v, bounds[:-1]) for c, v in columns.items()}}
+    for s in STATISTICS.values():
+        kernel = float(compute(E, uE, [s.key], n_bins=5)[0])
+        if s.kind == "moment":
+            assert set(s.columns) <= set(K.COLUMNS) and s.columns
+            assert float(s.from_sums(sums)) == pytest.approx(kernel, rel=1e-12)
+        elif s.kind == "binned":
+            assert float(s.from_bin_sums(bin_sums)) == pytest.approx(kernel, rel=1e-12)
+            assert s.bin_terms(bin_sums).shape == (5,)
+        else:
+            assert s.columns == ()
+    assert STATISTICS["mse"].unit_power == 2 and STATISTICS["zms"].unit_power == 0
+    with pytest.raises(ValueError, match="sums: zms needs the sums 'z2'"):
+        STATISTICS["zms"].from_sums({"count": 3})
+    with pytest.raises(ValueError, match="statistics: ence is not a moment statistic"):
+        STATISTICS["ence"].from_sums(sums)
+
+
+def test_moment_finishers_match_numpy_means_bit_for_bit():
+    z2 = np.random.default_rng(1).random(1001) * 3.0
+    assert float(STATISTICS["zms"].from_sums({"count": z2.size, "z2": np.sum(z2)})) \
+        == float(np.mean(z2))

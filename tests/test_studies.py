@@ -19,6 +19,12 @@ from xuqcal.io import synthetic
 from xuqcal.plot import studies as plots
 from xuqcal.studies import cube
 
+
+def _assert_identical(a, b):
+    """Identical results apart from the time they were created at."""
+    xr.testing.assert_identical(a.assign_attrs(created=None), b.assign_attrs(created=None))
+
+
 # ------------------------------------------------------------------ validation probability
 
 #: p_val of RCE with BCa intervals (B = 1000) on calibrated NIG data, M = 5000, measured with
@@ -123,9 +129,9 @@ def test_validation_probability_is_deterministic(small_study):
         threads = studies.validation_probability([2.5, 8], batch_size=1, **kwargs)
     with dask.config.set(scheduler="processes"):
         processes = studies.validation_probability([2.5, 8], batch_size=4, **kwargs)
-    xr.testing.assert_identical(sync, small_study)
-    xr.testing.assert_identical(threads, small_study)
-    xr.testing.assert_identical(processes, small_study)
+    _assert_identical(sync, small_study)
+    _assert_identical(threads, small_study)
+    _assert_identical(processes, small_study)
     other = studies.validation_probability([2.5, 8], **{**kwargs, "seed": 5})
     assert not np.array_equal(other.estimate.values, small_study.estimate.values)
     # cells are independent: another ν or M does not reuse the data sets of a cell
@@ -330,3 +336,23 @@ def test_zero_bins_plot(tmp_path):
     ax = plots.zero_bins_extrapolation(r, statistic="zmse")
     assert "invalid" in ax.get_title() and ax.get_ylabel() == "ZMSE"
     render(ax, tmp_path / "zero_bins.png")
+
+
+def test_study_batch_size_option_changes_the_tasks_not_the_numbers():
+    kwargs = dict(size=[300], n_mc=6, statistics=["zms"], n_boot=100, seed=2)
+    reference = studies.validation_probability([4.0], batch_size=6, **kwargs)
+    with xuqcal.set_options(study_batch_size=1):
+        batched = studies.validation_probability([4.0], **kwargs)
+    _assert_identical(batched, reference)
+    assert reference.attrs["xuqcal_version"] == xuqcal.__version__
+
+
+def test_zero_bins_fit_is_scipys_linregress():
+    from scipy import stats
+
+    r = studies.zero_bins_extrapolation(xuqcal.synthetic.nig(3000, nu=6, seed=0))
+    for key in r.statistic.values:
+        x = r.x.values[r.in_fit.values]
+        line = stats.linregress(x, r.value.sel(statistic=key).values[r.in_fit.values])
+        assert r.intercept.sel(statistic=key).item() == line.intercept
+        assert r.slope_se.sel(statistic=key).item() == line.stderr

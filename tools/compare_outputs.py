@@ -23,8 +23,19 @@ from pathlib import Path
 import xarray as xr
 
 
-def compare(before: Path, after: Path) -> int:
-    """Print one line per file of ``before`` and return the number of files that differ."""
+def _apply_renames(ds: xr.Dataset, renames: dict[str, str]) -> xr.Dataset:
+    """``ds`` (a "before" result) with variables renamed and, where the new name is a
+    coordinate of the "after" result, turned into coordinates (a documented rename)."""
+    present = {old: new for old, new in renames.items() if old in ds.variables}
+    return ds.rename(present) if present else ds
+
+
+def compare(before: Path, after: Path, renames: dict[str, str] | None = None) -> int:
+    """Print one line per file of ``before`` and return the number of files that differ.
+
+    ``renames`` maps variable names of ``before`` to their names in ``after`` (documented
+    renames); a renamed variable that became a coordinate is compared as a coordinate."""
+    renames = renames or {}
     different = 0
     for first in sorted(before.rglob("*.nc")):
         relative = first.relative_to(before)
@@ -34,7 +45,9 @@ def compare(before: Path, after: Path) -> int:
             different += 1
             continue
         with xr.open_dataset(first) as a, xr.open_dataset(second) as b:
-            a, b = a.load(), b.load()
+            a, b = _apply_renames(a.load(), renames), b.load()
+            moved = [name for name in a.data_vars if name in b.coords]
+            a = a.set_coords(moved)
         new = sorted(set(map(str, b.data_vars)) - set(map(str, a.data_vars)))
         missing = sorted(set(map(str, a.data_vars)) - set(map(str, b.data_vars)))
         try:
@@ -54,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="folder of the first run")
     parser.add_argument("after", type=Path, help="folder of the second run")
+    parser.add_argument("--rename", nargs="*", default=[], metavar="OLD=NEW",
+                        help="variables renamed between the runs (documented renames)")
     args = parser.parse_args(argv)
-    return 1 if compare(args.before, args.after) else 0
+    renames = dict(item.split("=", 1) for item in args.rename)
+    return 1 if compare(args.before, args.after, renames) else 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from xuqcal.analysis import curves, features
 from xuqcal.analysis.binning import make_bins
 from xuqcal.analysis.diagnostics import describe
 from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
+from xuqcal.analysis.labelled import zeta
 from xuqcal.analysis.local import adversarial_groups, local, order_sensitivity, reliability
 from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
@@ -32,7 +33,6 @@ from xuqcal.core.intervals import (
     percentile_interval,
     student_interval,
     wilson_interval,
-    zeta,
 )
 from xuqcal.core.statistics import (
     STATISTICS,
@@ -45,6 +45,7 @@ from xuqcal.io import (
     from_dataframe,
     open_dataset,
     read_csv,
+    roles,
     synthetic,
     to_netcdf,
     validate_dataset,
@@ -85,6 +86,7 @@ __all__ = [
     "recalibration",
     "reliability",
     "report",
+    "roles",
     "running_statistics",
     "set_options",
     "simulate",

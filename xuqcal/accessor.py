@@ -1,31 +1,85 @@
-"""The ``.uqcal`` accessor: a thin facade over the module functions.
+"""The ``.uqcal`` accessor: a thin facade over the analysis functions.
 
-Importing :mod:`xuqcal` registers it on :class:`xarray.Dataset`. Each method validates the data
-set once (:func:`xuqcal.io.validate_dataset`), after the arguments were checked (the argument
-checks never read the data), and delegates to a function that takes and returns
-xarray objects, usable without the accessor.
+Importing :mod:`xuqcal` registers it on :class:`xarray.Dataset`. Each method is generated from
+the function it delegates to (:func:`delegate`): it has that function's signature without the
+data set, its docstring and its defaults, so a default lives in one place
+(:mod:`xuqcal.core.defaults`). A method adds only the variable roles: ``E`` and ``uE`` not given
+are taken from the roles recorded by the constructors (:func:`xuqcal.io.roles`), so a Dataset
+built by xuqcal and renamed still works. Nothing is computed here: on Dask-backed data every
+method returns a lazy result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import xarray as xr
 
 from xuqcal import io
 from xuqcal import plot as _plot
+from xuqcal import recalibration as _recalibration
 from xuqcal.analysis import binning as _binning
 from xuqcal.analysis import curves as _curves
-from xuqcal.analysis import diagnostics, features, resampling, running, validation
+from xuqcal.analysis import diagnostics as _diagnostics
+from xuqcal.analysis import features as _features
 from xuqcal.analysis import local as _local
-from xuqcal.analysis import simulation as _reference
+from xuqcal.analysis import resampling as _resampling
+from xuqcal.analysis import running as _running
+from xuqcal.analysis import simulation as _simulation
 from xuqcal.analysis import stats as _stats
-from xuqcal.core import statistics as _statistics
+from xuqcal.analysis import validation as _validation
+from xuqcal.studies import simulation as _studies
+
+
+def _with_roles(ds: xr.Dataset, function: Callable, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``E``/``uE`` resolved from the recorded roles when ``function`` takes
+    them and the caller did not give them."""
+    parameters = inspect.signature(function).parameters
+    if "E" in parameters and "uE" in parameters:
+        E, uE = io.roles(ds, kwargs.get("E"), kwargs.get("uE"))
+        kwargs = {**kwargs, "E": E, "uE": uE}
+    return kwargs
+
+
+def delegate(function: Callable, summary: str) -> Callable:
+    """An accessor method calling ``function(ds, ...)`` with the signature and docstring of
+    ``function`` (without its first parameter, the data set).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> "n_boot" in inspect.signature(xuqcal.UQCalAccessor.bootstrap).parameters
+    True
+    """
+    signature = inspect.signature(function)
+    parameters = list(signature.parameters.values())
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+    @functools.wraps(function)
+    def method(self: UQCalAccessor, *args: Any, **kwargs: Any) -> Any:
+        return function(self._ds, *args, **_with_roles(self._ds, function, kwargs))
+
+    method.__signature__ = signature.replace(parameters=[self_parameter, *parameters[1:]])
+    target = f"{function.__module__}.{function.__qualname__}"
+    method.__doc__ = (f"{summary} (delegates to :func:`{target}`).\n\n"
+                      f"{inspect.cleandoc(function.__doc__ or '')}")
+    del method.__wrapped__  # inspect.signature must see __signature__, not the function's
+    return method
+
+
+def _fit_recalibrator(ds: xr.Dataset, method: str = "bvs", **kwargs: Any):
+    """A :class:`~xuqcal.recalibration.Recalibrator` fitted on ``ds`` (the training data);
+    ``.apply(test)`` recalibrates other data. Keyword arguments: see
+    :func:`xuqcal.recalibration.fit`."""
+    return _recalibration.Recalibrator.fit(ds, method, **kwargs)
 
 
 @xr.register_dataset_accessor("uqcal")
 class UQCalAccessor:
-    """Calibration statistics, bootstrap intervals and validation of ``E`` and ``uE``.
+    """Calibration statistics, bootstrap intervals, simulated references and validation.
 
     Examples
     --------
@@ -33,6 +87,9 @@ class UQCalAccessor:
     >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
     >>> ds.uqcal.stats(["zms"]).statistic.values.tolist()
     ['zms']
+    >>> renamed = ds.rename(E="err", uE="sigma")
+    >>> float(renamed.uqcal.stats(["zms"], E="err", uE="sigma")) == float(ds.uqcal.stats(["zms"]))
+    True
     """
 
     def __init__(self, ds: xr.Dataset) -> None:
@@ -43,177 +100,44 @@ class UQCalAccessor:
         """Figures of the analyses (``ds.uqcal.plot.zeta()``, ...)."""
         return PlotAccessor(self)
 
-    def describe(self) -> xr.Dataset:
-        """Distribution diagnostics; see :func:`xuqcal.describe`."""
-        return diagnostics.describe(self._checked())
+    stats = delegate(_stats.stats, "Point estimates over ``statistic``")
+    bootstrap = delegate(_resampling.bootstrap, "Lazy bootstrap intervals")
+    simulate = delegate(_simulation.simulate, "Lazy simulated references")
+    validate = delegate(_validation.validate, "ζ-scores per scheme and verdicts")
+    describe = delegate(_diagnostics.describe, "Distribution diagnostics")
+    bins = delegate(_binning.make_bins, "Bins of a variable (or a 2-D grid)")
+    local = delegate(_local.local, "Local z-score analysis (LZM, LZMS, ...)")
+    order_sensitivity = delegate(_local.order_sensitivity, "f_v over random tie orders")
+    adversarial_groups = delegate(_local.adversarial_groups, "Adversarial group validation")
+    reliability = delegate(_local.reliability, "Reliability diagram data")
+    rank_correlation = delegate(_features.rank_correlation,
+                                "Spearman matrix of features, |E| and uE")
+    running_statistics = delegate(_running.running_statistics,
+                                  "Running mean and mean square of Z along ``by``")
+    confidence_curve = delegate(_curves.confidence_curve,
+                                "Confidence curve with its probabilistic reference")
+    ablation = delegate(_curves.ablation, "Statistics with the largest uncertainties removed")
+    calibration_curve = delegate(_curves.calibration_curve,
+                                 "Observed against expected coverage")
+    local_coverage = delegate(_curves.local_coverage,
+                              "Coverage of the p-interval per bin of ``by``")
+    zero_bins_extrapolation = delegate(_studies.zero_bins_extrapolation,
+                                       "ENCE/ZMSE extrapolated to zero bins")
+    recalibrate = delegate(_fit_recalibrator, "Fit a post-hoc recalibrator on this data set")
+    recalibration_scores = delegate(_recalibration.scores,
+                                    "NLL, S_cal, S_x, S_tot, ENCE and f_v of this data set")
 
-    def _checked(self, E: str = "E", uE: str = "uE") -> xr.Dataset:
-        return io.validate_dataset(self._ds, E=E, uE=uE)
-
-    def stats(self, statistics: str | Iterable[str] | None = ("zms", "rce"), *,
-              n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE") -> xr.DataArray:
-        """Point estimates over ``statistic``; see :func:`xuqcal.stats`."""
-        _stats._stats_iv(self._ds, statistics, n_bins=n_bins, by=by, E="E", uE="uE")
-        return _stats.stats(self._checked(), statistics, n_bins=n_bins, by=by)
-
-    def bootstrap(self, statistics: str | Iterable[str] = ("zms", "rce"), *, n_boot: int = 10_000,
-                  method: str = "bca", level: float = 0.95, seed: int = 0,
-                  chunks: int | Sequence[int] | None = None,
-                  n_bins: int = _statistics.DEFAULT_N_BINS, by: str = "uE",
-                  keep_replicates: bool = False) -> xr.Dataset:
-        """Lazy bootstrap intervals; see :func:`xuqcal.bootstrap`."""
-        resampling._bootstrap_iv(self._ds, statistics, n_boot=n_boot, method=method, level=level,
-                                 seed=seed, chunks=chunks, n_bins=n_bins, by=by,
-                                 keep_replicates=keep_replicates, E="E", uE="uE")
-        return resampling.bootstrap(self._checked(), statistics, n_boot=n_boot, method=method,
-                                    level=level, seed=seed, chunks=chunks, n_bins=n_bins, by=by,
-                                    keep_replicates=keep_replicates)
-
-    def simulate(self, statistics: str | Iterable[str] = ("cc", "ence", "zmse"), *,
-                  generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
-                  n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
-                  by: str = "uE", chunks: int | Sequence[int] | None = None,
-                  keep_replicates: bool = False) -> xr.Dataset:
-        """Lazy simulated references; see :func:`xuqcal.simulate`."""
-        _reference._reference_iv(self._ds, statistics, generators=generators, n_mc=n_mc, seed=seed,
-                                 n_bins=n_bins, by=by, chunks=chunks,
-                                 keep_replicates=keep_replicates, E="E", uE="uE")
-        return _reference.simulate(self._checked(), statistics, generators=generators, n_mc=n_mc,
-                                   seed=seed, n_bins=n_bins, by=by, chunks=chunks,
-                                   keep_replicates=keep_replicates)
-
-    def validate(self, statistics: str | Iterable[str] | None = None, *, n_boot: int = 10_000,
-                 n_mc: int = 10_000, seed: int = 0, n_bins: int = _statistics.DEFAULT_N_BINS,
-                 generators: str | Iterable[str] = _reference.DEFAULT_GENERATORS,
-                 known_generator: str | None = None, simulated_scheme: str | None = None,
-                 level: float = 0.95, by: str = "uE",
-                 chunks: int | Sequence[int] | None = None) -> xr.Dataset:
-        """ζ-scores per scheme and verdicts; see :func:`xuqcal.validate`."""
-        _reference.validate_arguments(
-            self._ds, statistics if statistics is not None else validation.DEFAULT_STATISTICS,
-            n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
-            known_generator=known_generator, level=level, by=by, chunks=chunks, E="E", uE="uE")
-        return validation.validate(self._checked(), statistics, n_boot=n_boot, n_mc=n_mc,
-                                   seed=seed, n_bins=n_bins, generators=generators,
-                                   known_generator=known_generator,
-                                   simulated_scheme=simulated_scheme, level=level, by=by,
-                                   chunks=chunks)
-
-    def bins(self, by: str | Sequence[str] = "uE", *, n_bins: int | tuple[int, int] = 20,
-             binning: str = "equal", min_count: int | None = None,
-             tiebreak: str | None = None) -> xr.Dataset:
-        """Bins of a variable (or a 2-D grid); see :func:`xuqcal.make_bins`."""
-        return _binning.make_bins(self._ds, by, n_bins=n_bins, binning=binning,
-                                 min_count=min_count, tiebreak=tiebreak)
-
-    def local(self, statistic: str = "zms", *, by: str = "uE", n_bins: int = 100,
-              binning: str = "equal", min_count: int | None = None, n_boot: int = 5000,
-              level: float = 0.95, seed: int = 0) -> xr.Dataset:
-        """Local z-score analysis (LZM, LZMS, ...); see :func:`xuqcal.local`."""
-        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
-        return _local.local(self._checked(), statistic, by=by, n_bins=n_bins, binning=binning,
-                           min_count=min_count, n_boot=n_boot, level=level, seed=seed)
-
-    def order_sensitivity(self, statistic: str = "zms", *, by: str, n_orders: int = 1000,
-                          n_bins: int = 100, n_boot: int = 5000, level: float = 0.95, seed: int = 0,
-                          binomial_noise: bool = False) -> xr.Dataset:
-        """f_v over random tie orders; see :func:`xuqcal.order_sensitivity`."""
-        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
-        return _local.order_sensitivity(self._checked(), statistic, by=by, n_orders=n_orders,
-                                       n_bins=n_bins, n_boot=n_boot, level=level, seed=seed,
-                                       binomial_noise=binomial_noise)
-
-    def adversarial_groups(self, *, statistic: str = "zms", min_count: int = 100,
-                           n_groups: int = 200, n_boot: int = 1000, level: float = 0.95,
-                           seed: int = 0) -> xr.Dataset:
-        """Adversarial group validation; see :func:`xuqcal.adversarial_groups`."""
-        _local._local_iv(self._ds, statistic, n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
-        return _local.adversarial_groups(self._checked(), statistic=statistic,
-                                        min_count=min_count, n_groups=n_groups, n_boot=n_boot,
-                                        level=level, seed=seed)
-
-    def reliability(self, *, n_bins: int = 20, by: str = "uE", n_boot: int = 2000,
-                    level: float = 0.95, seed: int = 0) -> xr.Dataset:
-        """Reliability diagram data; see :func:`xuqcal.reliability`."""
-        _local._local_iv(self._ds, "rce", n_boot=n_boot, level=level, seed=seed, E="E", uE="uE")
-        return _local.reliability(self._checked(), n_bins=n_bins, by=by, n_boot=n_boot, level=level,
-                                 seed=seed)
-
-    def rank_correlation(self, variables: Sequence[str] | None = None) -> xr.DataArray:
-        """Spearman matrix of features, ``|E|`` and uE; see
-        :func:`xuqcal.features.rank_correlation`."""
-        return features.rank_correlation(self._checked(), variables)
-
-    def running_statistics(self, by: str = "uE", window: int | None = None) -> xr.Dataset:
-        """Running mean and mean square of Z along ``by``; see
-        :func:`xuqcal.running_statistics`."""
-        return running.running_statistics(self._checked(), by=by, window=window)
-
-    def confidence_curve(self, *, statistic: str = "rmse", k=None, generator: str | None = "normal",
-                         n_mc: int = 1000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
-        """Confidence curve with its probabilistic reference; see
-        :func:`xuqcal.curves.confidence_curve`."""
-        return _curves.confidence_curve(self._checked(), statistic=statistic, k=k,
-                                        generator=generator, n_mc=n_mc, seed=seed, level=level)
-
-    def ablation(self, *, statistics: Sequence[str] = ("zms", "rce"), k=None,
-                 n_boot: int = 5000, seed: int = 0, level: float = 0.95) -> xr.Dataset:
-        """Statistics with the largest uncertainties removed; see
-        :func:`xuqcal.curves.ablation`."""
-        return _curves.ablation(self._checked(), statistics=statistics, k=k, n_boot=n_boot,
-                                seed=seed, level=level)
-
-    def calibration_curve(self, *, generator: str = "normal", p=None,
-                          level: float = 0.95) -> xr.Dataset:
-        """Observed against expected coverage; see :func:`xuqcal.curves.calibration_curve`."""
-        return _curves.calibration_curve(self._checked(), generator=generator, p=p,
-                                         level=level)
-
-    def local_coverage(self, *, by: str = "uE", p: float = 0.95, n_bins: int = 20,
-                       generator: str = "normal", level: float = 0.95) -> xr.Dataset:
-        """Coverage of the p-interval per bin of ``by``; see
-        :func:`xuqcal.curves.local_coverage`."""
-        return _curves.local_coverage(self._checked(), by=by, p=p, n_bins=n_bins,
-                                      generator=generator, level=level)
-
-    def report(self, folder, *, features: Sequence[str] | None = None, n_boot: int = 5000,
-               n_mc: int = 5000, n_bins: int = 20, local_bins: int = 100, seed: int = 0,
-               title: str | None = None, overwrite: bool = False):
-        """Write the HTML validation report; see :func:`xuqcal.report.report`."""
+    def report(self, folder, **kwargs: Any):
+        """Write the HTML validation report into ``folder``; keyword arguments as
+        :func:`xuqcal.report.report`."""
         from xuqcal.report.html import report
 
-        return report(self._checked(), folder, features=features, n_boot=n_boot, n_mc=n_mc,
-                      n_bins=n_bins, local_bins=local_bins, seed=seed, title=title,
-                      overwrite=overwrite)
-
-    def zero_bins_extrapolation(self, *, statistics: Sequence[str] = ("ence", "zmse"),
-                                n_bins=range(10, 151, 10), min_points: int = 20,
-                                fit_above: int = 20, level: float = 0.95) -> xr.Dataset:
-        """ENCE/ZMSE extrapolated to zero bins (a validation free of assumptions on D); see
-        :func:`xuqcal.studies.zero_bins_extrapolation`."""
-        from xuqcal.studies.simulation import zero_bins_extrapolation
-
-        return zero_bins_extrapolation(self._checked(), statistics=statistics, n_bins=n_bins,
-                                       min_points=min_points, fit_above=fit_above, level=level)
-
-    def recalibrate(self, method: str = "bvs", **kwargs):
-        """Fit a post-hoc recalibrator on this (training) data set; ``.apply(test)`` uses it.
-        See :meth:`xuqcal.recalibration.Recalibrator.fit` (``fit`` validates exactly the
-        variables it uses, so a categorical grouping variable is accepted)."""
-        from xuqcal.recalibration import Recalibrator
-
-        return Recalibrator.fit(self._ds, method, **kwargs)
-
-    def recalibration_scores(self, **kwargs) -> xr.Dataset:
-        """NLL, S_cal, S_x, S_tot, ENCE and f_v of this data set; see
-        :func:`xuqcal.recalibration.scores`."""
-        from xuqcal.recalibration import scores
-
-        return scores(self._checked(), **kwargs)
+        return report(self._ds, folder, **kwargs)
 
 
 class PlotAccessor:
-    """``ds.uqcal.plot``: each method computes what it needs and returns the matplotlib Axes."""
+    """``ds.uqcal.plot``: each method runs the analysis it needs and returns the matplotlib
+    Axes; keyword arguments other than ``ax`` go to the analysis."""
 
     def __init__(self, parent: UQCalAccessor) -> None:
         self._parent = parent
@@ -228,7 +152,7 @@ class PlotAccessor:
     def error_distribution(self, generators: Iterable[str] = ("normal", "t6"), **kwargs):
         """Histogram of E against re-simulated errors; see
         :func:`xuqcal.plot.error_distribution`."""
-        return _plot.error_distribution(self._parent._checked(), generators, **kwargs)
+        return _plot.error_distribution(self._parent._ds, generators, **kwargs)
 
     def local(self, statistic: str = "zms", *, ax=None, **kwargs):
         """Per-bin values with intervals (runs :meth:`UQCalAccessor.local`); see
@@ -253,11 +177,11 @@ class PlotAccessor:
     def zscores(self, by: str = "uE", *, window: int | None = None, ax=None,
                 log_x: bool | None = None):
         """Z against ``by`` with running statistics; see :func:`xuqcal.plot.zscores`."""
-        return _plot.zscores(self._parent._checked(), by=by, window=window, ax=ax, log_x=log_x)
+        return _plot.zscores(self._parent._ds, by=by, window=window, ax=ax, log_x=log_x)
 
-    def rank_correlation(self, variables: Sequence[str] | None = None, *, ax=None):
+    def rank_correlation(self, variables: Sequence[str] | None = None, *, ax=None, **kwargs):
         """Heatmap of the rank-correlation matrix; see :func:`xuqcal.plot.rank_correlation`."""
-        return _plot.rank_correlation(self._parent.rank_correlation(variables), ax=ax)
+        return _plot.rank_correlation(self._parent.rank_correlation(variables, **kwargs), ax=ax)
 
     def confidence_curve(self, *, ax=None, **kwargs):
         """Confidence curve with its reference band; see :func:`xuqcal.plot.confidence_curve`."""

@@ -1,7 +1,7 @@
 """Deterministic, chunked, lazy bootstrap and the jackknife (METHODS §4).
 
 Replicates are generated chunk by chunk along ``replicate`` as Dask tasks; each task draws its
-replicates' multiplicities from the counter-based streams of :mod:`xuqcal._random` (the stream
+replicates' multiplicities from the counter-based streams of :mod:`xuqcal.core.random` (the stream
 of replicate ``r`` depends only on ``(seed, "bootstrap", r)``), evaluates every statistic in
 O(M) and keeps only the ``(chunk, statistic)`` values: no ``replicate × sample`` array ever
 exists, peak memory is set by M and the chunk size, and the result is bit-identical for any
@@ -18,9 +18,9 @@ import numpy as np
 import xarray as xr
 from dask.delayed import Delayed
 
-from xuqcal._version import __version__
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.stats import check_input
+from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import (
     check_bool,
@@ -37,47 +37,50 @@ from xuqcal.core.intervals import (
     percentile_interval,
     student_interval,
 )
+from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
-    DEFAULT_N_BINS,
     PreparedData,
     Statistic,
     check_sizes,
     codes_of,
     get_statistics,
+    point_columns,
     statistic_coords,
 )
 from xuqcal.core.summaries import safe_std
+from xuqcal.options import OPTIONS
 
 __all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "replicate_chunks"]
 
-#: Replicates per Dask task when ``chunks`` is not given.
-DEFAULT_REPLICATE_CHUNK = 1000
-#: Leave-one-out values per Dask task.
-JACKKNIFE_CHUNK = 4096
 RNG_DESCRIPTION = (
     "SplitMix64 stream per replicate r, started from mix(key, r) with "
     "key = SeedSequence(seed, spawn_key=(crc32(purpose),)); independent of chunking and scheduler"
 )
 
 
-def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = None) -> tuple[int, ...]:
-    """Chunk sizes along ``replicate`` for ``n`` replicates.
+def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = None, *,
+                     name: str = "n_boot") -> tuple[int, ...]:
+    """Chunk sizes along ``replicate`` for ``n_replicates`` replicates (the public parameter
+    ``name``: ``n_boot`` or ``n_mc``); ``chunks=None`` takes the option ``replicate_chunk``
+    (:func:`xuqcal.set_options`).
 
     Examples
     --------
     >>> replicate_chunks(2500, 1000)
     (1000, 1000, 500)
     """
-    check_count(n_replicates, "n", 1)
+    check_count(n_replicates, name, 1)
     chunks = check_chunks(chunks)
     if chunks is None:
-        chunks = DEFAULT_REPLICATE_CHUNK
+        chunks = OPTIONS["replicate_chunk"]
     if isinstance(chunks, int):
         size = chunks
-        return tuple([size] * (n_replicates // size) + ([n_replicates % size] if n_replicates % size else []))
+        rest = [n_replicates % size] if n_replicates % size else []
+        return tuple([size] * (n_replicates // size) + rest)
     if sum(chunks) != n_replicates:
-        raise ValueError(f"chunks: sizes {chunks} must be positive and add up to n={n_replicates}")
+        raise ValueError(f"chunks: sizes {chunks} must be positive and add up to "
+                         f"{name}={n_replicates}")
     return chunks
 
 
@@ -89,9 +92,9 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
     return prepared.unscale(codes, out)
 
 
-def blocks_along_replicate(function, prepared, n_replicates: int, chunks, width: int | tuple[int, ...],
-                           *args) -> da.Array:
-    """Lazy ``(n, *width)`` array, one Dask task per chunk of replicates.
+def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
+                           width: int | tuple[int, ...], *args, name: str = "n_boot") -> da.Array:
+    """Lazy ``(n_replicates, *width)`` array, one Dask task per chunk of replicates.
 
     Each task calls ``function(prepared, *args, start, stop)``, which returns the
     ``(stop - start, *width)`` values of replicates ``start .. stop - 1``; ``prepared`` (a
@@ -102,7 +105,7 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks, width:
     tail = (width,) if isinstance(width, int | np.integer) else tuple(width)
     blocks = []
     start = 0
-    for size in replicate_chunks(n_replicates, chunks):
+    for size in replicate_chunks(n_replicates, chunks, name=name):
         block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
         blocks.append(da.from_delayed(block, shape=(size, *tail), dtype=np.float64))
         start += size
@@ -111,13 +114,13 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks, width:
 
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
                          chunks: int | Sequence[int] | None = None) -> da.Array:
-    """Lazy ``(n, len(codes))`` array of bootstrap replicates, one task per chunk.
+    """Lazy ``(n_boot, len(codes))`` array of bootstrap replicates, one task per chunk.
 
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
     key = stream_key(seed, "bootstrap")
-    return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0], codes,
-                                  key)
+    return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0],
+                                  codes, key)
 
 
 def _spearman_jackknife(prepared: PreparedData) -> np.ndarray:
@@ -163,8 +166,9 @@ def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
     spearman = (dask.delayed(_spearman_jackknife, pure=True)(prepared)
                 if np.any(codes == K.CC) else None)
     blocks = []
-    for start in range(0, m, JACKKNIFE_CHUNK):
-        stop = min(m, start + JACKKNIFE_CHUNK)
+    size = OPTIONS["jackknife_chunk"]
+    for start in range(0, m, size):
+        stop = min(m, start + size)
         block = dask.delayed(_jackknife_block, pure=True)(prepared, codes, start, stop,
                                                           spearman)
         blocks.append(da.from_delayed(block, shape=(stop - start, codes.shape[0]),
@@ -177,7 +181,7 @@ def _as_delayed(obj):
 
 
 def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: int, by: str,
-                   E: str = "E", uE: str = "uE"):
+                   E: str = defaults.E, uE: str = defaults.UE):
     """A Delayed :class:`PreparedData` for ``ds`` (lazy when the data are Dask arrays)."""
     needs_bins = any(s.needs_bins for s in statistics)
     by = variable_name(ds, by, uE)
@@ -211,7 +215,7 @@ def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
 
 
 def bootstrap_prepared(prepared: PreparedData, codes: np.ndarray, *, n_boot: int, seed: int,
-                       level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                       level: float = defaults.LEVEL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eager BCa interval of one prepared data set: ``(estimate, ci_low, ci_high)``.
 
     The same computation as :func:`bootstrap` with ``seed`` (same streams, bit-identical
@@ -240,9 +244,9 @@ def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins
                   keep_replicates, E, uE, n_name: str = "n_boot"):
     """Argument checks of :func:`bootstrap`, before any computation (no data are read).
 
-    Returns the statistics, ``n``, ``method``, ``level``, ``seed``, ``chunks`` and ``by``
-    normalised; every message starts with the parameter name (``n_name`` for ``n``: a caller
-    such as :func:`xuqcal.validate` names it ``n_boot``).
+    Returns the statistics, ``n_boot``, ``method``, ``level``, ``seed``, ``chunks`` and ``by``
+    normalised; every message starts with the parameter name (``n_name`` for ``n_boot``, the
+    name under which a caller exposes it).
     """
     stats = get_statistics(statistics)
     if not isinstance(method, str) or method not in METHODS:
@@ -260,7 +264,7 @@ def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins
         raise ValueError(f"ds: the bootstrap needs at least 2 points, but the data have {m}")
     check_sizes(stats, m, jackknife=method == "bca")
     if method != "student":
-        replicate_chunks(n_boot, chunks)
+        replicate_chunks(n_boot, chunks, name=n_name)
     return stats, n_boot, method, level, seed, chunks, by
 
 
@@ -268,16 +272,16 @@ def bootstrap(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("zms", "rce"),
     *,
-    n_boot: int = 10_000,
+    n_boot: int = defaults.N_BOOT,
     method: str = "bca",
-    level: float = 0.95,
-    seed: int = 0,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
     chunks: int | Sequence[int] | None = None,
-    n_bins: int = DEFAULT_N_BINS,
-    by: str = "uE",
+    n_bins: int = defaults.N_BINS,
+    by: str = defaults.BY,
     keep_replicates: bool = False,
-    E: str = "E",
-    uE: str = "uE",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Bootstrap estimates, bias, standard errors and confidence intervals (lazy).
 
@@ -291,7 +295,7 @@ def bootstrap(
         Input over ``sample`` with variables ``E`` and ``uE`` (see :mod:`xuqcal.io`).
     statistics : str or sequence of str
         Keys of the registry (:data:`xuqcal.core.statistics.STATISTICS`).
-    n : int
+    n_boot : int
         Number of bootstrap replicates B: at least ``ceil(2 / (1 - level))`` (40 at 95 %,
         200 at 99 %), so that each tail beyond the interval holds at least one replicate on
         average (:func:`xuqcal.core.checks.minimum_replicates`); the default 10 000 is the
@@ -305,7 +309,8 @@ def bootstrap(
         Seed of the random streams: the same seed gives bit-identical results for any chunks
         and any scheduler.
     chunks : int or sequence of int, optional
-        Replicates per Dask task (default 1000).
+        Replicates per Dask task (default: the option ``replicate_chunk``,
+        :func:`xuqcal.set_options`).
     n_bins, by : int, str
         Equal-count bins on variable ``by`` for binned statistics.
     keep_replicates : bool
@@ -331,8 +336,8 @@ def bootstrap(
     True
     """
     stats, n_boot, method, level, seed, chunks, by = _bootstrap_iv(
-        ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks, n_bins=n_bins,
-        by=by, keep_replicates=keep_replicates, E=E, uE=uE)
+        ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks,
+        n_bins=n_bins, by=by, keep_replicates=keep_replicates, E=E, uE=uE)
     codes = codes_of(stats)
     m = ds.sizes["sample"]
     attrs = {
@@ -346,7 +351,6 @@ def bootstrap(
         "quantiles": "linear interpolation (Hyndman-Fan type 7)",
         "jackknife": "exact leave-one-out" if method == "bca" else "",
         "random_streams": RNG_DESCRIPTION if method != "student" else "",
-        "xuqcal_version": __version__,
     }
     coords = statistic_coords(stats)
     if method == "student":
@@ -359,7 +363,8 @@ def bootstrap(
         dims=("statistic",),
     )
     replicates = xr.DataArray(
-        bootstrap_replicates(prepared, codes, n_boot, seed, chunks).T, dims=("statistic", "replicate")
+        bootstrap_replicates(prepared, codes, n_boot, seed, chunks).T,
+        dims=("statistic", "replicate"),
     )
     gathered = replicates.chunk({"replicate": -1})
     arguments = [gathered, estimate]
@@ -385,11 +390,10 @@ def bootstrap(
             "ci_high": ci_high,
         },
         coords=coords,
-        attrs=attrs,
     )
     if keep_replicates:
         result["replicates"] = replicates
-    return _describe(result)
+    return _describe(attach(result, attrs))
 
 
 def _student(ds, stats, level, coords, attrs, *, E, uE) -> xr.Dataset:
@@ -401,8 +405,9 @@ def _student(ds, stats, level, coords, attrs, *, E, uE) -> xr.Dataset:
         )
 
     def per_point(e, u):
-        z = e / u
-        return np.stack([z if s.key == "zm" else z * z for s in stats])
+        # the per-point quantity whose mean the statistic is (its one column: Z or Z²)
+        columns = point_columns(e, u, [s.columns[0] for s in stats])
+        return np.stack([columns[s.columns[0]] for s in stats])
 
     def analytic(e, u):
         mean, lo, hi = student_interval(per_point(e, u), level)
@@ -416,8 +421,8 @@ def _student(ds, stats, level, coords, attrs, *, E, uE) -> xr.Dataset:
         dask_gufunc_kwargs={"output_sizes": {"statistic": len(stats)}, "allow_rechunk": True},
     )
     names = ("estimate", "bias", "se", "ci_low", "ci_high")
-    result = xr.Dataset(dict(zip(names, out, strict=True)), coords=coords, attrs=attrs)
-    return _describe(result)
+    result = xr.Dataset(dict(zip(names, out, strict=True)), coords=coords)
+    return _describe(attach(result, attrs))
 
 
 _DESCRIPTIONS = {

@@ -1,8 +1,9 @@
 """Simulated reference values (METHODS §5).
 
-Keep the actual uncertainties, draw ``n`` synthetic error sets ``E~ = uE * eps`` with
-``eps ~ D`` (a generator of :mod:`xuqcal.generators`), compute each statistic on every set and
-summarize: the simulated reference ``mean``, its standard error ``se = sd / sqrt(n)`` and the
+Keep the actual uncertainties, draw ``n_mc`` synthetic error sets ``E~ = uE * eps`` with
+``eps ~ D`` (a generator of :mod:`xuqcal.core.generators`), compute each statistic on every set
+and summarize: the simulated reference ``mean``, its standard error ``se = sd / sqrt(n_mc)`` and
+the
 2.5 % / 97.5 % quantiles. Like the bootstrap, the work is lazy and chunked along ``replicate``,
 and replicate ``r`` of generator ``D`` draws from the stream ``(seed, "reference:D", r)`` only.
 """
@@ -15,7 +16,6 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
@@ -23,6 +23,7 @@ from xuqcal.analysis.resampling import (
     replicate_chunks,
 )
 from xuqcal.analysis.stats import check_input
+from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import (
     check_bool,
@@ -32,9 +33,9 @@ from xuqcal.core.checks import (
     check_seed,
 )
 from xuqcal.core.generators import Generator, generator_coords
+from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
-    DEFAULT_N_BINS,
     PreparedData,
     check_sizes,
     codes_of,
@@ -43,7 +44,7 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.core.summaries import summarize_replicates
 
-DEFAULT_GENERATORS = ("normal", "t6")
+#: Still imported by xuqcal/cli/commands.py (to take from core.defaults, then removed here).
 
 
 def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code: int,
@@ -58,23 +59,24 @@ def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code:
 
 def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n_mc: int, seed: int,
                          chunks: int | Sequence[int] | None = None) -> da.Array:
-    """Lazy ``(n, len(codes))`` statistics of synthetic error sets drawn with ``generator``."""
-    key = stream_key(seed, f"reference:{generator.name}")
-    return blocks_along_replicate(_simulation_block, prepared, n_mc, chunks, codes.shape[0], codes,
-                                  generator.code, generator.parameter, key)
+    """Lazy ``(n_mc, len(codes))`` statistics of synthetic error sets drawn with
+    ``generator``."""
+    key = stream_key(seed, f"reference:{generator.name}")  # the purpose keeps its old name
+    return blocks_along_replicate(_simulation_block, prepared, n_mc, chunks, codes.shape[0],
+                                  codes, generator.code, generator.parameter, key, name="n_mc")
 
 
-def _reference_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, keep_replicates,
-                  E, uE, n_name: str = "n_mc", generator_name: str = "generators",
-                  warn_undefined: bool = True):
-    """Argument checks of :func:`reference`, before any computation (no data are read);
-    returns the statistics, the generators, ``n``, ``seed`` and ``chunks`` normalised."""
+def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, keep_replicates,
+                 E, uE, n_name: str = "n_mc", generator_name: str = "generators",
+                 warn_undefined: bool = True):
+    """Argument checks of :func:`simulate`, before any computation (no data are read);
+    returns the statistics, the generators, ``n_mc``, ``seed`` and ``chunks`` normalised."""
     stats = get_statistics(statistics)
     gens = check_generators(generators, generator_name)
     n_mc = check_count(n_mc, n_name)
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
-    replicate_chunks(n_mc, chunks)
+    replicate_chunks(n_mc, chunks, name=n_name)
     check_bool(keep_replicates, "keep_replicates")
     check_bool(warn_undefined, "warn_undefined")
     by, m = check_input(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -86,15 +88,15 @@ def simulate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("cc", "ence", "zmse"),
     *,
-    generators: str | Iterable[str] = DEFAULT_GENERATORS,
-    n_mc: int = 10_000,
-    seed: int = 0,
-    n_bins: int = DEFAULT_N_BINS,
-    by: str = "uE",
+    generators: str | Iterable[str] = defaults.GENERATORS,
+    n_mc: int = defaults.N_MC,
+    seed: int = defaults.SEED,
+    n_bins: int = defaults.N_BINS,
+    by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
     keep_replicates: bool = False,
-    E: str = "E",
-    uE: str = "uE",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
     warn_undefined: bool = True,
 ) -> xr.Dataset:
     """Simulated reference values of statistics for the uncertainties of ``ds`` (lazy).
@@ -105,16 +107,17 @@ def simulate(
         Input over ``sample``; only ``uE`` (and the binning variable) are used.
     statistics : str or sequence of str
         Statistic keys (any of the registry).
-    generator : str or sequence of str
+    generators : str or sequence of str
         Generative distributions D (``"normal"``, ``"t6"``, ``"uniform"``, ...).
-    n : int
-        Number of synthetic error sets per generator (n_mc).
+    n_mc : int
+        Number of synthetic error sets per generator.
     seed : int
         Seed; the same seed gives bit-identical results for any chunks and scheduler.
     n_bins, by : int, str
         Equal-count bins on ``by`` for the binned statistics.
     chunks : int or sequence of int, optional
-        Synthetic sets per Dask task (default 1000).
+        Synthetic sets per Dask task (default: the option ``replicate_chunk``,
+        :func:`xuqcal.set_options`).
     keep_replicates : bool
         Also return the simulated values (``replicates`` over
         ``statistic × generator × replicate``).
@@ -141,9 +144,10 @@ def simulate(
     >>> bool(abs(ref["mean"].sel(statistic="zms", generator="normal") - 1) < 0.01)
     True
     """
-    stats, gens, n_mc, seed, chunks = _reference_iv(
-        ds, statistics, generators=generators, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
-        keep_replicates=keep_replicates, E=E, uE=uE, warn_undefined=warn_undefined)
+    stats, gens, n_mc, seed, chunks = _simulate_iv(
+        ds, statistics, generators=generators, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
+        chunks=chunks, keep_replicates=keep_replicates, E=E, uE=uE,
+        warn_undefined=warn_undefined)
     gen_coords = generator_coords(gens)
     codes = codes_of(stats)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -166,18 +170,17 @@ def simulate(
             "q975": q975.assign_attrs(long_name="97.5 % quantile of the simulated values"),
         },
         coords={**statistic_coords(stats), **gen_coords},
-        attrs={
-            "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
-            "n_replicates": n_mc,
-            "seed": seed,
-            "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
-            "by": by,
-            "n_samples": ds.sizes["sample"],
-            "quantiles": "linear interpolation (Hyndman-Fan type 7)",
-            "random_streams": RNG_DESCRIPTION,
-            "xuqcal_version": __version__,
-        },
     )
+    attach(result, {
+        "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
+        "n_replicates": n_mc,
+        "seed": seed,
+        "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
+        "by": by,
+        "n_samples": ds.sizes["sample"],
+        "quantiles": "linear interpolation (Hyndman-Fan type 7)",
+        "random_streams": RNG_DESCRIPTION,
+    })
     if keep_replicates:
         result["replicates"] = replicates.assign_attrs(long_name="simulated values")
     return result
@@ -186,7 +189,7 @@ def simulate(
 def validate_arguments(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                        known_generator, level, by, chunks, E, uE):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
-    those of :func:`~xuqcal.bootstrap` and :func:`reference` under the names of
+    those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``). Returns the statistics,
     the generator names (``known_generator`` appended if missing) and ``known_generator``
     normalised.
@@ -214,7 +217,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     keys = [s.key for s in stats]
     _bootstrap_iv(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
                   n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
-    _reference_iv(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
-                  chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
-                  generator_name="generators")
+    _simulate_iv(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
+                 chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
+                 generator_name="generators")
     return stats, names, known_generator

@@ -37,7 +37,6 @@ import xarray as xr
 
 from xuqcal import io
 from xuqcal._version import __version__
-from xuqcal.analysis.simulation import DEFAULT_GENERATORS
 from xuqcal.analysis.validation import (
     DEFAULT_STATISTICS,
     SIMULATED_SCHEMES,
@@ -53,10 +52,12 @@ from xuqcal.cli.common import (
     output_file,
     positive_int,
 )
+from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators
-from xuqcal.core.statistics import DEFAULT_N_BINS, get_statistics
+from xuqcal.core.statistics import get_statistics
 from xuqcal.io import outputs as _outputs
 from xuqcal.io import synthetic
+from xuqcal.options import OPTIONS
 
 
 def _statistics_list(text: str) -> list[str]:
@@ -80,20 +81,22 @@ def _generator_list(text: str) -> list[str]:
 
 
 def _add_compute_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-boot", type=positive_int, default=10_000, metavar="N",
-                        help="bootstrap replicates for the BCa intervals (default: 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
-    parser.add_argument("--level", type=float, default=0.95, help="confidence level")
+    parser.add_argument("--n-boot", type=positive_int, default=defaults.N_BOOT, metavar="N",
+                        help="bootstrap replicates for the BCa intervals "
+                             f"(default: {defaults.N_BOOT})")
+    parser.add_argument("--seed", type=int, default=defaults.SEED,
+                        help="seed of every random draw")
+    parser.add_argument("--level", type=float, default=defaults.LEVEL, help="confidence level")
     parser.add_argument("--n-bins", type=positive_int, default=None, metavar="N",
-                        help=f"bins of the binned statistics (default: {DEFAULT_N_BINS}; at "
+                        help=f"bins of the binned statistics (default: {defaults.N_BINS}; at "
                              "least 2 points per bin)")
-    parser.add_argument("--n-mc", type=positive_int, default=10_000, metavar="N",
+    parser.add_argument("--n-mc", type=positive_int, default=defaults.N_MC, metavar="N",
                         help="synthetic error sets per generator for the simulated references "
-                             "(default: 10000)")
-    parser.add_argument("--generators", type=_generator_list, default=list(DEFAULT_GENERATORS),
+                             f"(default: {defaults.N_MC})")
+    parser.add_argument("--generators", type=_generator_list, default=list(defaults.GENERATORS),
                         metavar="LIST",
                         help="generative distributions of the simulated references "
-                             f"(default: {','.join(DEFAULT_GENERATORS)})")
+                             f"(default: {','.join(defaults.GENERATORS)})")
     parser.add_argument("--known-generator", metavar="NAME",
                         help="the errors' generative distribution when it is known (e.g. "
                              "normal): validate with it, skip the sensitivity check")
@@ -266,7 +269,8 @@ def _add_cube_commands(commands) -> None:
                        metavar="LIST", help="generative distributions (default: normal,t6)")
     build.add_argument("--n-mc", type=positive_int, default=5000, metavar="N",
                        help="synthetic data sets per cell (default: 5000)")
-    build.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    build.add_argument("--seed", type=int, default=defaults.SEED,
+                       help="seed of every random draw")
     build.add_argument("--keep-replicates", action="store_true",
                        help="also store the simulated values")
     build.add_argument("-o", "--output", type=output_file, required=True, metavar="CUBE.nc",
@@ -305,10 +309,6 @@ def _add_cube_commands(commands) -> None:
     _add_debug(extend)
 
 
-SCHEDULER_TIMEOUT = 10.0
-"""Seconds to wait for the connection to a ``--scheduler`` before giving up."""
-
-
 def _default_client():
     from distributed import default_client
 
@@ -323,7 +323,7 @@ def _connect(address: str):
 
     before = _default_client()
     try:
-        return Client(address, timeout=SCHEDULER_TIMEOUT)
+        return Client(address, timeout=OPTIONS["scheduler_timeout"])
     except (OSError, ValueError, TypeError) as error:
         failed = _default_client()
         if failed is not None and failed is not before:
@@ -342,8 +342,8 @@ def _connect(address: str):
 def compute_context(args: argparse.Namespace) -> Iterator[None]:
     """Where Dask computes (local threads, or a distributed cluster) and progress display.
 
-    An unreachable ``--scheduler`` fails within :data:`SCHEDULER_TIMEOUT` seconds with a
-    ``ConnectionError`` naming the option and the address.
+    An unreachable ``--scheduler`` fails within the option ``scheduler_timeout`` seconds
+    (:func:`xuqcal.set_options`) with a ``ConnectionError`` naming the option and the address.
     """
     with contextlib.ExitStack() as stack:
         client = None
@@ -377,7 +377,7 @@ def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what: str, *,
     """
     m = ds.sizes["sample"]
     given = args.n_bins is not None
-    args.n_bins = args.n_bins if given else DEFAULT_N_BINS
+    args.n_bins = args.n_bins if given else defaults.N_BINS
     if m < 2:
         raise ValueError(f"{what}: the data have {m} point; the bootstrap needs at least 2")
     if report and m < 3:
@@ -526,19 +526,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     for spec in args.features or []:
         name, _, expression = spec.partition("=")
         features[name.strip()] = (expression or name).strip()
-    ds = io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where,
-                     features=features or None)
+    table = io.read_table(args.file)  # read once: the data and the formulas
+    ds = io.from_dataframe(table, E=args.E, uE=args.uE, where=args.where,
+                           features=features or None, source=os.fspath(args.file))
     if args.formula:
-        import pandas as pd
-
         from xuqcal.analysis.features import add_formula_features
 
-        columns = pd.read_csv(args.file, nrows=0).columns
-        if args.formula not in columns:
+        if args.formula not in table.columns:
             raise ValueError(f"--formula: no column {args.formula!r} in {args.file} (columns: "
-                             f"{', '.join(map(str, columns))})")
-        formulas = pd.read_csv(args.file, usecols=[args.formula])[args.formula]
-        ds = add_formula_features(ds, formulas)[["E", "uE", *features, "X1", "X2"]]
+                             f"{', '.join(map(str, table.columns))})")
+        ds = add_formula_features(ds, table[args.formula])[["E", "uE", *features, "X1", "X2"]]
     _check_sizes(ds, args, _data_name(args), report=True)
     check_folder(ds, args.output, overwrite=args.overwrite, inputs=[args.file])
     with compute_context(args):
@@ -630,7 +627,8 @@ def _cube_summary(result: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+#: The folder of the xuqcal package (this module is in its cli/ folder).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _argument_check(error: BaseException) -> bool:

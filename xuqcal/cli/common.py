@@ -2,9 +2,9 @@
 
 Library errors start with the name of the Python parameter at fault (``n_boot: expected ...``);
 the command shows the option the user typed instead (``--n-boot: expected ...``), with one
-table per command. The Python parameter ``n`` is the number of bootstrap replicates in
-:func:`xuqcal.bootstrap` and the local analyses but the number of simulated sets in
-:func:`xuqcal.simulate`: the function that raised decides (:func:`option_message`).
+table per command. The parameters have the names of the options (``n_boot`` is ``--n-boot``,
+``n_mc`` is ``--n-mc``, ...); where one parameter name stands for two options, the function
+that raised decides (``(parameter, function)`` keys, see :func:`option_message`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ _COMPUTE = {
     "statistics": "--statistics", "known_generator": "--known-generator",
     "simulated_scheme": "--simulated-scheme", "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
-    # the parameter n of the function that raised
-    ("n", "bootstrap"): "--n-boot", ("n", "bootstrap_prepared"): "--n-boot",
-    ("n", "local"): "--n-boot", ("n", "reliability"): "--n-boot",
-    ("n", "reference"): "--n-mc", ("n", "simulated_replicates"): "--n-mc",
-    ("n", "replicate_chunks"): None,  # decided by the caller further out
 }
 
 #: Python parameter (or (parameter, function that raised)) -> CLI option, per command.
@@ -40,7 +35,6 @@ OPTIONS: dict[str, dict] = {
         "generator": "--generators", "generators": "--generators", "n_mc": "--n-mc",
         "seed": "--seed", "path": "-o/--output", "output": "-o/--output",
         "scheduler": "--scheduler", "workers": "--workers",
-        ("n", "simulated_replicates"): "--n-mc", ("n", "replicate_chunks"): "--n-mc",
     },
     "cube extend": {"size": "--size", "n_bins": "--n-bins", "nu": "--nu",
                     "generator": "--generators", "path": "FILE", "data": "FILE",
@@ -55,7 +49,6 @@ OPTIONS: dict[str, dict] = {
         "output": "-o/--output", "path": "-o/--output",
         ("n_bins", "fit"): "--n-bins", ("n_bins", "scan"): "--n-bins",
         ("n_bins", "evaluate"): "--n-bins-scores", ("n_bins", "scores"): "--n-bins-scores",
-        ("n", "local"): "--n-boot", ("n", "bootstrap"): "--n-boot",
     },
 }
 

@@ -33,10 +33,9 @@ import xarray as xr
 from xuqcal import io
 from xuqcal.analysis.features import add_formula_features
 from xuqcal.cli.common import output_file, positive_int, zero_or_count
+from xuqcal.core.defaults import N_BINS_RECALIBRATION, N_BINS_SCORES
 from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
-    DEFAULT_N_BINS,
-    DEFAULT_N_BINS_SCORES,
     LOSSES,
     METHODS,
     apply,
@@ -80,14 +79,14 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="BVS binning variable (uE, X1, X2), or two separated by a comma "
                              "for a 2-D grid (default: uE)")
     parser.add_argument("--n-bins", type=positive_int, metavar="N",
-                        help=f"number of BVS bins (default: {DEFAULT_N_BINS}; per variable "
+                        help=f"number of BVS bins (default: {N_BINS_RECALIBRATION}; per variable "
                              "for a grid)")
     parser.add_argument("--loss", choices=LOSSES, default="nll",
                         help="loss of the BVS factors (default: nll, the analytic factors)")
     parser.add_argument("--reference", type=Path, metavar="CSV",
                         help="a test set recalibrated by another method (same columns), "
                              "evaluated as 'reference'")
-    parser.add_argument("--n-bins-scores", type=positive_int, default=DEFAULT_N_BINS_SCORES,
+    parser.add_argument("--n-bins-scores", type=positive_int, default=N_BINS_SCORES,
                         metavar="N", help="bins per score variable (default: 100)")
     parser.add_argument("--n-mc", type=positive_int, default=1000, metavar="N",
                         help="simulated error sets per data set (default: 1000)")

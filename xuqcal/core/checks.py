@@ -110,27 +110,27 @@ def _is_integer(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, int | np.integer)
 
 
-def check_count(n: object, name: str, minimum: int = 2, *, reason: str = "",
+def check_count(value: object, name: str, minimum: int = 2, *, reason: str = "",
                 maximum: int | None = None) -> int:
     """An integer count (replicates, trials, bins, ...) of at least ``minimum``.
 
     Examples
     --------
-    >>> check_count(500, "n")
+    >>> check_count(500, "n_boot")
     500
-    >>> check_count(1.5, "n")
+    >>> check_count(1.5, "n_boot")
     Traceback (most recent call last):
-    ValueError: n: expected an integer >= 2, got 1.5
+    ValueError: n_boot: expected an integer >= 2, got 1.5
     """
-    if not _is_integer(n) or n < minimum:  # type: ignore[operator]
+    if not _is_integer(value) or value < minimum:  # type: ignore[operator]
         why = f" ({reason})" if reason else ""
-        raise ValueError(f"{name}: expected an integer >= {minimum}{why}, got {n!r}")
-    if maximum is None and n > MAX_COUNT:  # type: ignore[operator]
+        raise ValueError(f"{name}: expected an integer >= {minimum}{why}, got {value!r}")
+    if maximum is None and value > MAX_COUNT:  # type: ignore[operator]
         raise ValueError(f"{name}: expected an integer <= 2**40 (a larger count cannot be held "
-                         f"in memory), got {n!r}")
-    if maximum is not None and n > maximum:  # type: ignore[operator]
-        raise ValueError(f"{name}: expected an integer from {minimum} to {maximum}, got {n!r}")
-    return int(n)  # type: ignore[call-overload]
+                         f"in memory), got {value!r}")
+    if maximum is not None and value > maximum:  # type: ignore[operator]
+        raise ValueError(f"{name}: expected an integer from {minimum} to {maximum}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
 
 
 def check_seed(seed: object, name: str = "seed") -> int:
@@ -188,7 +188,7 @@ def minimum_replicates(level: float) -> int:
     return max(2, math.ceil(2.0 / (1.0 - level) - 1e-9))
 
 
-def check_replicates(n: object, level: float, name: str = "n") -> int:
+def check_replicates(value: object, level: float, name: str = "n_boot") -> int:
     """A number of bootstrap replicates large enough for an interval at ``level``
     (:func:`minimum_replicates`).
 
@@ -200,7 +200,7 @@ def check_replicates(n: object, level: float, name: str = "n") -> int:
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
     minimum = minimum_replicates(level)
-    return check_count(n, name, minimum, reason=(
+    return check_count(value, name, minimum, reason=(
         f"an interval at level {level!r} needs at least ceil(2 / (1 - level)) replicates, "
         "one per tail beyond it on average"))
 

@@ -40,3 +40,13 @@ N_BOOT_RELIABILITY = 2000
 #: Bootstrap replicates of the report's intervals (smaller than N_BOOT: the report runs every
 #: analysis of a file).
 N_BOOT_REPORT = 5000
+#: Simulated data sets of the report's references.
+N_MC_REPORT = 5000
+#: Simulated data sets of the reference band of a confidence curve.
+N_MC_CURVE = 1000
+#: Simulated data sets of the f_v reference of a recalibration evaluation.
+N_MC_SCORES = 1000
+#: Synthetic data sets per cell of the validation-probability study.
+N_MC_STUDY = 500
+#: Synthetic data sets per cell of sensitivity cubes and the size × bins study.
+N_MC_CUBE = 5000

@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import xarray as xr
 from scipy import stats
 
 from xuqcal.core import random as _random
@@ -154,9 +153,3 @@ def generator_coords(generators: Iterable[str | Generator]) -> dict:
         "generator": ("generator", names),
         "df": ("generator", np.array([g.df for g in gens])),
     }
-
-
-def as_dataarray(values, generators: Iterable[str | Generator], **kwargs) -> xr.DataArray:
-    """Label values over ``generator``."""
-    return xr.DataArray(np.asarray(values), dims=("generator",),
-                        coords=generator_coords(generators), **kwargs)

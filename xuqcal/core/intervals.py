@@ -10,7 +10,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-import xarray as xr
 from scipy import special, stats
 
 from xuqcal.core.checks import check_level as _check_level
@@ -271,7 +270,8 @@ def zeta(estimate, reference, ci_low, ci_high, u_ref=0.0):
     ``ζ = (θ - θ_ref) / (hi - θ)`` if ``θ ≤ θ_ref``, else ``(θ - θ_ref) / (θ - lo)``; with a
     reference uncertainty ``u_ref`` the denominator is ``sqrt(width² + u_ref²)``. Validation
     passes when ``|ζ| ≤ 1``; a zero denominator gives ``±inf`` (or NaN for ``0 / 0``).
-    Works elementwise on scalars, NumPy arrays and xarray objects (labels are kept).
+    Works elementwise on scalars and NumPy arrays (:func:`xuqcal.zeta` keeps the labels of
+    xarray objects).
 
     Examples
     --------
@@ -280,8 +280,7 @@ def zeta(estimate, reference, ci_low, ci_high, u_ref=0.0):
     >>> round(float(zeta(1.120, 1.0, 1.05, 1.20)), 2)
     1.71
     """
-    where = xr.where if any(isinstance(v, xr.DataArray | xr.Dataset)
-                            for v in (estimate, reference, ci_low, ci_high, u_ref)) else np.where
+    where = np.where
     below = estimate <= reference
     width = where(below, ci_high - estimate, estimate - ci_low)
     # a zero-width interval (a statistic constant over the resamples) gives ζ = ±inf, an
@@ -302,7 +301,7 @@ def wilson_interval(successes, trials, level: float = 0.95, *, continuity: bool 
 
     Parameters
     ----------
-    successes, n : int or array
+    successes, trials : int or array
         Number of successes and of trials.
     level : float
         Confidence level.
@@ -325,20 +324,24 @@ def wilson_interval(successes, trials, level: float = 0.95, *, continuity: bool 
         x = np.asarray(successes, dtype=np.float64)
         trials = np.asarray(trials, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"successes, n: expected counts, got {successes!r} and {trials!r}") from None
+        raise ValueError(f"successes, trials: expected counts, got {successes!r} and "
+                         f"{trials!r}") from None
     if not (np.isfinite(x).all() and np.isfinite(trials).all()):
-        raise ValueError("successes, n: expected finite counts, got NaN or infinite values")
+        raise ValueError("successes, trials: expected finite counts, got NaN or infinite "
+                         "values")
     if np.any(trials <= 0) or np.any(x < 0) or np.any(x > trials):
-        raise ValueError(f"successes, n: expected 0 <= successes <= n and n > 0, got "
-                         f"successes={successes!r}, n={n_given!r}")
+        raise ValueError(f"successes, trials: expected 0 <= successes <= trials and trials > 0, "
+                         f"got successes={successes!r}, trials={n_given!r}")
     z = special.ndtri((1.0 + level) / 2.0)
     p = x / trials
     z2 = z * z
     denom = 2.0 * (trials + z2)
     if continuity:
         with np.errstate(invalid="ignore"):
-            lo = (2 * trials * p + z2 - 1 - z * np.sqrt(z2 - 2 - 1 / trials + 4 * p * (trials * (1 - p) + 1)))
-            hi = (2 * trials * p + z2 + 1 + z * np.sqrt(z2 + 2 - 1 / trials + 4 * p * (trials * (1 - p) - 1)))
+            lo = (2 * trials * p + z2 - 1
+                  - z * np.sqrt(z2 - 2 - 1 / trials + 4 * p * (trials * (1 - p) + 1)))
+            hi = (2 * trials * p + z2 + 1
+                  + z * np.sqrt(z2 + 2 - 1 / trials + 4 * p * (trials * (1 - p) - 1)))
         lo = np.where(p == 0, 0.0, np.maximum(0.0, lo / denom))
         hi = np.where(p == 1, 1.0, np.minimum(1.0, hi / denom))
     else:

@@ -32,62 +32,377 @@ import math
 import numba as nb
 import numpy as np
 
-from xuqcal.core.random import fill_gamma, fill_variates, next_below, stream_start
+# ------------------------------------------------------------------------------ random streams
+# The SplitMix64 streams of :mod:`xuqcal.core.random` (documented there). They are defined in
+# this file because the kernels below inline them: Numba invalidates a cached (``cache=True``)
+# function only when its own file changes, so jitted code called across files could be reloaded
+# stale after an edit. Keeping every jitted function that a cached kernel calls in this one file
+# makes Numba's own check sufficient.
 
-# Statistic codes (the registry in xuqcal.statistics maps keys to these).
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_S11 = np.uint64(11)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_TWO32 = np.uint64(1 << 32)
+_ONE = np.uint64(1)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+# Codes of the generative distributions understood by the kernels (see xuqcal.generators).
+NORMAL = 0
+STUDENT = 1
+UNIFORM = 2
+LAPLACE = 3
+NORMP = 4
+
+
+@nb.njit(inline="always")
+def _mix64(z):
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@nb.njit(inline="always")
+def stream_start(key, replicate):
+    """Starting state of the stream of ``replicate`` under ``key``."""
+    return _mix64(key ^ _mix64(np.uint64(replicate) * _GAMMA + _ONE))
+
+
+@nb.njit(inline="always")
+def next_u64(state):
+    """Next 64 random bits; returns ``(bits, new_state)``."""
+    state = state + _GAMMA
+    return _mix64(state), state
+
+
+@nb.njit(inline="always")
+def next_uniform(state):
+    """Uniform double in the open interval (0, 1); returns ``(u, new_state)``."""
+    bits, state = next_u64(state)
+    return (np.float64(bits >> _S11) + 0.5) * _INV53, state
+
+
+@nb.njit(inline="always")
+def next_below(state, bound):
+    """Uniform integer in ``[0, bound)`` for ``0 < bound < 2**32`` (Lemire, exact)."""
+    b = np.uint64(bound)
+    while True:
+        bits, state = next_u64(state)
+        m = (bits & _LOW32) * b
+        low = m & _LOW32
+        if low >= b or low >= (_TWO32 - b) % b:
+            return np.int64(m >> _S32), state
+
+
+@nb.njit(inline="always")
+def next_normal_pair(state):
+    """Two independent standard normal variates (Marsaglia polar method);
+    returns ``(x, y, new_state)``."""
+    while True:
+        u, state = next_uniform(state)
+        v, state = next_uniform(state)
+        u = 2.0 * u - 1.0
+        v = 2.0 * v - 1.0
+        s = u * u + v * v
+        if 0.0 < s < 1.0:
+            f = np.sqrt(-2.0 * np.log(s) / s)
+            return u * f, v * f, state
+
+
+@nb.njit(inline="always")
+def next_normal(state):
+    """One standard normal variate (the first of a polar pair); returns ``(x, new_state)``."""
+    x, _, state = next_normal_pair(state)
+    return x, state
+
+
+@nb.njit(inline="always")
+def next_student(state, nu):
+    """Student-t(ν) variate, Bailey's polar method (Math. Comp. 62, 1994), exact for ν > 0;
+    returns ``(t, new_state)``."""
+    while True:
+        u, state = next_uniform(state)
+        v, state = next_uniform(state)
+        u = 2.0 * u - 1.0
+        v = 2.0 * v - 1.0
+        w = u * u + v * v
+        if 0.0 < w < 1.0:
+            return u * np.sqrt(nu * (w ** (-2.0 / nu) - 1.0) / w), state
+
+
+@nb.njit(inline="always")
+def next_gamma(state, shape):
+    """Gamma(shape, 1) variate (Marsaglia & Tsang 2000); returns ``(x, new_state)``."""
+    boost = 1.0
+    if shape < 1.0:
+        u, state = next_uniform(state)
+        boost = u ** (1.0 / shape)
+        shape = shape + 1.0
+    d = shape - 1.0 / 3.0
+    c = 1.0 / np.sqrt(9.0 * d)
+    while True:
+        x, state = next_normal(state)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u, state = next_uniform(state)
+        if np.log(u) < 0.5 * x * x + d - d * v + d * np.log(v):
+            return d * v * boost, state
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_counts(key, replicate, counts):
+    """Bootstrap multiplicities: draw ``len(counts)`` indices with replacement, count each."""
+    n = counts.shape[0]
+    counts[:] = 0
+    state = stream_start(key, replicate)
+    for _ in range(n):
+        j, state = next_below(state, n)
+        counts[j] += 1
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_draws(key, replicate, draws):
+    """The drawn sequence behind :func:`fill_counts`: ``len(draws)`` indices with
+    replacement, in the order drawn (the resample's row order)."""
+    n = draws.shape[0]
+    state = stream_start(key, replicate)
+    for i in range(n):
+        draws[i], state = next_below(state, n)
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_gamma(key, replicate, shape, out):
+    """Fill ``out`` with Gamma(shape, 1) variates from stream ``(key, replicate)``."""
+    state = stream_start(key, replicate)
+    for i in range(out.shape[0]):
+        out[i], state = next_gamma(state, shape)
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_variates(key, replicate, code, parameter, out):
+    """Fill ``out`` with unit-variance, zero-mean draws of one generative distribution.
+
+    ``code`` is one of NORMAL, STUDENT (``parameter`` = degrees of freedom ν > 2), UNIFORM,
+    LAPLACE, NORMP (``parameter`` = p > 0).
+    """
+    state = stream_start(key, replicate)
+    n = out.shape[0]
+    if code == NORMAL:
+        for i in range(0, n - 1, 2):
+            out[i], out[i + 1], state = next_normal_pair(state)
+        if n % 2:
+            out[n - 1], state = next_normal(state)
+    elif code == STUDENT:
+        scale = np.sqrt((parameter - 2.0) / parameter)
+        half = int(parameter // 2.0)
+        if parameter == 2.0 * half and half <= 16:
+            # even integer ν: t = Z sqrt(ν / χ²) with χ²_ν = -2 ln(U_1 ... U_{ν/2}), exact and
+            # cheaper than a power per draw; both normals of each polar pair are used
+            for i in range(0, n, 2):
+                x, y, state = next_normal_pair(state)
+                product = 1.0
+                for _ in range(half):
+                    u, state = next_uniform(state)
+                    product *= u
+                out[i] = scale * x * np.sqrt(parameter / (-2.0 * np.log(product)))
+                if i + 1 < n:
+                    product = 1.0
+                    for _ in range(half):
+                        u, state = next_uniform(state)
+                        product *= u
+                    out[i + 1] = scale * y * np.sqrt(parameter / (-2.0 * np.log(product)))
+        else:
+            for i in range(n):
+                t, state = next_student(state, parameter)
+                out[i] = scale * t
+    elif code == UNIFORM:
+        root3 = np.sqrt(3.0)
+        for i in range(n):
+            u, state = next_uniform(state)
+            out[i] = root3 * (2.0 * u - 1.0)
+    elif code == LAPLACE:
+        b = 1.0 / np.sqrt(2.0)
+        for i in range(n):
+            u, state = next_uniform(state)
+            d = u - 0.5
+            out[i] = -b * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d))
+    elif code == NORMP:
+        p = parameter
+        # |X|^p / p ~ Gamma(1/p); Var(X) = p^(2/p) Γ(3/p) / Γ(1/p)
+        log_var = (2.0 / p) * np.log(p) + math.lgamma(3.0 / p) - math.lgamma(1.0 / p)
+        scale = np.exp(-0.5 * log_var)
+        for i in range(n):
+            g, state = next_gamma(state, 1.0 / p)
+            u, state = next_uniform(state)
+            sign = 1.0 if u < 0.5 else -1.0
+            out[i] = sign * scale * (p * g) ** (1.0 / p)
+    else:
+        raise ValueError("unknown generator code")
+
+
+# ---------------------------------------------------------------------------------- formulas
+# The one definition of every statistic's formula. Each finisher is a scalar function of column
+# sums, written with operators and NumPy ufuncs only: jitted, the kernels inline it (dispatch on
+# the integer code: :func:`finalize_moment`, :func:`bin_term`); its ``py_func`` serves NumPy
+# arrays (:meth:`xuqcal.core.statistics.Statistic.from_sums`). The registry
+# (:data:`xuqcal.core.statistics.STATISTICS`) attaches them to the statistics by code.
+
+# Statistic codes (the registry in xuqcal.core.statistics maps keys to these).
 MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
 N_MOMENT = 9  # codes below this are moment statistics
 BINNED_CODES = (ENCE, UCE, ZMSE)
 LOG_2PI = math.log(2.0 * math.pi)
 
-# Indices of the weighted sums of moment statistics.
+# Indices of the weighted sums of moment statistics, and the per-point columns they sum
+# (``zd = z - z_shift``: shifted z-scores keep the variance accurate; ``z_shift`` is any
+# constant, 0 for unshifted sums).
 S_N, S_E2, S_U2, S_Z2, S_LNU2, S_ZD, S_ZD2 = range(7)
 N_SUMS = 7
+COLUMNS = ("e2", "u2", "z2", "lnu2", "zd", "zd2")  # the packed columns (:func:`pack_moments`)
+#: The columns each moment statistic sums (indices into :data:`COLUMNS`).
+MOMENT_COLUMNS = {MSE: (0,), RMSE: (0,), MV: (1,), RMV: (1,), ZM: (4,), ZMS: (2,), ZV: (4, 5),
+                  RCE: (0, 1), NLL: (2, 3)}
+#: The columns each binned statistic sums per bin (with the count).
+BIN_COLUMNS = {ENCE: (0, 1), UCE: (0, 1), ZMSE: (2,)}
+
+_formula = nb.njit(inline="always", error_model="numpy")
 
 
+@_formula
+def finish_mse(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """MSE = <E²>."""
+    return e2 / n
+
+
+@_formula
+def finish_rmse(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """RMSE = sqrt(<E²>)."""
+    return np.sqrt(e2 / n)
+
+
+@_formula
+def finish_mv(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """MV = <uE²>."""
+    return u2 / n
+
+
+@_formula
+def finish_rmv(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """RMV = sqrt(<uE²>)."""
+    return np.sqrt(u2 / n)
+
+
+@_formula
+def finish_zm(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """ZM = <Z> = z_shift + <Z - z_shift>."""
+    return z_shift + zd / n
+
+
+@_formula
+def finish_zms(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """ZMS = <Z²>."""
+    return z2 / n
+
+
+@_formula
+def finish_zv(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """ZV = Var(Z) with the denominator n - 1 (sums of the shifted z-scores)."""
+    return (zd2 - zd * zd / n) / (n - 1.0)
+
+
+@_formula
+def finish_rce(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """RCE = (RMV - RMSE) / RMV."""
+    rmv = np.sqrt(u2 / n)
+    return (rmv - np.sqrt(e2 / n)) / rmv
+
+
+@_formula
+def finish_nll(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """NLL = ½ (<Z²> + <ln uE²> + ln 2π) (normal likelihood, per point)."""
+    return 0.5 * (z2 / n + lnu2 / n + LOG_2PI)
+
+
+@_formula
+def term_ence(n, e2, u2, z2):
+    """ENCE's term of one bin: |RMV_b - RMSE_b| / RMV_b."""
+    rmv = np.sqrt(u2 / n)
+    return np.abs(rmv - np.sqrt(e2 / n)) / rmv
+
+
+@_formula
+def term_uce(n, e2, u2, z2):
+    """UCE's term of one bin: |MV_b - MSE_b|."""
+    return np.abs(u2 / n - e2 / n)
+
+
+@_formula
+def term_zmse(n, e2, u2, z2):
+    """ZMSE's term of one bin: |ln <Z²>_b|."""
+    return np.abs(np.log(z2 / n))
+
+
+#: The finisher of each moment statistic and the per-bin term of each binned statistic.
+FINISHERS = {MSE: finish_mse, RMSE: finish_rmse, MV: finish_mv, RMV: finish_rmv, ZM: finish_zm,
+             ZMS: finish_zms, ZV: finish_zv, RCE: finish_rce, NLL: finish_nll}
+BIN_TERMS = {ENCE: term_ence, UCE: term_uce, ZMSE: term_zmse}
+
+
+@_formula
 def finalize_moment(code, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift):
-    """Value of a moment statistic from weighted sums (scalars or arrays alike).
-
-    ``s_zd`` and ``s_zd2`` are sums of ``Z - z_shift`` and its square (shifted data keep the
-    variance accurate). Written with operators and NumPy ufuncs only, so that the same source
-    serves NumPy arrays, xarray objects and, compiled, the Numba kernels.
-    """
+    """Value of moment statistic ``code`` from weighted sums (dispatch to its finisher)."""
     if code == MSE:
-        return s_e2 / s_n
+        return finish_mse(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == RMSE:
-        return np.sqrt(s_e2 / s_n)
+        return finish_rmse(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == MV:
-        return s_u2 / s_n
+        return finish_mv(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == RMV:
-        return np.sqrt(s_u2 / s_n)
+        return finish_rmv(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == ZM:
-        return z_shift + s_zd / s_n
+        return finish_zm(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == ZMS:
-        return s_z2 / s_n
+        return finish_zms(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == ZV:
-        return (s_zd2 - s_zd * s_zd / s_n) / (s_n - 1.0)
+        return finish_zv(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == RCE:
-        rmv = np.sqrt(s_u2 / s_n)
-        return (rmv - np.sqrt(s_e2 / s_n)) / rmv
+        return finish_rce(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == NLL:
-        return 0.5 * (s_z2 / s_n + s_lnu2 / s_n + LOG_2PI)
+        return finish_nll(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     return np.nan * s_n
 
 
-_finalize_moment = nb.njit(inline="always", error_model="numpy")(finalize_moment)
+
+@_formula
+def bin_term(code, n, e2, u2, z2):
+    """Term of one bin of binned statistic ``code`` (dispatch to its term)."""
+    if code == ENCE:
+        return term_ence(n, e2, u2, z2)
+    if code == UCE:
+        return term_uce(n, e2, u2, z2)
+    return term_zmse(n, e2, u2, z2)
+
+
+@_formula
+def bin_start(b, n_total, n_bins):
+    """First position of equal-count bin ``b``: ``floor(b n / N)`` (the jitted twin of
+    :func:`xuqcal.core.binning.equal_count_bounds`)."""
+    return (b * n_total) // n_bins
 
 
 @nb.njit(inline="always", error_model="numpy")
 def _finalize_binned(code, n_bins, b_n, b_e2, b_u2, b_z2):
+    """A binned statistic: the mean of its bin terms (summed in bin order)."""
     total = 0.0
     for b in range(n_bins):
-        if code == ENCE:
-            rmv = np.sqrt(b_u2[b] / b_n[b])
-            total += np.abs(rmv - np.sqrt(b_e2[b] / b_n[b])) / rmv
-        elif code == UCE:
-            total += np.abs(b_u2[b] / b_n[b] - b_e2[b] / b_n[b])
-        else:  # ZMSE
-            total += np.abs(np.log(b_z2[b] / b_n[b]))
+        total += bin_term(code, b_n[b], b_e2[b], b_u2[b], b_z2[b])
     return total / n_bins
 
 
@@ -100,7 +415,7 @@ def _bin_sums(counts, e2, u2, z2, n_bins, b_n, b_e2, b_u2, b_z2):
     _clear_bins(b_n, b_e2, b_u2, b_z2)
     b = 0
     pos = 0
-    next_start = n_total // n_bins
+    next_start = bin_start(1, n_total, n_bins)
     for p in range(counts.shape[0]):
         pos, b, next_start = _add_copies(p, counts[p], e2, u2, z2, n_bins, n_total,
                                          b_n, b_e2, b_u2, b_z2, pos, b, next_start)
@@ -121,7 +436,7 @@ def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b
     while c > 0:
         while pos >= next_start:
             b += 1
-            next_start = ((b + 1) * n_total) // n_bins
+            next_start = bin_start(b + 1, n_total, n_bins)
         take = min(c, next_start - pos)
         b_n[b] += take
         b_e2[b] += take * e2[p]
@@ -253,7 +568,7 @@ def _evaluate(codes, counts, sums, have_sums, n_bins, packed, e2, u2, z2, z_shif
             if not have_sums:
                 _moment_sums(counts, packed, sums)
                 have_sums = True
-            out[k] = _finalize_moment(code, sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
+            out[k] = finalize_moment(code, sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
                                       sums[S_LNU2], sums[S_ZD], sums[S_ZD2], z_shift)
         elif code == CC:
             if np.isnan(cc_given):
@@ -319,7 +634,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
     straddles[:] = False
     pos = 0
     b = 0
-    next_start = n_total // n_bins
+    next_start = bin_start(1, n_total, n_bins)
     used = 0
     p = 0
     while p < m:
@@ -331,7 +646,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
         if g > 0:
             while pos >= next_start:
                 b += 1
-                next_start = ((b + 1) * n_total) // n_bins
+                next_start = bin_start(b + 1, n_total, n_bins)
             if q - p > 1 and pos + g > next_start:
                 straddles[group[p]] = True
                 fill[group[p]] = used
@@ -349,7 +664,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
     _clear_bins(b_n, b_e2, b_u2, b_z2)
     b = 0
     pos = 0
-    next_start = n_total // n_bins
+    next_start = bin_start(1, n_total, n_bins)
     slot = 0
     p = 0
     while p < m:
@@ -462,24 +777,20 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                   order_u, tie_u, order_e, tie_e, work, out[r - start], np.nan, record)
 
 
+_COLUMN_USED = np.zeros((N_MOMENT, len(COLUMNS)), np.bool_)
+for _code, _columns in MOMENT_COLUMNS.items():
+    _COLUMN_USED[_code, list(_columns)] = True
+
+
 @nb.njit(inline="always", error_model="numpy")
 def _moment_columns(codes):
     """Columns of :func:`pack_moments` (e2, u2, z2, lnu2, zd, zd2) used by ``codes``."""
     used = np.zeros(6, np.bool_)
     for k in range(codes.shape[0]):
-        code = codes[k]
-        if code == MSE or code == RMSE or code == RCE:
-            used[0] = True
-        if code == MV or code == RMV or code == RCE:
-            used[1] = True
-        if code == ZMS or code == NLL:
-            used[2] = True
-        if code == NLL:
-            used[3] = True
-        if code == ZM or code == ZV:
-            used[4] = True
-        if code == ZV:
-            used[5] = True
+        if codes[k] < N_MOMENT:
+            for c in range(6):
+                if _COLUMN_USED[codes[k], c]:
+                    used[c] = True
     return np.flatnonzero(used)
 
 
@@ -508,7 +819,7 @@ def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
     for i in range(start, stop):
         zd = z[i] - z_shift
         for k in range(codes.shape[0]):
-            out[i - start, k] = _finalize_moment(codes[k], n, t_e2 - e2[i], t_u2 - u2[i],
+            out[i - start, k] = finalize_moment(codes[k], n, t_e2 - e2[i], t_u2 - u2[i],
                                                  t_z2 - z2[i], t_lnu2 - lnu2[i], t_zd - zd,
                                                  t_zd2 - zd * zd, z_shift)
 
@@ -535,8 +846,8 @@ def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
     b_z2 = np.zeros(n_bins)
     for q in range(start, stop):
         for b in range(n_bins):
-            s = (b * n) // n_bins
-            e = ((b + 1) * n) // n_bins
+            s = bin_start(b, n, n_bins)
+            e = bin_start(b + 1, n, n_bins)
             lo = s if s < q else s + 1
             hi = e if e <= q else e + 1
             se2 = p_e2[hi] - p_e2[lo]
@@ -871,7 +1182,7 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
                 a4 += packed[p, 4]
                 a5 += packed[p, 5]
             for k in range(codes.shape[0]):
-                out[g, r - start, k] = _finalize_moment(codes[k], np.float64(size), a0, a1, a2,
+                out[g, r - start, k] = finalize_moment(codes[k], np.float64(size), a0, a1, a2,
                                                         a3, a4, a5, z_shift)
 
 
@@ -885,7 +1196,7 @@ def group_statistics(members, offsets, codes, packed, z_shift, out):
                 a[c] += packed[members[i], c]
         size = np.float64(offsets[g + 1] - offsets[g])
         for k in range(codes.shape[0]):
-            out[g, k] = _finalize_moment(codes[k], size, a[0], a[1], a[2], a[3], a[4], a[5],
+            out[g, k] = finalize_moment(codes[k], size, a[0], a[1], a[2], a[3], a[4], a[5],
                                          z_shift)
 
 

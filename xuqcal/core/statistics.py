@@ -1,7 +1,11 @@
 """The statistic registry and point estimates (METHODS §2).
 
-A :class:`Statistic` is a declarative blueprint: key, formula, predefined reference value (or
-none), whether it needs bins, and the integer code of its kernel in :mod:`xuqcal._kernels`.
+A :class:`Statistic` is one object: key, formula text, the per-point columns it sums, how it
+finishes from the column sums (globally, or per bin and then over the bins), its predefined
+reference value (or none), the power of the data unit it carries, and the integer code by which
+the Numba kernels of :mod:`xuqcal.core.kernels` know it. The arithmetic of every formula is
+written once, in the finishers of :mod:`xuqcal.core.kernels` (jitted for the kernels, plain
+NumPy for :meth:`Statistic.from_sums`).
 :class:`PreparedData` holds one data set arranged for the kernels (sorted once by the binning
 variable, rank structures for ``cc``); every point estimate, bootstrap replicate, jackknife
 value and simulated reference is computed from it.
@@ -11,16 +15,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats.mstats import hdquantiles
 
+from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import check_n_bins, equal_count_order
-
-DEFAULT_N_BINS = 20
 
 #: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
 #: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
@@ -29,7 +32,6 @@ SAFE_EXPONENT = 480
 #: The widest span ``max(|E|, uE) / min(uE)`` whose squares fit in float64 at a common scale.
 MAX_SPAN_EXPONENT = 2 * SAFE_EXPONENT
 _LOG_4 = math.log(4.0)
-_UNIT_POWER = {K.MSE: 2, K.MV: 2, K.UCE: 2, K.RMSE: 1, K.RMV: 1}
 
 
 class UndefinedStatisticWarning(RuntimeWarning):
@@ -53,7 +55,7 @@ class Statistic:
     key : str
         Short name used everywhere (``"zms"``).
     code : int
-        Kernel code in :mod:`xuqcal._kernels`.
+        Kernel code in :mod:`xuqcal.core.kernels`.
     long_name : str
         Human-readable name.
     formula : str
@@ -68,6 +70,21 @@ class Statistic:
     is_mean : bool
         Whether the statistic is the mean of a per-point quantity (``zm``: Z, ``zms``: Z²), for
         which the analytic Student interval applies.
+    unit_power : int
+        The power of the data unit the statistic carries (2 for ``mse``, 1 for ``rmse``, 0 for
+        the scale-free statistics).
+
+    The per-point columns (:attr:`columns`) are ``e2`` (E²), ``u2`` (uE²), ``z2`` (Z²),
+    ``lnu2`` (ln uE²), ``zd`` (Z - z_shift) and ``zd2`` ((Z - z_shift)²), ``z_shift`` being any
+    constant (0 by default; the kernels use the mean Z, for accuracy).
+
+    Examples
+    --------
+    >>> zms = STATISTICS["zms"]
+    >>> zms.columns, float(zms.from_sums({"count": 4, "z2": 6.0}))
+    (('z2',), 1.5)
+    >>> STATISTICS["zmse"].bin_terms({"count": np.array([2, 2]), "z2": np.array([2.0, 8.0])})
+    array([0.        , 1.38629436])
     """
 
     key: str
@@ -78,6 +95,59 @@ class Statistic:
     reference: float | None = None
     is_mean: bool = False
     reference_note: str = field(default="", compare=False)
+    unit_power: int = 0
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The per-point columns whose sums (with ``"count"``) the statistic needs; empty for
+        the rank statistic ``cc``."""
+        used = K.MOMENT_COLUMNS.get(self.code, K.BIN_COLUMNS.get(self.code, ()))
+        return tuple(K.COLUMNS[c] for c in used)
+
+    def _sums(self, sums: Mapping[str, np.ndarray]) -> list:
+        missing = [c for c in ("count", *self.columns) if c not in sums]
+        if missing:
+            raise ValueError(f"sums: {self.key} needs the sums {', '.join(map(repr, missing))}")
+        return [np.asarray(sums.get(c, 0.0), dtype=np.float64) for c in ("count", *K.COLUMNS)]
+
+    def from_sums(self, sums: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Value of a moment statistic from the sums of its :attr:`columns` and ``"count"``
+        (NumPy arrays of any shape, element by element). ``z_shift`` (default 0) is the
+        constant subtracted from Z in ``zd``.
+
+        Examples
+        --------
+        >>> float(STATISTICS["nll"].from_sums({"count": 2, "z2": 2.0, "lnu2": 0.0})) > 0
+        True
+        """
+        if self.kind != "moment":
+            raise ValueError(f"statistics: {self.key} is not a moment statistic; use "
+                             "from_bin_sums")
+        n, e2, u2, z2, lnu2, zd, zd2 = self._sums(sums)
+        z_shift = np.float64(sums.get("z_shift", 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return K.FINISHERS[self.code].py_func(n, e2, u2, z2, lnu2, zd, zd2, z_shift)
+
+    def bin_terms(self, bin_sums: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Per-bin terms of a binned statistic (e.g. ``|ln <Z²>_b|`` for ``zmse``) from the
+        per-bin sums of its :attr:`columns` and ``"count"`` (last axis: the bins)."""
+        if self.kind != "binned":
+            raise ValueError(f"statistics: {self.key} is not a binned statistic")
+        n, e2, u2, z2, *_ = self._sums(bin_sums)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return K.BIN_TERMS[self.code].py_func(n, e2, u2, z2)
+
+    def from_bin_sums(self, bin_sums: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Value of a binned statistic: the mean of its :meth:`bin_terms` over the last axis.
+
+        Examples
+        --------
+        >>> sums = {"count": np.array([2, 2]), "e2": np.array([2.0, 8.0]),
+        ...         "u2": np.array([2.0, 2.0])}
+        >>> float(STATISTICS["uce"].from_bin_sums(sums))
+        1.5
+        """
+        return np.mean(self.bin_terms(bin_sums), axis=-1)
 
     @property
     def needs_bins(self) -> bool:
@@ -107,10 +177,10 @@ class Statistic:
 
 
 _ALL = [
-    Statistic("mse", K.MSE, "mean squared error", "<E²>", "moment"),
-    Statistic("rmse", K.RMSE, "root mean squared error", "sqrt(<E²>)", "moment"),
-    Statistic("mv", K.MV, "mean variance", "<uE²>", "moment"),
-    Statistic("rmv", K.RMV, "root mean variance", "sqrt(<uE²>)", "moment"),
+    Statistic("mse", K.MSE, "mean squared error", "<E²>", "moment", unit_power=2),
+    Statistic("rmse", K.RMSE, "root mean squared error", "sqrt(<E²>)", "moment", unit_power=1),
+    Statistic("mv", K.MV, "mean variance", "<uE²>", "moment", unit_power=2),
+    Statistic("rmv", K.RMV, "root mean variance", "sqrt(<uE²>)", "moment", unit_power=1),
     Statistic("zm", K.ZM, "mean of z-scores", "<Z>", "moment", 0.0, is_mean=True),
     Statistic("zms", K.ZMS, "mean squared z-score", "<Z²>", "moment", 1.0, is_mean=True),
     Statistic("zv", K.ZV, "variance of z-scores", "Var(Z) (n - 1)", "moment", 1.0),
@@ -126,12 +196,13 @@ _ALL = [
         "(1/N) Σ_b |RMV_b - RMSE_b| / RMV_b", "binned",
     ),
     Statistic("uce", K.UCE, "uncertainty calibration error", "(1/N) Σ_b |MV_b - MSE_b|",
-              "binned"),
+              "binned", unit_power=2),
     Statistic("zmse", K.ZMSE, "z-score mean squares error", "(1/N) Σ_b |ln <Z²>_b|", "binned"),
 ]
 
 #: The registry: statistic key -> :class:`Statistic`.
 STATISTICS: dict[str, Statistic] = {s.key: s for s in _ALL}
+_BY_CODE: dict[int, Statistic] = {s.code: s for s in _ALL}
 
 
 def get_statistics(keys: str | Iterable[str] | None, *,
@@ -198,6 +269,31 @@ def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = Fa
                              f"{what} have {m}")
 
 
+def point_columns(E: np.ndarray, uE: np.ndarray, names: Iterable[str] = K.COLUMNS, *,
+                  z_shift: float = 0.0) -> dict[str, np.ndarray]:
+    """The per-point columns ``names`` of :attr:`Statistic.columns` (``e2``, ``u2``, ``z2``,
+    ``lnu2``, ``zd``, ``zd2``) of errors ``E`` and uncertainties ``uE`` (any shapes that
+    broadcast; ``zd = Z - z_shift``). Summed, they give :meth:`Statistic.from_sums` its input.
+
+    Examples
+    --------
+    >>> point_columns(np.array([1.0, -2.0]), np.array([1.0, 2.0]), ["z2", "zd"])
+    {'z2': array([1., 1.]), 'zd': array([ 1., -1.])}
+    """
+    formulas = {
+        "e2": lambda: E * E,
+        "u2": lambda: uE * uE,
+        "z2": lambda: (E / uE) * (E / uE),
+        "lnu2": lambda: np.log(uE * uE),
+        "zd": lambda: E / uE - z_shift,
+        "zd2": lambda: (E / uE - z_shift) * (E / uE - z_shift),
+    }
+    unknown = [n for n in names if n not in formulas]
+    if unknown:
+        raise ValueError(f"names: unknown columns {unknown}; known are {list(formulas)}")
+    return {n: formulas[n]() for n in dict.fromkeys(names)}
+
+
 def log_square(uE: np.ndarray) -> np.ndarray:
     """``ln uE²`` per point; ``2 ln uE`` where ``uE²`` overflows or underflows (bit-identical
     to ``np.log(uE * uE)`` for ordinary data).
@@ -258,17 +354,23 @@ def check_values(E: np.ndarray, uE: np.ndarray) -> int:
     if E.shape != uE.shape or E.ndim != 1:
         raise ValueError(f"E, uE: expected two 1-D arrays of the same length, got shapes "
                          f"{E.shape} and {uE.shape}")
+    problems = []
     for name, values in (("E", E), ("uE", uE)):
         bad = ~np.isfinite(values)
         if bad.any():
-            raise ValueError(f"{name}: {int(bad.sum())} of {values.size} values are NaN or "
-                             f"infinite ({_positions(bad)})")
+            problems.append(f"{name}: {int(bad.sum())} of {values.size} values are NaN or "
+                            f"infinite ({_positions(bad)})")
+    bad = np.isfinite(uE) & ~(uE > 0)
+    if bad.any():
+        problems.append(f"uE: {int(bad.sum())} of {uE.size} values are not positive "
+                        f"({_positions(bad)})")
+    if len(problems) == 1:
+        raise ValueError(problems[0])
+    if problems:  # every problem at once, so that one correction is enough
+        raise ValueError(f"invalid input data ({len(problems)} problems):\n  "
+                         + "\n  ".join(problems))
     if E.size == 0:
         raise ValueError("E, uE: the data have no points")
-    bad = ~(uE > 0)
-    if bad.any():
-        raise ValueError(f"uE: {int(bad.sum())} of {uE.size} values are not positive "
-                         f"({_positions(bad)})")
     with np.errstate(over="ignore", under="ignore"):
         z = E / uE  # a ratio: its overflow does not depend on the scale of the data
         bad = ~np.isfinite(z * z)
@@ -334,7 +436,7 @@ class PreparedData:
         *,
         by_values: np.ndarray | None = None,
         by: str = "uE",
-        n_bins: int = DEFAULT_N_BINS,
+        n_bins: int = defaults.N_BINS,
         needs_bins: bool = True,
     ) -> PreparedData:
         """Arrange ``E`` and ``uE`` for the kernels.
@@ -380,7 +482,9 @@ class PreparedData:
         order_u = np.argsort(uE, kind="stable")
         absE = np.abs(E)
         order_e = np.argsort(absE, kind="stable")
-        e2, u2, z2, lnu2, z_shift = E * E, uE * uE, z * z, np.log(uE * uE), float(np.mean(z))
+        columns = point_columns(E, uE, ("e2", "u2", "z2", "lnu2"))
+        e2, u2, z2, lnu2 = (columns[c] for c in ("e2", "u2", "z2", "lnu2"))
+        z_shift = float(np.mean(z))
         if k:
             lnu2 = lnu2 + k * _LOG_4
         return cls(
@@ -409,7 +513,7 @@ class PreparedData:
         data of ordinary scale)."""
         if self.scale_exponent:
             for j, code in enumerate(np.asarray(codes).tolist()):
-                power = _UNIT_POWER.get(code)
+                power = _BY_CODE[code].unit_power
                 if power:
                     with np.errstate(over="ignore"):
                         values[..., j] = np.ldexp(values[..., j], power * self.scale_exponent)
@@ -433,7 +537,7 @@ class PreparedData:
                 why = ("E is 0 everywhere (ln <Z²> = ln 0)" if not self.e2.any() else
                        "a bin has <Z²> = 0 (all its E are 0, or |E/uE| underflows): "
                        "|ln 0| is infinite")
-            elif code in _UNIT_POWER and self.scale_exponent:
+            elif _BY_CODE[code].unit_power and self.scale_exponent:
                 why = (f"its value exceeds the float64 range (data of scale "
                        f"2^{self.scale_exponent}); the scale-free statistics are unaffected")
             else:
@@ -456,10 +560,9 @@ class PreparedData:
                           *self.kernel_arrays(), K.make_work(self.size, self.n_bins), out)
         self.unscale(codes, out)
         if full and not np.isfinite(out).all():
-            keys = {s.code: s.key for s in _ALL}
             for code, why in self.undefined_reasons(codes, out).items():
-                warnings.warn(f"{keys[code]} is undefined: {why}", UndefinedStatisticWarning,
-                              stacklevel=2)
+                warnings.warn(f"{_BY_CODE[code].key} is undefined: {why}",
+                              UndefinedStatisticWarning, stacklevel=2)
         return out
 
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -486,7 +589,7 @@ def compute(
     uE: np.ndarray,
     statistics: str | Iterable[str] | None = ("zms", "rce"),
     *,
-    n_bins: int = DEFAULT_N_BINS,
+    n_bins: int = defaults.N_BINS,
     by_values: np.ndarray | None = None,
     by: str = "uE",
 ) -> np.ndarray:

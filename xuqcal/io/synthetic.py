@@ -8,15 +8,14 @@ calibrated by construction.
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
 
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
 from xuqcal.core import random as _random
 from xuqcal.core.checks import MAX_SEED, check_count, check_seed
 from xuqcal.core.generators import get_generator
+from xuqcal.core.provenance import provenance
 
 #: The smallest accepted ν. The sampler draws Gamma(ν/2) for ν/2 < 1 as
 #: ``Gamma(ν/2 + 1) U^(2/ν)`` with a uniform ``U >= 2^-54``, so the largest ``uE² = (ν/2) /
@@ -102,7 +101,8 @@ def nig(
     Returns
     -------
     xarray.Dataset
-        Over ``sample`` with ``E`` and ``uE``.
+        Over ``sample`` with ``E`` and ``uE`` (their roles recorded in the attribute
+        ``xuqcal_role``, see :func:`xuqcal.io.roles`).
 
     Raises
     ------
@@ -142,11 +142,12 @@ def nig(
                              "outside the float64 range; use a larger ν or a scale nearer 1")
     ds = xr.Dataset(
         {
-            "E": ("sample", E, {"long_name": "prediction error"}),
-            "uE": ("sample", reported, {"long_name": "prediction uncertainty"}),
+            "E": ("sample", E, {"long_name": "prediction error", "xuqcal_role": "E"}),
+            "uE": ("sample", reported, {"long_name": "prediction uncertainty",
+                                        "xuqcal_role": "uE"}),
         },
         coords={"sample": np.arange(M)},
-        attrs={
+        attrs=provenance({
             "source": "synthetic",
             "model": "NIG: uE^2 ~ InverseGamma(nu/2, nu/2), E = uE * eps, eps ~ generator",
             "nu": float(nu),
@@ -154,8 +155,6 @@ def nig(
             "seed": int(seed),
             "replicate": int(replicate),
             "uE_scale": float(uE_scale),
-            "xuqcal_version": __version__,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        },
+        }),
     )
     return ds

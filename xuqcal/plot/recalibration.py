@@ -50,6 +50,7 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
     '<Z²> per bin'
     """
     from xuqcal.analysis.binning import equal_count
+    from xuqcal.core.statistics import STATISTICS, point_columns
 
     ax = axes(ax, figsize=(7, 4))
     if before.sizes.get("sample") != after.sizes.get("sample") or not (
@@ -79,8 +80,9 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
         x = np.arange(n)[present]
     for data, label, style in ((before, "before", dict(mfc="none", color="0.4")),
                                (after, "after", dict(color="tab:blue"))):
-        z2 = (data.E.values / data.uE.values) ** 2
-        zms = np.bincount(index, weights=z2, minlength=n)[present] / counts[present]
+        z2 = point_columns(data.E.values, data.uE.values, ["z2"])["z2"]
+        zms = STATISTICS["zms"].from_sums({"count": counts[present], "z2": np.bincount(
+            index, weights=z2, minlength=n)[present]})
         ax.plot(x, zms, "o", ms=4, label=f"{label} recalibration", **style)
     ax.axhline(1.0, color="black", lw=1, label="target 1")
     if log:
@@ -103,9 +105,9 @@ def _reference_value(data: xr.Dataset | None, key: str, suffix: str):
     return None
 
 
-def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
+def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
          simulated: xr.Dataset | None = None, axes: Sequence | None = None, *,
-         reference_label: str = "reference"):
+         baseline_label: str = "baseline"):
     """Test-set scores against the number of bins N_B (a :func:`xuqcal.recalibration.scan`).
 
     Four panels: NLL, ENCE, S_x and f_v (one line per score variable ``by``, with the
@@ -115,7 +117,7 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
     ----------
     result : xarray.Dataset
         Output of :func:`xuqcal.recalibration.scan`.
-    reference : xarray.Dataset, optional
+    baseline : xarray.Dataset, optional
         Scores of another method (a :func:`~xuqcal.recalibration.scores` result or one
         ``dataset`` of an :func:`~xuqcal.recalibration.evaluate` table): dashed lines.
     simulated : xarray.Dataset, optional
@@ -123,8 +125,8 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
         ``<score>_simulated`` variables are used, or plain score variables): dotted lines.
     axes : sequence of 4 Axes, optional
         Where to draw (default: a new 2 × 2 figure).
-    reference_label : str
-        Legend label of the reference lines.
+    baseline_label : str
+        Legend label of the baseline lines.
 
     Returns
     -------
@@ -167,7 +169,7 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
                 ax.fill_between(n_b, result.fraction_valid_low.sel(by=b).values,
                                 result.fraction_valid_high.sel(by=b).values, color=colour,
                                 alpha=0.15, lw=0)
-            for data, suffix, ls in ((reference, "", "--"), (simulated, "_simulated", ":")):
+            for data, suffix, ls in ((baseline, "", "--"), (simulated, "_simulated", ":")):
                 value = _reference_value(data, key, suffix)
                 if value is None:
                     continue
@@ -180,7 +182,7 @@ def scan(result: xr.Dataset, reference: xr.Dataset | None = None,
                     ax.axhline(v, color=colour, ls=ls, lw=1)
                     styles.add(ls)
         handles, _ = ax.get_legend_handles_labels()
-        for ls, what in (("--", reference_label), (":", "simulated")):
+        for ls, what in (("--", baseline_label), (":", "simulated")):
             if ls in styles:
                 handles.append(Line2D([], [], color="0.3", ls=ls, lw=1, label=what))
         if key == "fraction_valid":

@@ -17,16 +17,16 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from xuqcal import io
-
+from xuqcal.core import defaults
+from xuqcal.core.provenance import provenance as _provenance
 from xuqcal.io import outputs as _outputs
-from xuqcal._version import __version__
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -45,25 +45,27 @@ dt { font-weight: bold; }
 
 
 def _fmt(value, digits: int = 4) -> str:
+    """A cell's text (escaped when the table is written): numbers to ``digits`` significant
+    digits, NaN as a dash."""
     try:
         v = float(value)
     except (TypeError, ValueError):
-        return html.escape(str(value))
+        return str(value)
     if math.isnan(v):
         return "–"
     return f"{v:.{digits}g}"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], classes=None) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = []
-    for i, row in enumerate(rows):
-        cells = []
-        for j, cell in enumerate(row):
-            cls = classes[i][j] if classes else ("text" if j == 0 else "")
-            cells.append(f'<td class="{cls}">{cell}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+def _table(df: pd.DataFrame, name: str, classes: pd.DataFrame | None = None,
+           digits: int = 4) -> str:
+    """``df`` as an HTML table (pandas' :class:`~pandas.io.formats.style.Styler`): cells
+    formatted with :func:`_fmt` and escaped, the index hidden, the first column left-aligned
+    (CSS class ``text``), ``classes`` (same shape) added to the cells (e.g. ``pass``)."""
+    if classes is None:
+        classes = pd.DataFrame("", index=df.index, columns=df.columns)
+        classes.iloc[:, 0] = "text"
+    return (df.style.format(lambda v: _fmt(v, digits), escape="html")
+            .hide(axis="index").set_td_classes(classes).set_uuid(name).to_html())
 
 
 def _verdict_class(verdict: str) -> str:
@@ -120,9 +122,20 @@ class _Writer:
         )
 
 
+def _standard_names(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
+    """``ds`` with its error and uncertainty variables named ``E`` and ``uE``."""
+    clash = [name for name in (defaults.E, defaults.UE) if name in ds.data_vars
+             and name not in (E, uE)]
+    if clash:
+        raise ValueError(f"{clash[0]}: the data set has a variable {clash[0]!r} besides the "
+                         f"error and uncertainty variables {E!r}, {uE!r}; rename it")
+    return ds.rename({E: "__E", uE: "__uE"}).rename({"__E": defaults.E, "__uE": defaults.UE})
+
+
 def _report_features(ds: xr.Dataset, features: Sequence[str] | None) -> list[str]:
     if features is None:
-        features = [str(v) for v in ds.data_vars if v not in ("E", "uE")
+        E, uE = io.roles(ds)
+        features = [str(v) for v in ds.data_vars if v not in (E, uE)
                     and np.issubdtype(ds[v].dtype, np.number)]
     features = list(features)
     for name in features:
@@ -186,14 +199,16 @@ def report(
     *,
     features: Sequence[str] | None = None,
     statistics: Sequence[str] | None = None,
-    n_boot: int = 5000,
-    n_mc: int = 5000,
-    n_bins: int = 20,
-    local_bins: int = 100,
-    seed: int = 0,
+    n_boot: int = defaults.N_BOOT_REPORT,
+    n_mc: int = defaults.N_MC_REPORT,
+    n_bins: int = defaults.N_BINS,
+    local_bins: int = defaults.N_BINS_LOCAL,
+    seed: int = defaults.SEED,
     title: str | None = None,
     overwrite: bool = False,
     validation_result: xr.Dataset | None = None,
+    E: str | None = None,
+    uE: str | None = None,
 ) -> Path:
     """Write the validation report of a data set into ``folder`` and return the page's path.
 
@@ -225,6 +240,9 @@ def report(
         left alone, and one that the report would write is refused before computing.
     validation_result : xarray.Dataset, optional
         A result of :func:`xuqcal.validate` for ``ds`` to use instead of validating again.
+    E, uE : str, optional
+        Names of the error and uncertainty variables (default: the variables recorded with
+        these roles, else ``"E"`` and ``"uE"``; see :func:`xuqcal.io.roles`).
 
     Returns
     -------
@@ -241,12 +259,13 @@ def report(
     'index.html'
     """
     from xuqcal import plot
-    from xuqcal.analysis import curves
-    from xuqcal.analysis import diagnostics
-    from xuqcal.analysis import local
-    from xuqcal.analysis import validation
+    from xuqcal.analysis import curves, diagnostics, local, validation
+    from xuqcal.analysis import features as feature_analysis
 
-    ds = io.validate_dataset(ds)
+    E, uE = io.roles(ds, E, uE)
+    ds = io.validate_dataset(ds, E=E, uE=uE)
+    if (E, uE) != (defaults.E, defaults.UE):  # the analyses below use the default names
+        ds = _standard_names(ds, E, uE)
     folder = Path(folder)
     features = _report_features(ds, features)
     check_folder(ds, folder, features=features, overwrite=overwrite)
@@ -262,20 +281,22 @@ def report(
         writer.result("validation", result)
         writer.figure("validation", "zeta", plot.zeta(result), "ζ-scores of every statistic and "
                       "scheme; the grey band is |ζ| ≤ 1, circled points decide the verdict")
-        schemes = [str(s) for s in result.scheme.values]
         notes = validation.verdict_notes(result)
-        rows, classes = [], []
-        for key in result.statistic.values:
-            r = result.sel(statistic=key)
-            verdict = str(r.verdict.values)
-            scheme = str(r.verdict_scheme.values)
-            rows.append([html.escape(str(key)), _fmt(r.estimate), _fmt(r.ci_low), _fmt(r.ci_high),
-                         *[_fmt(r.zeta.sel(scheme=s), 3) for s in schemes],
-                         html.escape(verdict + (f" ({scheme})" if scheme else "")
-                                     + (" *" if key in notes else ""))])
-            classes.append(["text"] + [""] * (3 + len(schemes)) + [_verdict_class(verdict)])
-        validation_table = _table(["statistic", "estimate", "ci_low", "ci_high",
-                                   *[f"ζ {s}" for s in schemes], "verdict"], rows, classes)
+        table = result[["estimate", "ci_low", "ci_high"]].to_dataframe()[
+            ["estimate", "ci_low", "ci_high"]]
+        zetas = result.zeta.transpose("statistic", "scheme").to_pandas()
+        zetas.columns = [f"ζ {scheme}" for scheme in zetas.columns]
+        verdicts = result[["verdict", "verdict_scheme"]].to_dataframe()
+        table = table.join(zetas.map(lambda v: _fmt(v, 3)))
+        table["verdict"] = [
+            f"{row.verdict} ({row.verdict_scheme})" if row.verdict_scheme else str(row.verdict)
+            for row in verdicts.itertuples()]
+        table["verdict"] += [" *" if key in notes else "" for key in table.index]
+        table = table.reset_index()[["statistic", *table.columns]]
+        classes = pd.DataFrame("", index=table.index, columns=table.columns)
+        classes["statistic"] = "text"
+        classes["verdict"] = [_verdict_class(str(v)) for v in verdicts["verdict"]]
+        validation_table = _table(table, "validation", classes)
         if notes:
             validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
                                  + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
@@ -287,14 +308,14 @@ def report(
         writer.figure("diagnostics", "error_distribution", plot.error_distribution(ds),
                       "histogram of E against errors re-simulated from uE with normal and t6 "
                       "generators")
-        describe_rows = [[html.escape(name)] + [_fmt(described[name].sel(variable=v))
-                                                for v in ("E", "Z")]
-                         for name in ("mean", "sd", "relative_bias", "beta_gm", "kappa_cs",
-                                      "nu_eff")]
-        describe_table = _table(["", "E", "Z"], describe_rows)
-        uncertainty_rows = [[html.escape(n), _fmt(described[n])]
-                            for n in ("uE2_shape", "uE2_scale", "beta_gm_uE")]
-        uncertainty_table = _table(["uncertainties", "value"], uncertainty_rows)
+        rows = ["mean", "sd", "relative_bias", "beta_gm", "kappa_cs", "nu_eff"]
+        describe_table = _table(
+            described[rows].sel(variable=["E", "Z"]).to_dataframe()[rows].T
+            .rename_axis(columns=None).reset_index(names=""), "distributions")
+        scalars = ["uE2_shape", "uE2_scale", "beta_gm_uE"]
+        uncertainty_table = _table(
+            pd.DataFrame({"uncertainties": scalars,
+                          "value": [described[n].item() for n in scalars]}), "uncertainties")
 
         # conditional calibration
         fv_rows, fv_classes = [], []
@@ -303,44 +324,50 @@ def report(
                           f"z-scores against {by}, with running mean and root mean square")
             for statistic in ("zm", "zms"):
                 try:
-                    loc = local.local(ds, statistic, by=by, n_bins=local_bins, n_boot=min(n_boot, 2000),
+                    loc = local.local(ds, statistic, by=by, n_bins=local_bins,
+                                      n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY),
                                       seed=seed)
                 except ValueError as error:  # e.g. a feature too stratified for the bins
-                    fv_rows.append([html.escape(f"{statistic} | {by}"), "–", "–",
-                                    html.escape(str(error))])
-                    fv_classes.append(["text", "", "", "other"])
+                    fv_rows.append([f"{statistic} | {by}", np.nan, "–", str(error)])
+                    fv_classes.append("other")
                     continue
                 writer.result(f"local_{statistic}_{by}", loc)
                 writer.figure("conditional", f"local_{statistic}_{by}", plot.local(loc),
-                              f"per-bin {statistic} along {by} ({loc.sizes['bin']} bins); red bins "
-                              "do not contain the target")
+                              f"per-bin {statistic} along {by} ({loc.sizes['bin']} bins); red "
+                              "bins do not contain the target")
                 fv = loc.fraction_valid.item()
                 low, high = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
                 ok = low <= 0.95 <= high
-                fv_rows.append([html.escape(f"{statistic} | {by}"), _fmt(fv, 3),
-                                f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
+                fv_rows.append([f"{statistic} | {by}", fv, f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
                                 "compatible with 0.95" if ok else "not compatible with 0.95"])
-                fv_classes.append(["text", "", "", "pass" if ok else "fail"])
-        fv_table = _table(["analysis", "f_v", "Wilson-cc 95 %", "verdict"], fv_rows, fv_classes)
-        rel = local.reliability(ds, n_bins=n_bins, n_boot=min(n_boot, 2000), seed=seed)
+                fv_classes.append("pass" if ok else "fail")
+        fv_frame = pd.DataFrame(fv_rows, columns=["analysis", "f_v", "Wilson-cc 95 %",
+                                                  "verdict"])
+        classes = pd.DataFrame("", index=fv_frame.index, columns=fv_frame.columns)
+        classes["analysis"] = "text"
+        classes["verdict"] = fv_classes
+        fv_table = _table(fv_frame, "fraction_valid", classes, digits=3)
+        rel = local.reliability(ds, n_bins=n_bins,
+                                n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
         writer.result("reliability", rel)
         writer.figure("conditional", "reliability", plot.reliability(rel),
                       "reliability diagram: RMSE against RMV per bin of uE")
-        curve = curves.confidence_curve(ds, generator="normal", n_mc=min(n_mc, 1000), seed=seed)
+        curve = curves.confidence_curve(ds, generator=defaults.GENERATORS[0],
+                                        n_mc=min(n_mc, 1000), seed=seed)
         writer.result("confidence_curve", curve)
         writer.figure("conditional", "confidence_curve", plot.confidence_curve(curve),
                       "confidence curve with the 95 % band of errors simulated from uE (normal)")
         if features:
-            matrix = ds.uqcal.rank_correlation(features)
+            matrix = feature_analysis.rank_correlation(ds, features)
             writer.result("rank_correlation", matrix.to_dataset(name="rank_correlation"))
             writer.figure("conditional", "rank_correlation", plot.rank_correlation(matrix),
                           "Spearman rank correlations of the features, |E| and uE")
 
         # provenance and page
-        created = datetime.now(UTC).isoformat(timespec="seconds")
+        stamp = _provenance()
         provenance = {
-            "xuqcal version": __version__,
-            "created": created,
+            "xuqcal version": stamp["xuqcal_version"],
+            "created": stamp["created"],
             "source": ds.attrs.get("source", "arrays"),
             "E": ds.attrs.get("E_expression", "E"),
             "uE": ds.attrs.get("uE_expression", "uE"),

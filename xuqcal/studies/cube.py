@@ -25,19 +25,17 @@ import json
 import math
 import os
 import sys
-import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
 from xuqcal import io
-from xuqcal._version import __version__
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
+from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import (
     as_list,
@@ -49,6 +47,7 @@ from xuqcal.core.checks import (
     int_list,
 )
 from xuqcal.core.generators import Generator, generator_coords, get_generator
+from xuqcal.core.provenance import attach, created
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
     PreparedData,
@@ -63,7 +62,9 @@ from xuqcal.core.summaries import (
     summarize_replicates,
 )
 from xuqcal.io import outputs as _outputs
+from xuqcal.io.netcdf import read_netcdf
 from xuqcal.io.synthetic import check_nu
+from xuqcal.studies import progress as _progress
 
 SUMMARIES = ("mean", "se", "q025", "q975")
 _LONG_NAMES = {
@@ -106,17 +107,18 @@ def _cell_replicates(kind: str, cell: dict, *, codes, n_bins, n_mc, seed, chunks
         key_u, key_e = _nig_keys(seed, cell["size"], cell["nu"], generator)
         return blocks_along_replicate(_nig_block, None, n_mc, chunks, (n_bins.size, codes.size),
                                       codes, n_bins, int(cell["size"]), float(cell["nu"]),
-                                      generator, key_u, key_e)
+                                      generator, key_u, key_e, name="n_mc")
     key = stream_key(seed, f"reference:{generator.name}")  # as xuqcal.simulate()
     return blocks_along_replicate(_dataset_block, prepared[cell["dataset"]], n_mc, chunks,
-                                  (n_bins.size, codes.size), codes, n_bins, generator, key)
+                                  (n_bins.size, codes.size), codes, n_bins, generator, key,
+                                  name="n_mc")
 
 
 def _summarize_named(replicates: np.ndarray, names: Sequence[str]):
-    """:func:`~xuqcal.core.summaries.summarize_replicates` of a block whose last two axes are ``statistic``
-    and ``replicate``, naming a statistic that is NaN or infinite on some synthetic sets (cc
-    of a data set whose uE are all equal, a statistic with units beyond the float64 range)
-    with an :class:`UndefinedStatisticWarning`."""
+    """:func:`~xuqcal.core.summaries.summarize_replicates` of a block whose last two axes are
+    ``statistic`` and ``replicate``, naming a statistic that is NaN or infinite on some
+    synthetic sets (cc of a data set whose uE are all equal, a statistic with units beyond the
+    float64 range) with an :class:`UndefinedStatisticWarning`."""
     out = summarize_replicates(replicates)
     bad = ~np.isfinite(replicates).all(axis=-1)
     if bad.ndim and bad.shape[-1] == len(names) and bad.any():
@@ -149,12 +151,12 @@ def _summary_variables(replicates: xr.DataArray, keep_replicates: bool,
 # ------------------------------------------------------------------------------- the builders
 
 
-def _grid_nig(statistics, size, n_bins, nu, generator):
+def _grid_nig(statistics, size, n_bins, nu, generators):
     stats = get_statistics(statistics)
     sizes = int_list(size, "size", 2)
     bins = int_list(n_bins, "n_bins", 1)
     nus = [check_nu(v, allow_inf=False) for v in float_list(nu, "nu", above=0.0)]
-    gens = [g.name for g in check_generators(as_list(generator, "generator"), "generator")]
+    gens = [g.name for g in check_generators(as_list(generators, "generators"), "generators")]
     for m in sizes:
         check_n_bins(m, max(bins), variable=f"size={m}")
     return stats, {"size": sizes, "nu": nus, "generator": gens}, bins
@@ -172,7 +174,6 @@ def _provenance(kind: str, stats, cells: dict, n_bins, n_mc, seed) -> dict:
                   if kind == "nig" else "actual uE of each data set, E = uE * eps, eps ~ "
                   "generator"),
         "random_streams": RNG_DESCRIPTION,
-        "xuqcal_version": __version__,
     }
 
 
@@ -201,8 +202,7 @@ def _assemble(kind, stats, cells: dict, n_bins, n_mc, seed, chunks, keep_replica
         coords.update(generator_coords(gens))
     cube = xr.Dataset(variables, coords=coords)
     cube = cube.reindex({d: cells[d] for d in dims if only is None})
-    cube.attrs.update(_provenance(kind, stats, cells, n_bins, n_mc, seed))
-    return cube
+    return attach(cube, _provenance(kind, stats, cells, n_bins, n_mc, seed))
 
 
 def build(
@@ -211,14 +211,14 @@ def build(
     size: Iterable[int],
     n_bins: Iterable[int],
     nu: Iterable[float],
-    generators: str | Iterable[str] = ("normal", "t6"),
-    n_mc: int = 5000,
-    seed: int = 0,
+    generators: str | Iterable[str] = defaults.GENERATORS,
+    n_mc: int = defaults.N_MC_CUBE,
+    seed: int = defaults.SEED,
     keep_replicates: bool = False,
     chunks: int | Sequence[int] | None = None,
     path: str | Path | None = None,
     overwrite: bool = False,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """A cube of simulated statistics on synthetic NIG data (METHODS §7, size/bins cube).
 
@@ -228,7 +228,7 @@ def build(
         Statistic keys of the registry.
     size, n_bins, nu : iterables
         Grid of data set sizes M, numbers of bins N and shapes ν of ``uE² ~ IG(ν/2, ν/2)``.
-    generator : str or iterable of str
+    generators : str or iterable of str
         Generative distributions D of the errors.
     n_mc : int
         Synthetic data sets per cell.
@@ -246,8 +246,10 @@ def build(
         any computation).
     overwrite : bool
         Allow replacing an existing file at ``path``.
-    progress : bool or callable
-        Report each finished cell (to stderr, or to the callable).
+    progress : bool, optional
+        With ``path``: name each cell on stderr and show Dask's progress bar while it is
+        computed (:func:`distributed.progress` with a ``dask.distributed`` client). Default:
+        the option ``progress`` (:func:`xuqcal.set_options`).
 
     Returns
     -------
@@ -293,22 +295,24 @@ def build_from(
     data,
     statistics: str | Iterable[str] = ("cc", "ence", "zmse", "zms"),
     *,
-    generators: str | Iterable[str] = ("normal", "t6"),
-    n_bins: Iterable[int] = (20,),
-    n_mc: int = 10_000,
-    seed: int = 0,
+    generators: str | Iterable[str] = defaults.GENERATORS,
+    n_bins: Iterable[int] = (defaults.N_BINS,),
+    n_mc: int = defaults.N_MC,
+    seed: int = defaults.SEED,
     keep_replicates: bool = False,
     chunks: int | Sequence[int] | None = None,
     path: str | Path | None = None,
     overwrite: bool = False,
-    progress: bool | Callable[[str], None] = False,
-    uE: str = "uE",
+    progress: bool | None = None,
+    uE: str | None = None,
 ) -> xr.Dataset:
     """A cube of simulated statistics for the actual uncertainties of real data sets.
 
     ``data`` is a Dataset, a mapping ``name -> Dataset`` or a ``DataTree`` (one child per data
     set); the cube has a ``dataset`` dimension. For one ``n_bins`` value, a cell equals
-    :func:`xuqcal.simulate` with the same seed (same random streams).
+    :func:`xuqcal.simulate` with the same seed (same random streams). ``uE`` names the
+    uncertainty variable (default: the variable recorded with that role, else ``"uE"``, see
+    :func:`xuqcal.io.roles`); the other parameters are those of :func:`build`.
 
     Examples
     --------
@@ -322,17 +326,18 @@ def build_from(
     stats = get_statistics(statistics)
     sets = _datasets(data)
     bins = int_list(n_bins, "n_bins", 1)
-    gens = [g.name for g in check_generators(as_list(generators, "generator"), "generator")]
+    gens = [g.name for g in check_generators(as_list(generators, "generators"), "generators")]
     n_mc = check_count(n_mc, "n_mc")
     seed = check_seed(seed)
     check_chunks(chunks)
     check_bool(keep_replicates, "keep_replicates")
     prepared = {}
     for name, ds in sets.items():
-        io.validate_dataset(ds, uE=uE, features=())
+        E_name, uE_name = io.roles(ds, uE=uE)
+        ds = io.validate_dataset(ds, E=E_name, uE=uE_name, features=())
         m = ds.sizes["sample"]
         check_n_bins(m, max(bins), variable=f"dataset {name!r}")
-        uncertainties = np.asarray(ds[uE].values)
+        uncertainties = np.asarray(ds[uE_name].values)
         prepared[name] = PreparedData.from_arrays(np.zeros(m), uncertainties,
                                                   n_bins=max(bins))
         units = [st.key for st in stats if st.key in ("mse", "rmse", "mv", "rmv", "uce")]
@@ -363,14 +368,6 @@ def _cell_name(cell: dict) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text) + ".nc"
 
 
-def _reporter(progress):
-    if callable(progress):
-        return progress
-    if progress:
-        return lambda message: print(message, file=sys.stderr, flush=True)
-    return lambda message: None
-
-
 def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, prepared, path,
            overwrite, progress) -> xr.Dataset:
     if path is None:
@@ -383,9 +380,8 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
     cube = _compute_checkpointed(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
                                  keep_replicates=keep_replicates, prepared=prepared,
                                  partial=partial, expected=expected,
-                                 report=_reporter(progress))
-    cube.attrs.update(expected)
-    cube.attrs["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+                                 progress=progress)
+    attach(cube, expected)
     save(cube, path, overwrite=overwrite)
     _remove_checkpoints(partial, cells)
     return cube
@@ -427,7 +423,7 @@ def checkpoint_count(path: str | Path, kind: str = "build") -> int:
 
 
 def _compute_checkpointed(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates,
-                          prepared, partial: Path, expected: dict, report) -> xr.Dataset:
+                          prepared, partial: Path, expected: dict, progress) -> xr.Dataset:
     """Every cell of the grid ``cells``, each computed once and checkpointed to ``partial``
     (cells found there are loaded instead), combined into one Dataset."""
     created = not partial.exists()
@@ -435,7 +431,7 @@ def _compute_checkpointed(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_
     try:
         return _compute_cells(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
                               keep_replicates=keep_replicates, prepared=prepared,
-                              partial=partial, expected=expected, report=report)
+                              partial=partial, expected=expected, progress=progress)
     except BaseException:
         if created:  # nothing saved (e.g. a refused argument): leave no empty folder behind
             with contextlib.suppress(OSError):
@@ -444,22 +440,25 @@ def _compute_checkpointed(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_
 
 
 def _compute_cells(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates,
-                   prepared, partial: Path, expected: dict, report) -> xr.Dataset:
+                   prepared, partial: Path, expected: dict, progress) -> xr.Dataset:
     dims = list(cells)
     combos = [dict(zip(dims, values, strict=True))
               for values in itertools.product(*cells.values())]
+    show = _progress.enabled(progress)
     done = []
     for i, cell in enumerate(combos):
         file = partial / _cell_name(cell)
         if file.exists():
             piece = _load_checkpoint(file, expected, keep_replicates)
-            report(f"cell {i + 1}/{len(combos)} {cell}: resumed from checkpoint")
+            if show:
+                print(f"cell {i + 1}/{len(combos)} {cell}: resumed from checkpoint",
+                      file=sys.stderr, flush=True)
         else:
-            start = time.perf_counter()
+            if show:
+                print(f"cell {i + 1}/{len(combos)} {cell}", file=sys.stderr, flush=True)
             piece = _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks,
-                                  keep_replicates, prepared, cell)
+                                  keep_replicates, prepared, show, cell)
             io.to_netcdf(piece, file, overwrite=True)
-            report(f"cell {i + 1}/{len(combos)} {cell}: {time.perf_counter() - start:.1f} s")
         done.append(piece)
     cube = xr.combine_by_coords(done, combine_attrs="override")
     cube = cube.reindex({d: cells[d] for d in dims})
@@ -467,11 +466,13 @@ def _compute_cells(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replica
 
 
 def _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates, prepared,
-                  cell) -> xr.Dataset:
-    """One cell of the cube, computed (the unit of checkpointing)."""
+                  progress, cell) -> xr.Dataset:
+    """One cell of the cube, computed (the unit of checkpointing), with Dask's progress bar
+    when ``progress``."""
     lazy = _assemble(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates, prepared,
                      only=[cell])
-    return lazy.compute()
+    (computed,) = _progress.compute(lazy, progress=progress)
+    return computed
 
 
 def _load_checkpoint(file: Path, expected: dict, keep_replicates: bool) -> xr.Dataset:
@@ -510,7 +511,8 @@ def save(cube: xr.Dataset, path: str | Path, *, overwrite: bool = False) -> Path
     # encodings of a cube read from a file (e.g. fixed-width strings '<U6') would truncate new
     # coordinate values such as an added generator 'uniform'
     cube = cube.drop_encoding()
-    cube.attrs.setdefault("created", datetime.now(UTC).isoformat(timespec="seconds"))
+    if "created" not in cube.attrs:
+        attach(cube)
     return io.to_netcdf(cube.compute(), path, overwrite=overwrite)
 
 
@@ -529,7 +531,7 @@ def open(path: str | Path) -> xr.Dataset:
     not a cube raises a ``FileNotFoundError``, ``IsADirectoryError`` or ``ValueError`` that
     names the file and says what it is not.
     """
-    cube = io._open_netcdf(path, "an xuqcal sensitivity cube (NetCDF)")
+    cube = read_netcdf(path, "an xuqcal sensitivity cube (NetCDF)")
     _check_cube(cube, path)
     return cube
 
@@ -581,7 +583,7 @@ def _check_cube(cube: xr.Dataset, path) -> None:
             raise ValueError(f"{where}: its {d} coordinate does not match its grid attribute")
 
 
-def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None] = False,
+def extend(path: str | Path, *, data=None, progress: bool | None = None,
            **new_coords) -> xr.Dataset:
     """Add coordinate values along one dimension of a saved cube, computing only new cells.
 
@@ -625,7 +627,6 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     kind = cube.attrs["kind"]
     keep = "replicates" in cube
     stats = get_statistics(grid["statistic"])
-    report = _reporter(progress)
     if kind == "nig":
         cells = {d: grid[d] for d in ("size", "nu", "generator")}
         bins = grid["n_bins"]
@@ -656,18 +657,17 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
                 raise ValueError(f"extend: data set {name!r} is missing from data=")
             m = sets[name].sizes["sample"]
             check_n_bins(m, max(new_bins), variable=f"dataset {name!r}")
-            prepared[name] = PreparedData.from_arrays(np.zeros(m), sets[name]["uE"].values,
+            uE_name = io.roles(sets[name])[1]
+            prepared[name] = PreparedData.from_arrays(np.zeros(m), sets[name][uE_name].values,
                                                       n_bins=max(new_bins))
     _outputs.check_folder_writable(path.parent, "path")
     _outputs.check_replaceable(path, "path")
     _check_checkpoint_folder(_extend_dir(path), "path")
-    start = time.perf_counter()
     n_mc, seed = int(cube.attrs["n_mc"]), int(cube.attrs["seed"])
     addition = _compute_checkpointed(
         kind, stats, new_cells, new_bins, n_mc=n_mc, seed=seed, chunks=None,
         keep_replicates=keep, prepared=prepared, partial=_extend_dir(path),
-        expected=_provenance(kind, stats, new_cells, new_bins, n_mc, seed), report=report)
-    report(f"extended {dim} by {values} in {time.perf_counter() - start:.1f} s")
+        expected=_provenance(kind, stats, new_cells, new_bins, n_mc, seed), progress=progress)
     merged = xr.concat([cube, addition], dim=dim, data_vars="all", coords="different",
                        compat="equals", join="outer", combine_attrs="override")
     full = {**cells, "n_bins": bins}
@@ -675,7 +675,7 @@ def extend(path: str | Path, *, data=None, progress: bool | Callable[[str], None
     merged = merged.reindex({d: full[d] for d in cells} | {"n_bins": full["n_bins"]})
     merged.attrs = dict(cube.attrs)
     merged.attrs["grid"] = json.dumps({**grid, dim: existing + values})
-    merged.attrs["extended"] = datetime.now(UTC).isoformat(timespec="seconds")
+    merged.attrs["extended"] = created()
     save(merged, path, overwrite=True)
     _remove_checkpoints(_extend_dir(path), new_cells)
     return merged
@@ -749,9 +749,8 @@ def fit_sqrt(cube: xr.Dataset, *, over: Sequence[str] | None = None) -> xr.Datas
     out["a"].attrs["long_name"] = "intercept a of mean = a + alpha sqrt(N / M)"
     out["alpha"].attrs["long_name"] = "slope alpha of mean = a + alpha sqrt(N / M)"
     out = out.transpose("statistic", ...)
-    out.attrs.update(model="mean = a + alpha * sqrt(n_bins / size), weights 1 / se^2",
-                     fitted_over=", ".join(over), xuqcal_version=__version__)
-    return out
+    return attach(out, {"model": "mean = a + alpha * sqrt(n_bins / size), weights 1 / se^2",
+                        "fitted_over": ", ".join(over)})
 
 
 def _check_cube_grid(cube: object, dims: Sequence[str]) -> None:

@@ -20,7 +20,7 @@ import dataclasses
 import json
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import dask
@@ -29,11 +29,12 @@ import xarray as xr
 from scipy import stats as sps
 
 from xuqcal import io
-from xuqcal._version import __version__
 from xuqcal.analysis.resampling import bootstrap_prepared, check_count
+from xuqcal.core import defaults
 from xuqcal.core.checks import check_bool, check_replicates, check_seed, float_list, int_list
 from xuqcal.core.generators import get_generator
 from xuqcal.core.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
+from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
     PreparedData,
@@ -45,7 +46,9 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.io import synthetic
 from xuqcal.io.synthetic import check_nu
+from xuqcal.options import OPTIONS
 from xuqcal.studies import cube as _cube
+from xuqcal.studies import progress as _progress
 
 __all__ = [
     "generator_sensitivity_study",
@@ -56,8 +59,6 @@ __all__ = [
 ]
 
 _VP_PURPOSE = "studies:validation_probability"
-#: Data sets per Dask task in :func:`validation_probability` (when ``batch_size`` is not given).
-DEFAULT_BATCH_SIZE = 50
 
 
 # ---------------------------------------------------------------------------- small helpers
@@ -74,7 +75,7 @@ def trial_seed(seed: int, size: int, nu: float, trial: int) -> int:
     """Seed of data set ``trial`` of cell (ν, M) in :func:`validation_probability`.
 
     The data set is ``synthetic.nig(size, nu, generator, seed=s)`` and its bootstrap is
-    ``xuqcal.bootstrap(ds, statistics, n=n_boot, seed=s)`` (same random streams, same interval)
+    ``xuqcal.bootstrap(ds, statistics, n_boot=n_boot, seed=s)`` (same random streams, same interval)
     with ``s = trial_seed(seed, size, nu, trial)``. The seed is derived from
     ``(seed, M, ν, trial)`` with NumPy's ``SeedSequence`` (see
     :func:`xuqcal.core.random.stream_key`),
@@ -117,14 +118,14 @@ def validation_probability(
     nu: Iterable[float] = range(2, 21),
     *,
     size: Iterable[int] = (1000, 5000),
-    n_mc: int = 500,
+    n_mc: int = defaults.N_MC_STUDY,
     statistics: str | Iterable[str] = ("zms", "rce"),
     n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    generator: str = "normal",
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
+    generator: str = defaults.GENERATORS[0],
     keep_trials: bool = False,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int | None = None,
 ) -> xr.Dataset:
     """Validation probability of statistics with a predefined reference on calibrated NIG data.
 
@@ -135,7 +136,8 @@ def validation_probability(
     interval with continuity correction. An ideal method gives ``p_val = level`` (METHODS §7).
 
     The data sets are computed in NumPy/Numba batches of ``batch_size``, one ``dask.delayed``
-    task per batch, by the current Dask scheduler (the kernels release the GIL). Data set
+    task per batch, by the current Dask scheduler (the kernels release the GIL; Dask's progress
+    bar with the option ``progress``). Data set
     ``t`` of cell (ν, M) is fixed by :func:`trial_seed`, so the result is bit-identical for
     any scheduler and any ``batch_size``.
 
@@ -162,8 +164,9 @@ def validation_probability(
     keep_trials : bool
         Also return the per-data-set ``estimate``, ``ci_low``, ``ci_high``, ``zeta``,
         ``valid`` and ``beta_gm_trial`` over a ``trial`` dimension.
-    batch_size : int
-        Data sets per Dask task.
+    batch_size : int, optional
+        Data sets per Dask task (default: the option ``study_batch_size``, see
+        :func:`xuqcal.set_options`).
 
     Returns
     -------
@@ -187,6 +190,8 @@ def validation_probability(
     level = check_level(level)
     n_boot = check_replicates(n_boot, level, "n_boot")
     seed = _check_seed(seed)
+    if batch_size is None:
+        batch_size = OPTIONS["study_batch_size"]
     batch_size = check_count(batch_size, "batch_size", 1)
     keep_trials = check_bool(keep_trials, "keep_trials")
     gen = get_generator(generator).name
@@ -207,7 +212,7 @@ def validation_probability(
             for start in range(0, n_mc, batch_size):
                 tasks.append(dask.delayed(_validation_batch, pure=True)(
                     m, nu_value, gen, seeds[start:start + batch_size], chosen, n_boot, level))
-    results = dask.compute(*tasks)
+    results = _progress.compute(*tasks)
 
     shape = (len(nus), len(sizes), n_mc)
     parts = [np.concatenate([r[j] for r in results]) for j in range(5)]
@@ -268,10 +273,10 @@ def validation_probability(
         seed=seed,
         data_sets=("data set t of cell (nu, M): xuqcal.synthetic.nig(M, nu, generator, seed=s) "
                    "with s = xuqcal.studies.trial_seed(seed, M, nu, t); its bootstrap is "
-                   "xuqcal.bootstrap(ds, statistics, n=n_boot, seed=s)"),
+                   "xuqcal.bootstrap(ds, statistics, n_boot=n_boot, seed=s)"),
         binomial_interval="Wilson score with continuity correction",
-        xuqcal_version=__version__,
     )
+    attach(result)
     return result
 
 
@@ -288,8 +293,8 @@ def generator_sensitivity_study(
     nu: Iterable[float] = (3, 4, 5, 7, 10, 15, 20),
     statistics: str | Iterable[str] = ("cc", "ence", "zmse", "zms"),
     n_bins: int = 50,
-    n_mc: int = 10_000,
-    seed: int = 0,
+    n_mc: int = defaults.N_MC,
+    seed: int = defaults.SEED,
 ) -> xr.Dataset:
     """Sensitivity of simulated references to the generator D, on real uncertainties.
 
@@ -368,8 +373,8 @@ def generator_sensitivity_study(
         seed=seed,
         statistics=[s.key for s in chosen],
         random_streams=cube.attrs["random_streams"],
-        xuqcal_version=__version__,
     )
+    attach(result)
     return result
 
 
@@ -382,12 +387,12 @@ def size_bins_study(
     size: Iterable[int] = (2000, 4000, 8000, 12000, 16000),
     n_bins: Iterable[int] = (10, 20, 30, 40, 50),
     nu: Iterable[float] = (3, 4, 5, 6, 12, 24),
-    generators: str | Iterable[str] = ("normal", "t6"),
-    n_mc: int = 5000,
-    seed: int = 0,
+    generators: str | Iterable[str] = defaults.GENERATORS,
+    n_mc: int = defaults.N_MC_CUBE,
+    seed: int = defaults.SEED,
     path: str | Path | None = None,
     overwrite: bool = False,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """Size and bin dependence of simulated statistics on NIG data, with the fit in sqrt(N/M).
 
@@ -412,8 +417,9 @@ def size_bins_study(
         interrupted build resumes (see :func:`xuqcal.studies.cube.build`).
     overwrite : bool
         Allow replacing an existing cube at ``path``.
-    progress : bool or callable
-        Report each finished cell of a checkpointed build.
+    progress : bool, optional
+        Show Dask's progress bar while the cube is computed (default: the option
+        ``progress``, see :func:`xuqcal.set_options`).
 
     Returns
     -------
@@ -436,7 +442,7 @@ def size_bins_study(
                          f"n_bins={n_bins}; give several sizes or numbers of bins")
     cube = _cube.build(statistics, size=size, n_bins=n_bins, nu=nu, generators=generators,
                        n_mc=n_mc, seed=seed, path=path, overwrite=overwrite, progress=progress)
-    cube = cube.compute()
+    (cube,) = _progress.compute(cube, progress=progress)
     fit = _cube.fit_sqrt(cube)
     renamed = fit.rename({name: f"fit_{name}" for name in fit.data_vars})
     result = xr.merge([cube, renamed], combine_attrs="drop_conflicts")
@@ -450,25 +456,12 @@ def size_bins_study(
         fit_model=fit.attrs["model"],
         fit_over=fit.attrs["fitted_over"],
         checkpoint=str(path) if path is not None else "",
-        xuqcal_version=__version__,
     )
+    attach(result)
     return result
 
 
 # -------------------------------------------------------------------- zero-bins extrapolation
-
-
-def _ols(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float]:
-    """Intercept, slope and their standard errors of the least-squares line y = a + b x."""
-    n = x.size
-    xm, ym = x.mean(), y.mean()
-    sxx = float(np.sum((x - xm) ** 2))
-    slope = float(np.sum((x - xm) * (y - ym)) / sxx)
-    intercept = float(ym - slope * xm)
-    s2 = float(np.sum((y - intercept - slope * x) ** 2)) / (n - 2)
-    slope_se = math.sqrt(s2 / sxx)
-    intercept_se = math.sqrt(s2 * (1.0 / n + xm * xm / sxx))
-    return intercept, slope, intercept_se, slope_se
 
 
 def zero_bins_extrapolation(
@@ -478,9 +471,9 @@ def zero_bins_extrapolation(
     n_bins: Iterable[int] = range(10, 151, 10),
     min_points: int = 20,
     fit_above: int = 20,
-    level: float = 0.95,
-    E: str = "E",
-    uE: str = "uE",
+    level: float = defaults.LEVEL,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Extrapolate binned statistics to zero bins and test whether the intercept is zero.
 
@@ -541,7 +534,7 @@ def zero_bins_extrapolation(
     min_points = check_count(min_points, "min_points", 2)
     fit_above = check_count(fit_above, "fit_above", 0)
     level = check_level(level)
-    io.validate_dataset(ds, E=E, uE=uE, features=())
+    ds = io.validate_dataset(ds, E=E, uE=uE, features=())
     m = ds.sizes["sample"]
     used = [n for n in bins if n * min_points <= m]
     skipped = [n for n in bins if n * min_points > m]
@@ -564,8 +557,11 @@ def zero_bins_extrapolation(
     x = np.sqrt(np.asarray(used, dtype=np.float64) / m)
     in_fit = np.asarray(used) > fit_above
     t = float(sps.t.ppf(0.5 + level / 2.0, in_fit.sum() - 2))
-    fits = np.array([_ols(x[in_fit], values[in_fit, j]) for j in range(len(chosen))])
-    intercept, slope, intercept_se, slope_se = fits.T
+    lines = [sps.linregress(x[in_fit], values[in_fit, j]) for j in range(len(chosen))]
+    intercept = np.array([line.intercept for line in lines], dtype=np.float64)
+    slope = np.array([line.slope for line in lines], dtype=np.float64)
+    intercept_se = np.array([line.intercept_stderr for line in lines], dtype=np.float64)
+    slope_se = np.array([line.stderr for line in lines], dtype=np.float64)
     half = t * intercept_se
     low, high = intercept - half, intercept + half
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -616,8 +612,8 @@ def zero_bins_extrapolation(
         n_bins_skipped=json.dumps(skipped),
         statistics=[s.key for s in chosen],
         binning="equal-count bins on uE (stable sort), as METHODS §3",
-        xuqcal_version=__version__,
     )
+    attach(result)
     name = ds.attrs.get("name")
     if name:
         result.attrs["dataset"] = str(name)

@@ -1,0 +1,250 @@
+"""NetCDF files: :func:`to_netcdf` (atomic writes), :func:`open_dataset` (a checked input
+dataset) and the opening of any NetCDF file written by xuqcal with clear errors."""
+
+from __future__ import annotations
+
+import io as io_module
+import os
+import pathlib
+import secrets
+import stat
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["open_dataset", "read_netcdf", "to_netcdf"]
+
+PathLike = str | os.PathLike[str]
+
+
+def _check_input_file(path: PathLike, what: str, *, pipe: bool = False) -> None:
+    """Refuse a missing path, a folder, or a file that is not a regular file (a device, a
+    socket; a named pipe unless ``pipe``) given as an input file, and one that cannot be read.
+    """
+    shown = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{shown}: no such file (expected {what})")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{shown} is a folder, not {what}")
+    mode = os.stat(path).st_mode
+    kinds = {stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device",
+             stat.S_ISSOCK: "a socket", stat.S_ISFIFO: "a named pipe"}
+    for test, kind in kinds.items():
+        if test(mode) and not (pipe and test is stat.S_ISFIFO):
+            raise ValueError(f"{shown} is {kind}, not a regular file; expected {what}")
+    if not os.access(path, os.R_OK):
+        raise PermissionError(f"{shown}: permission denied (the file cannot be read); expected "
+                              f"{what}")
+
+
+def _head(path: PathLike | io_module.BytesIO, size: int) -> bytes:
+    if isinstance(path, io_module.BytesIO):
+        return path.getvalue()[:size]
+    with open(path, "rb") as handle:
+        return handle.read(size)
+
+
+def _netcdf_signature(path: PathLike | io_module.BytesIO) -> bool:
+    """Whether a file starts like a NetCDF-3 or NetCDF-4 (HDF5) file."""
+    head = _head(path, 8)
+    return head.startswith((b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n"))
+
+
+def _binary(path: PathLike | io_module.BytesIO) -> bool:
+    """Whether the start of a file holds NUL bytes (no 8-bit text encoding has them)."""
+    return b"\x00" in _head(path, 8192)
+
+
+def read_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
+    """Any NetCDF file (e.g. a cube or a result written by xuqcal), loaded into memory and
+    closed, with clear errors for a missing, empty, truncated, corrupted or non-NetCDF file
+    (``what`` says what was expected: ``"... is empty, not a NetCDF file"``).
+
+    Examples
+    --------
+    >>> read_netcdf("no/such/file.nc")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: no/such/file.nc: no such file (expected a NetCDF file)
+    """
+    _check_input_file(path, what)
+    shown = os.fspath(path)
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{shown} is empty, not {what}")
+    signature = _netcdf_signature(path)
+    try:
+        with xr.open_dataset(
+            path, engine="netcdf4", decode_times=False, decode_timedelta=False
+        ) as stored:
+            # drop the file's encodings (e.g. fixed-width strings) so that writing an extended
+            # dataset back cannot truncate new values
+            return stored.load().drop_encoding()
+    except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+        if isinstance(err, PermissionError):
+            raise PermissionError(f"{shown}: permission denied") from None
+        if not signature:
+            raise ValueError(f"{shown} is not a NetCDF file (expected {what})") from None
+        raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
+                         f"expected {what}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# NetCDF
+# --------------------------------------------------------------------------------------------
+
+
+def _netcdf_attr(value: Any, owner: str, key: str) -> Any:
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, str | bytes | int | float | np.integer | np.floating):
+        return value
+    if isinstance(value, list | tuple | np.ndarray):
+        array = np.asarray(value)
+        if array.ndim <= 1 and array.dtype.kind in "biufUS":
+            return array.astype(np.int8) if array.dtype.kind == "b" else array
+    raise ValueError(
+        f"{owner}: attribute '{key}' = {value!r} ({type(value).__name__}) cannot be stored in "
+        "NetCDF; use a str, int or float (or a 1-D list of them), or remove it"
+    )
+
+
+def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pathlib.Path:
+    """Write a dataset to a NetCDF-4 file atomically.
+
+    The data are written with the ``netcdf4`` engine to a temporary file in the destination
+    folder, which is then renamed to ``path``: an interrupted write never leaves a partial file
+    and readers see either the old or the new file. Boolean attributes are stored as integers
+    (0/1); ``ds`` itself is not modified. Dask-backed data are computed while writing.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The dataset (any dataset, not only inputs; it is not validated).
+    path : str or path-like
+        The destination file.
+    overwrite : bool, default False
+        Replace an existing file. Without it an existing file is left untouched.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists and ``overwrite`` is false.
+    ValueError
+        If an attribute cannot be stored in NetCDF (e.g. ``None`` or a dict).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.io.from_arrays([0.1, -0.2], [0.3, 0.2])
+    >>> to_netcdf(ds, "set1.nc", overwrite=True)  # doctest: +SKIP
+    PosixPath('set1.nc')
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+    path = pathlib.Path(path)
+    refusal = f"{path} already exists; pass overwrite=True to replace it"
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(refusal)
+    if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
+        from xuqcal.io.outputs import check_replaceable
+
+        check_replaceable(path, "path")
+    out = ds.copy(deep=False)
+    out.attrs = {k: _netcdf_attr(v, "dataset", k) for k, v in ds.attrs.items()}
+    for var_name, variable in out.variables.items():
+        variable.attrs = {
+            k: _netcdf_attr(v, f"variable '{var_name}'", k) for k, v in variable.attrs.items()
+        }
+    directory = path.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {directory} does not exist")
+    # a short prefix of the name: the temporary name must not exceed the file system's limit
+    # (255 bytes) when the final name is close to it
+    tmp = directory / f".{path.name[:40]}.{secrets.token_hex(6)}.tmp"
+    # Reserve the name; os.open applies the umask, so the final file gets the usual permissions.
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    except OSError as err:  # e.g. a read-only file system, or /proc
+        raise type(err)(err.errno, f"cannot write {path}: {err.strerror or err}; nothing was "
+                        "written") from err
+    try:
+        try:
+            out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as err:  # e.g. a full disk: name the file, keep the kind of error
+            kept = "the old file is unchanged" if os.path.lexists(path) else \
+                "no partial file was left"
+            message = f"cannot write {path}: {err.strerror or err}; {kept}"
+            if err.errno is None:
+                raise type(err)(message) from err
+            raise type(err)(err.errno, message) from err
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)  # atomic and fails if path appeared in the meantime
+            except FileExistsError:
+                raise FileExistsError(refusal) from None
+            except OSError:  # no hard links on this file system
+                if os.path.lexists(path):
+                    raise FileExistsError(refusal) from None
+                os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None) -> xr.Dataset:
+    """Read an input dataset from a NetCDF file and check it.
+
+    The file is loaded into memory and closed (so it can be overwritten afterwards). Times and
+    time deltas are not decoded: a variable with ``units="s"`` stays a number. The roles of the
+    two variables are recorded in their attribute ``xuqcal_role`` (see
+    :func:`xuqcal.io.roles`).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The NetCDF file, e.g. written by :func:`to_netcdf`.
+    E, uE : str, optional
+        Names of the error and uncertainty variables; by default the variables whose roles the
+        file records (a dataset built by xuqcal, even renamed), else ``"E"`` and ``"uE"``.
+        Every other data variable is a feature.
+
+    Returns
+    -------
+    xarray.Dataset
+        The checked dataset.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        If ``path`` does not exist or is a folder.
+    ValueError
+        If the file is empty, truncated, corrupted or not NetCDF, or if the content is not a
+        valid input dataset; the message starts with the path.
+
+    Examples
+    --------
+    >>> ds = open_dataset("set1.nc")  # doctest: +SKIP
+    """
+    from xuqcal.io.schema import _record_roles, roles, validate_dataset
+
+    ds = read_netcdf(path, "a NetCDF file of an input dataset")
+    try:
+        E, uE = roles(ds, E, uE)
+        ds = validate_dataset(ds, E=E, uE=uE)
+    except ValueError as err:
+        raise ValueError(f"{os.fspath(path)}: {err}") from None
+    return _record_roles(ds, E, uE)

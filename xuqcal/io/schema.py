@@ -1,0 +1,613 @@
+"""Input datasets: the variable roles, the checks of a dataset, and the array constructor.
+
+An input dataset is an :class:`xarray.Dataset` over the dimension ``sample`` with an error
+variable (role ``E``) and a standard uncertainty variable (role ``uE``, ``> 0``), both float64,
+plus any feature variables. The coordinate ``sample`` holds the original 0-based row numbers of
+the input, so rows removed by a ``where`` filter keep their numbers and error messages point at
+the right rows.
+
+**Roles.** The constructors of xuqcal (:func:`from_arrays`, :func:`~xuqcal.io.from_dataframe`,
+:func:`~xuqcal.io.read_csv`, :func:`~xuqcal.io.open_dataset`, :func:`xuqcal.io.synthetic.nig`)
+record the role of the two variables in the variable attribute ``xuqcal_role`` (``"E"`` or
+``"uE"``). xarray keeps variable attributes through ``rename``, selections and NetCDF files, so
+:func:`roles` still finds the variables of a dataset built by xuqcal and then renamed.
+
+**Checks.** :func:`validate_dataset` checks the structure (names, dimensions, dtypes, rows) at
+once and the values (NaN, inf, ``uE <= 0``, overflowing z-scores) eagerly for NumPy-backed data;
+for Dask-backed data the value checks become part of the graph and raise the same ValueError
+when the data are computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import xarray as xr
+
+from xuqcal.core import defaults
+from xuqcal.core.provenance import provenance
+from xuqcal.io.expressions import (
+    _MAX_EXAMPLES,
+    _format_rows,
+    _list_names,
+    _numeric_values,
+    _series_to_numpy,
+)
+
+__all__ = ["ROLE_ATTR", "SAMPLE_DIM", "from_arrays", "roles", "validate_dataset"]
+
+SAMPLE_DIM = "sample"
+"""Name of the dimension along which the data points of an input dataset lie."""
+
+ROLE_ATTR = "xuqcal_role"
+"""The variable attribute recording a variable's role (``"E"`` or ``"uE"``)."""
+
+_LONG_NAMES = {"E": "prediction error", "uE": "prediction uncertainty"}
+_WHERE_HINT = (
+    "hint: fix the source data, or drop such rows with the where argument, e.g. "
+    'where="isfinite(E) & isfinite(uE) & (uE > 0)"'
+)
+
+FeatureSpec = str | Sequence[str] | Mapping[str, str] | None
+
+
+# --------------------------------------------------------------------------------------------
+# Roles
+# --------------------------------------------------------------------------------------------
+
+
+def roles(ds: xr.Dataset, E: str | None = None, uE: str | None = None) -> tuple[str, str]:
+    """The names of the error and uncertainty variables of ``ds``.
+
+    Each name is, in this order: the argument when given; the data variable whose attribute
+    ``xuqcal_role`` records the role (set by the constructors and kept by ``ds.rename``); the
+    default (``"E"``, ``"uE"``). The names are not checked against ``ds`` here (the analyses
+    check them and name the missing variable).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The dataset.
+    E, uE : str, optional
+        Names given explicitly.
+
+    Returns
+    -------
+    tuple of str
+        ``(E_name, uE_name)``.
+
+    Raises
+    ------
+    ValueError
+        If a name given is not a string, or several variables record the same role and none of
+        them has the default name (``E: 2 variables have the role E (a, b); pass E='name'``).
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2]).rename(E="err", uE="sigma")
+    >>> roles(ds)
+    ('err', 'sigma')
+    >>> roles(ds, uE="sigma")
+    ('err', 'sigma')
+    >>> roles(xr.Dataset())
+    ('E', 'uE')
+    """
+    names = []
+    for role, given, default in (("E", E, defaults.E), ("uE", uE, defaults.UE)):
+        if given is not None:
+            if not isinstance(given, str):
+                raise ValueError(f"{role}: expected the name of a variable (a string), "
+                                 f"got {given!r}")
+            names.append(given)
+            continue
+        recorded = [str(name) for name, var in ds.data_vars.items()
+                    if var.attrs.get(ROLE_ATTR) == role]
+        if len(recorded) == 1:
+            names.append(recorded[0])
+        elif default in recorded or not recorded:
+            names.append(default)
+        else:
+            raise ValueError(
+                f"{role}: {len(recorded)} variables have the role {role} "
+                f"({_list_names(recorded)}); pass {role}='name' to choose one"
+            )
+    return names[0], names[1]
+
+
+def _record_roles(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
+    """Record the roles in the variable attributes of ``ds`` (in place; no other variable keeps
+    a role attribute) and return ``ds``."""
+    for name, var in ds.data_vars.items():
+        var.attrs.pop(ROLE_ATTR, None)
+        if name == E:
+            var.attrs[ROLE_ATTR] = "E"
+        elif name == uE:
+            var.attrs[ROLE_ATTR] = "uE"
+    return ds
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+def _is_dask(data: Any) -> bool:
+    return type(data).__module__.startswith("dask")
+
+
+def _row_labels(ds: xr.Dataset) -> np.ndarray | None:
+    if SAMPLE_DIM in ds.coords:
+        # the coordinate of a dimension is an index (in memory): nothing is computed
+        return np.asarray(ds[SAMPLE_DIM].values)
+    return None
+
+
+_MASKS = {
+    "NaN": np.isnan,
+    "+inf": lambda v: np.isinf(v) & (v > 0),
+    "-inf": lambda v: np.isinf(v) & (v < 0),
+    "not positive": lambda v: np.isfinite(v) & (v <= 0),
+}
+
+# A summary of the value checks of some rows: for each (variable, problem) the count and the
+# first positions, then (for E, uE) the z-score overflows and the extremes of the valid rows.
+_Summary = tuple[list[tuple[int, np.ndarray]], tuple[int, np.ndarray, int, float, float, float]
+                 | None]
+
+
+def _value_checks(ds: xr.Dataset, names: Sequence[str], uE: str) -> list[tuple[str, str]]:
+    """The value checks of ``names``, in the order of the messages: NaN, +inf, -inf (and, for
+    ``uE``, not positive) of each non-boolean variable."""
+    checks = []
+    for name in names:
+        if ds[name].dtype == np.bool_:
+            continue
+        checks += [(name, "NaN"), (name, "+inf"), (name, "-inf")]
+        if name == uE:
+            checks.append((name, "not positive"))
+    return checks
+
+
+def _summarize(blocks: Mapping[str, np.ndarray], checks: Sequence[tuple[str, str]],
+               E: str, uE: str, offset: int) -> _Summary:
+    """The summary of the value checks of one block of rows starting at position ``offset``."""
+    values = []
+    for name, label in checks:
+        data = np.asarray(blocks[name])
+        mask = _MASKS[label](data)
+        values.append((int(mask.sum()), np.flatnonzero(mask)[:_MAX_EXAMPLES] + offset))
+    ratio = None
+    if E not in blocks or uE not in blocks:
+        return values, ratio
+    e, u = np.asarray(blocks[E]), np.asarray(blocks[uE])
+    if e.dtype != np.bool_ and u.dtype != np.bool_:
+        with np.errstate(all="ignore"):
+            valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
+            z = e / np.where(valid, u, 1.0)
+            overflow = valid & ~np.isfinite(z * z)
+            ratio = (int(overflow.sum()), np.flatnonzero(overflow)[:_MAX_EXAMPLES] + offset,
+                     int(valid.sum()), float(np.where(valid, np.abs(e), 0.0).max(initial=0.0)),
+                     float(np.where(valid, u, 0.0).max(initial=0.0)),
+                     float(np.where(valid, u, np.inf).min(initial=np.inf)))
+    return values, ratio
+
+
+def _merge(summaries: Sequence[_Summary]) -> _Summary:
+    """One summary of consecutive blocks."""
+    first_values, first_ratio = summaries[0]
+    values = [(sum(s[0][i][0] for s in summaries),
+               np.concatenate([s[0][i][1] for s in summaries])[:_MAX_EXAMPLES])
+              for i in range(len(first_values))]
+    ratio = None
+    if first_ratio is not None:
+        parts = [s[1] for s in summaries]
+        ratio = (sum(p[0] for p in parts),
+                 np.concatenate([p[1] for p in parts])[:_MAX_EXAMPLES],
+                 sum(p[2] for p in parts), max(p[3] for p in parts), max(p[4] for p in parts),
+                 min(p[5] for p in parts))
+    return values, ratio
+
+
+def _problems(summary: _Summary, checks: Sequence[tuple[str, str]], E: str, uE: str, n: int,
+              labels: np.ndarray | None, expressions: Mapping[str, Any]) -> list[str]:
+    """The messages of the value problems of a summary of all rows.
+
+    The value problems are NaN, +inf, -inf (and, for ``uE``, non-positive values); the
+    overflows of the z-scores and of their squares: rows whose ``z = E / uE`` has a square
+    beyond float64 (``|z| > ~1.3e154``, e.g. one uE = 1e-300 with E ~ 1), and data whose span
+    ``max(|E|, uE) / min(uE)`` exceeds ``2^960`` (their squares cannot be held at one scale; see
+    :meth:`xuqcal.core.statistics.PreparedData.from_arrays`). Only points with finite values
+    and ``uE > 0`` count for the overflows."""
+    from xuqcal.core.statistics import MAX_SPAN_EXPONENT
+
+    def rows(positions: np.ndarray) -> list[Any]:
+        return [labels[p].item() if labels is not None else int(p) for p in positions]
+
+    values, ratio = summary
+    problems = []
+    for (name, label), (count, positions) in zip(checks, values, strict=True):
+        if count == 0:
+            continue
+        expression = expressions.get(name)
+        note = f"; computed as '{expression}'" if expression and expression != name else ""
+        problems.append(f"{name}: {count} of {n} values are {label} "
+                        f"({_format_rows(rows(positions), count)}){note}")
+    if ratio is not None:
+        count, positions, n_valid, e_max, u_max, u_min = ratio
+        if count:
+            problems.append(
+                f"{E}, {uE}: {count} of {n} z-scores {E}/{uE} overflow (|z| > 1e154: z² is "
+                f"beyond the float64 range) ({_format_rows(rows(positions), count)})"
+            )
+        if n_valid:
+            hi, lo = max(e_max, u_max), u_min
+            if np.frexp(hi)[1] - np.frexp(lo)[1] > MAX_SPAN_EXPONENT:
+                problems.append(
+                    f"{uE}: the values span too many orders of magnitude (max(|{E}|, {uE}) = "
+                    f"{hi:.3g}, min({uE}) = {lo:.3g}, a ratio above 2^{MAX_SPAN_EXPONENT}): "
+                    "their squares cannot be represented in float64 at a common scale"
+                )
+    return problems
+
+
+def _raise_problems(problems: list[str], *, prefix: str = "", hint: str = "") -> None:
+    if not problems:
+        return
+    if len(problems) == 1:
+        message = problems[0]
+    else:
+        message = f"invalid input data ({len(problems)} problems):\n  " + "\n  ".join(problems)
+    if hint:
+        message += "\n" + hint
+    raise ValueError(prefix + message)
+
+
+def _names_list(features: object) -> list:
+    """``features`` given as a sequence of names, as a list; a ValueError naming ``features``
+    for anything else (a number, ...)."""
+    if isinstance(features, bytes) or not isinstance(features, Iterable):
+        raise ValueError(f"features: expected a variable name or a list of names, got "
+                         f"{features!r}")
+    return list(features)
+
+
+def _check_structure(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> list[str]:
+    """The structural checks (they raise at once, reading no value); the names of the variables
+    whose values are to be checked: ``E``, ``uE`` and the features."""
+    """Structural checks raise at once; value problems are collected and returned."""
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    variables = [str(v) for v in ds.data_vars]
+    for role, var in (("E", E), ("uE", uE)):
+        if not isinstance(var, str):
+            raise ValueError(f"{role}: expected the name of a variable (a string), got {var!r}")
+        if var not in ds.data_vars:
+            raise ValueError(
+                f"{role}: the dataset has no variable '{var}' "
+                f"(data variables: {_list_names(variables) or 'none'}); "
+                f"pass {role}='name' to use another variable (or, where a function has no "
+                f"{role} parameter, rename it: ds.rename({{'name': '{role}'}}))"
+            )
+    if features is None:
+        feature_names = [v for v in variables if v not in (E, uE)]
+    else:
+        feature_names = [features] if isinstance(features, str) else _names_list(features)
+        for feature in feature_names:
+            if feature not in ds.data_vars:
+                raise ValueError(
+                    f"{feature}: unknown feature variable '{feature}' "
+                    f"(data variables: {_list_names(variables)})"
+                )
+    names = [E, uE, *feature_names]
+    for var in names:
+        dims = ds[var].dims
+        if dims != (SAMPLE_DIM,):
+            hint = ""
+            if len(dims) == 1:
+                hint = f"; rename it with ds.rename({{'{dims[0]}': '{SAMPLE_DIM}'}})"
+            elif len(dims) > 1 and var in (E, uE):
+                other = [d for d in dims if d != SAMPLE_DIM] or list(dims)
+                hint = ("; multi-dimensional data are not supported yet: select one slice, "
+                        f"e.g. ds.isel({other[0]}=0)")
+            elif len(dims) > 1:
+                hint = "; pass features=[...] to validate only the 1-D feature variables"
+            raise ValueError(
+                f"{var}: expected a 1-D variable over the dimension '{SAMPLE_DIM}', "
+                f"got dimensions {dims}{hint}"
+            )
+        kind = ds[var].dtype.kind
+        allowed = "iuf" if var in (E, uE) else "biuf"
+        if kind not in allowed:
+            raise ValueError(
+                f"{var}: values are not numeric (dtype {ds[var].dtype}); "
+                f"{'E and uE' if var in (E, uE) else 'features'} must hold numbers"
+            )
+    if ds.sizes[SAMPLE_DIM] == 0:
+        raise ValueError(f"ds: empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
+    return names
+
+
+def _final_check(summaries: Sequence[_Summary], checks: Sequence[tuple[str, str]], E: str,
+                 uE: str, n: int, labels: np.ndarray | None, expressions: Mapping[str, Any],
+                 prefix: str) -> np.ndarray:
+    """The task of a Dask graph that raises the ValueError of the value problems, or gives
+    ``True`` when there are none."""
+    _raise_problems(_problems(_merge(summaries), checks, E, uE, n, labels, expressions),
+                    prefix=prefix)
+    return np.True_
+
+
+def _passthrough(block: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """A block of a checked variable: the block itself, once the check ``ok`` has passed."""
+    return block
+
+
+def _checked_lazily(ds: xr.Dataset, names: Sequence[str], checks: Sequence[tuple[str, str]],
+                    E: str, uE: str, prefix: str) -> xr.Dataset:
+    """``ds`` with its Dask-backed variables among ``names`` depending on a task that checks the
+    values of ``names`` (one summary per block of rows, merged in one small task)."""
+    import dask
+    import dask.array as da
+
+    data = {name: ds[name].data for name in names}
+    chunks = next(d.chunks for d in data.values() if _is_dask(d))
+    arrays = {name: (d.rechunk(chunks) if _is_dask(d) else da.from_array(d, chunks=chunks))
+              for name, d in data.items()}
+    blocks = {name: a.to_delayed().ravel() for name, a in arrays.items()}
+    offsets = np.concatenate([[0], np.cumsum(chunks[0])[:-1]]).astype(int)
+    summarize = dask.delayed(_summarize, pure=True)
+    summaries = [summarize({name: blocks[name][i] for name in names}, checks, E, uE,
+                           int(offset))
+                 for i, offset in enumerate(offsets)]
+    expressions = {name: ds[name].attrs.get("expression") for name in names}
+    final = dask.delayed(_final_check, pure=True)(
+        summaries, checks, E, uE, ds.sizes[SAMPLE_DIM], _row_labels(ds), expressions, prefix)
+    ok = da.from_delayed(final, shape=(), dtype=bool)
+    checked = {
+        name: ds[name].copy(data=da.map_blocks(_passthrough, d, ok, dtype=d.dtype,
+                                               meta=d._meta))
+        for name, d in data.items() if _is_dask(d)
+    }
+    return ds.assign(checked)
+
+
+def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec, *,
+                   prefix: str = "", hint: str = "") -> xr.Dataset:
+    """Check ``ds``: the structure at once, the values at once (NumPy-backed variables) or in
+    the graph (when a checked variable is Dask-backed); ``ds`` or its lazily checked copy."""
+    names = _check_structure(ds, E, uE, features)
+    checks = _value_checks(ds, names, uE)
+    if not any(_is_dask(ds[name].data) for name in names):
+        summary = _summarize({name: ds[name].data for name in names}, checks, E, uE, 0)
+        expressions = {name: ds[name].attrs.get("expression") for name in names}
+        _raise_problems(_problems(summary, checks, E, uE, ds.sizes[SAMPLE_DIM],
+                                  _row_labels(ds), expressions), prefix=prefix, hint=hint)
+        return ds
+    # the problems of the in-memory variables alone are reported at once
+    eager = [name for name in names if not _is_dask(ds[name].data)]
+    eager_checks = [check for check in checks if check[0] in eager]
+    if eager_checks:
+        summary = _summarize({name: ds[name].data for name in eager}, eager_checks, E, uE, 0)
+        expressions = {name: ds[name].attrs.get("expression") for name in eager}
+        _raise_problems(_problems((summary[0], None), eager_checks, E, uE,
+                                  ds.sizes[SAMPLE_DIM], _row_labels(ds), expressions),
+                        prefix=prefix, hint=hint)
+    return _checked_lazily(ds, names, checks, E, uE, prefix)
+
+
+def validate_dataset(
+    ds: xr.Dataset, *, E: str | None = None, uE: str | None = None,
+    features: FeatureSpec = None
+) -> xr.Dataset:
+    """Check that a dataset is a valid xuqcal input, and return it (lazily checked when
+    Dask-backed).
+
+    A valid input has the variables of the roles ``E`` and ``uE`` and the feature variables,
+    each 1-D over the dimension ``sample`` with at least one row; ``E``, ``uE`` and the features
+    are numeric (the features may also be boolean) and finite, and ``uE > 0``; the z-scores
+    ``E / uE`` must have a finite square (an overflow is an error naming the rows, never a
+    verdict) and the data a span ``max(|E|, uE) / min(uE)`` of at most ``2^960``.
+
+    The structure (names, dimensions, dtypes, rows) is checked at once, without reading any
+    value. The values of NumPy-backed variables are checked at once too; for Dask-backed
+    variables nothing is computed: the returned dataset's Dask-backed variables depend on a
+    task that checks every value and raises the same ValueError when they are computed. Use
+    the returned dataset (``ds = validate_dataset(ds)``): ``ds`` itself is never modified.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The dataset.
+    E, uE : str, optional
+        Names of the error and uncertainty variables; by default the variables recorded with
+        these roles, else ``"E"`` and ``"uE"`` (see :func:`roles`).
+    features : str or sequence of str, optional
+        The feature variables to check. By default every other data variable is a feature.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` itself when no checked variable is Dask-backed; else a shallow copy whose
+        Dask-backed variables carry the value checks (same values, chunks and attributes).
+
+    Raises
+    ------
+    ValueError
+        For a missing variable, a variable that is not 1-D over ``sample``, non-numeric values,
+        zero rows, or NaN, +inf, -inf and (for ``uE``) non-positive values. Value problems of all
+        variables are reported together, one per line, each naming the variable, the problem,
+        the count and up to five row numbers (the ``sample`` coordinate), e.g.
+        ``"uE: 3 of 2040 values are not positive (rows 5, 17, 230)"``. For Dask-backed data the
+        value problems are raised when the data are computed.
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2])
+    >>> validate_dataset(ds.assign(uE=ds.uE - 0.25))
+    Traceback (most recent call last):
+    ...
+    ValueError: uE: 1 of 2 values are not positive (rows 1)
+    >>> lazy = validate_dataset(ds.assign(uE=ds.uE - 0.25).chunk())  # nothing computed
+    >>> lazy.uE.compute()
+    Traceback (most recent call last):
+    ...
+    ValueError: uE: 1 of 2 values are not positive (rows 1)
+    """
+    E, uE = roles(ds, E, uE) if isinstance(ds, xr.Dataset) else (E or "E", uE or "uE")
+    return _check_dataset(ds, E, uE, features)
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors
+# --------------------------------------------------------------------------------------------
+
+
+def _variable_attrs(var: str, expression: str, units: str | None) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if var in _LONG_NAMES:
+        attrs["long_name"] = _LONG_NAMES[var]
+        if units is not None:
+            attrs["units"] = str(units)
+    attrs["expression"] = expression
+    if var in _LONG_NAMES:
+        attrs[ROLE_ATTR] = var
+    return attrs
+
+
+def _dataset_attrs(
+    *,
+    source: str,
+    E: str,
+    uE: str,
+    where: str,
+    n_rows_read: int,
+    n_rows_dropped: int,
+    name: str | None,
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "source": source,
+        "E_expression": E,
+        "uE_expression": uE,
+        "where": where,
+        "n_rows_read": int(n_rows_read),
+        "n_rows_dropped": int(n_rows_dropped),
+    }
+    if name is not None:
+        attrs["name"] = str(name)
+    return provenance(attrs)
+
+
+def _check_feature_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"features: a feature name must be a non-empty string, got {name!r}")
+    if name in ("E", "uE", SAMPLE_DIM):
+        raise ValueError(
+            f"features: a feature cannot be named '{name}' (reserved for "
+            f"{'the sample coordinate' if name == SAMPLE_DIM else 'the ' + _LONG_NAMES[name]}); "
+            f"choose another name with the mapping form, e.g. features={{'{name}_': '...'}}"
+        )
+    if "/" in name:
+        raise ValueError(f"features: a feature name cannot contain '/' (got '{name}')")
+    return name
+
+
+def _sample_coord(rows: np.ndarray) -> xr.Variable:
+    return xr.Variable(
+        SAMPLE_DIM, np.asarray(rows, dtype=np.int64), {"long_name": "row number in the input"}
+    )
+
+
+def _to_1d(values: Any, var: str) -> Any:
+    """Numpy or dask 1-D data from an array, list, Series or DataArray."""
+    if isinstance(values, xr.DataArray):
+        data = values.data
+    elif _is_dask(values):
+        data = values
+    else:
+        data = _series_to_numpy(values) if isinstance(values, pd.Series) else np.asarray(values)
+    if data.ndim != 1:
+        raise ValueError(f"{var}: expected 1-D values, got an array of shape {data.shape}")
+    kind = data.dtype.kind
+    allowed = "iuf" if var in ("E", "uE") else "biuf"
+    if kind in allowed:
+        return data if kind == "b" else data.astype(np.float64)
+    if kind in "OUS" and not _is_dask(data):
+        converted = _numeric_values(data, f"{var}: the input")
+        if converted.dtype.kind in allowed:
+            return converted
+    raise ValueError(
+        f"{var}: values are not numeric (dtype {data.dtype}); "
+        f"{'E and uE' if var in ('E', 'uE') else 'features'} must hold numbers"
+    )
+
+
+def from_arrays(
+    E: npt.ArrayLike | xr.DataArray,
+    uE: npt.ArrayLike | xr.DataArray,
+    *,
+    name: str | None = None,
+    units: str | None = None,
+    **features: npt.ArrayLike | xr.DataArray,
+) -> xr.Dataset:
+    """Build a validated input dataset from arrays of errors, uncertainties and features.
+
+    Parameters
+    ----------
+    E, uE : array_like or xarray.DataArray
+        Prediction errors and standard uncertainties (``uE > 0``), 1-D, one value per data point.
+        A DataArray may use any dimension name (it becomes ``sample``); its coordinates are
+        dropped, the values are taken in order. Dask-backed DataArrays stay lazy: nothing is
+        computed, the value checks run when the data are computed.
+    name : str, optional
+        A name for the dataset (attribute ``name``).
+    units : str, optional
+        Units of ``E`` and ``uE`` (attribute ``units`` of both variables).
+    **features : array_like or xarray.DataArray
+        Feature variables (numeric or boolean), one value per data point. A feature cannot be
+        named ``name``, ``units``, ``E``, ``uE`` or ``sample``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables ``E``, ``uE`` (float64) and the features over ``sample`` = 0, 1, ..., M-1.
+
+    Raises
+    ------
+    ValueError
+        For inputs of different lengths, non-numeric values, zero rows, NaN or infinite values,
+        or ``uE <= 0`` (see :func:`validate_dataset`).
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, -0.3, 0.2], [0.2, 0.25, 0.1], units="eV", X=[1.0, 2.0, 3.0])
+    >>> ds.sizes["sample"], list(ds.data_vars)
+    (3, ['E', 'uE', 'X'])
+    """
+    inputs = {"E": E, "uE": uE}
+    for feature in features:
+        inputs[_check_feature_name(feature)] = features[feature]
+    data = {var: _to_1d(values, var) for var, values in inputs.items()}
+    lengths = {var: d.shape[0] for var, d in data.items()}
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{var} has {n}" for var, n in lengths.items())
+        raise ValueError(
+            f"length mismatch: {detail} values; E, uE and every feature need exactly one value "
+            "per data point"
+        )
+    n = lengths["E"]
+    ds = xr.Dataset(
+        {
+            var: xr.Variable(SAMPLE_DIM, d, _variable_attrs(var, var, units))
+            for var, d in data.items()
+        },
+        coords={SAMPLE_DIM: _sample_coord(np.arange(n))},
+        attrs=_dataset_attrs(
+            source="arrays", E="E", uE="uE", where="", n_rows_read=n, n_rows_dropped=0, name=name
+        ),
+    )
+    return validate_dataset(ds)
+

@@ -1,0 +1,327 @@
+"""Fit (dispatched to the method's module), apply, and the :class:`Recalibrator` wrapper (see
+:mod:`xuqcal.recalibration`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from xuqcal.analysis.binning import apply_bins, check_n_bins
+from xuqcal.core import defaults
+from xuqcal.core.checks import check_seed
+from xuqcal.core.provenance import attach, provenance
+from xuqcal.core.statistics import STATISTICS, point_columns
+from xuqcal.io import to_netcdf
+from xuqcal.recalibration.common import (
+    BINNINGS,
+    BINS_PREFIX,
+    DEFAULT_FEATURES,
+    LOSSES,
+    METHODS,
+    RECALIBRATOR,
+    _check_features,
+    _checked,
+    _choice,
+    _names,
+    _positive_int,
+    _training_provenance,
+)
+from xuqcal.recalibration.isotonic import fit_isotonic
+from xuqcal.recalibration.scaling import fit_scaling
+
+
+def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None = None,
+        n_bins: int | Sequence[int] | None = None, binning: str | None = None,
+        loss: str = "nll", features: Sequence[str] = DEFAULT_FEATURES,
+        n_bins_scores: int = defaults.N_BINS_SCORES, seed: int = defaults.SEED,
+        maxfun: int | None = None, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+    """Fit a recalibrator on training data.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Training data over ``sample`` with ``E``, ``uE`` and the variables used.
+    method : {"temperature", "bvs", "isotonic"}
+        Uniform scaling, bin-wise variance scaling, or the isotonic variance map.
+    by : str or pair of str, optional
+        BVS binning variable (default: ``uE``) (``uE``, a feature, a categorical variable with
+        ``binning="groups"``), or two variables for a 2-D grid. Must be ``"uE"`` for the
+        other methods.
+    n_bins : int or pair of int, optional
+        Number of BVS bins requested (default
+        :data:`~xuqcal.core.defaults.N_BINS_RECALIBRATION`; a pair or an int for a grid, whose cells
+        are ``n_x × n_y``). Not used with ``binning="groups"`` nor by the other methods.
+    binning : {"equal", "grid", "groups"}, optional
+        Default: ``"grid"`` when ``by`` is a pair, else ``"equal"`` (equal-count bins kept as
+        value limits, see the module documentation).
+    loss : {"nll", "s_tot", "s_con", "s_ada"}
+        ``nll``: the analytic factors ``sqrt(<Z²>_b)``. Otherwise the factors minimize that
+        score of the recalibrated training data (temperature and BVS only).
+    features : sequence of str
+        Feature variables of ``s_tot`` and ``s_ada`` (default ``("X1", "X2")``).
+    n_bins_scores : int
+        Equal-count bins per score variable inside the losses (default 100).
+    seed : int
+        Recorded for provenance; the fit itself is deterministic (DIRECT and L-BFGS-B have no
+        random step).
+    maxfun : int, optional
+        Evaluation budget of the DIRECT search (default ``max(500, 25 × (n_factors + 1))``);
+        L-BFGS-B then runs at most 200 iterations.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        The fitted recalibrator (see the module documentation), ready for :func:`apply` and
+        :func:`xuqcal.to_netcdf`.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> train = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.5)
+    >>> rec = fit(train, "temperature")
+    >>> round(float(rec.scale), 2), rec.attrs["method"]
+    (2.01, 'temperature')
+    >>> rec = fit(train, "bvs", n_bins=8)
+    >>> new = apply(rec, train)
+    >>> z2 = (new.E / new.uE) ** 2
+    >>> z2.groupby(new.recalibration_bin).mean().round(12).values.tolist()  # <Z²>_b = 1
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    method = _choice(method, METHODS, "method")
+    loss = _choice(loss, LOSSES, "loss")
+    features = _check_features(features, E=E, uE=uE)
+    names = _names(uE if by is None else by, "by")
+    if not 1 <= len(names) <= 2:
+        raise ValueError(f"by: expected one variable or a pair (2-D grid), got {list(names)}")
+    if E in names:
+        raise ValueError(f"by: the errors {E!r} cannot be a binning variable of a recalibration "
+                         "(the factors would be fitted on the quantity they must predict and "
+                         f"be unknown for new data); bin on {uE!r} or an input feature")
+    n_bins_scores = _positive_int(n_bins_scores, "n_bins_scores")
+    check_seed(seed)
+    if maxfun is not None:
+        maxfun = _positive_int(maxfun, "maxfun")
+    if method != "bvs":
+        if names != (uE,):
+            raise ValueError(f"by: method={method!r} does not bin; by must be {uE!r}, got "
+                             f"{by!r}")
+        if n_bins is not None:
+            raise ValueError(f"n_bins: method={method!r} does not bin (n_bins is for 'bvs')")
+        if binning is not None:
+            raise ValueError(f"binning: method={method!r} does not bin (binning is for 'bvs')")
+        if method == "isotonic" and loss != "nll":
+            raise ValueError(f"loss: method='isotonic' is fitted by isotonic regression (the "
+                             f"NLL-optimal monotone variance map); loss={loss!r} is not "
+                             "available, use loss='nll'")
+    else:
+        binning = ("grid" if len(names) == 2 else "equal") if binning is None else binning
+        binning = _choice(binning, BINNINGS, "binning")
+        if (binning == "grid") != (len(names) == 2):
+            raise ValueError(f"by: binning={binning!r} needs "
+                             f"{'two variables' if binning == 'grid' else 'one variable'}, "
+                             f"got {list(names)}")
+        if binning == "groups":
+            if n_bins is not None:
+                raise ValueError("n_bins: group binning has one bin per label (leave n_bins "
+                                 "unset)")
+        elif binning == "grid":
+            n_bins = defaults.N_BINS_RECALIBRATION if n_bins is None else n_bins
+            pair = (n_bins, n_bins) if isinstance(n_bins, int | np.integer) else tuple(n_bins)
+            if len(pair) != 2:
+                raise ValueError(f"n_bins: a grid takes an int or a pair, got {n_bins!r}")
+            n_bins = tuple(_positive_int(v, "n_bins") for v in pair)
+        else:
+            n_bins = _positive_int(defaults.N_BINS_RECALIBRATION if n_bins is None else n_bins,
+                                   "n_bins")
+    loss_features = features if loss in ("s_tot", "s_ada") else ()
+    numeric = [n for n in names if binning != "groups"] + list(loss_features)
+    ds = _checked(ds, numeric, [n for n in names if binning == "groups"],
+                  what="by" if not loss_features else "by/features", E=E, uE=uE)
+    m = ds.sizes["sample"]
+    if loss != "nll":
+        check_n_bins(m, n_bins_scores, variable="the training set (n_bins_scores)")
+    e = np.asarray(ds[E].values, dtype=np.float64)
+    u = np.asarray(ds[uE].values, dtype=np.float64)
+    z2 = point_columns(e, u, ["z2"])["z2"]
+    attrs = provenance({
+        "xuqcal_object": RECALIBRATOR, "method": method, "loss": loss,
+        "by": ",".join(names) if method == "bvs" else "", "binning": binning or "",
+        "features": ",".join(loss_features), "n_bins_scores": n_bins_scores, "seed": int(seed),
+        **_training_provenance(ds),
+        "training_zms": float(STATISTICS["zms"].from_sums({"count": m, "z2": np.sum(z2)})),
+        "E": E, "uE": uE,
+    })
+    if method == "isotonic":
+        return fit_isotonic(e, u, attrs)
+    return fit_scaling(ds, e, u, method=method, names=names, binning=binning, n_bins=n_bins,
+                       loss=loss, loss_features=loss_features, n_bins_scores=n_bins_scores,
+                       maxfun=maxfun, attrs=attrs, uE_name=uE)
+
+
+def learned_bins(recalibrator: xr.Dataset) -> xr.Dataset:
+    """The bins Dataset (:mod:`xuqcal.analysis.binning` layout) stored in a BVS recalibrator.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> rec = fit(xuqcal.synthetic.nig(1000, nu=6, seed=0), "bvs", n_bins=5)
+    >>> learned_bins(rec).attrs["scheme"], learned_bins(rec).sizes["bin"]
+    ('equal', 5)
+    """
+    _check_recalibrator(recalibrator)
+    if recalibrator.attrs["method"] != "bvs":
+        raise ValueError(f"recalibrator: method {recalibrator.attrs['method']!r} has no bins")
+    names = [v for v in recalibrator.variables if str(v).startswith(BINS_PREFIX)]
+    bins = recalibrator[names].rename({v: str(v)[len(BINS_PREFIX):] for v in names})
+    keep = {"bin", "bin_x", "bin_y"}
+    bins = bins.drop_vars([v for v in bins.coords if v not in keep and v != "label"])
+    bins.attrs = {k[len(BINS_PREFIX):]: v for k, v in recalibrator.attrs.items()
+                  if k.startswith(BINS_PREFIX)}
+    return bins
+
+
+def _check_recalibrator(recalibrator: Any) -> None:
+    if isinstance(recalibrator, Recalibrator):
+        raise TypeError("recalibrator: pass recalibrator.dataset (or use recalibrator.apply)")
+    if not isinstance(recalibrator, xr.Dataset) or \
+            recalibrator.attrs.get("xuqcal_object") != RECALIBRATOR:
+        raise ValueError("recalibrator: expected a Dataset made by xuqcal.recalibration.fit "
+                         "(attribute xuqcal_object = 'recalibrator')")
+    if recalibrator.attrs.get("method") not in METHODS:
+        raise ValueError(f"recalibrator: unknown method {recalibrator.attrs.get('method')!r}")
+
+
+def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
+          uE: str = defaults.UE) -> xr.Dataset:
+    """Recalibrate the uncertainties of a data set with a fitted recalibrator.
+
+    Parameters
+    ----------
+    recalibrator : xarray.Dataset
+        From :func:`fit` (possibly reopened from NetCDF).
+    ds : xarray.Dataset
+        Data over ``sample`` with ``E``, ``uE`` and the binning variables.
+    E, uE : str
+        Names of the error and uncertainty variables of ``ds``.
+
+    Returns
+    -------
+    xarray.Dataset
+        A copy of ``ds`` with the recalibrated ``uE``; the input ``uE`` is kept as
+        ``uE_uncalibrated`` (``<uE>_uncalibrated`` for another name; when ``ds`` already has
+        it, e.g. applying twice, the existing one, the original, is kept); for BVS
+        ``recalibration_bin`` holds the bin of every point.
+        Attributes ``recalibration_*`` record the method, loss, bins and training source.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> train = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.5)
+    >>> test = xuqcal.synthetic.nig(2000, nu=6, seed=1, uE_scale=0.5)
+    >>> new = apply(fit(train, "isotonic"), test)
+    >>> sorted(v for v in new.data_vars), new.attrs["recalibration_method"]
+    (['E', 'uE', 'uE_uncalibrated'], 'isotonic')
+    """
+    _check_recalibrator(recalibrator)
+    method = recalibrator.attrs["method"]
+    bins = None
+    if method == "bvs":
+        bins = learned_bins(recalibrator)
+        names = str(bins.attrs["by"]).split(",")
+        numeric = names if bins.attrs["scheme"] != "groups" else []
+        ds = _checked(ds, numeric, names if not numeric else [], what="by", E=E, uE=uE)
+    else:
+        ds = _checked(ds, E=E, uE=uE)
+    uE_name, uE = uE, np.asarray(ds[uE].values, dtype=np.float64)
+    out = ds.copy()
+    if method == "temperature":
+        new = uE * float(recalibrator.scale.values)
+    elif method == "isotonic":
+        variance = np.interp(uE * uE, recalibrator.knot_variance_in.values,
+                             recalibrator.knot_variance_out.values)
+        new = np.sqrt(variance)
+    else:
+        values = [ds[n].values for n in names]
+        index = apply_bins(bins, *values)
+        new = uE * recalibrator.scale.values[index]
+        out["recalibration_bin"] = ("sample", index.astype(np.int64), {
+            "long_name": "recalibration bin of the point (learned limits)"})
+    before = f"{uE_name}_uncalibrated"
+    if before not in out:
+        out[before] = ds[uE_name].copy()
+        out[before].attrs = {**ds[uE_name].attrs,
+                             "long_name": "prediction uncertainty before recalibration"}
+    out[uE_name] = ("sample", new, {**ds[uE_name].attrs, "long_name": "recalibrated "
+                                    f"prediction uncertainty ({method})"})
+    history = str(ds.attrs.get("recalibration_history", ""))
+    step = f"{method} (loss {recalibrator.attrs.get('loss')}" + (
+        f", by {recalibrator.attrs.get('by')}, {recalibrator.scale.size} bins)"
+        if method == "bvs" else ")")
+    return attach(out, {
+        "recalibration_method": method,
+        "recalibration_loss": str(recalibrator.attrs.get("loss")),
+        "recalibration_by": str(recalibrator.attrs.get("by", "")),
+        "recalibration_n_bins": int(recalibrator.scale.size) if method == "bvs" else 0,
+        "recalibration_training": str(recalibrator.attrs.get("training_source", "")),
+        "recalibration_history": f"{history}; {step}" if history else step,
+    })
+
+
+class Recalibrator:
+    """A fitted recalibrator: a thin wrapper of the recalibrator Dataset.
+
+    Attributes
+    ----------
+    dataset : xarray.Dataset
+        The fitted recalibrator (what :func:`fit` returns).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> train = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.5)
+    >>> rec = Recalibrator.fit(train, "bvs", n_bins=5)
+    >>> rec.method, rec.apply(train).uE_uncalibrated.size
+    ('bvs', 2000)
+    """
+
+    def __init__(self, dataset: xr.Dataset) -> None:
+        _check_recalibrator(dataset)
+        self.dataset = dataset
+
+    @classmethod
+    def fit(cls, ds: xr.Dataset, method: str = "bvs", **kwargs: Any) -> Recalibrator:
+        """Fit with :func:`fit` and wrap the result."""
+        return cls(fit(ds, method, **kwargs))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> Recalibrator:
+        """Read a recalibrator written by :meth:`to_netcdf` (loaded into memory)."""
+        with xr.open_dataset(path) as stored:
+            return cls(stored.load())
+
+    @property
+    def method(self) -> str:
+        """The method (``temperature``, ``bvs`` or ``isotonic``)."""
+        return str(self.dataset.attrs["method"])
+
+    def apply(self, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
+        """Recalibrate ``ds``; see :func:`apply`."""
+        return apply(self.dataset, ds, **kwargs)
+
+    def to_netcdf(self, path: str | os.PathLike[str], *, overwrite: bool = False):
+        """Write atomically with :func:`xuqcal.to_netcdf`."""
+        return to_netcdf(self.dataset, path, overwrite=overwrite)
+
+    def __repr__(self) -> str:
+        a = self.dataset.attrs
+        detail = f", by={a.get('by')!r}, n_bins={self.dataset.scale.size}" \
+            if self.method == "bvs" else ""
+        return f"<Recalibrator {self.method}{detail}, loss={a.get('loss')!r}>"
+
+
