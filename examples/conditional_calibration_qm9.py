@@ -42,6 +42,7 @@ from _common import (
 )
 
 import xuqcal
+from xuqcal.core.provenance import attach
 
 NAME = "conditional_calibration_qm9"
 FILE = "BUS2022/qm9_U0_test_Orig.csv"
@@ -66,14 +67,15 @@ def load() -> xr.Dataset:
     return xuqcal.add_formula_features(ds, pd.read_csv(path, usecols=["formula"])["formula"])
 
 
-def local_analyses(ds: xr.Dataset, n: int, seed: int) -> dict[tuple[str, str], xr.Dataset]:
+def local_analyses(ds: xr.Dataset, n_boot: int, seed: int
+                   ) -> dict[tuple[str, str], xr.Dataset]:
     """LZM and LZMS on 100 equal-count bins of uE and on strata bins of X1 and X2."""
     results = {}
     for statistic in STATISTICS:
         for by in VARIABLES:
             binning = {"n_bins": 100} if by == "uE" else {"binning": "strata",
                                                           "min_count": 100}
-            results[statistic, by] = ds.uqcal.local(statistic, by=by, n_boot=n, seed=seed,
+            results[statistic, by] = ds.uqcal.local(statistic, by=by, n_boot=n_boot, seed=seed,
                                                     **binning)
     return results
 
@@ -112,11 +114,9 @@ def summary(ds: xr.Dataset, local: dict, correlation: xr.DataArray, n_boot: int,
         coords={"statistic": list(STATISTICS), "by": list(VARIABLES)},
     )
     out["by"].attrs["binning"] = "uE: 100 equal-count bins; X1, X2: strata bins, >= 100 points"
-    out.attrs.update(data_file=FILE, E="U0 - prediction", uE="sqrt(uncertainty_total)",
-                     n_points=ds.sizes["sample"], n_replicates_per_bin=local[
-                         "zms", "uE"].attrs["n_replicates"],
-                     seed=seed, xuqcal_version=xuqcal.__version__)
-    return out
+    return attach(out, data_file=FILE, E="U0 - prediction", uE="sqrt(uncertainty_total)",
+                  n_points=ds.sizes["sample"], n_boot_per_bin=local["zms", "uE"].attrs["n_boot"],
+                  seed=seed)
 
 
 def print_tables(result: xr.Dataset, orders: xr.Dataset | None) -> None:

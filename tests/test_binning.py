@@ -18,9 +18,9 @@ def test_equal_count_positions_and_labels():
     # stable order: 1(1) 2(2) 2(3) 2(6) 3(0) 4(5) 5(4); bounds [0, 2, 4, 7]
     assert bins.bin_index.values.tolist() == [2, 0, 0, 1, 2, 2, 1]
     assert bins["count"].values.tolist() == [2, 2, 3]
-    assert bins.low.values.tolist() == [1.0, 2.0, 3.0]
-    assert bins.high.values.tolist() == [2.0, 2.0, 5.0]
-    np.testing.assert_allclose(bins.centre, [1.5, 2.0, 4.0])
+    assert bins.bin_low.values.tolist() == [1.0, 2.0, 3.0]
+    assert bins.bin_high.values.tolist() == [2.0, 2.0, 5.0]
+    np.testing.assert_allclose(bins.bin_centre, [1.5, 2.0, 4.0])
     assert bins.attrs == {"scheme": "equal", "by": "x", "n_bins": 3}
 
 
@@ -43,9 +43,9 @@ def test_strata_merging_rule():
     x = np.repeat([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], [5, 1, 2, 6, 1, 4])
     bins = binning.strata(x, min_count=3, by="x")
     assert bins["count"].values.tolist() == [5, 3, 6, 5]
-    np.testing.assert_allclose(bins.centre, [1.0, 8 / 3, 4.0, 29 / 5])
-    assert bins.low.values.tolist() == [1.0, 2.0, 4.0, 5.0]
-    assert bins.high.values.tolist() == [1.0, 3.0, 4.0, 6.0]
+    np.testing.assert_allclose(bins.bin_centre, [1.0, 8 / 3, 4.0, 29 / 5])
+    assert bins.bin_low.values.tolist() == [1.0, 2.0, 4.0, 5.0]
+    assert bins.bin_high.values.tolist() == [1.0, 3.0, 4.0, 6.0]
 
 
 def test_strata_tie_goes_right_and_ends_merge_inwards():
@@ -54,7 +54,7 @@ def test_strata_tie_goes_right_and_ends_merge_inwards():
     x = np.repeat([1.0, 2.0, 3.0], [4, 1, 4])  # equal neighbours: merge with the right one
     bins = binning.strata(x, min_count=2)
     assert bins["count"].values.tolist() == [4, 5]
-    np.testing.assert_allclose(bins.centre, [1.0, (2 + 12) / 5])
+    np.testing.assert_allclose(bins.bin_centre, [1.0, (2 + 12) / 5])
 
 
 def test_strata_does_not_depend_on_data_order():

@@ -33,5 +33,6 @@ def test_docs_build_without_warnings(tmp_path):
         assert f'href="{page}.html"' in index, page
     api = (tmp_path / "html" / "api.html").read_text(encoding="utf-8")
     for name in ("xuqcal.analysis.resampling.bootstrap", "xuqcal.analysis.validation.validate",
-                 "xuqcal.analysis.local.local", "xuqcal.studies.cube.build", "xuqcal.recalibration.fit"):
+                 "xuqcal.analysis.local.local", "xuqcal.studies.cube.build",
+                 "xuqcal.recalibration.fit"):
         assert f'id="{name}"' in api, name

@@ -105,8 +105,10 @@ def test_a_not_usable_verdict_says_what_to_do_next(default_generators, key, binn
 
 
 def test_the_report_lists_the_notes(small_set, decided_by_sim, tmp_path):
-    page = xuqcal.report.report(small_set, tmp_path / "r", n_boot=200, n_mc=50, n_bins=10,
-                                validation_result=decided_by_sim)
+    from xuqcal.report.html import report
+
+    page = report(small_set, tmp_path / "r", n_boot=200, n_mc=50, n_bins=10,
+                  validation_result=decided_by_sim)
     text = page.read_text(encoding="utf-8")
     assert "Notes (* in the verdict column)" in text
     assert "outside its own interval" in text

@@ -117,7 +117,7 @@ def test_order_sensitivity(data):
 
 def test_adversarial_groups_calibrated_and_control(data):
     adv = adversarial_groups(data, n_groups=60, n_boot=500, min_count=300)
-    assert adv["size"].values.tolist() == [1500, 750, 375]
+    assert adv["count"].values.tolist() == [1500, 750, 375]
     for prefix in ("", "control_"):
         values = adv[f"{prefix}fraction_valid"].values
         assert ((values >= 0) & (values <= 1)).all()

@@ -22,7 +22,7 @@ def test_accessor_methods_match_functions(data):
                                   local.local(data, "zms", n_bins=10, n_boot=200).ci_low)
     assert data.uqcal.bins("X", binning="strata", min_count=100).attrs["scheme"] == "strata"
     assert data.uqcal.reliability(n_bins=5, n_boot=100).sizes["bin"] == 5
-    assert data.uqcal.adversarial_groups(n_groups=10, n_boot=100, min_count=400).sizes["size"] == 2
+    assert data.uqcal.adversarial_groups(n_groups=10, n_boot=100, min_count=400).sizes["count"] == 2
     assert data.uqcal.order_sensitivity(by="X", n_orders=2, n_bins=10,
                                         n_boot=100).sizes["order"] == 2
 
@@ -38,13 +38,13 @@ def test_local_plot(data, tmp_path):
 
 
 def test_fraction_valid_plot(data, tmp_path):
-    ax = data.uqcal.plot.fraction_valid("zms", by=["uE", "X"], n_bins=20, n=300)
+    ax = data.uqcal.plot.fraction_valid("zms", by=["uE", "X"], n_bins=20, n_boot=300)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["uE", "X"]
     render(ax, tmp_path / "fv.png")
 
 
 def test_acf_plot(data, tmp_path):
-    ax = data.uqcal.plot.acf("zms", n_bins=40, n=300)
+    ax = data.uqcal.plot.acf("zms", n_bins=40, n_boot=300)
     assert ax.get_xlabel() == "lag (bins)" and ax.get_ylabel() == "autocorrelation"
     render(ax, tmp_path / "acf.png")
 

@@ -88,7 +88,8 @@ class UQCalAccessor:
     >>> ds.uqcal.stats(["zms"]).statistic.values.tolist()
     ['zms']
     >>> renamed = ds.rename(E="err", uE="sigma")
-    >>> float(renamed.uqcal.stats(["zms"], E="err", uE="sigma")) == float(ds.uqcal.stats(["zms"]))
+    >>> by_role = renamed.uqcal.stats(["zms"], E="err", uE="sigma")
+    >>> bool((by_role == ds.uqcal.stats(["zms"])).all())
     True
     """
 
@@ -111,7 +112,7 @@ class UQCalAccessor:
     adversarial_groups = delegate(_local.adversarial_groups, "Adversarial group validation")
     reliability = delegate(_local.reliability, "Reliability diagram data")
     rank_correlation = delegate(_features.rank_correlation,
-                                "Spearman matrix of features, |E| and uE")
+                                "Spearman matrix of features, ``|E|`` and uE")
     running_statistics = delegate(_running.running_statistics,
                                   "Running mean and mean square of Z along ``by``")
     confidence_curve = delegate(_curves.confidence_curve,

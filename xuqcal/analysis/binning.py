@@ -4,9 +4,10 @@ Every scheme returns a **bins Dataset**, a labelled description that can be save
 applied to new data:
 
 * over ``sample``: ``bin_index``, the bin of each point (in data order);
-* over ``bin``: ``count``, ``low`` and ``high`` (range of the binning variable in the bin),
-  ``centre`` (its mean, or the merged value of a stratum) and ``upper_limit``, the value limit
-  used to assign new points (:func:`apply_bins`);
+* over ``bin``: the variables ``count`` and ``upper_limit`` (the value limit used to assign
+  new points, :func:`apply_bins`) and the coordinates ``bin_low`` and ``bin_high`` (range of
+  the binning variable in the bin) and ``bin_centre`` (its mean, or the merged value of a
+  stratum);
 * attributes: ``scheme``, ``by``, ``n_bins`` (and ``n_bins_requested`` when a minimum count
   reduced it).
 
@@ -22,6 +23,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template
+from xuqcal.core import defaults
 from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binning)
     MIN_POINTS_PER_BIN,
     check_n_bins,
@@ -73,16 +76,16 @@ def _table(index: np.ndarray, values: np.ndarray, n_bins: int, *, centre=None, s
         "bin_index": ("sample", index.astype(np.int64), {"long_name": "bin of each point"}),
         "count": ("bin", count, {"long_name": "number of points in the bin"}),
     }
+    coords = {"bin": np.arange(n_bins)}
     if numeric:
-        data["low"] = ("bin", low, {"long_name": f"smallest {by} in the bin"})
-        data["high"] = ("bin", high, {"long_name": f"largest {by} in the bin"})
-        data["centre"] = ("bin", np.asarray(centre, dtype=np.float64),
-                          {"long_name": f"mean {by} in the bin (merged value for strata)"})
+        coords["bin_low"] = ("bin", low, {"long_name": f"smallest {by} in the bin"})
+        coords["bin_high"] = ("bin", high, {"long_name": f"largest {by} in the bin"})
+        coords["bin_centre"] = ("bin", np.asarray(centre, dtype=np.float64),
+                                {"long_name": f"mean {by} in the bin (merged value for strata)"})
     if upper_limit is not None:
         data["upper_limit"] = ("bin", np.asarray(upper_limit, dtype=np.float64), {
             "long_name": f"new points with {by} <= upper_limit (and above the previous limit) "
                          "go to this bin; the first and last bins are open-ended"})
-    coords = {"bin": np.arange(n_bins)}
     if sample is not None:
         coords["sample"] = np.asarray(sample)
     return xr.Dataset(data, coords=coords,
@@ -133,7 +136,7 @@ def equal_count(values, n_bins: int, *, min_count: int | None = None, tiebreak=N
     if min_count is None:
         check_n_bins(m, n_bins, variable=by)
     order = equal_count_order(values, tiebreak)
-    bounds = (np.arange(n_bins + 1, dtype=np.int64) * m) // n_bins
+    bounds = equal_count_bounds(m, n_bins)
     index = np.empty(m, dtype=np.int64)
     index[order] = np.repeat(np.arange(n_bins), np.diff(bounds))
     sorted_values = values[order].astype(np.float64)
@@ -154,7 +157,7 @@ def strata(values, *, min_count: int = 100, by: str = "x", sample=None) -> xr.Da
     --------
     >>> x = np.array([1.0] * 5 + [2.0] * 1 + [3.0] * 2 + [4.0] * 6)
     >>> bins = strata(x, min_count=3)
-    >>> bins["count"].values.tolist(), bins.centre.values.round(3).tolist()
+    >>> bins["count"].values.tolist(), bins.bin_centre.values.round(3).tolist()
     ([5, 3, 6], [1.0, 2.667, 4.0])
     """
     values = _values(values, by).astype(np.float64)
@@ -227,7 +230,7 @@ def grid(values_x, values_y, n_bins_x: int, n_bins_y: int, *, by_x: str = "x",
     index = bins_x.bin_index.values * ny + bins_y.bin_index.values
     table = _table(index, np.asarray(values_x, dtype=np.float64), nx * ny, scheme="grid",
                    by=f"{by_x},{by_y}", sample=sample)
-    table = table.drop_vars(["low", "high", "centre"])
+    table = table.drop_vars(["bin_low", "bin_high", "bin_centre"])
     return table.assign(
         upper_limit_x=("bin_x", bins_x.upper_limit.values),
         upper_limit_y=("bin_y", bins_y.upper_limit.values),
@@ -291,14 +294,55 @@ def members(bin_index: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]
     return order, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def make_bins(ds: xr.Dataset, by: str | Sequence[str] = "uE", *, n_bins: int = 20,
-              binning: str = "equal", min_count: int | None = None,
-              tiebreak: str | None = None) -> xr.Dataset:
+def _equal_layout(m: int, n_bins: int, min_count: int | None, by: str, sample) -> xr.Dataset:
+    """The layout of :func:`equal_count`'s bins (sizes known from ``m``, ``n_bins`` and
+    ``min_count``)."""
+    attrs: dict = {"scheme": "equal", "by": by}
+    if min_count is not None:
+        min_count = _check_min_count(min_count, m)
+        if m // min_count < n_bins:
+            attrs.update(n_bins_requested=int(n_bins), min_count=min_count)
+            n_bins = max(m // min_count, 1)
+    attrs["n_bins"] = int(n_bins)
+    if min_count is None:
+        check_n_bins(m, n_bins, variable=by)
+    coords = {"bin": np.arange(n_bins)}
+    if sample is not None:
+        coords["sample"] = np.asarray(sample)
+    return template(
+        {"bin_index": (("sample",), np.int64, {"long_name": "bin of each point"}),
+         "count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),
+         "upper_limit": (("bin",), np.float64, {
+             "long_name": f"new points with {by} <= upper_limit (and above the previous limit) "
+                          "go to this bin; the first and last bins are open-ended"}),
+         "bin_low": (("bin",), np.float64, {"long_name": f"smallest {by} in the bin"}),
+         "bin_high": (("bin",), np.float64, {"long_name": f"largest {by} in the bin"}),
+         "bin_centre": (("bin",), np.float64,
+                        {"long_name": f"mean {by} in the bin (merged value for strata)"})},
+        {"sample": m, "bin": n_bins}, coords, lazy_coords=("bin_low", "bin_high", "bin_centre"),
+        attrs=attrs)
+
+
+def _equal_body(data: xr.Dataset, *, name: str, tiebreak: str | None, n_bins: int,
+                min_count: int | None, sample) -> xr.Dataset:
+    tie = data[tiebreak].values if tiebreak is not None else None
+    return equal_count(data[name].values, n_bins, min_count=min_count, tiebreak=tie, by=name,
+                       sample=sample)
+
+
+def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
+              n_bins: int | Sequence[int] = defaults.N_BINS, binning: str = "equal",
+              min_count: int | None = None, tiebreak: str | None = None,
+              uE: str = defaults.UE) -> xr.Dataset:
     """Bins of the variables of a data set by name (the accessor's ``bins``).
 
     ``binning`` is ``"equal"`` (equal-count), ``"strata"`` (``min_count`` default 100),
     ``"groups"`` (a categorical variable) or ``"grid"`` (``by`` names two variables, ``n_bins``
-    an int or a pair).
+    an int or a pair). ``by="uE"`` stands for the uncertainty variable ``uE`` whatever its name.
+
+    Equal-count bins of Dask-backed data are lazy (their sizes follow from ``n_bins``,
+    ``min_count`` and the number of points); strata, group and grid bins compute the binning
+    variables (the number of strata or groups depends on the values).
 
     Examples
     --------
@@ -311,7 +355,9 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = "uE", *, n_bins: int = 2
                                         and all(isinstance(b, str) for b in by)):
         raise ValueError(f"by: expected the name of a variable, or a list of names for grid "
                          f"binning, got {by!r}")
-    names = [variable_name(ds, name) for name in ([by] if isinstance(by, str) else by)]
+    by = [by] if isinstance(by, str) else list(by)
+    by = [uE if b == "uE" else b for b in by]
+    names = [variable_name(ds, name) for name in by]
     sample = ds["sample"].values if "sample" in ds.coords else None
     if binning == "grid":
         if len(names) != 2:
@@ -325,15 +371,21 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = "uE", *, n_bins: int = 2
                     by_y=names[1], min_count=min_count, sample=sample)
     if len(names) != 1:
         raise ValueError(f"by: {binning!r} binning takes one variable, got {names}")
-    values = ds[names[0]].values
     if binning == "equal":
         if tiebreak is not None and (not isinstance(tiebreak, str)
                                      or tiebreak not in ds.variables or tiebreak == "sample"):
             raise ValueError(f"tiebreak: the tie-breaking variable {tiebreak!r} is not in the "
                              f"dataset (variables: {', '.join(map(str, ds.data_vars))})")
-        tie = ds[tiebreak].values if tiebreak is not None else None
-        return equal_count(values, n_bins, min_count=min_count, tiebreak=tie, by=names[0],
-                           sample=sample)
+        m = ds.sizes["sample"] if "sample" in ds.dims else ds[names[0]].size
+        variables = [names[0]] + ([tiebreak] if tiebreak is not None else [])
+        if is_lazy(ds, variables):
+            return lazy_result(_equal_body, ds[variables],
+                               _equal_layout(m, n_bins, min_count, names[0], sample),
+                               name=names[0], tiebreak=tiebreak, n_bins=n_bins,
+                               min_count=min_count, sample=sample)
+        return _equal_body(ds[variables], name=names[0], tiebreak=tiebreak, n_bins=n_bins,
+                           min_count=min_count, sample=sample)
+    values = ds[names[0]].values
     if binning == "strata":
         return strata(values, min_count=100 if min_count is None else min_count, by=names[0],
                       sample=sample)

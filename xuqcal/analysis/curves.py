@@ -23,26 +23,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import numba as nb
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
-from xuqcal.analysis.binning import check_n_bins, equal_count_bounds, equal_count_order
+from xuqcal.analysis.binning import _values, check_n_bins, equal_count_bounds, equal_count_order
+from xuqcal.analysis.lazy import is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.resampling import bootstrap, check_count
 from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators, check_replicates, check_seed, variable_name
 from xuqcal.core.generators import Generator
 from xuqcal.core.intervals import check_level, wilson_interval
-from xuqcal.core.random import fill_variates, stream_key
+from xuqcal.core.kernels import reference_curves, tail_curve
+from xuqcal.core.provenance import provenance
+from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
-    DEFAULT_N_BINS,
+    check_values,
     compute,
     get_statistics,
     power_of_two_scale,
     statistic_coords,
 )
-from xuqcal.io import validate_dataset
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -60,16 +61,23 @@ ORDER_DESCRIPTION = ("points sorted by decreasing uE (stable: ties keep the row 
 # --------------------------------------------------------------------------------- helpers
 
 
-def _arrays(ds: xr.Dataset, E: str, uE: str, *, minimum: int, what: str,
-            extra: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
-    """Validated float arrays of the errors and uncertainties (at least ``minimum`` points)."""
-    validate_dataset(ds, E=E, uE=uE, features=[v for v in extra if v not in (E, uE)])
-    m = ds.sizes["sample"]
+def _arrays(data: xr.Dataset, E: str, uE: str, extra: Sequence[str] = ()
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Checked float arrays of the errors and uncertainties of NumPy-backed ``data`` (the
+    values: NaN/inf, ``uE <= 0``, ..., and finite values of the ``extra`` variables; for
+    Dask-backed input this runs inside the graph, at compute time)."""
+    errors = np.ascontiguousarray(data[E].values, dtype=np.float64)
+    uncertainties = np.ascontiguousarray(data[uE].values, dtype=np.float64)
+    check_values(errors, uncertainties)
+    for name in extra:
+        if name not in (E, uE):
+            _values(data[name].values, name)
+    return errors, uncertainties
+
+
+def _check_size(m: int, minimum: int, what: str) -> None:
     if m < minimum:
         raise ValueError(f"ds: {what} needs at least {minimum} points, but the data have {m}")
-    errors = np.ascontiguousarray(ds[E].values, dtype=np.float64)
-    uncertainties = np.ascontiguousarray(ds[uE].values, dtype=np.float64)
-    return errors, uncertainties
 
 
 def _floats(values, name: str, what: str) -> np.ndarray:
@@ -138,51 +146,17 @@ def _interval_quantile(generator: Generator, p: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- confidence curve
 
 
-@nb.njit(nogil=True, cache=True)
-def _tail_curve(sorted_values, removed, use_mae, out):
-    """RMSE (or MAE) of ``sorted_values[n:]`` for each ``n`` in ``removed`` (sums of squares
-    or of absolute values accumulated from the end, i.e. a reverse cumulative sum)."""
-    m = sorted_values.shape[0]
-    tail = np.empty(m + 1)
-    tail[m] = 0.0
-    s = 0.0
-    for j in range(m - 1, -1, -1):
-        x = sorted_values[j]
-        s += np.abs(x) if use_mae else x * x
-        tail[j] = s
-    for i in range(removed.shape[0]):
-        n = removed[i]
-        mean = tail[n] / (m - n)
-        out[i] = mean if use_mae else np.sqrt(mean)
-
-
-@nb.njit(nogil=True, cache=True)
-def _reference_curves(key, code, parameter, order, u_sorted, removed, use_mae, start, stop,
-                      out):
-    """Curves of the synthetic sets ``r = start .. stop - 1``: ``eps`` is drawn in row order
-    (as ``Generator.sample``), ``E~ = uE * eps`` is walked in the decreasing-uE ``order``.
-    Only one synthetic set (O(M) memory) exists at a time."""
-    m = order.shape[0]
-    eps = np.empty(m)
-    synthetic = np.empty(m)
-    for r in range(start, stop):
-        fill_variates(key, r, code, parameter, eps)
-        for j in range(m):
-            synthetic[j] = u_sorted[j] * eps[order[j]]
-        _tail_curve(synthetic, removed, use_mae, out[r - start])
-
-
 def confidence_curve(
     ds: xr.Dataset,
     *,
     statistic: str = "rmse",
     k=None,
-    generator: str | Generator | None = "normal",
-    n_mc: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
-    E: str = "E",
-    uE: str = "uE",
+    generator: str | Generator | None = defaults.GENERATORS[0],
+    n_mc: int = defaults.N_MC_CURVE,
+    seed: int = defaults.SEED,
+    level: float = defaults.LEVEL,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Confidence curve (RMSE or MAE after removing the largest uncertainties) and its
     probabilistic reference.
@@ -203,7 +177,7 @@ def confidence_curve(
     k : array_like of float, optional
         Percents of the largest uncertainties removed, strictly increasing in [0, 100)
         (default 0, 1, ..., 99).
-    reference : str or Generator or None
+    generator : str or Generator or None
         Generative distribution D of the reference (``"normal"``, ``"t6"``, ...); ``None``
         skips the reference.
     n_mc : int
@@ -244,70 +218,86 @@ def confidence_curve(
     if key not in CONFIDENCE_STATISTICS:
         raise ValueError(f"statistic: unknown confidence-curve statistic {statistic!r}; "
                          f"choose one of {', '.join(CONFIDENCE_STATISTICS)}")
-    use_mae = key == "mae"
-    gen = None if generator is None else check_generators(generator, "reference")[0]
+    gen = None if generator is None else check_generators(generator, "generator")[0]
     percents = _percents(k, DEFAULT_CONFIDENCE_K)
     level = check_level(level)
     seed = check_seed(seed)
     check_data_variables(ds, E, uE)
     if gen is not None:
         n_mc = check_count(n_mc, "n_mc")
-        rng_key = stream_key(seed, f"confidence_curve:{gen.name}")
-    errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="confidence_curve")
+    m = ds.sizes["sample"]
+    _check_size(m, 2, "confidence_curve")
+    removed = _n_removed(percents, m)
+    attrs = {"statistic": key, "generator": gen.name if gen is not None else "",
+             "n_mc": n_mc if gen is not None else 0, "seed": seed, "level": level,
+             "n_samples": m, "order": ORDER_DESCRIPTION, "E": E, "uE": uE}
+    if gen is not None:
+        band = f"{100 * (1 - level) / 2:g}-{100 * (1 + level) / 2:g} % quantiles"
+        attrs.update(
+            band=f"{band} (linear interpolation) of the simulated curves",
+            random_streams=(f"eps of replicate r = get_generator({gen.name!r}).sample(M, "
+                            "seed=seed, replicate=r, purpose='confidence_curve')"))
+    n_k = percents.size
+    layout = _confidence_dataset(
+        {name: placeholder(n_k, bool if name == "in_band" else np.float64)
+         for name in ("value", *(("reference_mean", "reference_low", "reference_high",
+                                  "in_band") if gen is not None else ()))},
+        key, gen, level, percents, removed, provenance(attrs))
+    kwargs = dict(use_mae=key == "mae", gen=gen, n_mc=n_mc, seed=seed, level=level,
+                  removed=removed, E=E, uE=uE)
+    if is_lazy(ds, [E, uE]):
+        return lazy_result(_confidence_body, ds[[E, uE]], layout, **kwargs)
+    return with_layout_attrs(_confidence_body(ds[[E, uE]], **kwargs), layout)
+
+
+def _confidence_body(data: xr.Dataset, *, use_mae: bool, gen: Generator | None, n_mc: int,
+                     seed: int, level: float, removed: np.ndarray, E: str, uE: str
+                     ) -> xr.Dataset:
+    """The curves of :func:`confidence_curve` on NumPy-backed data."""
+    errors, uncertainties = _arrays(data, E, uE)
     # scale safety: squares of data of scale 1e300 (1e-300) overflow (lose precision): the
     # curves of E 2^-s and uE 2^-s are computed and scaled back exactly (s = 0 normally)
     scale = power_of_two_scale(errors, uncertainties)
     if scale:
         errors, uncertainties = np.ldexp(errors, -scale), np.ldexp(uncertainties, -scale)
-    m = errors.size
-    removed = _n_removed(percents, m)
     order = _decreasing_order(uncertainties)
-
-    value = np.empty(percents.size)
-    _tail_curve(errors[order], removed, use_mae, value)
+    value = np.empty(removed.size)
+    tail_curve(errors[order], removed, use_mae, value)
     if scale:
         with np.errstate(over="ignore"):
             value = np.ldexp(value, scale)
-    label = key.upper()
-    data_vars = {
-        "value": ("k", value, {"long_name": f"{label} of the remaining errors"}),
-    }
-    attrs = {
-        "statistic": key,
-        "generator": gen.name if gen is not None else "",
-        "n_mc": n_mc if gen is not None else 0,
-        "seed": seed,
-        "level": level,
-        "n_samples": m,
-        "order": ORDER_DESCRIPTION,
-        "xuqcal_version": __version__,
-    }
+    values = {"value": value}
     if gen is not None:
-        curves = np.empty((n_mc, percents.size))
-        _reference_curves(rng_key, gen.code, gen.parameter, order, uncertainties[order],
-                          removed, use_mae, 0, n_mc, curves)
+        curves = np.empty((n_mc, removed.size))
+        reference_curves(stream_key(seed, f"confidence_curve:{gen.name}"), gen.code,
+                         gen.parameter, order, uncertainties[order], removed, use_mae, 0, n_mc,
+                         curves)
         mean = curves.mean(axis=0)
         low, high = np.quantile(curves, [(1.0 - level) / 2.0, (1.0 + level) / 2.0], axis=0)
         if scale:
             with np.errstate(over="ignore"):
                 mean, low, high = (np.ldexp(x, scale) for x in (mean, low, high))
+        values.update(reference_mean=mean, reference_low=low, reference_high=high,
+                      in_band=(low <= value) & (value <= high))
+    return xr.Dataset({name: ("k", v) for name, v in values.items()})
+
+
+def _confidence_dataset(values: dict, key: str, gen: Generator | None, level: float,
+                        percents: np.ndarray, removed: np.ndarray, attrs: dict) -> xr.Dataset:
+    """A :func:`confidence_curve` result from its values (or placeholders: its layout)."""
+    label = key.upper()
+    long_names = {"value": f"{label} of the remaining errors"}
+    if gen is not None:
         band = f"{100 * (1 - level) / 2:g}-{100 * (1 + level) / 2:g} % quantiles"
-        data_vars.update(
-            reference_mean=("k", mean, {"long_name": f"mean {label} of simulated error sets "
-                                                     f"uE * eps, eps ~ {gen.name}"}),
-            reference_low=("k", low, {"long_name": f"lower bound of the reference band ({band} "
-                                                   "of the simulated curves)"}),
-            reference_high=("k", high, {"long_name": f"upper bound of the reference band "
-                                                     f"({band} of the simulated curves)"}),
-            in_band=("k", (low <= value) & (value <= high),
-                     {"long_name": "data curve inside the reference band"}),
-        )
-        attrs.update(
-            band=f"{band} (linear interpolation) of the simulated curves",
-            random_streams=(f"eps of replicate r = get_generator({gen.name!r}).sample(M, "
-                            "seed=seed, replicate=r, purpose='confidence_curve')"),
-        )
-    return xr.Dataset(data_vars, coords=_k_coords(percents, removed), attrs=attrs)
+        long_names.update(
+            reference_mean=f"mean {label} of simulated error sets uE * eps, eps ~ {gen.name}",
+            reference_low=f"lower bound of the reference band ({band} of the simulated curves)",
+            reference_high=f"upper bound of the reference band ({band} of the simulated "
+                           "curves)",
+            in_band="data curve inside the reference band")
+    return xr.Dataset({name: ("k", values[name], {"long_name": long_names[name]})
+                       for name in long_names},
+                      coords=_k_coords(percents, removed), attrs=attrs)
 
 
 # -------------------------------------------------------------------------------- ablation
@@ -318,13 +308,13 @@ def ablation(
     *,
     statistics: str | Iterable[str] = ("zms", "rce"),
     k=None,
-    n_boot: int = 5000,
-    seed: int = 0,
-    level: float = 0.95,
-    n_bins: int = DEFAULT_N_BINS,
-    by: str = "uE",
-    E: str = "E",
-    uE: str = "uE",
+    n_boot: int = defaults.N_BOOT_ABLATION,
+    seed: int = defaults.SEED,
+    level: float = defaults.LEVEL,
+    n_bins: int = defaults.N_BINS,
+    by: str = defaults.BY,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Change of statistics when the largest uncertainties are removed (ablation curve).
 
@@ -380,9 +370,8 @@ def ablation(
     needs_bins = any(s.needs_bins for s in chosen)
     if needs_bins:
         by = variable_name(ds, by, uE)
-    errors, uncertainties = _arrays(ds, E, uE, minimum=3, what="ablation",
-                                    extra=[by] if needs_bins else [])
-    m = errors.size
+    m = ds.sizes["sample"]
+    _check_size(m, 3, "ablation")
     removed = _n_removed(percents, m)
     if m - removed[-1] < 3:
         raise ValueError(f"k: removing {percents[-1]:g} % of {m} points leaves fewer "
@@ -391,53 +380,70 @@ def ablation(
         check_n_bins(int(m - removed[-1]), n_bins, variable="the remaining data")
     else:  # unused, but a bad value is still a mistake worth naming
         check_count(n_bins, "n_bins", 1)
-    by_values = None
-    if needs_bins and by != uE:
-        by_values = np.asarray(ds[by].values)
+    variables = list(dict.fromkeys([E, uE, *([by] if needs_bins else [])]))
+    bs = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
+                   by=by, E=E, uE=uE)
+    attrs = provenance(method="bca", level=level, n_boot=n_boot, seed=seed,
+                       n_bins=n_bins if needs_bins else 0, by=by, n_samples=m,
+                       order=ORDER_DESCRIPTION, E=E, uE=uE)
+    shapes = {"statistic": len(keys), "k": percents.size}
+    layout = _ablation_dataset(
+        {name: placeholder(tuple(shapes[d] for d in dims), bool if name == "outside" else
+                           np.float64) for name, (dims, _) in _ABLATION_VARIABLES.items()},
+        chosen, percents, removed, attrs)
+    kwargs = dict(keys=keys, n_bins=n_bins, by=by, removed=removed, use_by=needs_bins and by != uE,
+                  E=E, uE=uE)
+    if is_lazy(ds, variables):
+        return lazy_result(_ablation_body, (ds[variables], bs), layout, **kwargs)
+    return with_layout_attrs(_ablation_body((ds[variables], bs.compute()), **kwargs), layout)
+
+
+_ABLATION_VARIABLES = {
+    "value": (("statistic", "k"), "statistic of the remaining points"),
+    "delta": (("statistic", "k"), "statistic of the remaining points minus the statistic of "
+                                  "the full set"),
+    "outside": (("statistic", "k"), "delta outside the full-set interval"),
+    "estimate": (("statistic",), "statistic of the full set"),
+    "ci_low": (("statistic",), "full-set BCa interval, lower"),
+    "ci_high": (("statistic",), "full-set BCa interval, upper"),
+    "ci_low_offset": (("statistic",), "ci_low - estimate of the full set"),
+    "ci_high_offset": (("statistic",), "ci_high - estimate of the full set"),
+}
+
+
+def _ablation_dataset(values: dict, chosen, percents: np.ndarray, removed: np.ndarray,
+                      attrs: dict) -> xr.Dataset:
+    """An :func:`ablation` result from its values (or placeholders: its layout)."""
+    return xr.Dataset(
+        {name: (dims, values[name], {"long_name": long_name})
+         for name, (dims, long_name) in _ABLATION_VARIABLES.items()},
+        coords={**statistic_coords(chosen), **_k_coords(percents, removed)}, attrs=attrs)
+
+
+def _ablation_body(parts, *, keys, n_bins, by, removed, use_by, E, uE) -> xr.Dataset:
+    """:func:`ablation` on NumPy-backed data and the computed bootstrap of the full set."""
+    data, bs = parts
+    errors, uncertainties = _arrays(data, E, uE, extra=[by] if use_by else [])
+    by_values = np.asarray(data[by].values) if use_by else None
     order = _decreasing_order(uncertainties)
-    value = np.empty((len(keys), percents.size))
+    value = np.empty((len(keys), removed.size))
     for j, n in enumerate(removed):
         keep = np.sort(order[n:])
         value[:, j] = compute(errors[keep], uncertainties[keep], keys, n_bins=n_bins, by=by,
                               by_values=None if by_values is None else by_values[keep])
     full = compute(errors, uncertainties, keys, n_bins=n_bins, by=by, by_values=by_values)
-    bs = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
-                   by=by, E=E, uE=uE).compute()
     ci_low = bs.ci_low.values
     ci_high = bs.ci_high.values
     delta = value - full[:, np.newaxis]
     lo_offset = ci_low - full
     hi_offset = ci_high - full
     outside = (delta < lo_offset[:, np.newaxis]) | (delta > hi_offset[:, np.newaxis])
-    sk = ("statistic", "k")
-    coords = {**statistic_coords(chosen), **_k_coords(percents, removed)}
-    return xr.Dataset(
-        {
-            "value": (sk, value, {"long_name": "statistic of the remaining points"}),
-            "delta": (sk, delta, {"long_name": "statistic of the remaining points minus the "
-                                               "statistic of the full set"}),
-            "outside": (sk, outside, {"long_name": "delta outside the full-set interval"}),
-            "estimate": ("statistic", full, {"long_name": "statistic of the full set"}),
-            "ci_low": ("statistic", ci_low, {"long_name": "full-set BCa interval, lower"}),
-            "ci_high": ("statistic", ci_high, {"long_name": "full-set BCa interval, upper"}),
-            "ci_low_offset": ("statistic", lo_offset,
-                              {"long_name": "ci_low - estimate of the full set"}),
-            "ci_high_offset": ("statistic", hi_offset,
-                               {"long_name": "ci_high - estimate of the full set"}),
-        },
-        coords=coords,
-        attrs={
-            "method": "bca",
-            "level": level,
-            "n_boot": n_boot,
-            "seed": seed,
-            "n_bins": n_bins if needs_bins else 0,
-            "by": by,
-            "n_samples": m,
-            "order": ORDER_DESCRIPTION,
-            "xuqcal_version": __version__,
-        },
-    )
+    values = {"value": value, "delta": delta, "outside": outside, "estimate": full,
+              "ci_low": ci_low, "ci_high": ci_high, "ci_low_offset": lo_offset,
+              "ci_high_offset": hi_offset}
+    return xr.Dataset({name: (dims, values[name])
+                       for name, (dims, _) in _ABLATION_VARIABLES.items()},
+                      coords={"statistic": bs.statistic.values})
 
 
 # ----------------------------------------------------------------------- calibration curve
@@ -467,11 +473,11 @@ def _count_inside(abs_errors: np.ndarray, uncertainties: np.ndarray, quantiles: 
 def calibration_curve(
     ds: xr.Dataset,
     *,
-    generator: str | Generator = "normal",
+    generator: str | Generator = defaults.GENERATORS[0],
     p=None,
-    level: float = 0.95,
-    E: str = "E",
-    uE: str = "uE",
+    level: float = defaults.LEVEL,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Calibration curve: observed coverage of central intervals against their probability.
 
@@ -516,9 +522,37 @@ def calibration_curve(
     levels = _levels(p)
     level = check_level(level)
     check_data_variables(ds, E, uE)
-    errors, uncertainties = _arrays(ds, E, uE, minimum=1, what="calibration_curve")
-    m = errors.size
+    m = ds.sizes["sample"]
     quantiles = _interval_quantile(gen, levels)
+    grid = f"{levels.size} levels from {levels[0]:g} to {levels[-1]:g}"
+    if levels.size < 2:  # an argument check: warned when the call is made
+        import warnings
+
+        from xuqcal.core.statistics import UndefinedStatisticWarning
+
+        warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
+                      f"levels p, got {levels.size}", UndefinedStatisticWarning, stacklevel=2)
+    attrs = provenance(generator=gen.name, level=level,
+                       interval="|E| <= uE * q_D((1 + p) / 2)",
+                       ci_method="Wilson score interval with continuity correction",
+                       n_samples=m, grid=grid, E=E, uE=uE)
+    n_p = levels.size
+    layout = _calibration_dataset(
+        {"observed": placeholder(n_p), "count": placeholder(n_p, np.int64),
+         "ci_low": placeholder(n_p), "ci_high": placeholder(n_p),
+         "valid": placeholder(n_p, bool), "miscalibration_area": placeholder(())},
+        levels, quantiles, grid, attrs)
+    kwargs = dict(levels=levels, quantiles=quantiles, level=level, E=E, uE=uE)
+    if is_lazy(ds, [E, uE]):
+        return lazy_result(_calibration_body, ds[[E, uE]], layout, **kwargs)
+    return with_layout_attrs(_calibration_body(ds[[E, uE]], **kwargs), layout)
+
+
+def _calibration_body(data: xr.Dataset, *, levels: np.ndarray, quantiles: np.ndarray,
+                      level: float, E: str, uE: str) -> xr.Dataset:
+    """:func:`calibration_curve` on NumPy-backed data."""
+    errors, uncertainties = _arrays(data, E, uE)
+    m = errors.size
     count = _count_inside(np.abs(errors), uncertainties, quantiles)
     observed = count / m
     ci_low, ci_high = wilson_interval(count, np.full(count.shape, m), level)
@@ -527,23 +561,29 @@ def calibration_curve(
         gap = np.abs(observed - levels)
         area = float(np.sum(0.5 * (gap[1:] + gap[:-1]) * np.diff(levels)))
     else:
-        import warnings
-
-        from xuqcal.core.statistics import UndefinedStatisticWarning
-
-        warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
-                      f"levels p, got {levels.size}", UndefinedStatisticWarning, stacklevel=2)
         area = float("nan")
-    grid = f"{levels.size} levels from {levels[0]:g} to {levels[-1]:g}"
+    return xr.Dataset(
+        {"observed": ("p", observed), "count": ("p", count), "ci_low": ("p", ci_low),
+         "ci_high": ("p", ci_high), "valid": ("p", (ci_low <= levels) & (levels <= ci_high)),
+         "miscalibration_area": ((), area)},
+        coords={"p": levels})
+
+
+def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray, grid: str,
+                         attrs: dict) -> xr.Dataset:
+    """A :func:`calibration_curve` result from its values (or placeholders: its layout)."""
     return xr.Dataset(
         {
-            "observed": ("p", observed, {"long_name": "observed fraction inside the interval"}),
-            "count": ("p", count, {"long_name": "number of points inside the interval"}),
-            "ci_low": ("p", ci_low, {"long_name": "Wilson-cc interval of the fraction, lower"}),
-            "ci_high": ("p", ci_high, {"long_name": "Wilson-cc interval of the fraction, upper"}),
-            "valid": ("p", (ci_low <= levels) & (levels <= ci_high),
+            "observed": ("p", values["observed"],
+                         {"long_name": "observed fraction inside the interval"}),
+            "count": ("p", values["count"], {"long_name": "number of points inside the interval"}),
+            "ci_low": ("p", values["ci_low"],
+                       {"long_name": "Wilson-cc interval of the fraction, lower"}),
+            "ci_high": ("p", values["ci_high"],
+                        {"long_name": "Wilson-cc interval of the fraction, upper"}),
+            "valid": ("p", values["valid"],
                       {"long_name": "the interval of the observed fraction contains p"}),
-            "miscalibration_area": ((), area, {
+            "miscalibration_area": ((), values["miscalibration_area"], {
                 "long_name": "miscalibration area, integral of |observed - p| dp",
                 "method": "trapezoid rule over the p grid",
                 "grid": grid,
@@ -554,15 +594,7 @@ def calibration_curve(
             "half_width": ("p", quantiles, {"long_name": "q_D((1 + p) / 2): interval half-width "
                                                       "in units of uE"}),
         },
-        attrs={
-            "generator": gen.name,
-            "level": level,
-            "interval": "|E| <= uE * q_D((1 + p) / 2)",
-            "ci_method": "Wilson score interval with continuity correction",
-            "n_samples": m,
-            "grid": grid,
-            "xuqcal_version": __version__,
-        },
+        attrs=attrs,
     )
 
 
@@ -572,13 +604,13 @@ def calibration_curve(
 def local_coverage(
     ds: xr.Dataset,
     *,
-    by: str = "uE",
-    p: float = 0.95,
-    n_bins: int = 20,
-    generator: str | Generator = "normal",
-    level: float = 0.95,
-    E: str = "E",
-    uE: str = "uE",
+    by: str = defaults.BY,
+    p: float = defaults.LEVEL,
+    n_bins: int = defaults.N_BINS,
+    generator: str | Generator = defaults.GENERATORS[0],
+    level: float = defaults.LEVEL,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Coverage of the central ``p``-interval per equal-count bin of a variable.
 
@@ -625,13 +657,41 @@ def local_coverage(
     gen = check_generators(generator, "generator")[0]
     check_data_variables(ds, E, uE)
     by = variable_name(ds, by, uE)
-    errors, uncertainties = _arrays(ds, E, uE, minimum=2, what="local_coverage", extra=[by])
-    m = errors.size
+    m = ds.sizes["sample"]
+    _check_size(m, 2, "local_coverage")
     check_n_bins(m, n_bins, variable=by)
-    by_values = np.asarray(ds[by].values, dtype=np.float64)
+    q = float(_interval_quantile(gen, np.array([p]))[0])
+    attrs = provenance(
+        by=by, p=p, quantile=q, generator=gen.name, n_bins=n_bins, level=level,
+        interval="|E| <= uE * q_D((1 + p) / 2)",
+        binning="equal-count bins of the stable sort of by: sorted positions "
+                "[floor(b M / N), floor((b + 1) M / N))",
+        ci_method="Wilson score interval with continuity correction", n_samples=m, E=E, uE=uE)
+    layout = _coverage_dataset(
+        {name: placeholder(() if name.startswith("fraction") else n_bins,
+                           np.int64 if name in ("count", "n_inside")
+                           else bool if name == "valid" else np.float64)
+         for name in _COVERAGE_NAMES}, p, by, n_bins, attrs)
+    variables = list(dict.fromkeys([E, uE, by]))
+    kwargs = dict(by=by, q=q, p=p, n_bins=n_bins, level=level, E=E, uE=uE)
+    if is_lazy(ds, variables):
+        return lazy_result(_coverage_body, ds[variables], layout, **kwargs)
+    return with_layout_attrs(_coverage_body(ds[variables], **kwargs), layout)
+
+
+_COVERAGE_NAMES = ("coverage", "count", "n_inside", "ci_low", "ci_high", "valid",
+                   "fraction_valid", "fraction_valid_low", "fraction_valid_high", "bin_low",
+                   "bin_high", "bin_centre")
+
+
+def _coverage_body(data: xr.Dataset, *, by: str, q: float, p: float, n_bins: int,
+                   level: float, E: str, uE: str) -> xr.Dataset:
+    """:func:`local_coverage` on NumPy-backed data."""
+    errors, uncertainties = _arrays(data, E, uE, extra=[by])
+    m = errors.size
+    by_values = np.asarray(data[by].values, dtype=np.float64)
     order = equal_count_order(by_values)
     bounds = equal_count_bounds(m, n_bins)
-    q = float(_interval_quantile(gen, np.array([p]))[0])
     inside = (np.abs(errors) <= uncertainties * q)[order]
     sorted_by = by_values[order]
     count = np.diff(bounds)
@@ -642,40 +702,42 @@ def local_coverage(
     n_valid = int(valid.sum())
     fv_low, fv_high = wilson_interval(n_valid, n_bins, level)
     centre = np.add.reduceat(sorted_by, bounds[:-1]) / count
+    return _coverage_dataset(
+        {"coverage": coverage, "count": count, "n_inside": n_inside, "ci_low": ci_low,
+         "ci_high": ci_high, "valid": valid, "fraction_valid": n_valid / n_bins,
+         "fraction_valid_low": float(fv_low), "fraction_valid_high": float(fv_high),
+         "bin_low": sorted_by[bounds[:-1]], "bin_high": sorted_by[bounds[1:] - 1],
+         "bin_centre": centre}, p, by, n_bins, {})
+
+
+def _coverage_dataset(values: dict, p: float, by: str, n_bins: int, attrs: dict
+                      ) -> xr.Dataset:
+    """A :func:`local_coverage` result from its values (or placeholders: its layout)."""
+    v = values
     return xr.Dataset(
         {
-            "coverage": ("bin", coverage, {"long_name": f"fraction inside the {p:g}-interval"}),
-            "count": ("bin", count, {"long_name": "number of points in the bin"}),
-            "n_inside": ("bin", n_inside, {"long_name": "number of points inside the interval"}),
-            "ci_low": ("bin", ci_low, {"long_name": "Wilson-cc interval of the coverage, lower"}),
-            "ci_high": ("bin", ci_high,
+            "coverage": ("bin", v["coverage"], {"long_name": f"fraction inside the "
+                                                             f"{p:g}-interval"}),
+            "count": ("bin", v["count"], {"long_name": "number of points in the bin"}),
+            "n_inside": ("bin", v["n_inside"],
+                         {"long_name": "number of points inside the interval"}),
+            "ci_low": ("bin", v["ci_low"],
+                       {"long_name": "Wilson-cc interval of the coverage, lower"}),
+            "ci_high": ("bin", v["ci_high"],
                         {"long_name": "Wilson-cc interval of the coverage, upper"}),
-            "valid": ("bin", valid, {"long_name": "the interval of the coverage contains p"}),
-            "fraction_valid": ((), n_valid / n_bins, {"long_name": "fraction of valid bins"}),
-            "fraction_valid_low": ((), float(fv_low),
+            "valid": ("bin", v["valid"], {"long_name": "the interval of the coverage contains "
+                                                       "p"}),
+            "fraction_valid": ((), v["fraction_valid"], {"long_name": "fraction of valid bins"}),
+            "fraction_valid_low": ((), v["fraction_valid_low"],
                                    {"long_name": "Wilson-cc interval of fraction_valid, lower"}),
-            "fraction_valid_high": ((), float(fv_high),
+            "fraction_valid_high": ((), v["fraction_valid_high"],
                                     {"long_name": "Wilson-cc interval of fraction_valid, upper"}),
         },
         coords={
             "bin": ("bin", np.arange(n_bins)),
-            "bin_low": ("bin", sorted_by[bounds[:-1]], {"long_name": f"smallest {by} in the bin"}),
-            "bin_high": ("bin", sorted_by[bounds[1:] - 1],
-                         {"long_name": f"largest {by} in the bin"}),
-            "bin_centre": ("bin", centre, {"long_name": f"mean {by} in the bin"}),
+            "bin_low": ("bin", v["bin_low"], {"long_name": f"smallest {by} in the bin"}),
+            "bin_high": ("bin", v["bin_high"], {"long_name": f"largest {by} in the bin"}),
+            "bin_centre": ("bin", v["bin_centre"], {"long_name": f"mean {by} in the bin"}),
         },
-        attrs={
-            "by": by,
-            "p": p,
-            "quantile": q,
-            "generator": gen.name,
-            "n_bins": n_bins,
-            "level": level,
-            "interval": "|E| <= uE * q_D((1 + p) / 2)",
-            "binning": "equal-count bins of the stable sort of by: sorted positions "
-                       "[floor(b M / N), floor((b + 1) M / N))",
-            "ci_method": "Wilson score interval with continuity correction",
-            "n_samples": m,
-            "xuqcal_version": __version__,
-        },
+        attrs=attrs,
     )

@@ -15,8 +15,10 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from xuqcal._version import __version__
+from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import defaults
+from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (
     UndefinedStatisticWarning,
     beta_gm,
@@ -82,7 +84,7 @@ def inverse_gamma_fit(x: np.ndarray) -> tuple[float, float]:
     return float(shape), float(scale)
 
 
-def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
+def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Distribution diagnostics of E, Z = E / uE and uE.
 
     Parameters
@@ -100,8 +102,9 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``variable`` (``E``, ``Z``): ``mean``, ``sd``, ``relative_bias`` (mean / sd),
-        ``beta_gm``, ``kappa_cs``, ``nu_eff``, ``t_loc``, ``t_scale``. Scalars:
+        Lazy on Dask-backed data (the values are checked at compute time), computed
+        otherwise. Over ``variable`` (``E``, ``Z``): ``mean``, ``sd``, ``relative_bias``
+        (mean / sd), ``beta_gm``, ``kappa_cs``, ``nu_eff``, ``t_loc``, ``t_scale``. Scalars:
         ``uE2_shape``, ``uE2_scale`` (inverse-gamma fit of uE²), ``beta_gm_uE``.
 
     Examples
@@ -117,6 +120,33 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     if ds.sizes["sample"] < MIN_POINTS:
         raise ValueError(f"ds: describe needs at least {MIN_POINTS} points, but the data have "
                          f"{ds.sizes['sample']}")
+    f8 = np.float64
+    return analysis(_describe_body, ds, [E, uE], lambda: template(
+        {**{name: (("variable",), f8, {"long_name": long_name})
+            for name, long_name in _LONG_NAMES.items()},
+         **{name: ((), f8, {"long_name": long_name})
+            for name, long_name in _SCALAR_LONG_NAMES.items()}},
+        {"variable": 2}, {"variable": ["E", "Z"]},
+        attrs=provenance(n_samples=ds.sizes["sample"], E=E, uE=uE)), E=E, uE=uE)
+
+
+_LONG_NAMES = {
+    "mean": "mean", "sd": "standard deviation (n - 1)",
+    "relative_bias": "relative bias: mean / sd",
+    "beta_gm": "robust skewness beta_GM (Harrell-Davis median)",
+    "kappa_cs": "robust tailedness kappa_CS (Harrell-Davis quantiles), 0 for a normal",
+    "nu_eff": "degrees of freedom of a ML shifted/scaled Student-t fit",
+    "t_loc": "location of the Student-t fit", "t_scale": "scale of the Student-t fit",
+}
+_SCALAR_LONG_NAMES = {
+    "uE2_shape": "shape of a ML inverse-gamma fit of uE^2 (nu/2 in the NIG model)",
+    "uE2_scale": "scale of a ML inverse-gamma fit of uE^2",
+    "beta_gm_uE": "robust skewness beta_GM of uE",
+}
+
+
+def _describe_body(ds: xr.Dataset, *, E: str, uE: str) -> xr.Dataset:
+    """:func:`describe` on NumPy-backed data."""
     errors = np.asarray(ds[E].values, dtype=np.float64)
     uncertainties = np.asarray(ds[uE].values, dtype=np.float64)
     check_values(errors, uncertainties)  # NaN/inf, uE <= 0, overflowing z: named errors
@@ -147,14 +177,6 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
                             ("beta_gm", beta_gm(x)), ("kappa_cs", kappa_cs(x)),
                             ("nu_eff", nu), ("t_loc", loc), ("t_scale", scale)):
             columns[name].append(value)
-    long_names = {
-        "mean": "mean", "sd": "standard deviation (n - 1)",
-        "relative_bias": "relative bias: mean / sd",
-        "beta_gm": "robust skewness beta_GM (Harrell-Davis median)",
-        "kappa_cs": "robust tailedness kappa_CS (Harrell-Davis quantiles), 0 for a normal",
-        "nu_eff": "degrees of freedom of a ML shifted/scaled Student-t fit",
-        "t_loc": "location of the Student-t fit", "t_scale": "scale of the Student-t fit",
-    }
     k_u = power_of_two_scale(uncertainties)
     if not k_u:  # the ML fit of uE² drifts for uE far from 1 (shape 1.5 at uE ~ 1e-10)
         median = float(np.median(uncertainties))
@@ -170,16 +192,11 @@ def describe(ds: xr.Dataset, *, E: str = "E", uE: str = "uE") -> xr.Dataset:
     else:
         shape, scale = inverse_gamma_fit(uncertainties**2)
     result = xr.Dataset(
-        {name: ("variable", values, {"long_name": long_names[name]})
-         for name, values in columns.items()},
+        {name: ("variable", values) for name, values in columns.items()},
         coords={"variable": ["E", "Z"]},
     )
-    result["uE2_shape"] = xr.DataArray(shape, attrs={
-        "long_name": "shape of a ML inverse-gamma fit of uE^2 (nu/2 in the NIG model)"})
-    result["uE2_scale"] = xr.DataArray(scale, attrs={
-        "long_name": "scale of a ML inverse-gamma fit of uE^2"})
+    result["uE2_shape"] = xr.DataArray(shape)
+    result["uE2_scale"] = xr.DataArray(scale)
     scaled_u = np.ldexp(uncertainties, -k_u) if k_u else uncertainties  # β_GM is scale-free
-    result["beta_gm_uE"] = xr.DataArray(math.nan if constant_u else beta_gm(scaled_u), attrs={
-        "long_name": "robust skewness beta_GM of uE"})
-    result.attrs.update(n_samples=int(errors.shape[0]), xuqcal_version=__version__)
+    result["beta_gm_uE"] = xr.DataArray(math.nan if constant_u else beta_gm(scaled_u))
     return result

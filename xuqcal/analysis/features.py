@@ -26,7 +26,10 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as _scipy_stats
 
-from xuqcal._version import __version__
+from xuqcal.analysis.lazy import analysis, template
+from xuqcal.analysis.stats import check_sample_variables
+from xuqcal.core import defaults
+from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM
 
 __all__ = ["ATOMIC_MASSES", "FORMULA_FEATURES", "add_formula_features", "from_formula",
@@ -216,7 +219,7 @@ def from_formula(formulas: Sequence[str] | np.ndarray | pd.Series | xr.DataArray
         {name: xr.Variable(SAMPLE_DIM, data, dict(_ATTRS[name]))
          for name, data in features.items()},
         coords={SAMPLE_DIM: _sample_coord(rows)},
-        attrs={"source": "molecular formulas", "xuqcal_version": __version__},
+        attrs=provenance(source="molecular formulas"),
     )
 
 
@@ -298,7 +301,8 @@ def add_formula_features(
     )
 
 
-def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = None) -> xr.DataArray:
+def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = None, *,
+                     E: str = defaults.E, uE: str = defaults.UE) -> xr.DataArray:
     """Spearman rank-correlation matrix of the features, ``|E|`` and ``uE`` (METHODS §6).
 
     Each variable is replaced by its ranks (tied values get the average of their ranks) and the
@@ -306,7 +310,8 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
     :func:`scipy.stats.spearmanr` (and R's ``cor(method = "spearman")``). The matrix is made
     exactly symmetric; its diagonal is 1. A constant variable has undefined correlations: its
     row and column are NaN (with a :class:`scipy.stats.ConstantInputWarning`), the other values
-    are computed without it.
+    are computed without it. Lazy on Dask-backed data (the values are checked, and the warning
+    given, at compute time), computed otherwise.
 
     Parameters
     ----------
@@ -315,6 +320,8 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
     variables : str or sequence of str, optional
         The features (1-D over ``sample``, numeric or boolean). By default every data variable
         other than ``E`` and ``uE``. ``|E|`` and ``uE`` are always added, last.
+    E, uE : str
+        Names of the error and uncertainty variables (labelled ``|<E>|`` and ``<uE>``).
 
     Returns
     -------
@@ -340,8 +347,9 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    abs_e = f"|{E}|"
     if variables is None:
-        names = [str(v) for v in ds.data_vars if v not in ("E", "uE")]
+        names = [str(v) for v in ds.data_vars if v not in (E, uE)]
     elif isinstance(variables, str):
         names = [variables]
     elif isinstance(variables, Iterable) and all(isinstance(v, str) for v in variables):
@@ -350,12 +358,12 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
         raise ValueError(f"variables: expected a variable name or a list of names, got "
                          f"{variables!r}")
     for name in names:
-        if name in ("E", "uE", "|E|"):
+        if name in (E, uE, abs_e):
             raise ValueError(
-                f"variables: {name!r} cannot be a feature; |E| and uE are always included"
+                f"variables: {name!r} cannot be a feature; {abs_e} and {uE} are always included"
             )
         if name not in ds.variables or name == SAMPLE_DIM:
-            available = [str(v) for v in ds.data_vars if v not in ("E", "uE")]
+            available = [str(v) for v in ds.data_vars if v not in (E, uE)]
             raise ValueError(
                 f"variables: unknown variable {name!r}; available features: "
                 f"{', '.join(available) or '(none)'}"
@@ -363,34 +371,49 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"variables: repeated variable(s) {', '.join(repeated)}")
-    for name in ("E", "uE"):
-        if name not in ds.variables:
-            raise ValueError(f"{name}: the dataset has no variable {name!r}")
+    for role, name in (("E", E), ("uE", uE)):
+        if not isinstance(name, str) or name not in ds.variables:
+            raise ValueError(f"{role}: the dataset has no variable {name!r}")
     if ds.sizes.get(SAMPLE_DIM, 0) < 2:  # before any data are read
         raise ValueError(f"ds: rank correlations need at least 2 points, got "
                          f"{ds.sizes.get(SAMPLE_DIM, 0)}")
+    check_sample_variables(ds, [*names, E, uE])  # dimensions and dtypes: no data read
+    m = ds.sizes[SAMPLE_DIM]
+    labels = [*names, abs_e, uE]
+    layout = template(
+        {"rank_correlation": (("variable", "variable2"), np.float64, _RANK_ATTRS)},
+        {"variable": len(labels), "variable2": len(labels)},
+        {"variable": labels, "variable2": labels},
+        attrs=provenance(n_samples=m, E=E, uE=uE))
+    variables = list(dict.fromkeys([*names, E, uE]))
+    result = analysis(_rank_body, ds, variables, lambda: layout, features=names, E=E, uE=uE)
+    out = result["rank_correlation"]
+    out.attrs = {**_RANK_ATTRS, **result.attrs}
+    return out
+
+
+_RANK_ATTRS = {
+    "long_name": "Spearman rank correlation",
+    "units": "1",
+    "method": "Spearman: Pearson correlation of the ranks, ties given their average rank "
+              "(scipy.stats.spearmanr); |E| is the absolute error",
+}
+
+
+def _rank_body(data: xr.Dataset, *, features: list[str], E: str, uE: str) -> xr.Dataset:
+    """:func:`rank_correlation` on NumPy-backed data (the checks of values run here)."""
+    names = features
     columns: list[np.ndarray] = []
-    for name in [*names, "E", "uE"]:
-        var = ds[name]
-        if var.dims != (SAMPLE_DIM,):
-            raise ValueError(
-                f"{name}: expected a 1-D variable over '{SAMPLE_DIM}', got dimensions {var.dims}"
-            )
-        values = np.asarray(var.values)
-        if values.dtype.kind not in "biuf":
-            raise ValueError(f"{name}: values are not numeric (dtype {values.dtype})")
-        values = values.astype(np.float64)
+    for name in [*names, E, uE]:
+        values = np.asarray(data[name].values).astype(np.float64)
         bad = int(np.count_nonzero(~np.isfinite(values)))
         if bad:
             raise ValueError(
                 f"{name}: {bad} of {values.size} values are NaN or infinite; rank correlations "
                 "need finite values"
             )
-        columns.append(np.abs(values) if name == "E" else values)
-    m = columns[0].size
-    if m < 2:
-        raise ValueError(f"ds: rank correlations need at least 2 points, got {m}")
-    labels = [*names, "|E|", "uE"]
+        columns.append(np.abs(values) if name == E else values)
+    labels = [*names, f"|{E}|", uE]
     # SciPy gives a single NaN when any column is constant: correlate the others only.
     varying = [i for i, c in enumerate(columns) if np.ptp(c) > 0]
     if len(varying) < len(columns):
@@ -398,7 +421,7 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
         warnings.warn(
             f"rank_correlation: {', '.join(constant)} is constant; its correlations are NaN",
             _scipy_stats.ConstantInputWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     matrix = np.full((len(labels), len(labels)), np.nan)
     if len(varying) >= 2:
@@ -410,17 +433,5 @@ def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = Non
         matrix[np.ix_(varying, varying)] = statistic
     matrix = 0.5 * (matrix + matrix.T)  # exactly symmetric
     matrix[varying, varying] = 1.0
-    return xr.DataArray(
-        matrix,
-        dims=("variable", "variable2"),
-        coords={"variable": labels, "variable2": labels},
-        name="rank_correlation",
-        attrs={
-            "long_name": "Spearman rank correlation",
-            "units": "1",
-            "method": "Spearman: Pearson correlation of the ranks, ties given their average "
-            "rank (scipy.stats.spearmanr); |E| is the absolute error",
-            "n_samples": m,
-            "xuqcal_version": __version__,
-        },
-    )
+    return xr.Dataset({"rank_correlation": (("variable", "variable2"), matrix)},
+                      coords={"variable": labels, "variable2": labels})

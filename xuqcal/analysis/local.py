@@ -14,17 +14,25 @@ draws from the stream ``(seed, purpose, b, r)``, so results do not depend on sch
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Sequence
 
 import dask
+import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
-from xuqcal.analysis.binning import equal_count, make_bins, members
+from xuqcal.analysis.binning import (
+    _equal_layout,
+    _values,
+    check_n_bins,
+    equal_count,
+    make_bins,
+    members,
+)
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
 from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import check_bool, check_replicates, check_seed, variable_name
 from xuqcal.core.intervals import (
@@ -34,7 +42,9 @@ from xuqcal.core.intervals import (
     student_interval,
     wilson_interval,
 )
-from xuqcal.core.random import stream_key
+from xuqcal.core.kernels import binomial_count, fill_permutation
+from xuqcal.core.provenance import provenance
+from xuqcal.core.random import fill_variates, stream_key
 from xuqcal.core.statistics import STATISTICS, PreparedData
 
 #: Statistics of the local analyses and their targets.
@@ -52,17 +62,16 @@ def _points(E, uE) -> PreparedData:
 
 def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
     """One stream key per group: ``(seed, purpose, group)``."""
-    base = np.random.SeedSequence(int(seed), spawn_key=(zlib.crc32(purpose.encode()),))
-    return np.array([s.generate_state(1, dtype=np.uint64)[0] for s in base.spawn(n_groups)],
-                    dtype=np.uint64)
+    return np.array([stream_key(seed, purpose, g) for g in range(n_groups)], dtype=np.uint64)
 
 
 def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
-                    statistic: str, *, n_boot: int = 5000, level: float = 0.95, seed: int = 0,
+                    statistic: str, *, n_boot: int = defaults.N_BOOT_LOCAL,
+                    level: float = defaults.LEVEL, seed: int = defaults.SEED,
                     purpose: str = "local") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Value and interval of a moment statistic in every group: ``(value, low, high)``.
 
-    ``zm`` uses the Student interval; the other statistics the BCa interval from ``n``
+    ``zm`` uses the Student interval; the other statistics the BCa interval from ``n_boot``
     replicates per group (exact jackknife acceleration per group).
     """
     stat = STATISTICS[statistic]
@@ -151,40 +160,119 @@ def _check_bins(bins: object, m: int) -> None:
     if bins.sizes["sample"] != m:
         raise ValueError(f"bins: the bins are of {bins.sizes['sample']} points, but ds has {m}; "
                          "make them from the same data set")
-    index = np.asarray(bins["bin_index"].values)
-    n_bins = bins.sizes["bin"]
-    if index.dtype.kind not in "iu" or (index.size and (index.min() < 0 or index.max() >= n_bins)):
-        raise ValueError(f"bins: bin_index must hold bin numbers from 0 to {n_bins - 1}; {what}")
+    if bins["bin_index"].dtype.kind not in "iu":
+        raise ValueError(f"bins: bin_index must hold bin numbers (integers); {what}")
+    if bins["bin_index"].chunks is None:  # lazy bins: checked when computed
+        _check_bin_index(bins["bin_index"].values, bins.sizes["bin"])
+
+
+def _check_bin_index(index: np.ndarray, n_bins: int) -> None:
+    index = np.asarray(index)
+    if index.size and (index.min() < 0 or index.max() >= n_bins):
+        raise ValueError(f"bins: bin_index must hold bin numbers from 0 to {n_bins - 1}; "
+                         "expected the bins of ds from ds.uqcal.bins(...) or xuqcal.make_bins")
 
 
 def _local_iv(ds, statistic, *, n_boot, level, seed, E, uE) -> tuple[float, int, int]:
     """Argument checks shared by the local analyses, before any computation: ``statistic``,
-    ``level``, ``n`` (replicates of the per-bin BCa intervals: at least ``ceil(2 / (1 -
+    ``level``, ``n_boot`` (replicates of the per-bin BCa intervals: at least ``ceil(2 / (1 -
     level))``, see :func:`xuqcal.core.checks.minimum_replicates`), ``seed``, ``E`` and ``uE``."""
     _check_statistic(statistic)
     level = check_level(level)
-    n_boot = check_replicates(n_boot, level, "n_boot") if statistic != "zm" else check_count(n_boot, "n_boot")
+    n_boot = (check_replicates(n_boot, level, "n_boot") if statistic != "zm"
+              else check_count(n_boot, "n_boot"))
     seed = check_seed(seed)
     check_data_variables(ds, E, uE)
     return level, n_boot, seed
+
+
+def _n_lags(n_groups: int) -> int:
+    """Number of lags of :func:`autocorrelation` of ``n_groups`` per-bin values."""
+    return min(math.floor(10 * math.log10(n_groups)), n_groups - 1) + 1
+
+
+def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Dataset:
+    """The layout of a :func:`local` result over the bins of ``bins_layout``."""
+    n_groups = bins_layout.sizes["bin"]
+    target = TARGETS[statistic]
+    band = 1.96 / math.sqrt(n_groups)
+    f8 = np.float64
+    return template(
+        {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),
+         **{c: (("bin",), f8, dict(bins_layout[c].attrs))
+            for c in ("bin_low", "bin_high", "bin_centre") if c in bins_layout.coords},
+         "value": (("bin",), f8, {"long_name": f"{statistic} in the bin"}),
+         "ci_low": (("bin",), f8, {"long_name": "lower bound of the interval"}),
+         "ci_high": (("bin",), f8, {"long_name": "upper bound of the interval"}),
+         "valid": (("bin",), bool, {"long_name": f"the interval contains the target "
+                                                 f"{target:g}"}),
+         "acf": (("lag",), f8, {"long_name": "autocorrelation of the per-bin values",
+                                "band": band}),
+         "fraction_valid": ((), f8, {"long_name": "fraction of valid bins"}),
+         "fraction_valid_low": ((), f8, {"long_name": "Wilson-cc lower bound of f_v"}),
+         "fraction_valid_high": ((), f8, {"long_name": "Wilson-cc upper bound"}),
+         "global_value": ((), f8, {"long_name": f"{statistic} of the whole data set"})},
+        {"bin": n_groups, "lag": _n_lags(n_groups)},
+        {"bin": np.arange(n_groups), "lag": np.arange(_n_lags(n_groups))},
+        lazy_coords=("bin_low", "bin_high", "bin_centre"),
+        attrs={**{k: v for k, v in bins_layout.attrs.items() if k in ("min_count",
+                                                                      "n_bins_requested")},
+               **attrs, "acf_band": band, "n_bins": n_groups})
+
+
+def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by, n_bins: int,
+                binning: str, min_count: int | None, n_boot: int, level: float, seed: int,
+                E: str, uE: str) -> xr.Dataset:
+    """:func:`local` on NumPy-backed data (the bins are made here when not given)."""
+    if bins is None:
+        bins = make_bins(data, by, n_bins=n_bins, binning=binning, min_count=min_count, uE=uE)
+    else:
+        _check_bin_index(bins.bin_index.values, bins.sizes["bin"])
+    n_groups = bins.sizes["bin"]
+    group_members, offsets = members(bins.bin_index.values, n_groups)
+    points = _points(data[E].values, data[uE].values)
+    value, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n_boot,
+                                       level=level, seed=seed, purpose=f"local:{statistic}")
+    target = TARGETS[statistic]
+    valid = (low <= target) & (target <= high)
+    n_valid = int(valid.sum())
+    fv_low, fv_high = wilson_interval(n_valid, n_groups)
+    acf = autocorrelation(value)
+    everything = np.arange(points.z.size)
+    global_value = np.empty((1, 1))
+    K.group_statistics(everything, np.array([0, everything.size]),
+                       np.array([STATISTICS[statistic].code]), points.packed, points.z_shift,
+                       global_value)
+    result = bins.drop_vars([v for v in ("bin_index", "upper_limit") if v in bins])
+    result = result.drop_dims("sample", errors="ignore")
+    return result.assign(
+        value=("bin", value), ci_low=("bin", low), ci_high=("bin", high), valid=("bin", valid),
+        acf=("lag", acf), fraction_valid=((), n_valid / n_groups),
+        fraction_valid_low=((), float(fv_low)), fraction_valid_high=((), float(fv_high)),
+        global_value=((), float(global_value[0, 0])),
+    ).assign_coords(lag=np.arange(acf.size))
 
 
 def local(
     ds: xr.Dataset,
     statistic: str = "zms",
     *,
-    by: str = "uE",
-    n_bins: int = 100,
+    by: str = defaults.BY,
+    n_bins: int = defaults.N_BINS_LOCAL,
     binning: str = "equal",
     min_count: int | None = None,
-    n_boot: int = 5000,
-    level: float = 0.95,
-    seed: int = 0,
+    n_boot: int = defaults.N_BOOT_LOCAL,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
     bins: xr.Dataset | None = None,
-    E: str = "E",
-    uE: str = "uE",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Local z-score analysis (LZM, LZMS, ...) of a statistic binned on a variable.
+
+    Lazy on Dask-backed data (one task computes the bins and the per-bin intervals when the
+    result is computed; strata bins, whose number depends on the values, compute the binning
+    variable first); computed on NumPy-backed data.
 
     Parameters
     ----------
@@ -200,7 +288,7 @@ def local(
         Equal-count bins, or strata bins for stratified variables (``min_count`` default 100).
     min_count : int, optional
         Minimum points per bin (reduces ``n_bins`` for equal-count bins).
-    n : int
+    n_boot : int
         Bootstrap replicates per bin (BCa statistics).
     level : float
         Confidence level of the per-bin intervals.
@@ -215,9 +303,10 @@ def local(
     Returns
     -------
     xarray.Dataset
-        Over ``bin``: ``count``, ``low``, ``high``, ``centre``, ``value``, ``ci_low``,
-        ``ci_high``, ``valid``. Over ``lag``: ``acf`` of the per-bin values. Scalars:
-        ``fraction_valid`` with ``fraction_valid_low``/``_high`` (Wilson-cc), ``global_value``.
+        Over ``bin`` (coordinates ``bin_low``, ``bin_high``, ``bin_centre``: range and mean of
+        ``by`` in the bin): ``count``, ``value``, ``ci_low``, ``ci_high``, ``valid``. Over
+        ``lag``: ``acf`` of the per-bin values. Scalars: ``fraction_valid`` with
+        ``fraction_valid_low``/``_high`` (Wilson-cc), ``global_value``.
 
     Examples
     --------
@@ -226,69 +315,67 @@ def local(
     >>> loc.value.dims, float(loc.attrs["target"])
     (('bin',), 1.0)
     """
-    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
-    if bins is None:
-        bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins, binning=binning,
-                         min_count=min_count)
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E,
+                                    uE=uE)
+    names = _binning_names(by, uE)
+    m = ds.sizes["sample"]
+    if bins is not None:
+        _check_bins(bins, m)
+        variables = [E, uE]
     else:
-        _check_bins(bins, ds.sizes["sample"])
-    n_groups = bins.sizes["bin"]
-    group_members, offsets = members(bins.bin_index.values, n_groups)
-    points = _points(ds[E].values, ds[uE].values)
-    value, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n_boot,
-                                       level=level, seed=seed, purpose=f"local:{statistic}")
-    target = TARGETS[statistic]
-    valid = (low <= target) & (target <= high)
-    n_valid = int(valid.sum())
-    fv_low, fv_high = wilson_interval(n_valid, n_groups)
-    acf = autocorrelation(value)
-    everything = np.arange(points.z.size)
-    global_value = np.empty((1, 1))
-    K.group_statistics(everything, np.array([0, everything.size]),
-                       np.array([STATISTICS[statistic].code]), points.packed, points.z_shift,
-                       global_value)
-    result = bins.drop_vars([v for v in ("bin_index", "upper_limit") if v in bins])
-    result = result.drop_dims("sample", errors="ignore")
-    result = result.assign(
-        value=("bin", value, {"long_name": f"{statistic} in the bin"}),
-        ci_low=("bin", low, {"long_name": "lower bound of the interval"}),
-        ci_high=("bin", high, {"long_name": "upper bound of the interval"}),
-        valid=("bin", valid, {"long_name": f"the interval contains the target {target:g}"}),
-        acf=("lag", acf, {"long_name": "autocorrelation of the per-bin values",
-                          "band": 1.96 / math.sqrt(n_groups)}),
-        fraction_valid=((), n_valid / n_groups, {"long_name": "fraction of valid bins"}),
-        fraction_valid_low=((), float(fv_low), {"long_name": "Wilson-cc lower bound of f_v"}),
-        fraction_valid_high=((), float(fv_high), {"long_name": "Wilson-cc upper bound"}),
-        global_value=((), float(global_value[0, 0]),
-                      {"long_name": f"{statistic} of the whole data set"}),
-    ).assign_coords(lag=np.arange(acf.size))
-    result.attrs.update(
-        statistic=statistic, target=target, by=bins.attrs.get("by", by),
-        binning=bins.attrs.get("scheme", binning), n_bins=n_groups,
-        interval="student" if statistic == "zm" else "bca", n_replicates=0
-        if statistic == "zm" else n_boot, level=level, seed=seed,
-        target_fraction_valid=TARGET_FRACTION, acf_band=1.96 / math.sqrt(n_groups),
-        random_streams=RNG_DESCRIPTION, xuqcal_version=__version__,
-    )
-    return result
+        if not isinstance(names, str) and not (
+                isinstance(names, Sequence) and names and all(isinstance(b, str) for b in names)):
+            raise ValueError(f"by: expected the name of a variable, or a list of names for grid "
+                             f"binning, got {by!r}")
+        name = variable_name(ds, names, uE, role="conditioning") if isinstance(names, str) \
+            else names
+        variables = [E, uE, *([name] if isinstance(name, str) else name)]
+        if binning != "equal" and is_lazy(ds, variables):  # sizes depend on the values
+            bins = make_bins(ds, names, n_bins=n_bins, binning=binning, min_count=min_count,
+                             uE=uE)
+    bins_layout = (bins if bins is not None else
+                   _equal_layout(m, n_bins, min_count, name, None) if binning == "equal"
+                   else None)
+    attrs = provenance(
+        statistic=statistic, target=TARGETS[statistic],
+        by=bins_layout.attrs.get("by", by) if bins_layout is not None else by,
+        binning=(bins_layout.attrs.get("scheme", binning) if bins_layout is not None
+                 else binning),
+        interval="student" if statistic == "zm" else "bca",
+        n_boot=0 if statistic == "zm" else n_boot, level=level, seed=seed,
+        target_fraction_valid=TARGET_FRACTION, random_streams=RNG_DESCRIPTION, E=E, uE=uE)
+    kwargs = dict(statistic=statistic, bins=bins, by=names, n_bins=n_bins, binning=binning,
+                  min_count=min_count, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
+    if is_lazy(ds, variables):
+        return lazy_result(_local_body, ds[variables], _local_layout(statistic, bins_layout,
+                                                                     attrs), **kwargs)
+    result = _local_body(ds[variables], **kwargs)
+    return with_layout_attrs(result, _local_layout(statistic, result, attrs))
 
 
 def _fraction_valid_for_order(points: PreparedData, values: np.ndarray, statistic: str,
-                              n_bins: int, n: int, level: float, seed: int, order_key: int,
-                              binomial_noise: bool) -> tuple[float, float]:
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-        int(seed), spawn_key=(zlib.crc32(b"order"), int(order_key)))))
-    permutation = rng.permutation(values.size)
+                              n_bins: int, n_boot: int, level: float, seed: int, order_key: int,
+                              binomial_noise: bool) -> np.ndarray:
+    """``(f_v, noisy f_v)`` of random order ``order_key``: the row order is the Fisher–Yates
+    shuffle of stream ``(seed, "order", k)``, the binomial noise counts ``n_bins`` uniforms of
+    stream ``(seed, "order:noise", k)``."""
+    permutation = np.empty(values.size, dtype=np.int64)
+    fill_permutation(stream_key(seed, "order"), order_key, permutation)
     bins = equal_count(values[permutation], n_bins)
     bin_index = np.empty(values.size, dtype=np.int64)
     bin_index[permutation] = bins.bin_index.values
     group_members, offsets = members(bin_index, n_bins)
-    _, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n, level=level,
-                                   seed=seed, purpose=f"local:{statistic}")
+    _, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n_boot,
+                                   level=level, seed=seed, purpose=f"local:{statistic}")
     target = TARGETS[statistic]
     fv = float(np.mean((low <= target) & (target <= high)))
-    noisy = rng.binomial(n_bins, fv) / n_bins if binomial_noise else math.nan
-    return fv, noisy
+    noisy = (binomial_count(stream_key(seed, "order:noise"), order_key, n_bins, fv) / n_bins
+             if binomial_noise else math.nan)
+    return np.array([fv, noisy])
+
+
+def _order_summary(fv: np.ndarray) -> np.ndarray:
+    return np.array([fv.mean(), *np.quantile(fv, [0.025, 0.975])])
 
 
 def order_sensitivity(
@@ -297,19 +384,25 @@ def order_sensitivity(
     *,
     by: str,
     n_orders: int = 1000,
-    n_bins: int = 100,
-    n_boot: int = 5000,
-    level: float = 0.95,
-    seed: int = 0,
+    n_bins: int = defaults.N_BINS_LOCAL,
+    n_boot: int = defaults.N_BOOT_LOCAL,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
     binomial_noise: bool = False,
-    E: str = "E",
-    uE: str = "uE",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Sensitivity of ``f_v`` to the order of tied values of a stratified variable.
 
     For each of ``n_orders`` random row orders (ties of ``by`` broken at random), the
-    equal-count bins and ``f_v`` are recomputed. Orders are independent Dask tasks (stream
-    ``(seed, "order", k)``), run in parallel by the current scheduler.
+    equal-count bins and ``f_v`` are recomputed. Orders are independent Dask tasks: order ``k``
+    is the Fisher–Yates shuffle drawn from the counter-based stream ``(seed, "order", k)`` and
+    its binomial noise from ``(seed, "order:noise", k)`` (:mod:`xuqcal.core.kernels`), so the
+    result does not depend on scheduling. Lazy on Dask-backed data, computed otherwise.
+
+    Until version 0.1 the orders were drawn from NumPy's PCG64 (``np.random.Generator``),
+    against the documented rule that every draw comes from the counter-based streams; that was
+    fixed, which changed the orders (and so the values) of this function.
 
     Returns
     -------
@@ -326,32 +419,38 @@ def order_sensitivity(
     >>> s.fraction_valid.sizes["order"]
     4
     """
-    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E,
+                                    uE=uE)
     n_orders = check_count(n_orders, "n_orders", minimum=1)
-    by = variable_name(ds, by, uE, role="conditioning")
-    points = _points(ds[E].values, ds[uE].values)
+    by = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     binomial_noise = check_bool(binomial_noise, "binomial_noise")
-    values = np.asarray(ds[by].values)
-    equal_count(values, n_bins, by=by)  # checks the bins before any work
-    tasks = [dask.delayed(_fraction_valid_for_order, pure=True)(
-        points, values, statistic, n_bins, n_boot, level, seed, k, binomial_noise)
-        for k in range(n_orders)]
-    results = np.array(dask.compute(*tasks), dtype=np.float64)
-    fv = results[:, 0]
+    check_n_bins(ds.sizes["sample"], n_bins, variable=by)  # the bins, before any work
+    lazy = is_lazy(ds, [E, uE, by])
+    points = dask.delayed(_points, pure=True)(ds[E].data, ds[uE].data)
+    values = dask.delayed(_checked_values, pure=True)(ds[by].data, by)
+    parts = da.stack([da.from_delayed(dask.delayed(_fraction_valid_for_order, pure=True)(
+        points, values, statistic, n_bins, n_boot, level, seed, k, binomial_noise),
+        (2,), dtype=np.float64) for k in range(n_orders)])
+    summary = da.from_delayed(dask.delayed(_order_summary, pure=True)(parts[:, 0]), (3,),
+                              dtype=np.float64)
     out = xr.Dataset(
-        {"fraction_valid": ("order", fv, {"long_name": "fraction of valid bins"}),
-         "mean": ((), float(fv.mean())),
-         "q025": ((), float(np.quantile(fv, 0.025))),
-         "q975": ((), float(np.quantile(fv, 0.975)))},
+        {"fraction_valid": ("order", parts[:, 0], {"long_name": "fraction of valid bins"}),
+         "mean": ((), summary[0]), "q025": ((), summary[1]), "q975": ((), summary[2])},
         coords={"order": np.arange(n_orders)},
-        attrs={"statistic": statistic, "by": by, "n_bins": n_bins, "n_orders": n_orders,
-               "n_replicates": n_boot, "level": level, "seed": seed,
-               "binomial_noise": int(binomial_noise), "xuqcal_version": __version__},
+        attrs=provenance(statistic=statistic, by=by, n_bins=n_bins, n_orders=n_orders,
+                         n_boot=n_boot, level=level, seed=seed,
+                         binomial_noise=int(binomial_noise), E=E, uE=uE),
     )
     if binomial_noise:
-        out["fraction_valid_noisy"] = ("order", results[:, 1],
+        out["fraction_valid_noisy"] = ("order", parts[:, 1],
                                        {"long_name": "f_v with binomial noise"})
-    return out
+    return out if lazy else out.compute()
+
+
+def _checked_values(values: np.ndarray, by: str) -> np.ndarray:
+    """The conditioning variable's values, checked as the bins check them (at compute time for
+    Dask-backed data)."""
+    return _values(values, by)
 
 
 def _adversarial_sizes(m: int, min_count: object, n_groups: object,
@@ -385,46 +484,16 @@ def _adversarial_sizes(m: int, min_count: object, n_groups: object,
     return [int(v) for v in given], n_groups
 
 
-def adversarial_groups(
-    ds: xr.Dataset,
-    *,
-    statistic: str = "zms",
-    min_count: int = 100,
-    n_groups: int = 200,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-    sizes: Sequence[int] | None = None,
-    E: str = "E",
-    uE: str = "uE",
-) -> xr.Dataset:
-    """Adversarial group validation (METHODS §6): random groups of sizes M/2, M/4, ...
-
-    For each size, ``n_groups`` random groups are drawn without replacement; the fraction
-    whose interval of the statistic contains its target is reported with a Wilson-cc interval,
-    together with the same on a control sample ``Z ~ N(0, 1)`` of the same size (same groups).
-    Not interpretable per group, but it needs no conditioning variable.
-
-    Examples
-    --------
-    >>> import xuqcal
-    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=20, n_boot=200)
-    >>> adv["size"].values.tolist()
-    [400, 200, 100]
-    """
-    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
-    m = ds.sizes["sample"]
-    sizes, n_groups = _adversarial_sizes(m, min_count, n_groups, sizes)
-    points = _points(ds[E].values, ds[uE].values)
+def _adversarial_body(data: xr.Dataset, *, statistic: str, sizes: list[int], n_groups: int,
+                      n_boot: int, level: float, seed: int, E: str, uE: str) -> xr.Dataset:
+    """:func:`adversarial_groups` on NumPy-backed data."""
+    m = data.sizes["sample"]
+    points = _points(data[E].values, data[uE].values)
     control_eps = np.empty(m)
-    from xuqcal.core.random import fill_variates
-
     fill_variates(stream_key(seed, "adversarial:control"), 0, 0, 0.0, control_eps)
     control = _points(control_eps, np.ones(m))
     target = TARGETS[statistic]
-    columns = {name: [] for name in ("fraction_valid", "fraction_valid_low",
-                                     "fraction_valid_high", "control_fraction_valid",
-                                     "control_low", "control_high")}
+    columns = {name: [] for name in _ADVERSARIAL_COLUMNS}
     for size in sizes:
         key = stream_key(seed, "adversarial", int(size))
         group_members = np.empty(n_groups * size, dtype=np.int64)
@@ -432,37 +501,121 @@ def adversarial_groups(
             K.sample_without_replacement(key, g, m, size,
                                          group_members[g * size:(g + 1) * size])
         offsets = np.arange(n_groups + 1, dtype=np.int64) * size
-        for prefix, data in (("", points), ("control_", control)):
-            _, low, high = group_intervals(data, group_members, offsets, statistic, n_boot=n_boot,
-                                           level=level, seed=seed,
+        for prefix, points_of in (("", points), ("control_", control)):
+            _, low, high = group_intervals(points_of, group_members, offsets, statistic,
+                                           n_boot=n_boot, level=level, seed=seed,
                                            purpose=f"adversarial:{size}")
             k = int(np.sum((low <= target) & (target <= high)))
             lo, hi = wilson_interval(k, n_groups)
             columns[f"{prefix}fraction_valid"].append(k / n_groups)
             columns["fraction_valid_low" if not prefix else "control_low"].append(float(lo))
             columns["fraction_valid_high" if not prefix else "control_high"].append(float(hi))
-    return xr.Dataset(
-        {name: ("size", np.array(values)) for name, values in columns.items()},
-        coords={"size": np.array(sizes)},
-        attrs={"statistic": statistic, "target": target, "n_groups": n_groups,
-               "n_replicates": n_boot, "level": level, "seed": seed,
-               "control": "Z ~ N(0, 1), same size and groups", "xuqcal_version": __version__},
-    )
+    return xr.Dataset({name: ("count", np.array(values)) for name, values in columns.items()},
+                      coords={"count": np.array(sizes)})
+
+
+_ADVERSARIAL_COLUMNS = {
+    "fraction_valid": "fraction of valid groups",
+    "fraction_valid_low": "Wilson-cc lower bound of the fraction of valid groups",
+    "fraction_valid_high": "Wilson-cc upper bound of the fraction of valid groups",
+    "control_fraction_valid": "fraction of valid groups of the control sample",
+    "control_low": "Wilson-cc lower bound of the control fraction",
+    "control_high": "Wilson-cc upper bound of the control fraction",
+}
+
+
+def adversarial_groups(
+    ds: xr.Dataset,
+    *,
+    statistic: str = "zms",
+    min_count: int = 100,
+    n_groups: int = 200,
+    n_boot: int = defaults.N_BOOT_GROUPS,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
+    sizes: Sequence[int] | None = None,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
+) -> xr.Dataset:
+    """Adversarial group validation (METHODS §6): random groups of sizes M/2, M/4, ...
+
+    For each size, ``n_groups`` random groups are drawn without replacement; the fraction
+    whose interval of the statistic contains its target is reported with a Wilson-cc interval,
+    together with the same on a control sample ``Z ~ N(0, 1)`` of the same size (same groups).
+    Not interpretable per group, but it needs no conditioning variable. Lazy on Dask-backed
+    data, computed otherwise.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``count`` (the number of points of a group): ``fraction_valid``,
+        ``fraction_valid_low``, ``fraction_valid_high`` and the same of the control,
+        ``control_fraction_valid``, ``control_low``, ``control_high``.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> adv = adversarial_groups(xuqcal.synthetic.nig(800, nu=6, seed=0), n_groups=20, n_boot=200)
+    >>> adv["count"].values.tolist()
+    [400, 200, 100]
+    """
+    level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E,
+                                    uE=uE)
+    m = ds.sizes["sample"]
+    sizes, n_groups = _adversarial_sizes(m, min_count, n_groups, sizes)
+    target = TARGETS[statistic]
+    layout = template(
+        {name: (("count",), np.float64, {"long_name": long_name})
+         for name, long_name in _ADVERSARIAL_COLUMNS.items()},
+        {"count": len(sizes)}, {"count": np.array(sizes)},
+        attrs=provenance(statistic=statistic, target=target, n_groups=n_groups, n_boot=n_boot,
+                         level=level, seed=seed, control="Z ~ N(0, 1), same size and groups",
+                         E=E, uE=uE))
+    kwargs = dict(statistic=statistic, sizes=sizes, n_groups=n_groups, n_boot=n_boot,
+                  level=level, seed=seed, E=E, uE=uE)
+    if is_lazy(ds, [E, uE]):
+        return lazy_result(_adversarial_body, ds[[E, uE]], layout, **kwargs)
+    return with_layout_attrs(_adversarial_body(ds[[E, uE]], **kwargs), layout)
+
+
+def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: float,
+                      seed: int, E: str, uE: str) -> xr.Dataset:
+    """:func:`reliability` on NumPy-backed data."""
+    bins = make_bins(data, by, n_bins=n_bins, uE=uE)
+    group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
+    points = _points(data[E].values, data[uE].values)
+    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n_boot=n_boot,
+                                      level=level, seed=seed, purpose="reliability")
+    rmv = np.empty((bins.sizes["bin"], 1))
+    K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
+                       points.packed, points.z_shift, rmv)
+    if points.scale_exponent:  # data rescaled for scale safety: back to their units (exact)
+        rmse, low, high, rmv = (np.ldexp(x, points.scale_exponent) for x in (rmse, low, high,
+                                                                             rmv))
+    result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
+    return result.assign(rmv=("bin", rmv[:, 0]), rmse=("bin", rmse), rmse_low=("bin", low),
+                         rmse_high=("bin", high))
 
 
 def reliability(
     ds: xr.Dataset,
     *,
-    n_bins: int = 20,
-    by: str = "uE",
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int = 0,
-    E: str = "E",
-    uE: str = "uE",
+    n_bins: int = defaults.N_BINS,
+    by: str = defaults.BY,
+    n_boot: int = defaults.N_BOOT_RELIABILITY,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Reliability diagram data: per equal-count bin of ``by``, RMV and RMSE with a bootstrap
-    BCa interval on RMSE.
+    BCa interval on RMSE. Lazy on Dask-backed data, computed otherwise.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``bin`` (coordinates ``bin_low``, ``bin_high``, ``bin_centre``): ``count``,
+        ``rmv``, ``rmse``, ``rmse_low``, ``rmse_high``.
 
     Examples
     --------
@@ -471,22 +624,25 @@ def reliability(
     >>> sorted(v for v in rel.data_vars if v.startswith("rm"))
     ['rmse', 'rmse_high', 'rmse_low', 'rmv']
     """
-    level, n_boot, seed = _local_iv(ds, "rce", n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
-    bins = make_bins(ds, _binning_names(by, uE), n_bins=n_bins)
-    group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
-    points = _points(ds[E].values, ds[uE].values)
-    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n_boot=n_boot, level=level,
-                                      seed=seed, purpose="reliability")
-    rmv = np.empty((bins.sizes["bin"], 1))
-    K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
-                       points.packed, points.z_shift, rmv)
-    if points.scale_exponent:  # data rescaled for scale safety: back to their units (exact)
-        rmse, low, high, rmv = (np.ldexp(x, points.scale_exponent) for x in (rmse, low, high,
-                                                                             rmv))
-    result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
-    return result.assign(
-        rmv=("bin", rmv[:, 0], {"long_name": "root mean variance in the bin"}),
-        rmse=("bin", rmse, {"long_name": "root mean squared error in the bin"}),
-        rmse_low=("bin", low, {"long_name": "lower bound of the BCa interval of RMSE"}),
-        rmse_high=("bin", high, {"long_name": "upper bound of the BCa interval of RMSE"}),
-    ).assign_attrs(n_replicates=n_boot, level=level, seed=seed, xuqcal_version=__version__)
+    level, n_boot, seed = _local_iv(ds, "rce", n_boot=n_boot, level=level, seed=seed, E=E,
+                                    uE=uE)
+    name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
+    bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
+    f8 = np.float64
+    layout = template(
+        {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),
+         **{c: (("bin",), f8, dict(bins_layout[c].attrs))
+            for c in ("bin_low", "bin_high", "bin_centre")},
+         "rmv": (("bin",), f8, {"long_name": "root mean variance in the bin"}),
+         "rmse": (("bin",), f8, {"long_name": "root mean squared error in the bin"}),
+         "rmse_low": (("bin",), f8, {"long_name": "lower bound of the BCa interval of RMSE"}),
+         "rmse_high": (("bin",), f8, {"long_name": "upper bound of the BCa interval of RMSE"})},
+        {"bin": n_bins}, {"bin": np.arange(n_bins)},
+        lazy_coords=("bin_low", "bin_high", "bin_centre"),
+        attrs=provenance({**bins_layout.attrs, "n_boot": n_boot, "level": level, "seed": seed,
+                          "E": E, "uE": uE}))
+    variables = list(dict.fromkeys([E, uE, name]))
+    kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
+    if is_lazy(ds, variables):
+        return lazy_result(_reliability_body, ds[variables], layout, **kwargs)
+    return with_layout_attrs(_reliability_body(ds[variables], **kwargs), layout)

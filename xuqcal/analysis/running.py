@@ -13,7 +13,10 @@ import numbagg
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_attrs
+from xuqcal.analysis.stats import check_sample_variables
+from xuqcal.core import defaults
+from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM
 
 __all__ = ["RANK_DIM", "running_statistics"]
@@ -76,7 +79,8 @@ def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) 
 
 
 def running_statistics(
-    ds: xr.Dataset, by: str = "uE", window: int | None = None, *, min_count: int | None = None
+    ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
+    min_count: int | None = None, E: str = defaults.E, uE: str = defaults.UE
 ) -> xr.Dataset:
     """Running mean of ``Z`` and of ``Z²`` along the points sorted by ``by`` (METHODS §6).
 
@@ -95,13 +99,16 @@ def running_statistics(
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE`` (1-D).
     by : str
-        The conditioning variable, a 1-D variable over ``sample`` (``uE`` or a feature).
+        The conditioning variable, a 1-D variable over ``sample`` (``uE`` or a feature;
+        ``"uE"`` stands for the uncertainty variable ``uE`` whatever its name).
     window : int, optional
         Window length in points, ``1 <= window <= M``; default ``max(M // 100, 1)`` (METHODS §6:
         M/100).
     min_count : int, optional
         Least number of points of a (cut) window giving a value, ``1 <= min_count <= window``;
         default ``window``. ``min_count=1`` averages whatever part of the window exists.
+    E, uE : str
+        Names of the error and uncertainty variables.
 
     Returns
     -------
@@ -109,7 +116,8 @@ def running_statistics(
         Over ``rank`` (0 to M-1, the position in the sorted order), with the coordinate
         ``sample`` (row numbers of the sorted points) and the variables ``by`` (sorted values),
         ``Z``, ``running_mean`` and ``running_mean_square``; attributes ``by``, ``window``,
-        ``min_count``.
+        ``min_count``. Lazy on Dask-backed data (the values are checked at compute time),
+        computed otherwise.
 
     Raises
     ------
@@ -131,6 +139,8 @@ def running_statistics(
     """
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    if by == defaults.BY:
+        by = uE
     if not isinstance(by, str) or by not in ds.variables or by == SAMPLE_DIM:
         available = [str(v) for v in ds.data_vars]
         raise ValueError(
@@ -141,17 +151,11 @@ def running_statistics(
             f"by: the variable {by!r} has the name of an output variable ({', '.join(_OUTPUTS)});"
             " rename it"
         )
-    names = list(dict.fromkeys(("E", "uE", by)))
+    names = list(dict.fromkeys((E, uE, by)))
     for name in names:  # argument checks first: names, dimensions, types (no data read)
-        if name not in ds.variables:
+        if not isinstance(name, str) or name not in ds.variables:
             raise ValueError(f"{name}: the dataset has no variable {name!r}")
-        var = ds[name]
-        if var.dims != (SAMPLE_DIM,):
-            raise ValueError(
-                f"{name}: expected a 1-D variable over '{SAMPLE_DIM}', got dimensions {var.dims}"
-            )
-        if var.dtype.kind not in "biuf":
-            raise ValueError(f"{name}: values are not numeric (dtype {var.dtype})")
+    check_sample_variables(ds, names)
     m = ds.sizes[SAMPLE_DIM]
     if m == 0:
         raise ValueError(f"ds: the dataset has 0 rows along '{SAMPLE_DIM}'")
@@ -160,6 +164,42 @@ def running_statistics(
     window = _check_count(window, "window", 1, m, f"the number of points M = {m}")
     min_count = window if min_count is None else _check_count(
         min_count, "min_count", 1, window, f"the window ({window})")
+    rows = ds[SAMPLE_DIM].values if SAMPLE_DIM in ds.coords else np.arange(m)
+    window_attrs = {"window": window, "min_count": min_count}
+    f8 = np.float64
+    layout = template(
+        {by: ((RANK_DIM,), ds[by].dtype, dict(ds[by].attrs)),
+         "Z": ((RANK_DIM,), f8, {"long_name": "z-score E / uE", "units": "1"}),
+         "running_mean": ((RANK_DIM,), f8, {"long_name": "running mean of Z", "units": "1",
+                                            **window_attrs}),
+         "running_mean_square": ((RANK_DIM,), f8, {"long_name": "running mean of Z²",
+                                                   "units": "1", **window_attrs}),
+         SAMPLE_DIM: ((RANK_DIM,), np.asarray(rows).dtype,
+                      {"long_name": "row number in the input"})},
+        {RANK_DIM: m},
+        {RANK_DIM: (RANK_DIM, np.arange(m, dtype=np.int64),
+                    {"long_name": f"position in the stable sort order of {by}"})},
+        lazy_coords=(SAMPLE_DIM,),
+        attrs=provenance(
+            by=by, window=window, min_count=min_count,
+            window_position="centred: positions i - window // 2 to i + (window - 1) // 2",
+            edges="NaN where fewer than min_count points of the window exist",
+            method="numbagg.move_mean (trailing) shifted by (window - 1) // 2",
+            n_samples=m, E=E, uE=uE))
+    data = ds[names]
+    if SAMPLE_DIM not in data.coords:
+        data = data.assign_coords({SAMPLE_DIM: rows})
+    kwargs = dict(by=by, window=window, min_count=min_count, E=E, uE=uE)
+    if is_lazy(ds, names):
+        return lazy_result(_running_body, data, layout, **kwargs)
+    return with_layout_attrs(_running_body(data, **kwargs), layout)
+
+
+def _running_body(ds: xr.Dataset, *, by: str, window: int, min_count: int, E: str, uE: str
+                  ) -> xr.Dataset:
+    """:func:`running_statistics` on NumPy-backed data (the checks of values run here)."""
+    m = ds.sizes[SAMPLE_DIM]
+    names = list(dict.fromkeys((E, uE, by)))
     values: dict[str, np.ndarray] = {}
     for name in names:
         data = np.asarray(ds[name].values)
@@ -167,14 +207,13 @@ def running_statistics(
         if bad:
             raise ValueError(f"{name}: {bad} of {data.size} values are NaN or infinite")
         values[name] = data
-    if not np.all(values["uE"] > 0):
-        raise ValueError(f"uE: {int(np.sum(~(values['uE'] > 0)))} of {m} values are not "
+    if not np.all(values[uE] > 0):
+        raise ValueError(f"uE: {int(np.sum(~(values[uE] > 0)))} of {m} values are not "
                          "positive")
 
     order = np.argsort(values[by], kind="stable")
-    z = values["E"].astype(np.float64)[order] / values["uE"].astype(np.float64)[order]
-    rows = (np.asarray(ds[SAMPLE_DIM].values) if SAMPLE_DIM in ds.coords
-            else np.arange(m))[order]
+    z = values[E].astype(np.float64)[order] / values[uE].astype(np.float64)[order]
+    rows = np.asarray(ds[SAMPLE_DIM].values)[order]
     with np.errstate(over="ignore"):
         overflow = ~np.isfinite(z * z)
     if overflow.any():
@@ -183,31 +222,8 @@ def running_statistics(
                          f"{', '.join(str(r) for r in rows[overflow][:5])})")
     mean = centred_move_mean(z, window, min_count)
     mean_square = centred_move_mean(z * z, window, min_count)
-
-    window_attrs = {"window": window, "min_count": min_count}
     return xr.Dataset(
-        {
-            by: (RANK_DIM, values[by][order], dict(ds[by].attrs)),
-            "Z": (RANK_DIM, z, {"long_name": "z-score E / uE", "units": "1"}),
-            "running_mean": (RANK_DIM, mean,
-                             {"long_name": "running mean of Z", "units": "1", **window_attrs}),
-            "running_mean_square": (RANK_DIM, mean_square,
-                                    {"long_name": "running mean of Z²", "units": "1",
-                                     **window_attrs}),
-        },
-        coords={
-            RANK_DIM: (RANK_DIM, np.arange(m, dtype=np.int64),
-                       {"long_name": f"position in the stable sort order of {by}"}),
-            SAMPLE_DIM: (RANK_DIM, rows, {"long_name": "row number in the input"}),
-        },
-        attrs={
-            "by": by,
-            "window": window,
-            "min_count": min_count,
-            "window_position": "centred: positions i - window // 2 to i + (window - 1) // 2",
-            "edges": "NaN where fewer than min_count points of the window exist",
-            "method": "numbagg.move_mean (trailing) shifted by (window - 1) // 2",
-            "n_samples": m,
-            "xuqcal_version": __version__,
-        },
+        {by: (RANK_DIM, values[by][order]), "Z": (RANK_DIM, z),
+         "running_mean": (RANK_DIM, mean), "running_mean_square": (RANK_DIM, mean_square)},
+        coords={RANK_DIM: np.arange(m, dtype=np.int64), SAMPLE_DIM: (RANK_DIM, rows)},
     )

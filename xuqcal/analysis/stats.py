@@ -8,11 +8,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xarray as xr
 
-from xuqcal._version import __version__
+from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
 from xuqcal.core.checks import check_count, check_name, variable_name
+from xuqcal.core.provenance import attach
 from xuqcal.core.statistics import (
-    DEFAULT_N_BINS,
     Statistic,
     check_numeric_dtype,
     check_sizes,
@@ -31,7 +31,24 @@ def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
     return out
 
 
-def check_data_variables(ds: object, E: object = "E", uE: object = "uE", *,
+def check_sample_variables(ds: xr.Dataset, names: Iterable[str]) -> None:
+    """Each variable of ``names`` is 1-D over ``sample`` and numeric (no data are read).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> check_sample_variables(xuqcal.synthetic.nig(10, nu=6, seed=0), ["E", "uE"])
+    """
+    for name in names:
+        var = ds[name]
+        if var.dims != ("sample",):
+            raise ValueError(f"{name}: expected a 1-D variable over 'sample', got dimensions "
+                             f"{var.dims}")
+        if var.dtype.kind not in "biuf":
+            raise ValueError(f"{name}: values are not numeric (dtype {var.dtype})")
+
+
+def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaults.UE, *,
                          extra_dims: bool = False) -> tuple[str, str]:
     """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
     ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
@@ -112,10 +129,10 @@ def stats(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = ("zms", "rce"),
     *,
-    n_bins: int = DEFAULT_N_BINS,
-    by: str = "uE",
-    E: str = "E",
-    uE: str = "uE",
+    n_bins: int = defaults.N_BINS,
+    by: str = defaults.BY,
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.DataArray:
     """Point estimates of statistics, labelled over ``statistic``.
 
@@ -176,6 +193,5 @@ def stats(
     )
     values = values.assign_coords(statistic_coords(chosen))
     values.name = "value"
-    values.attrs.update(n_bins=n_bins if needs_bins else 0, by=by, n_samples=ds.sizes["sample"],
-                        xuqcal_version=__version__)
-    return values
+    return attach(values, n_bins=n_bins if needs_bins else 0, by=by,
+                  n_samples=ds.sizes["sample"], E=E, uE=uE)

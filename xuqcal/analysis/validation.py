@@ -44,14 +44,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import dask
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.resampling import bootstrap
-from xuqcal.analysis.simulation import DEFAULT_GENERATORS, simulate, validate_arguments
+from xuqcal.analysis.simulation import simulate, validate_arguments
+from xuqcal.core import defaults
 from xuqcal.core.intervals import zeta
-from xuqcal.core.statistics import DEFAULT_N_BINS
+from xuqcal.core.provenance import provenance
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
@@ -80,18 +81,18 @@ def validate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = None,
     *,
-    n_boot: int = 10_000,
-    n_mc: int = 10_000,
-    seed: int = 0,
-    n_bins: int = DEFAULT_N_BINS,
-    generators: str | Iterable[str] = DEFAULT_GENERATORS,
+    n_boot: int = defaults.N_BOOT,
+    n_mc: int = defaults.N_MC,
+    seed: int = defaults.SEED,
+    n_bins: int = defaults.N_BINS,
+    generators: str | Iterable[str] = defaults.GENERATORS,
     known_generator: str | None = None,
     simulated_scheme: str | None = None,
-    level: float = 0.95,
-    by: str = "uE",
+    level: float = defaults.LEVEL,
+    by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
-    E: str = "E",
-    uE: str = "uE",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
 ) -> xr.Dataset:
     """Validate statistics of a data set: estimates, intervals, references, ζ and verdicts.
 
@@ -136,7 +137,9 @@ def validate(
     Returns
     -------
     xarray.Dataset
-        Computed (not lazy). Over ``statistic``: ``estimate``, ``bias``, ``se``, ``ci_low``,
+        Lazy for Dask-backed data (one graph: the bootstrap, the simulated references and
+        the verdicts built from them are computed together by ``.compute()``), computed for
+        NumPy-backed data. Over ``statistic``: ``estimate``, ``bias``, ``se``, ``ci_low``,
         ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``,
         ``estimate_outside_interval`` (the estimate lies outside its own bootstrap interval:
         the ζ-scores built on that interval are then unreliable) and ``verdict_note`` (empty,
@@ -168,22 +171,102 @@ def validate(
     lazy_bootstrap = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
     lazy_reference = simulate(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins,
-                               by=by, chunks=chunks, E=E, uE=uE, warn_undefined=False)
-    result, simulated = dask.compute(lazy_bootstrap, lazy_reference)
-
+                              by=by, chunks=chunks, E=E, uE=uE, warn_undefined=False)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
-    scheme_generator = ["", *names, *names]
+    layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
+                     simulated_scheme, n_mc)
+    # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
+    # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
+    result = lazy_result(_validate_body, (lazy_bootstrap, lazy_reference, ds[uE].data), layout,
+                         stats=stats, names=names, schemes=schemes,
+                         known_generator=known_generator, simulated_scheme=simulated_scheme)
+    return result if is_lazy(ds, [E, uE, by if by in ds.variables else uE]) else result.compute()
+
+
+_LONG_NAMES = {
+    "reference": "reference value of the statistic",
+    "u_ref": "standard uncertainty of the reference",
+    "zeta": "zeta-score of the estimate",
+    "valid": "|zeta| <= 1",
+}
+
+
+def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[str],
+            names: list[str], known_generator: str | None, simulated_scheme: str | None,
+            n_mc: int) -> xr.Dataset:
+    """The layout of a :func:`validate` result: the bootstrap result's variables, then the
+    references, ζ-scores and verdicts (shapes known from the statistics and generators)."""
+    n_stat = bootstrap_result.sizes["statistic"]
+    f8 = np.float64
+    sim_vars = {f"sim_{name}": (("statistic", "generator"), f8, {
+        "long_name": f"simulated reference: {simulated[name].attrs.get('long_name', name)}"})
+        for name in ("mean", "se", "q025", "q975")}
+    added = template(
+        {**{name: (("statistic", "scheme"), bool if name == "valid" else f8,
+                   {"long_name": long_name}) for name, long_name in _LONG_NAMES.items()},
+         **sim_vars,
+         "generator_sensitive": (("statistic",), bool, {
+             "long_name": "simulated references of the generators differ by more than their "
+                          "combined uncertainty (U = 2 se)"}),
+         "verdict": (("statistic",), object, {"long_name": "verdict of the recommended "
+                                                           "workflow"}),
+         "verdict_scheme": (("statistic",), object, {"long_name": "scheme of the verdict"}),
+         "estimate_outside_interval": (("statistic",), bool, {
+             "long_name": "the estimate lies outside its own bootstrap interval",
+             "comment": "a bootstrap bias larger than the interval's half-width; the "
+                        "zeta-scores that use this interval (BS, Sim) are then unreliable"}),
+         "verdict_note": (("statistic",), object, {
+             "long_name": "what the verdict rests on, when it needs saying, and what to do "
+                          "next"})},
+        {"statistic": n_stat, "scheme": len(schemes), "generator": len(names)},
+        {"scheme": ("scheme", schemes), "scheme_generator": ("scheme", ["", *names, *names]),
+         "generator": simulated.generator.values})
+    layout = xr.merge([bootstrap_result, added.assign_coords(
+        statistic=bootstrap_result.statistic)], combine_attrs="override")
+    layout = layout.assign_coords({c: simulated[c] for c in simulated.coords
+                                   if c not in layout.coords})
+    layout.attrs = provenance({
+        **bootstrap_result.attrs,
+        "schemes": ", ".join(schemes),
+        "generators": ", ".join(names),
+        "known_generator": known_generator or "",
+        "simulated_scheme": deciding_scheme(known_generator, simulated_scheme),
+        "n_mc": n_mc,
+        "u_ref": "Sim schemes: U_ref = 2 se of the simulated mean",
+        "validation_rule": "valid when |zeta| <= 1",
+    })
+    return layout
+
+
+def sim2_zeta(estimate, mean, q025, q975):
+    """ζ of the Sim2 scheme: ``(θ - mean) / |mean - q|``, ``q`` the simulated quantile on θ's
+    side (``q025`` when θ ≤ mean). It is :func:`xuqcal.core.intervals.zeta` with the roles
+    exchanged (the simulated interval surrounds the reference, not the estimate) and mirrored
+    (``x → -x``, exact), so that a tie θ = mean takes ``q025``.
+
+    Examples
+    --------
+    >>> round(float(sim2_zeta(1.2, 1.0, 0.8, 1.1)), 6), float(sim2_zeta(0.9, 1.0, 0.8, 1.1))
+    (2.0, -0.5)
+    """
+    return zeta(-np.asarray(mean), -np.asarray(estimate), -np.asarray(q975), -np.asarray(q025))
+
+
+def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme
+                   ) -> xr.Dataset:
+    """The result of :func:`validate` from the computed bootstrap and simulation results and
+    the uncertainties (one task of the graph)."""
+    result, simulated, uE_values = parts
     estimate = result.estimate.values
-    uE_values = np.asarray(ds[uE].values)
+    uE_values = np.asarray(uE_values)
     reference_value = np.full((len(stats), len(schemes)), np.nan)
     u_ref = np.zeros_like(reference_value)
     z = np.full_like(reference_value, np.nan)
     for i, s in enumerate(stats):
         if s.has_reference:
             reference_value[i, 0] = s.reference_value(uE_values)
-    bs_zeta = zeta(estimate, reference_value[:, 0], result.ci_low.values, result.ci_high.values)
-    z[:, 0] = bs_zeta
+    z[:, 0] = zeta(estimate, reference_value[:, 0], result.ci_low.values, result.ci_high.values)
     for j, g in enumerate(names):
         sim = simulated.sel(generator=g)
         mean, se = sim["mean"].values, sim["se"].values
@@ -194,60 +277,28 @@ def validate(
                          U_REF_FACTOR * se)
         reference_value[:, col2] = mean
         # Sim2: the simulated 95 % range plays the role of the interval, centred on the mean
-        q = np.where(estimate > mean, sim["q975"].values, sim["q025"].values)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z[:, col2] = (estimate - mean) / np.abs(mean - q)
+        z[:, col2] = sim2_zeta(estimate, mean, sim["q025"].values, sim["q975"].values)
 
     dims = ("statistic", "scheme")
-    scheme_coords = {"scheme": ("scheme", schemes),
-                     "scheme_generator": ("scheme", scheme_generator)}
-    result = result.assign_coords(scheme_coords)
-    result["reference"] = xr.DataArray(reference_value, dims=dims,
-                                       attrs={"long_name": "reference value of the statistic"})
-    result["u_ref"] = xr.DataArray(u_ref, dims=dims,
-                                   attrs={"long_name": "standard uncertainty of the reference"})
-    result["zeta"] = xr.DataArray(z, dims=dims,
-                                  attrs={"long_name": "zeta-score of the estimate"})
-    result["valid"] = xr.DataArray(np.abs(z) <= 1.0, dims=dims,
-                                   attrs={"long_name": "|zeta| <= 1"})
+    result = result.assign_coords({"scheme": ("scheme", schemes),
+                                   "scheme_generator": ("scheme", ["", *names, *names])})
+    result["reference"] = xr.DataArray(reference_value, dims=dims)
+    result["u_ref"] = xr.DataArray(u_ref, dims=dims)
+    result["zeta"] = xr.DataArray(z, dims=dims)
+    result["valid"] = xr.DataArray(np.abs(z) <= 1.0, dims=dims)
     for name in ("mean", "se", "q025", "q975"):
-        result[f"sim_{name}"] = simulated[name].assign_attrs(
-            long_name=f"simulated reference: {simulated[name].attrs['long_name']}")
+        result[f"sim_{name}"] = simulated[name]
     result = result.assign_coords(df=simulated.df)
-
     sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
-    result["generator_sensitive"] = xr.DataArray(
-        sensitive, dims="statistic",
-        attrs={"long_name": "simulated references of the generators differ by more than "
-                            "their combined uncertainty (U = 2 se)"},
-    )
+    result["generator_sensitive"] = xr.DataArray(sensitive, dims="statistic")
     verdicts, used = _verdicts(stats, result, sensitive, names, known_generator,
                                simulated_scheme)
-    result["verdict"] = xr.DataArray(np.array(verdicts, dtype=object), dims="statistic",
-                                     attrs={"long_name": "verdict of the recommended workflow"})
-    result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic",
-                                            attrs={"long_name": "scheme of the verdict"})
+    result["verdict"] = xr.DataArray(np.array(verdicts, dtype=object), dims="statistic")
+    result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic")
     outside = estimate_outside_interval(result)
-    result["estimate_outside_interval"] = xr.DataArray(
-        outside, dims="statistic",
-        attrs={"long_name": "the estimate lies outside its own bootstrap interval",
-               "comment": "a bootstrap bias larger than the interval's half-width; the "
-                          "zeta-scores that use this interval (BS, Sim) are then unreliable"},
-    )
+    result["estimate_outside_interval"] = xr.DataArray(outside, dims="statistic")
     result["verdict_note"] = xr.DataArray(
-        np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic",
-        attrs={"long_name": "what the verdict rests on, when it needs saying, and what to do "
-                            "next"},
-    )
-    result.attrs.update(
-        schemes=", ".join(schemes),
-        generators=", ".join(names),
-        known_generator=known_generator or "",
-        simulated_scheme=deciding_scheme(known_generator, simulated_scheme),
-        n_mc=n_mc,
-        u_ref="Sim schemes: U_ref = 2 se of the simulated mean",
-        validation_rule="valid when |zeta| <= 1",
-    )
+        np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic")
     return result
 
 
@@ -351,8 +402,9 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
 
 
 def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
-    """A plain-text table of a :func:`validate` result: one row per statistic, the ζ of every
-    scheme, and the verdict with the scheme that decided it.
+    """A plain-text table of a :func:`validate` result (``to_dataframe`` and pandas'
+    ``DataFrame.to_string``): one row per statistic, the ζ of every scheme, and the verdict
+    with the scheme that decided it (``*`` when a note below the table explains it).
 
     Examples
     --------
@@ -362,27 +414,29 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
     ['statistic', 'estimate', 'ci_low', 'ci_high', 'ζ_BS']
     """
     schemes = [str(s) for s in result.scheme.values]
-    header = ["statistic", "estimate", "ci_low", "ci_high",
-              *[f"ζ_{s}" for s in schemes], "verdict"]
-    rows = [header]
-    for key in result.statistic.values:
-        r = result.sel(statistic=key)
-        scheme = str(r.verdict_scheme.values)
-        verdict = str(r.verdict.values) + (f" ({scheme})" if scheme else "")
-        if "verdict_note" in r and str(r.verdict_note.values):
-            verdict += " *"
-        rows.append([
-            str(key), _fmt(r.estimate, digits), _fmt(r.ci_low, digits),
-            _fmt(r.ci_high, digits), *[_fmt(r.zeta.sel(scheme=s), 2) for s in schemes],
-            verdict,
-        ])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    last = len(header) - 1
-    table = "\n".join(
-        "  ".join(cell.ljust(w) if i in (0, last) else cell.rjust(w)
-                  for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-        for row in rows
-    )
+    table = result[["estimate", "ci_low", "ci_high"]].reset_coords(drop=True).to_dataframe()
+    zetas = result["zeta"].reset_coords(drop=True).to_dataframe()["zeta"].unstack("scheme")
+    table = table.join(zetas[schemes].rename(columns=lambda s: f"ζ_{s}"))
+    notes = verdict_notes(result)
+    table["verdict"] = [
+        str(v) + (f" ({s})" if str(s) else "") + (" *" if str(k) in notes else "")
+        for k, v, s in zip(result.statistic.values, result.verdict.values,
+                           result.verdict_scheme.values, strict=True)]
+    table = table.rename_axis("statistic").reset_index()
+    table["statistic"] = table["statistic"].astype(str)
+    left = {name: table[name].str.len().max() for name in ("statistic", "verdict")}
+    formatters = {
+        "statistic": lambda v: v.ljust(max(left["statistic"], len("statistic"))),
+        "verdict": lambda v: v.ljust(max(left["verdict"], len("verdict"))),
+        **{name: (lambda v: _fmt(v, digits)) for name in ("estimate", "ci_low", "ci_high")},
+        **{f"ζ_{s}": (lambda v: _fmt(v, 2)) for s in schemes},
+    }
+    header = [name.ljust(max(left[name], len(name))) if name in left else name
+              for name in table.columns]
+    text = table.to_string(index=False, formatters=formatters, na_rep="nan", header=header)
+    lines = text.splitlines()
+    strip = min(len(line) - len(line.lstrip()) for line in lines)
+    table = "\n".join(line[strip:].rstrip() for line in lines)
     notes = verdict_notes(result)
     if notes:
         table += "\n\nnotes (* in the verdict column):\n" + "\n".join(

@@ -50,3 +50,5 @@ N_MC_SCORES = 1000
 N_MC_STUDY = 500
 #: Synthetic data sets per cell of sensitivity cubes and the size × bins study.
 N_MC_CUBE = 5000
+#: Bootstrap replicates of the full-set intervals of an ablation curve.
+N_BOOT_ABLATION = 5000

@@ -1211,3 +1211,91 @@ def sample_without_replacement(key, replicate, population, size, out):
         j += i
         pool[i], pool[j] = pool[j], pool[i]
         out[i] = pool[i]
+
+
+# --- Confidence curves (reference curves of simulated errors, tails of sorted values) ---
+@nb.njit(nogil=True, cache=True)
+def tail_curve(sorted_values, removed, use_mae, out):
+    """RMSE (or MAE) of ``sorted_values[n:]`` for each ``n`` in ``removed`` (sums of squares
+    or of absolute values accumulated from the end, i.e. a reverse cumulative sum).
+
+    Examples
+    --------
+    >>> out = np.empty(2)
+    >>> tail_curve(np.array([3.0, 1.0, 1.0]), np.array([0, 1]), False, out)
+    >>> out.round(4).tolist()
+    [1.9149, 1.0]
+    """
+    m = sorted_values.shape[0]
+    tail = np.empty(m + 1)
+    tail[m] = 0.0
+    s = 0.0
+    for j in range(m - 1, -1, -1):
+        x = sorted_values[j]
+        s += np.abs(x) if use_mae else x * x
+        tail[j] = s
+    for i in range(removed.shape[0]):
+        n = removed[i]
+        mean = tail[n] / (m - n)
+        out[i] = mean if use_mae else np.sqrt(mean)
+
+
+@nb.njit(nogil=True, cache=True)
+def reference_curves(key, code, parameter, order, u_sorted, removed, use_mae, start, stop,
+                     out):
+    """Curves of the synthetic sets ``r = start .. stop - 1``: ``eps`` is drawn in row order
+    (as ``Generator.sample``), ``E~ = uE * eps`` is walked in the decreasing-uE ``order``.
+    Only one synthetic set (O(M) memory) exists at a time."""
+    m = order.shape[0]
+    eps = np.empty(m)
+    synthetic = np.empty(m)
+    for r in range(start, stop):
+        fill_variates(key, r, code, parameter, eps)
+        for j in range(m):
+            synthetic[j] = u_sorted[j] * eps[order[j]]
+        tail_curve(synthetic, removed, use_mae, out[r - start])
+
+
+# --- Random permutations and binomial counts on the counter-based streams (order sensitivity) ---
+@nb.njit(nogil=True, cache=True)
+def fill_permutation(key, replicate, out):
+    """A uniformly random permutation of ``0 .. len(out) - 1`` (Fisher–Yates, ``next_below``).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> out = np.empty(5, dtype=np.int64)
+    >>> fill_permutation(stream_key(0, "order"), 0, out)
+    >>> sorted(out.tolist())
+    [0, 1, 2, 3, 4]
+    """
+    n = out.shape[0]
+    for i in range(n):
+        out[i] = i
+    state = stream_start(key, replicate)
+    for i in range(n - 1, 0, -1):
+        j, state = next_below(state, i + 1)
+        t = out[i]
+        out[i] = out[j]
+        out[j] = t
+
+
+@nb.njit(nogil=True, cache=True)
+def binomial_count(key, replicate, n, p):
+    """A Binomial(n, p) count: the number of ``n`` uniforms of stream ``(key, replicate)``
+    below ``p``.
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> binomial_count(stream_key(0, "noise"), 0, 10, 1.0), binomial_count(
+    ...     stream_key(0, "noise"), 0, 10, 0.0)
+    (10, 0)
+    """
+    state = stream_start(key, replicate)
+    count = 0
+    for _ in range(n):
+        u, state = next_uniform(state)
+        if u < p:
+            count += 1
+    return count

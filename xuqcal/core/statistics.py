@@ -331,7 +331,7 @@ def _positions(mask: np.ndarray, limit: int = 5) -> str:
     positions = np.flatnonzero(mask)
     shown = ", ".join(str(p) for p in positions[:limit])
     more = f" and {positions.size - limit} more" if positions.size > limit else ""
-    return f"positions {shown}{more}"
+    return f"rows {shown}{more}"
 
 
 def check_values(E: np.ndarray, uE: np.ndarray) -> int:
@@ -339,7 +339,7 @@ def check_values(E: np.ndarray, uE: np.ndarray) -> int:
     of their scale: ``0`` for ordinary data, else the data are computed as ``E 2^-k`` and
     ``uE 2^-k`` (an exact rescaling).
 
-    Raises a ``ValueError`` naming the variable, the problem and the positions for
+    Raises a ``ValueError`` naming the variable, the problem and the rows for
     non-finite values, ``uE <= 0``, z-scores whose square overflows (``|E / uE| > 1e154``),
     and data spanning more than ``2**960`` (``max(|E|, uE) / min(uE)``), whose squares cannot
     be held at one scale.

@@ -182,7 +182,7 @@ def local_coverage(result: xr.Dataset, ax=None):
         if mask.any():
             ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none", marker="o",
                         ms=4, color=colour, capsize=2, label=text)
-    if by == "uE" and np.all(x > 0):
+    if by == result.attrs.get("uE", "uE") and np.all(x > 0):
         ax.set_xscale("log")
     fv = float(result.fraction_valid)
     lo, hi = float(result.fraction_valid_low), float(result.fraction_valid_high)

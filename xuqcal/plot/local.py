@@ -32,13 +32,13 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
     >>> ax.get_ylabel()
     '<Z²>'
     """
-    require(result, ("value", "ci_low", "ci_high", "valid", "centre", "fraction_valid",
+    require(result, ("value", "ci_low", "ci_high", "valid", "bin_centre", "fraction_valid",
                      "global_value"),
             "xuqcal.local")
     ax = axes(ax)
     statistic = result.attrs["statistic"]
     by = result.attrs["by"]
-    x = result.centre.values
+    x = result.bin_centre.values
     valid = result.valid.values.astype(bool)
     lower, upper = error_bars(result.value.values, result.ci_low.values, result.ci_high.values)
     for mask, colour, label in ((valid, "tab:blue", "valid bin"),
@@ -50,7 +50,7 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
     ax.axhline(result.attrs["target"], color="black", lw=1, label="target")
     ax.axhline(result.global_value.item(), color="0.4", ls="--", lw=1,
                label=f"whole data set ({result.global_value.item():.3g})")
-    if log_x if log_x is not None else by == "uE":
+    if log_x if log_x is not None else by == result.attrs.get("uE", "uE"):
         ax.set_xscale("log")
     ax.set_xlabel(f"{by} (bin centre)")
     ax.set_ylabel(_LABELS.get(statistic, statistic))
@@ -203,10 +203,10 @@ def adversarial(result: xr.Dataset, *, ax=None):
     >>> adversarial(adv).get_xlabel()
     'group size'
     """
-    require(result, ("size", "fraction_valid", "control_fraction_valid"),
+    require(result, ("count", "fraction_valid", "control_fraction_valid"),
             "xuqcal.adversarial_groups")
     ax = axes(ax, figsize=(6, 4))
-    size = result["size"].values
+    size = result["count"].values
     for prefix, low, high, colour, label in (
             ("", "fraction_valid_low", "fraction_valid_high", "tab:blue", "data"),
             ("control_", "control_low", "control_high", "0.5", "control Z ~ N(0, 1)")):

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
+from xuqcal.core import defaults
 from xuqcal.core.generators import get_generator
 from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes, require
 
@@ -67,9 +68,9 @@ def zeta(result: xr.Dataset, *, ax=None):
     return ax
 
 
-def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t6"), *,
-                       n_sets: int = 20, seed: int = 0, variable: str = "E", bins: int = 80,
-                       ax=None):
+def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENERATORS, *,
+                       n_sets: int = 20, seed: int = defaults.SEED, variable: str = "E",
+                       bins: int = 80, ax=None, E: str = defaults.E, uE: str = defaults.UE):
     """Histogram of the errors against errors re-simulated from the uncertainties.
 
     For each generator D, ``n_sets`` synthetic error sets ``uE * eps``, ``eps ~ D``, are pooled
@@ -90,6 +91,8 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
     bins : int
         Number of histogram bins.
     ax : matplotlib Axes, optional
+    E, uE : str
+        Names of the error and uncertainty variables.
 
     Returns
     -------
@@ -111,8 +114,11 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = ("normal", "t
     seed = check_seed(seed)
     generators = check_generators(generators)
     ax = axes(ax)
-    errors = np.asarray(ds["E"].values)
-    uncertainties = np.asarray(ds["uE"].values)
+    from xuqcal.analysis.stats import check_data_variables
+
+    check_data_variables(ds, E, uE)
+    errors = np.asarray(ds[E].values)
+    uncertainties = np.asarray(ds[uE].values)
     data = errors if variable == "E" else errors / uncertainties
     edges = np.histogram_bin_edges(data, bins=bins)
     ax.hist(data, bins=edges, density=True, color="0.75", label="data")

@@ -6,11 +6,13 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.running import running_statistics
+from xuqcal.core import defaults
 from xuqcal.plot._common import axes
 
 
-def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=None,
-            log_x: bool | None = None, min_count: int | None = None):
+def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *, ax=None,
+            log_x: bool | None = None, min_count: int | None = None, E: str = defaults.E,
+            uE: str = defaults.UE):
     """Z-scores against ``uE`` (consistency) or a feature (adaptivity), with running statistics.
 
     Draws ``Z = E / uE`` of every point against ``by`` (small grey points), the running mean and
@@ -33,6 +35,8 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
     min_count : int, optional
         Least number of points of a window at the ends (see
         :func:`~xuqcal.running_statistics`); default the whole window.
+    E, uE : str
+        Names of the error and uncertainty variables.
 
     Returns
     -------
@@ -50,10 +54,11 @@ def zscores(ds: xr.Dataset, by: str = "uE", window: int | None = None, *, ax=Non
     >>> ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale()
     ('uE', 'Z = E / uE', 'log')
     """
-    running = running_statistics(ds, by=by, window=window, min_count=min_count)
+    running = running_statistics(ds, by=by, window=window, min_count=min_count, E=E, uE=uE)
+    by = running.attrs["by"]
     x = running[by].values
     if log_x is None:
-        log_x = by == "uE"
+        log_x = by == uE
     if log_x and not np.all(x > 0):
         raise ValueError(
             f"log_x: a logarithmic axis needs positive values of {by!r}, got a minimum of "

@@ -263,7 +263,8 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
 
 
 def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DEFAULT_FEATURES,
-             n_bins: int = defaults.N_BINS_SCORES, n_mc: int = defaults.N_MC_SCORES, seed: int = defaults.SEED,
+             n_bins: int = defaults.N_BINS_SCORES, n_mc: int = defaults.N_MC_SCORES,
+             seed: int = defaults.SEED,
              n_boot: int = defaults.N_BOOT_LOCAL, n_mc_fv: int = 0, E: str = defaults.E,
              uE: str = defaults.UE) -> xr.Dataset:
     """The evaluation table of several data sets, with simulated values (METHODS §8).

@@ -562,6 +562,10 @@ def zero_bins_extrapolation(
     slope = np.array([line.slope for line in lines], dtype=np.float64)
     intercept_se = np.array([line.intercept_stderr for line in lines], dtype=np.float64)
     slope_se = np.array([line.stderr for line in lines], dtype=np.float64)
+    # constant values (e.g. constant E and uE): an exact fit, whose standard errors are 0;
+    # linregress gives NaN there (its correlation coefficient is undefined)
+    exact = np.ptp(values[in_fit], axis=0) == 0
+    intercept_se[exact], slope_se[exact] = 0.0, 0.0
     half = t * intercept_se
     low, high = intercept - half, intercept + half
     with np.errstate(divide="ignore", invalid="ignore"):

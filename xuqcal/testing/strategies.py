@@ -14,6 +14,8 @@ Examples
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import xarray as xr
 from hypothesis import strategies as st
@@ -44,7 +46,7 @@ def chunkings(draw, size: int, max_chunks: int | None = None) -> tuple[int, ...]
     limit = size if max_chunks is None else min(size, max_chunks)
     cuts = draw(st.sets(st.integers(1, size - 1), max_size=limit - 1)) if size > 1 else set()
     bounds = [0, *sorted(cuts), size]
-    return tuple(b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+    return tuple(b - a for a, b in itertools.pairwise(bounds))
 
 
 @st.composite
