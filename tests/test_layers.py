@@ -99,6 +99,17 @@ def test_roles_recorded_by_the_constructors_survive_a_rename():
                              attrs=False)
 
 
+def test_recalibrate_finds_the_roles():
+    """``recalibrate`` has the parameters of ``recalibration.fit`` and resolves recorded roles."""
+    rng = np.random.default_rng(1)
+    ds = xuqcal.from_arrays(E=rng.standard_normal(400) * 1.3, uE=np.full(400, 1.0))
+    assert "E" in inspect.signature(xuqcal.UQCalAccessor.recalibrate).parameters
+    plain = ds.uqcal.recalibrate("temperature", features=[])
+    renamed = ds.rename(E="err", uE="sigma").uqcal.recalibrate("temperature", features=[])
+    np.testing.assert_array_equal(plain.dataset["scale"].values,
+                                  renamed.dataset["scale"].values)
+
+
 def _public_functions():
     """(qualified name, function) of every public function of the public modules and of the
     accessor."""

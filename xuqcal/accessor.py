@@ -72,9 +72,13 @@ def delegate(function: Callable, summary: str) -> Callable:
 
 def _fit_recalibrator(ds: xr.Dataset, method: str = "bvs", **kwargs: Any):
     """A :class:`~xuqcal.recalibration.Recalibrator` fitted on ``ds`` (the training data);
-    ``.apply(test)`` recalibrates other data. Keyword arguments: see
+    ``.apply(test)`` recalibrates other data. Parameters: those of
     :func:`xuqcal.recalibration.fit`."""
     return _recalibration.Recalibrator.fit(ds, method, **kwargs)
+
+
+_fit_recalibrator.__signature__ = inspect.signature(_recalibration.fit).replace(
+    return_annotation="Recalibrator")
 
 
 @xr.register_dataset_accessor("uqcal")

@@ -338,6 +338,16 @@ def bootstrap(
     stats, n_boot, method, level, seed, chunks, by = _bootstrap_iv(
         ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks,
         n_bins=n_bins, by=by, keep_replicates=keep_replicates, E=E, uE=uE)
+    return bootstrap_checked(ds, stats, n_boot=n_boot, method=method, level=level, seed=seed,
+                             chunks=chunks, n_bins=n_bins, by=by,
+                             keep_replicates=keep_replicates, E=E, uE=uE)
+
+
+def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int, method: str,
+                      level: float, seed: int, chunks, n_bins: int, by: str,
+                      keep_replicates: bool, E: str, uE: str) -> xr.Dataset:
+    """:func:`bootstrap` of arguments already checked and normalised by ``_bootstrap_iv`` (for
+    callers that check their arguments once, such as :func:`xuqcal.validate`)."""
     codes = codes_of(stats)
     m = ds.sizes["sample"]
     attrs = {

@@ -37,6 +37,7 @@ from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
     PreparedData,
+    Statistic,
     check_sizes,
     codes_of,
     get_statistics,
@@ -148,6 +149,16 @@ def simulate(
         ds, statistics, generators=generators, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
         chunks=chunks, keep_replicates=keep_replicates, E=E, uE=uE,
         warn_undefined=warn_undefined)
+    return simulate_checked(ds, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
+                            chunks=chunks, keep_replicates=keep_replicates, E=E, uE=uE,
+                            warn_undefined=warn_undefined)
+
+
+def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[Generator], *,
+                     n_mc: int, seed: int, n_bins: int, by: str, chunks, keep_replicates: bool,
+                     E: str, uE: str, warn_undefined: bool = True) -> xr.Dataset:
+    """:func:`simulate` of arguments already checked and normalised by ``_simulate_iv`` (for
+    callers that check their arguments once, such as :func:`xuqcal.validate`)."""
     gen_coords = generator_coords(gens)
     codes = codes_of(stats)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -184,40 +195,3 @@ def simulate(
     if keep_replicates:
         result["replicates"] = replicates.assign_attrs(long_name="simulated values")
     return result
-
-
-def validate_arguments(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
-                       known_generator, level, by, chunks, E, uE):
-    """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
-    those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
-    :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``). Returns the statistics,
-    the generator names (``known_generator`` appended if missing) and ``known_generator``
-    normalised.
-
-    Examples
-    --------
-    >>> import xuqcal
-    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0)
-    >>> validate_arguments(ds, ["zms"], n_boot=2, n_mc=100, seed=0, n_bins=20,
-    ...                    generators=["normal"], known_generator=None, level=0.95, by="uE",
-    ...                    chunks=None, E="E", uE="uE")
-    Traceback (most recent call last):
-    ...
-    ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
-ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
-    """
-    from xuqcal.analysis.resampling import _bootstrap_iv
-
-    stats = get_statistics(statistics)
-    names = [g.name for g in check_generators(generators, "generators")]
-    if known_generator is not None:
-        known_generator = check_generators(known_generator, "known_generator")[0].name
-        if known_generator not in names:
-            names.append(known_generator)
-    keys = [s.key for s in stats]
-    _bootstrap_iv(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
-                  n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
-    _simulate_iv(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
-                 chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
-                 generator_name="generators")
-    return stats, names, known_generator

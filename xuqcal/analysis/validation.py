@@ -48,11 +48,13 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
-from xuqcal.analysis.resampling import bootstrap
-from xuqcal.analysis.simulation import simulate, validate_arguments
+from xuqcal.analysis.resampling import _bootstrap_iv, bootstrap_checked
+from xuqcal.analysis.simulation import _simulate_iv, simulate_checked
 from xuqcal.core import defaults
+from xuqcal.core.checks import check_generators
 from xuqcal.core.intervals import zeta
 from xuqcal.core.provenance import provenance
+from xuqcal.core.statistics import get_statistics
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
@@ -75,6 +77,49 @@ def scheme_suffix(generator: str) -> str:
     ['N', 'T', '[uniform]']
     """
     return {"normal": "N", "t6": "T"}.get(generator, f"[{generator}]")
+
+
+def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
+                 known_generator, level, by, chunks, E, uE):
+    """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
+    those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
+    :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
+    the statistics, the generator names (``known_generator`` appended if missing),
+    ``known_generator`` and the normalised arguments of
+    :func:`~xuqcal.analysis.resampling.bootstrap_checked` and
+    :func:`~xuqcal.analysis.simulation.simulate_checked`.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0)
+    >>> _validate_iv(ds, ["zms"], n_boot=2, n_mc=100, seed=0, n_bins=20,
+    ...              generators=["normal"], known_generator=None, level=0.95, by="uE",
+    ...              chunks=None, E="E", uE="uE")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
+ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
+    """
+    stats = get_statistics(statistics)
+    names = [g.name for g in check_generators(generators, "generators")]
+    if known_generator is not None:
+        known_generator = check_generators(known_generator, "known_generator")[0].name
+        if known_generator not in names:
+            names.append(known_generator)
+    keys = [s.key for s in stats]
+    _, n_boot, _, level, seed, chunks, by_checked = _bootstrap_iv(
+        ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
+        n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
+    _, gens, n_mc, _, _ = _simulate_iv(
+        ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
+        keep_replicates=False, E=E, uE=uE, n_name="n_mc", generator_name="generators")
+    bootstrap_arguments = dict(n_boot=n_boot, method="bca", level=level, seed=seed,
+                               chunks=chunks, n_bins=n_bins, by=by_checked,
+                               keep_replicates=False, E=E, uE=uE)
+    simulate_arguments = dict(n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
+                              keep_replicates=False, E=E, uE=uE, warn_undefined=False)
+    return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
 
 
 def validate(
@@ -163,15 +208,13 @@ def validate(
                          f"{', '.join(SIMULATED_SCHEMES)} (or None: Sim2 with a known generator, "
                          "else Sim)")
     # argument checks, before any computation (messages start with the parameter name)
-    stats, names, known_generator = validate_arguments(
-        ds, statistics if statistics is not None else DEFAULT_STATISTICS, n_boot=n_boot,
-        n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
-        known_generator=known_generator, level=level, by=by, chunks=chunks, E=E, uE=uE)
-    keys = [s.key for s in stats]
-    lazy_bootstrap = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed,
-                               chunks=chunks, n_bins=n_bins, by=by, E=E, uE=uE)
-    lazy_reference = simulate(ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins,
-                              by=by, chunks=chunks, E=E, uE=uE, warn_undefined=False)
+    stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments = \
+        _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
+                     n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
+                     known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
+                     uE=uE)
+    lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
+    lazy_reference = simulate_checked(ds, stats, gens, **simulate_arguments)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
