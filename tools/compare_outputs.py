@@ -20,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 
@@ -28,6 +29,22 @@ def _apply_renames(ds: xr.Dataset, renames: dict[str, str]) -> xr.Dataset:
     coordinate of the "after" result, turned into coordinates (a documented rename)."""
     present = {old: new for old, new in renames.items() if old in ds.variables}
     return ds.rename(present) if present else ds
+
+
+def _largest_differences(a: xr.Dataset, b: xr.Dataset) -> dict[str, float]:
+    """The largest ``|after - before| / |before|`` of every float variable present in both
+    (same shape) that is not identical: how far a documented change moved the numbers."""
+    out = {}
+    for name in a.data_vars:
+        if name not in b.data_vars or a[name].dtype.kind != "f" or a[name].shape != b[name].shape:
+            continue
+        x, y = a[name].values, b[name].values
+        if np.array_equal(x, y, equal_nan=True):
+            continue
+        with np.errstate(all="ignore"):
+            ratio = np.abs(y - x) / np.maximum(np.abs(x), np.finfo(np.float64).tiny)
+        out[str(name)] = float(np.nanmax(ratio))
+    return out
 
 
 def compare(before: Path, after: Path, renames: dict[str, str] | None = None) -> int:
@@ -57,6 +74,8 @@ def compare(before: Path, after: Path, renames: dict[str, str] | None = None) ->
         except AssertionError as error:
             different += 1
             print(f"DIFFERENT {relative}: {str(error)[:2000]}")
+            for name, relative_difference in _largest_differences(a, b).items():
+                print(f"  {name}: largest relative difference {relative_difference:.1e}")
             continue
         print(f"identical {relative}" + (f" (new variables: {', '.join(new)})" if new else ""))
     print(f"{different} file(s) differ")
