@@ -44,6 +44,13 @@ WORKLOADS = {
         "E='E_ - prediction', uE='sqrt(uncertainty_total)')",
         'xuqcal.validate(ds, ["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000)',
     ),
+    # the accessor on Dask-backed data: before issue 12 it computed the data to check them and
+    # validate computed bootstrap and simulations separately; now one graph, computed once
+    "accessor_validate_qm9_dask": (
+        "ds = xuqcal.read_csv(shared + '/BUS2022/qm9_qm9_E_calibrated_isotonic_test.csv', "
+        "E='E_ - prediction', uE='sqrt(uncertainty_total)').chunk({'sample': 2000})",
+        'ds.uqcal.validate(["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000).compute()',
+    ),
 }
 
 _RUNNER = """

@@ -79,7 +79,7 @@ def test_result_is_labelled_and_self_describing(data):
     assert list(bs.statistic.values) == ["zms", "rce"]
     assert bs.replicates.dims == ("statistic", "replicate")
     assert bs.replicates.sizes["replicate"] == 500
-    for key in ("method", "level", "n_replicates", "seed", "random_streams", "xuqcal_version"):
+    for key in ("method", "level", "n_boot", "seed", "random_streams", "xuqcal_version"):
         assert key in bs.attrs
     reps = bs.replicates.values
     np.testing.assert_allclose(bs.bias, reps.mean(axis=1) - bs.estimate.values, rtol=1e-12)

@@ -41,7 +41,7 @@ def test_validate_prints_table_and_writes_netcdf(csv_file, tmp_path, capsys):
         assert f"\n{key} " in printed
     with xr.open_dataset(out) as result:
         assert result.attrs["where"] == "uE > 0"
-        assert result.attrs["n_replicates"] == 500
+        assert result.attrs["n_boot"] == 500
         assert result.sizes["statistic"] == 8
         assert result.attrs["n_mc"] == 300
 

@@ -46,7 +46,7 @@ def test_summary_and_labels(data):
     np.testing.assert_allclose(ref["mean"], reps.mean(axis=-1), rtol=1e-12)
     np.testing.assert_allclose(ref["se"], reps.std(axis=-1, ddof=1) / 20, rtol=1e-12)
     np.testing.assert_allclose(ref["q975"], np.percentile(reps, 97.5, axis=-1), rtol=1e-12)
-    for key in ("n_replicates", "seed", "random_streams", "xuqcal_version"):
+    for key in ("n_mc", "seed", "random_streams", "xuqcal_version"):
         assert key in ref.attrs
 
 

@@ -70,7 +70,7 @@ def test_report_contents(data, tmp_path):
             "local_zms_uE.png", "local_zm_X.png", "reliability.png", "confidence_curve.png",
             "rank_correlation.png"} <= names
     validation = xr.open_dataset(tmp_path / "r" / "results" / "validation.nc")
-    assert validation.attrs["n_replicates"] == 300
+    assert validation.attrs["n_boot"] == 300
     validation.close()
 
 

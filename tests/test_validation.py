@@ -33,7 +33,7 @@ def test_structure(result):
         assert v[name].dims == ("statistic", "scheme")
     for name in ("sim_mean", "sim_se", "sim_q025", "sim_q975"):
         assert v[name].dims == ("statistic", "generator")
-    assert v.attrs["n_replicates"] == 2000 and v.attrs["n_mc"] == 2000
+    assert v.attrs["n_boot"] == 2000 and v.attrs["n_mc"] == 2000
 
 
 def test_bs_scheme(result):

@@ -353,7 +353,7 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     attrs = {
         "method": method,
         "level": level,
-        "n_replicates": n_boot if method != "student" else 0,
+        "n_boot": n_boot if method != "student" else 0,
         "seed": seed,
         "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
         "by": by,

@@ -184,7 +184,7 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     )
     attach(result, {
         "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
-        "n_replicates": n_mc,
+        "n_mc": n_mc,
         "seed": seed,
         "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
         "by": by,
