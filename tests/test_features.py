@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -15,6 +17,7 @@ from scipy import stats
 
 import xuqcal
 from xuqcal.analysis.features import (
+    ATOMIC_MASSES,
     FORMULA_FEATURES,
     add_formula_features,
     from_formula,
@@ -98,8 +101,8 @@ def test_labels_of_series_and_dataarray():
         ("C-1", "malformed formula 'C-1'"),
         ("", "malformed formula ''"),
         ("C7 H10", "malformed formula 'C7 H10'"),
-        ("CH3Cl", "unknown element 'Cl' in formula 'CH3Cl'"),
-        ("C6H6S", "unknown element 'S' in formula 'C6H6S'"),
+        ("CH3Xe", "unknown element 'Xe' in formula 'CH3Xe'"),
+        ("C6H6Sn", "unknown element 'Sn' in formula 'C6H6Sn'"),
         ("Xe", "unknown element 'Xe'"),
     ],
 )
@@ -168,11 +171,11 @@ def test_add_formula_features_aligns_a_filtered_dataset():
 
 def test_add_formula_features_parses_only_the_rows_of_the_dataset():
     formulas, df = _small_set()
-    formulas[1] = "CH3Cl"  # a row dropped by the filter
+    formulas[1] = "CH3Xe"  # a row dropped by the filter
     kept = xuqcal.from_dataframe(df, E="err", uE="unc", where="unc > 0.15")
     assert add_formula_features(kept, formulas).sizes["sample"] == 3
     full = xuqcal.from_dataframe(df, E="err", uE="unc")
-    with pytest.raises(ValueError, match="row 1: unknown element 'Cl'"):
+    with pytest.raises(ValueError, match="row 1: unknown element 'Xe'"):
         add_formula_features(full, formulas)
 
 
@@ -276,6 +279,8 @@ def test_qm9_features_are_stratified_as_documented(qm9_u0):
     assert np.unique(ds.X1.values).size == 398
     assert np.unique(ds.X2.values).size == 76
     assert set(np.unique(ds.n_atoms.values - ds.n_C - ds.n_H - ds.n_N - ds.n_O - ds.n_F)) == {0}
+    for element in ("B", "Si", "P", "S", "Cl", "Se", "Br", "I"):  # QM9: C, H, N, O, F only
+        assert not ds[f"n_{element}"].values.any()
 
 
 def test_qm9_rank_correlations_reproduce_the_published_values(qm9_u0):
@@ -344,3 +349,40 @@ def test_rank_correlation_heatmap_on_given_axes_and_errors(tmp_path):
     render(axs[1], tmp_path / "given.png")
     with pytest.raises(ValueError, match="square"):
         plot_rank_correlation(r.isel(variable=[0, 1]))
+
+
+@pytest.mark.parametrize(("formula", "mass", "counts"), [
+    ("CH3Cl", 12.011 + 3 * 1.00794 + 35.453, {"C": 1, "H": 3, "Cl": 1}),
+    ("C6H5Br", 6 * 12.011 + 5 * 1.00794 + 79.904, {"C": 6, "H": 5, "Br": 1}),
+    ("H2SO4", 2 * 1.00794 + 32.065 + 4 * 15.9994, {"H": 2, "S": 1, "O": 4}),
+    ("SiH4", 28.0855 + 4 * 1.00794, {"Si": 1, "H": 4}),
+    ("H3PO4", 3 * 1.00794 + 30.973762 + 4 * 15.9994, {"H": 3, "P": 1, "O": 4}),
+    ("CH3I", 12.011 + 3 * 1.00794 + 126.90447, {"C": 1, "H": 3, "I": 1}),
+    ("BF3", 10.811 + 3 * 18.9984, {"B": 1, "F": 3}),
+    ("H2Se", 2 * 1.00794 + 78.96, {"H": 2, "Se": 1}),
+])
+def test_formulas_beyond_chnof(formula, mass, counts):
+    """Halogens, S, P, Si, B and Se are elements of organic and materials data sets: their
+    formulas give mass, heteroatom fraction and counts (they were refused as unknown)."""
+    f = from_formula([formula])
+    assert f.X1.values[0] == pytest.approx(mass, rel=1e-12)
+    total = sum(counts.values())
+    hetero = 1 - (counts.get("C", 0) + counts.get("H", 0)) / total
+    assert f.X2.values[0] == pytest.approx(hetero, rel=1e-12)
+    assert int(f.n_atoms.values[0]) == total
+    for element in ATOMIC_MASSES:
+        assert int(f[f"n_{element}"].values[0]) == counts.get(element, 0), element
+
+
+def test_more_elements_keep_the_masses_of_chnof_formulas_bit_identical():
+    """Absent elements add exactly 0: a C, H, N, O, F mass is the sum over those five alone."""
+    formulas = ["C7H10O2", "C2H5NO2", "C3H3F3O", "H2O"]
+    f = from_formula(formulas)
+    for formula, mass in zip(formulas, f.X1.values, strict=True):
+        counts = dict.fromkeys("CHNOF", 0)
+        for symbol, count in re.findall(r"([A-Z][a-z]?)(\d*)", formula):
+            counts[symbol] += int(count) if count else 1
+        expected = 0.0
+        for element in "CHNOF":
+            expected += counts[element] * ATOMIC_MASSES[element]
+        assert mass == expected

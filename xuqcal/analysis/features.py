@@ -4,7 +4,7 @@ For QM9-type data sets, the adaptivity analysis of METHODS §6 conditions on two
 proxies computed from the molecular formula (``../shared/data/README.md``):
 
 - ``X1``: the molecular mass in Da (atomic masses C 12.011, H 1.00794, N 14.0067, O 15.9994,
-  F 18.9984);
+  F 18.9984, and B, Si, P, S, Cl, Se, Br, I: :data:`ATOMIC_MASSES`);
 - ``X2``: the fraction of heteroatoms, ``1 - (n_C + n_H) / n_atoms`` (hydrogens are counted in
   ``n_atoms``).
 
@@ -35,13 +35,25 @@ from xuqcal.io import SAMPLE_DIM
 __all__ = ["ATOMIC_MASSES", "FORMULA_FEATURES", "add_formula_features", "from_formula",
            "rank_correlation"]
 
-#: Atomic masses (Da) of the elements allowed in a formula, in the order of the count variables.
+#: Atomic masses (Da) of the elements allowed in a formula, in the order of the count variables:
+#: C, H, N, O, F with the values of the shared data's README (the published QM9 features), then
+#: the other elements of organic and materials data sets (IUPAC standard atomic weights of the
+#: same tables, 2005). An element absent from a formula adds exactly 0 to its mass, so the masses
+#: of C, H, N, O, F formulas do not depend on the elements listed after them.
 ATOMIC_MASSES: dict[str, float] = {
     "C": 12.011,
     "H": 1.00794,
     "N": 14.0067,
     "O": 15.9994,
     "F": 18.9984,
+    "B": 10.811,
+    "Si": 28.0855,
+    "P": 30.973762,
+    "S": 32.065,
+    "Cl": 35.453,
+    "Se": 78.96,
+    "Br": 79.904,
+    "I": 126.90447,
 }
 
 #: Names of the variables made by :func:`from_formula`, in order.
@@ -80,7 +92,7 @@ _ATTRS: dict[str, dict[str, str]] = {
 
 
 def _parse(formula: Any, row: Any) -> tuple[int, ...]:
-    """Element counts ``(n_C, n_H, n_N, n_O, n_F)`` of one formula, or a ValueError."""
+    """Element counts (in the order of :data:`ATOMIC_MASSES`) of one formula, or a ValueError."""
     if not isinstance(formula, str):
         raise ValueError(
             f"formulas: row {row}: expected a formula string, got {formula!r} "
@@ -179,8 +191,9 @@ def from_formula(formulas: Sequence[str] | np.ndarray | pd.Series | xr.DataArray
     Parameters
     ----------
     formulas : sequence of str, array, pandas.Series or xarray.DataArray
-        Formulas such as ``"C7H10O2"``: the elements C, H, N, O and F, each followed by its
-        count (omitted for 1; an element may appear more than once, its counts add up).
+        Formulas such as ``"C7H10O2"``: the elements of :data:`ATOMIC_MASSES` (C, H, N, O, F,
+        B, Si, P, S, Cl, Se, Br, I), each followed by its count (omitted for 1; an element may
+        appear more than once, its counts add up).
         Surrounding white space is ignored. A pandas Series with an integer index keeps its
         index as the row numbers (so a filtered ``DataFrame`` column keeps the original
         rows), as does a DataArray over ``sample`` with a ``sample`` coordinate; other inputs
@@ -191,7 +204,8 @@ def from_formula(formulas: Sequence[str] | np.ndarray | pd.Series | xr.DataArray
     xarray.Dataset
         Over ``sample`` (the row numbers): ``X1`` (molecular mass, Da, float64), ``X2``
         (heteroatom fraction ``1 - (n_C + n_H) / n_atoms``, float64), the counts ``n_C n_H n_N
-        n_O n_F`` and ``n_atoms`` (int64), each with ``long_name`` and ``units``.
+        n_O n_F n_B n_Si n_P n_S n_Cl n_Se n_Br n_I`` and ``n_atoms`` (int64), each with
+        ``long_name`` and ``units``.
 
     Raises
     ------
@@ -208,11 +222,13 @@ def from_formula(formulas: Sequence[str] | np.ndarray | pd.Series | xr.DataArray
     [18.01528, 16.04276, 75.0672]
     >>> f.X2.values.round(4).tolist()
     [0.3333, 0.0, 0.3]
-    >>> from_formula(["CH4", "CH3Cl"])
+    >>> from_formula(["CH3Cl"]).X2.values.round(4).tolist()
+    [0.2]
+    >>> from_formula(["CH4", "XeF2"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: formulas: row 1: unknown element 'Cl' in formula 'CH3Cl'; allowed elements: C, H, N, O, F
-    """  # noqa: E501
+    ValueError: formulas: row 1: unknown element 'Xe' in formula 'XeF2'; allowed elements: C, ...
+    """
     rows, values = _labelled(formulas)
     features = _features(values, rows)
     return xr.Dataset(
@@ -251,7 +267,8 @@ def add_formula_features(
     Returns
     -------
     xarray.Dataset
-        A new dataset: ``ds`` with the variables ``X1 X2 n_C n_H n_N n_O n_F n_atoms``.
+        A new dataset: ``ds`` with the variables of :data:`FORMULA_FEATURES` (``X1 X2``, the
+        element counts ``n_C ... n_I`` and ``n_atoms``).
 
     Raises
     ------
