@@ -180,3 +180,37 @@ def test_python_dash_m_runs_the_command():
     assert done.returncode == 2
     assert done.stderr.startswith("xuqcal cube info: error:") and "no-such-cube.nc" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_validate_reads_a_netcdf_input_dataset(tmp_path, capsys):
+    """``xuqcal validate data.nc``: an input dataset written by xuqcal.to_netcdf (even with its
+    variables renamed: the roles are recorded) gives the numbers of the Python API."""
+    ds = xuqcal.synthetic.nig(600, nu=6, seed=11).rename(E="err", uE="sigma")
+    data = xuqcal.to_netcdf(ds, tmp_path / "data.nc")
+    out = tmp_path / "result.nc"
+    options = ["--n-boot", "400", "--n-mc", "200", "--no-progress"]
+    assert main(["validate", str(data), *options, "-o", str(out)]) == 0
+    assert "M = 600" in capsys.readouterr().out
+    expected = xuqcal.validate(ds, E="err", uE="sigma", n_boot=400, n_mc=200)
+    with xr.open_dataset(out) as result:
+        assert result.attrs["E_expression"] == "err" and result.attrs["uE_expression"] == "sigma"
+        for name in ("estimate", "ci_low", "ci_high", "zeta"):
+            np.testing.assert_array_equal(result[name].values, expected[name].values)
+    assert main(["validate", str(data), "--E", "err", "--uE", "sigma", *options]) == 0
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--where", "uE > 0"], "--where: filters the rows of a CSV file"),
+    (["--E", "err * 2"], "--E: for a NetCDF file, give a variable name"),
+    (["--E", "nope"], "nope"),
+])
+def test_validate_netcdf_input_errors_name_the_option(tmp_path, capsys, extra, message):
+    data = xuqcal.to_netcdf(xuqcal.synthetic.nig(100, nu=6, seed=1).rename(E="err"),
+                            tmp_path / "data.nc")
+    assert main(["validate", str(data), *extra, "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_validate_csv_needs_e_and_ue(csv_file, capsys):
+    assert main(["validate", str(csv_file), "--E", "y - y_pred"]) == 2
+    assert "--uE: required for a CSV file" in capsys.readouterr().err

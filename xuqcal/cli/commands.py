@@ -176,16 +176,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     val = commands.add_parser(
-        "validate", help="validate E and uE read from a CSV file",
-        description="Validate E and uE of a CSV file: estimates, BCa intervals, zeta-scores.",
+        "validate", help="validate E and uE read from a CSV or NetCDF file",
+        description="Validate E and uE of a CSV file (columns or expressions) or of a NetCDF "
+                    "input dataset (variables): estimates, BCa intervals, zeta-scores.",
     )
-    val.add_argument("file", type=Path, help="CSV file")
-    val.add_argument("--E", required=True, metavar="EXPR",
-                     help="error column or expression, e.g. 'E_ - prediction'")
-    val.add_argument("--uE", required=True, metavar="EXPR",
-                     help="uncertainty column or expression, e.g. 'sqrt(uncertainty_total)'")
+    val.add_argument("file", type=Path, help="CSV file, or NetCDF input dataset (e.g. written "
+                                             "by xuqcal.to_netcdf)")
+    val.add_argument("--E", metavar="EXPR",
+                     help="error column or expression, e.g. 'E_ - prediction' (required for a "
+                          "CSV file); for NetCDF a variable name (default: the variable whose "
+                          "role is E, else 'E')")
+    val.add_argument("--uE", metavar="EXPR",
+                     help="uncertainty column or expression, e.g. 'sqrt(uncertainty_total)' "
+                          "(required for a CSV file); for NetCDF a variable name")
     val.add_argument("--where", metavar="EXPR",
-                     help="row filter, e.g. 'uE > 1e-6 * std(E)'")
+                     help="row filter of a CSV file, e.g. 'uE > 1e-6 * std(E)'")
     val.add_argument("-o", "--output", type=output_file, metavar="FILE.nc",
                      help="write the result to this NetCDF file (its folder must exist)")
     val.add_argument("--overwrite", action="store_true",
@@ -433,7 +438,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``xuqcal validate``."""
     if args.output is not None:
         check_outputs([args.output], inputs=[args.file], overwrite=args.overwrite)
-    ds = io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where)
+    ds = _read_validate_input(args)
     _check_sizes(ds, args, _data_name(args))
     with compute_context(args):
         result = _run_validation(ds, args, f"Validation of {args.file}")
@@ -443,6 +448,50 @@ def cmd_validate(args: argparse.Namespace) -> int:
         path = io.to_netcdf(result, args.output, overwrite=args.overwrite)
         print(f"\nwritten: {path}")
     return 0
+
+
+#: The first bytes of NetCDF files: classic (CDF 1, 2, 5) and NetCDF-4 (HDF5).
+_NETCDF_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+
+def _is_netcdf(path: Path) -> bool:
+    """Whether ``path`` is a NetCDF file, by its first bytes (not by its name). Only a regular
+    file is opened: a named pipe would block here (the CSV reader handles pipes)."""
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:  # missing, a folder, unreadable: the CSV reader names the problem
+        return False
+    return any(head.startswith(signature) for signature in _NETCDF_SIGNATURES)
+
+
+def _read_validate_input(args: argparse.Namespace) -> xr.Dataset:
+    """The data set of ``xuqcal validate``: a NetCDF input dataset (variables named by
+    ``--E``/``--uE`` or by their recorded roles) or a CSV file (columns or expressions)."""
+    if _is_netcdf(args.file):
+        if args.where:
+            raise ValueError("--where: filters the rows of a CSV file; select the points of a "
+                             "NetCDF input with xarray before writing it")
+        for option, value in (("--E", args.E), ("--uE", args.uE)):
+            if value is not None and not value.isidentifier():
+                raise ValueError(f"{option}: for a NetCDF file, give a variable name, got "
+                                 f"the expression {value!r}")
+        ds = io.open_dataset(args.file, E=args.E, uE=args.uE)
+        names = dict(zip(io.roles(ds, args.E, args.uE), ("E", "uE"), strict=True))
+        clash = [new for old, new in names.items() if old != new and new in ds.variables]
+        if clash:
+            raise ValueError(f"--E, --uE: the file has variables named {', '.join(clash)} "
+                             "besides the error and uncertainty variables; rename them")
+        args.E, args.uE = (args.E or next(iter(names))), (args.uE or list(names)[1])
+        # the commands work on the variables E and uE (as a CSV file's expressions give them)
+        return ds.rename({old: new for old, new in names.items() if old != new})
+    missing = [option for option, value in (("--E", args.E), ("--uE", args.uE)) if value is None]
+    if missing:
+        raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "
+                         "expression over columns)")
+    return io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where)
 
 
 def _data_name(args: argparse.Namespace) -> str:
