@@ -44,6 +44,14 @@ WORKLOADS = {
         "E='E_ - prediction', uE='sqrt(uncertainty_total)')",
         'xuqcal.validate(ds, ["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000)',
     ),
+    # recalibration: every scan step fits BVS and computes the scores of the test set (the
+    # scores and losses go through the statistic definitions since issue 12)
+    "recalibration_scan_nig_2e4": (
+        "ds = xuqcal.synthetic.nig(40_000, nu=6, seed=0); "
+        "ds['X1'] = ds.uE ** 0.5; ds['X2'] = ds.uE ** 2; "
+        "train, test = ds.isel(sample=slice(0, 20_000)), ds.isel(sample=slice(20_000, None))",
+        "xuqcal.recalibration.scan(train, test, n_bins=range(2, 40), n_boot=200)",
+    ),
     # the accessor on Dask-backed data: before issue 12 it computed the data to check them and
     # validate computed bootstrap and simulations separately; now one graph, computed once
     "accessor_validate_qm9_dask": (

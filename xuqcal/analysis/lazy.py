@@ -12,6 +12,7 @@ compute time. The shapes of a result are known from the arguments (``n_bins``, s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -52,8 +53,7 @@ def template(variables: Mapping[str, tuple[tuple[str, ...], Any, Mapping[str, An
     data = {}
     for name, (dims, dtype, var_attrs) in variables.items():
         shape = tuple(int(sizes[d]) for d in dims)
-        data[name] = xr.Variable(dims, da.empty(shape, dtype=dtype, chunks=shape or ()),
-                                 dict(var_attrs))
+        data[name] = xr.Variable(dims, placeholder(shape, dtype), dict(var_attrs))
     lazy_coords = [c for c in lazy_coords if c in data]
     result = xr.Dataset({k: v for k, v in data.items() if k not in lazy_coords},
                         coords={**(coords or {}), **{c: data[c] for c in lazy_coords}},
@@ -71,7 +71,17 @@ def placeholder(shape: tuple[int, ...] | int, dtype: Any = np.float64) -> da.Arr
     (2, 3)
     """
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return da.empty(shape, dtype=dtype, chunks=shape or ())
+    return _placeholder(tuple(int(s) for s in shape), np.dtype(dtype))
+
+
+@functools.lru_cache(maxsize=256)
+def _placeholder(shape: tuple[int, ...], dtype: np.dtype) -> da.Array:
+    # one immutable array per shape and dtype, named so that Dask does not tokenize
+    # (cloudpickle) np.empty: layouts are built on the eager path too (for the attributes),
+    # where creating a Dask array per variable dominated small analyses (recalibration scans);
+    # a placeholder is replaced by lazy_result and never reaches a computed graph
+    return da.empty(shape, dtype=dtype, chunks=shape or (),
+                    name=f"xuqcal-placeholder-{dtype.str}-{'x'.join(map(str, shape))}")
 
 
 def _part(result: xr.Dataset, name: str, dtype: Any) -> np.ndarray:
