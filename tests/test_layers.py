@@ -80,22 +80,48 @@ def test_variables_by_role_err_and_sigma(data, name):
     for key in ("E", "uE", "by"):  # the attributes that name the variables differ, nothing else
         by_role.attrs.pop(key, None)
         plain.attrs.pop(key, None)
-    back = {"err": "E", "sigma": "uE"}  # results name the variables they were given
-    if isinstance(by_role, xr.Dataset):
-        by_role = by_role.rename({k: v for k, v in back.items() if k in by_role.variables})
-    for name, coord in by_role.coords.items():
-        if coord.dtype.kind == "U":  # labels such as |err| (rank correlations)
+    assert_results_identical(_named_e_and_ue(by_role), plain, attrs=False)
+
+
+def _named_e_and_ue(result):
+    """A result of data named err/sigma as if the variables were named E/uE (results name the
+    variables they were given, in variables and labels such as |err|)."""
+    back = {"err": "E", "sigma": "uE"}
+    if isinstance(result, xr.Dataset):
+        result = result.rename({k: v for k, v in back.items() if k in result.variables})
+    for name, coord in result.coords.items():
+        if coord.dtype.kind == "U":
             labels = [str(v) for v in coord.values]
             for old, new in back.items():
                 labels = [re.sub(rf"\b{old}\b", new, label) for label in labels]
-            by_role = by_role.assign_coords({name: coord.copy(data=np.array(labels))})
-    assert_results_identical(by_role, plain, attrs=False)
+            result = result.assign_coords({name: coord.copy(data=np.array(labels))})
+    return result
 
 
 def test_roles_recorded_by_the_constructors_survive_a_rename():
     ds = xuqcal.from_arrays(E=np.linspace(-1, 1, 200), uE=np.linspace(0.5, 1.5, 200))
     renamed = ds.rename(E="err", uE="sigma")
     assert_results_identical(renamed.uqcal.stats(["zms", "rce"]), ds.uqcal.stats(["zms", "rce"]),
+                             attrs=False)
+
+
+@pytest.mark.parametrize("name", sorted(ACCESSOR_CALLS))
+def test_functions_take_recorded_roles_without_the_accessor(name):
+    """The roles are resolved by the analyses themselves (xuqcal.io.by_role), not by the
+    accessor: a Dataset built by xuqcal and renamed gives the numbers of the original."""
+    rng = np.random.default_rng(2)
+    ds = xuqcal.from_arrays(E=rng.standard_normal(400) * rng.uniform(0.5, 2, 400),
+                            uE=rng.uniform(0.5, 2, 400))
+    ds["X1"] = ("sample", rng.random(400))
+    function = getattr(xuqcal.UQCalAccessor, name).__doc__.split(":func:`")[1].split("`")[0]
+    module, attr = function.rsplit(".", 1)
+    call = getattr(__import__(module, fromlist=["_"]), attr)
+    renamed = call(ds.rename(E="err", uE="sigma"), **ACCESSOR_CALLS[name])
+    original = call(ds, **ACCESSOR_CALLS[name])
+    for result in (renamed, original):
+        for key in ("E", "uE", "by"):
+            result.attrs.pop(key, None)
+    assert_results_identical(_named_e_and_ue(renamed.compute()), original.compute(),
                              attrs=False)
 
 

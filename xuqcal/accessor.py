@@ -3,10 +3,9 @@
 Importing :mod:`xuqcal` registers it on :class:`xarray.Dataset`. Each method is generated from
 the function it delegates to (:func:`delegate`): it has that function's signature without the
 data set, its docstring and its defaults, so a default lives in one place
-(:mod:`xuqcal.core.defaults`). A method adds only the variable roles: ``E`` and ``uE`` not given
-are taken from the roles recorded by the constructors (:func:`xuqcal.io.roles`), so a Dataset
-built by xuqcal and renamed still works. Nothing is computed here: on Dask-backed data every
-method returns a lazy result.
+(:mod:`xuqcal.core.defaults`). The functions themselves take ``E`` and ``uE`` not given from the
+roles recorded by the constructors (:func:`xuqcal.io.by_role`), with or without the accessor.
+Nothing is computed here: on Dask-backed data every method returns a lazy result.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from typing import Any
 
 import xarray as xr
 
-from xuqcal import io
 from xuqcal import plot as _plot
 from xuqcal import recalibration as _recalibration
 from xuqcal.analysis import binning as _binning
@@ -32,16 +30,6 @@ from xuqcal.analysis import simulation as _simulation
 from xuqcal.analysis import stats as _stats
 from xuqcal.analysis import validation as _validation
 from xuqcal.studies import simulation as _studies
-
-
-def _with_roles(ds: xr.Dataset, function: Callable, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` with ``E``/``uE`` resolved from the recorded roles when ``function`` takes
-    them and the caller did not give them."""
-    parameters = inspect.signature(function).parameters
-    if "E" in parameters and "uE" in parameters:
-        E, uE = io.roles(ds, kwargs.get("E"), kwargs.get("uE"))
-        kwargs = {**kwargs, "E": E, "uE": uE}
-    return kwargs
 
 
 def delegate(function: Callable, summary: str) -> Callable:
@@ -60,7 +48,7 @@ def delegate(function: Callable, summary: str) -> Callable:
 
     @functools.wraps(function)
     def method(self: UQCalAccessor, *args: Any, **kwargs: Any) -> Any:
-        return function(self._ds, *args, **_with_roles(self._ds, function, kwargs))
+        return function(self._ds, *args, **kwargs)
 
     method.__signature__ = signature.replace(parameters=[self_parameter, *parameters[1:]])
     target = f"{function.__module__}.{function.__qualname__}"

@@ -32,6 +32,7 @@ from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binn
     equal_count_order,
 )
 from xuqcal.core.checks import variable_name
+from xuqcal.io import by_role
 
 
 def _check_min_count(min_count, m: int) -> int:
@@ -330,6 +331,7 @@ def _equal_body(data: xr.Dataset, *, name: str, tiebreak: str | None, n_bins: in
                        sample=sample)
 
 
+@by_role
 def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
               n_bins: int | Sequence[int] = defaults.N_BINS, binning: str = "equal",
               min_count: int | None = None, tiebreak: str | None = None,

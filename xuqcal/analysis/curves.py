@@ -44,6 +44,7 @@ from xuqcal.core.statistics import (
     power_of_two_scale,
     statistic_coords,
 )
+from xuqcal.io import by_role
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -146,6 +147,7 @@ def _interval_quantile(generator: Generator, p: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- confidence curve
 
 
+@by_role
 def confidence_curve(
     ds: xr.Dataset,
     *,
@@ -303,6 +305,7 @@ def _confidence_dataset(values: dict, key: str, gen: Generator | None, level: fl
 # -------------------------------------------------------------------------------- ablation
 
 
+@by_role
 def ablation(
     ds: xr.Dataset,
     *,
@@ -470,6 +473,7 @@ def _count_inside(abs_errors: np.ndarray, uncertainties: np.ndarray, quantiles: 
                     dtype=np.int64)
 
 
+@by_role
 def calibration_curve(
     ds: xr.Dataset,
     *,
@@ -601,6 +605,7 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
 # -------------------------------------------------------------------------- local coverage
 
 
+@by_role
 def local_coverage(
     ds: xr.Dataset,
     *,

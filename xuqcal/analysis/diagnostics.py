@@ -26,6 +26,7 @@ from xuqcal.core.statistics import (
     kappa_cs,
     power_of_two_scale,
 )
+from xuqcal.io import by_role
 
 #: Least number of points of :func:`describe` (quantiles and a three-parameter fit).
 MIN_POINTS = 3
@@ -84,6 +85,7 @@ def inverse_gamma_fit(x: np.ndarray) -> tuple[float, float]:
     return float(shape), float(scale)
 
 
+@by_role
 def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Distribution diagnostics of E, Z = E / uE and uE.
 

@@ -30,7 +30,7 @@ from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
 from xuqcal.core.provenance import provenance
-from xuqcal.io import SAMPLE_DIM
+from xuqcal.io import SAMPLE_DIM, by_role
 
 __all__ = ["ATOMIC_MASSES", "FORMULA_FEATURES", "add_formula_features", "from_formula",
            "rank_correlation"]
@@ -318,6 +318,7 @@ def add_formula_features(
     )
 
 
+@by_role
 def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = None, *,
                      E: str = defaults.E, uE: str = defaults.UE) -> xr.DataArray:
     """Spearman rank-correlation matrix of the features, ``|E|`` and ``uE`` (METHODS §6).

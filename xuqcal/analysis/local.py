@@ -46,6 +46,7 @@ from xuqcal.core.kernels import binomial_count, fill_permutation
 from xuqcal.core.provenance import provenance
 from xuqcal.core.random import fill_variates, stream_key
 from xuqcal.core.statistics import STATISTICS, PreparedData
+from xuqcal.io import by_role
 
 #: Statistics of the local analyses and their targets.
 TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
@@ -253,6 +254,7 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
     ).assign_coords(lag=np.arange(acf.size))
 
 
+@by_role
 def local(
     ds: xr.Dataset,
     statistic: str = "zms",
@@ -378,6 +380,7 @@ def _order_summary(fv: np.ndarray) -> np.ndarray:
     return np.array([fv.mean(), *np.quantile(fv, [0.025, 0.975])])
 
 
+@by_role
 def order_sensitivity(
     ds: xr.Dataset,
     statistic: str = "zms",
@@ -524,6 +527,7 @@ _ADVERSARIAL_COLUMNS = {
 }
 
 
+@by_role
 def adversarial_groups(
     ds: xr.Dataset,
     *,
@@ -597,6 +601,7 @@ def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: 
                          rmse_high=("bin", high))
 
 
+@by_role
 def reliability(
     ds: xr.Dataset,
     *,

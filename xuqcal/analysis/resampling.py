@@ -49,6 +49,7 @@ from xuqcal.core.statistics import (
     statistic_coords,
 )
 from xuqcal.core.summaries import safe_std
+from xuqcal.io import by_role
 from xuqcal.options import OPTIONS
 
 __all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "replicate_chunks"]
@@ -268,6 +269,7 @@ def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins
     return stats, n_boot, method, level, seed, chunks, by
 
 
+@by_role
 def bootstrap(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("zms", "rce"),

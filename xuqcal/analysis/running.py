@@ -17,7 +17,7 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_att
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
 from xuqcal.core.provenance import provenance
-from xuqcal.io import SAMPLE_DIM
+from xuqcal.io import SAMPLE_DIM, by_role
 
 __all__ = ["RANK_DIM", "running_statistics"]
 
@@ -78,6 +78,7 @@ def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) 
     return numbagg.move_mean(padded, window=window, min_count=min_count)[lead:]
 
 
+@by_role
 def running_statistics(
     ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
     min_count: int | None = None, E: str = defaults.E, uE: str = defaults.UE

@@ -44,6 +44,7 @@ from xuqcal.core.statistics import (
     statistic_coords,
 )
 from xuqcal.core.summaries import summarize_replicates
+from xuqcal.io import by_role
 
 #: Still imported by xuqcal/cli/commands.py (to take from core.defaults, then removed here).
 
@@ -85,6 +86,7 @@ def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, 
     return stats, gens, n_mc, seed, chunks
 
 
+@by_role
 def simulate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] = ("cc", "ence", "zmse"),

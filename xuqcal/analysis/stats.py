@@ -20,6 +20,7 @@ from xuqcal.core.statistics import (
     get_statistics,
     statistic_coords,
 )
+from xuqcal.io import by_role
 
 
 def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
@@ -125,6 +126,7 @@ def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     return chosen, by, any(s.needs_bins for s in chosen)
 
 
+@by_role
 def stats(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = ("zms", "rce"),

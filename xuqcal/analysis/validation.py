@@ -56,6 +56,7 @@ from xuqcal.core.intervals import zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import get_statistics
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
+from xuqcal.io import by_role
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
 #: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
@@ -122,6 +123,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
 
 
+@by_role
 def validate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = None,

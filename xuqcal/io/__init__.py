@@ -26,12 +26,20 @@ Examples
 
 from xuqcal.io.expressions import evaluate_expression
 from xuqcal.io.netcdf import open_dataset, to_netcdf
-from xuqcal.io.schema import ROLE_ATTR, SAMPLE_DIM, from_arrays, roles, validate_dataset
+from xuqcal.io.schema import (
+    ROLE_ATTR,
+    SAMPLE_DIM,
+    by_role,
+    from_arrays,
+    roles,
+    validate_dataset,
+)
 from xuqcal.io.tabular import from_dataframe, read_csv, read_table
 
 __all__ = [
     "ROLE_ATTR",
     "SAMPLE_DIM",
+    "by_role",
     "evaluate_expression",
     "from_arrays",
     "from_dataframe",

@@ -20,7 +20,9 @@ when the data are computed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,6 +118,40 @@ def roles(ds: xr.Dataset, E: str | None = None, uE: str | None = None) -> tuple[
                 f"({_list_names(recorded)}); pass {role}='name' to choose one"
             )
     return names[0], names[1]
+
+
+def by_role(function: Callable | None = None, *, data: str = "ds") -> Callable:
+    """Decorate an analysis so that ``E`` and ``uE`` *not passed* are the recorded roles of its
+    data set (:func:`roles`): a Dataset built by xuqcal and renamed works without naming its
+    variables. A name passed (even the default ``"E"``, or a wrong value, which the analysis
+    then refuses) is used as given. ``data`` is the parameter that holds the data set.
+
+    Examples
+    --------
+    >>> @by_role
+    ... def names(ds, *, E="E", uE="uE"):
+    ...     return E, uE
+    >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2]).rename(E="err", uE="sigma")
+    >>> names(ds), names(ds, E="err", uE="sigma"), names(xr.Dataset())
+    (('err', 'sigma'), ('err', 'sigma'), ('E', 'uE'))
+    """
+    if function is None:
+        return functools.partial(by_role, data=data)
+    signature = inspect.signature(function)
+    taken = [role for role in ("E", "uE") if role in signature.parameters]
+
+    @functools.wraps(function)
+    def resolved(*args: Any, **kwargs: Any) -> Any:
+        missing = [role for role in taken if role not in kwargs]
+        if missing:
+            ds = signature.bind_partial(*args, **kwargs).arguments.get(data)
+            if isinstance(ds, xr.Dataset):
+                found = dict(zip(("E", "uE"), roles(ds, kwargs.get("E"), kwargs.get("uE")),
+                                 strict=True))
+                kwargs.update({role: found[role] for role in missing})
+        return function(*args, **kwargs)
+
+    return resolved
 
 
 def _record_roles(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:

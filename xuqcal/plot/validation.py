@@ -9,6 +9,7 @@ import xarray as xr
 
 from xuqcal.core import defaults
 from xuqcal.core.generators import get_generator
+from xuqcal.io import by_role
 from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes, require
 
 
@@ -68,6 +69,7 @@ def zeta(result: xr.Dataset, *, ax=None):
     return ax
 
 
+@by_role
 def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENERATORS, *,
                        n_sets: int = 20, seed: int = defaults.SEED, variable: str = "E",
                        bins: int = 80, ax=None, E: str = defaults.E, uE: str = defaults.UE):

@@ -7,9 +7,11 @@ import xarray as xr
 
 from xuqcal.analysis.running import running_statistics
 from xuqcal.core import defaults
+from xuqcal.io import by_role
 from xuqcal.plot._common import axes
 
 
+@by_role
 def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *, ax=None,
             log_x: bool | None = None, min_count: int | None = None, E: str = defaults.E,
             uE: str = defaults.UE):

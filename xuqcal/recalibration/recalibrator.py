@@ -15,7 +15,7 @@ from xuqcal.core import defaults
 from xuqcal.core.checks import check_seed
 from xuqcal.core.provenance import attach, provenance
 from xuqcal.core.statistics import STATISTICS, point_columns
-from xuqcal.io import to_netcdf
+from xuqcal.io import by_role, to_netcdf
 from xuqcal.recalibration.common import (
     BINNINGS,
     BINS_PREFIX,
@@ -34,6 +34,7 @@ from xuqcal.recalibration.isotonic import fit_isotonic
 from xuqcal.recalibration.scaling import fit_scaling
 
 
+@by_role
 def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None = None,
         n_bins: int | Sequence[int] | None = None, binning: str | None = None,
         loss: str = "nll", features: Sequence[str] = DEFAULT_FEATURES,
@@ -197,6 +198,7 @@ def _check_recalibrator(recalibrator: Any) -> None:
         raise ValueError(f"recalibrator: unknown method {recalibrator.attrs.get('method')!r}")
 
 
+@by_role
 def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
           uE: str = defaults.UE) -> xr.Dataset:
     """Recalibrate the uncertainties of a data set with a fitted recalibrator.

@@ -35,6 +35,7 @@ from xuqcal.core.statistics import (
     point_columns,
     power_of_two_scale,
 )
+from xuqcal.io import by_role
 from xuqcal.recalibration.common import (
     DEFAULT_FEATURES,
     _check_features,
@@ -106,6 +107,7 @@ def _score_inputs(ds: xr.Dataset, features: tuple[str, ...], E: str, uE: str):
     return E, uE, feats
 
 
+@by_role
 def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
            n_bins: int = defaults.N_BINS_SCORES, n_boot: int = defaults.N_BOOT_LOCAL,
            seed: int = defaults.SEED, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
@@ -388,6 +390,7 @@ def evaluation_table(table: xr.Dataset, *, digits: int = 3, simulated: bool = Tr
 
 
 
+@by_role(data="train")
 def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
          by: str | Sequence[str] | None = None, n_bins: Iterable[int] = range(2, 100),
          n_boot: int = defaults.N_BOOT_LOCAL, E: str = defaults.E, uE: str = defaults.UE,

@@ -44,7 +44,7 @@ from xuqcal.core.statistics import (
     get_statistics,
     statistic_coords,
 )
-from xuqcal.io import synthetic
+from xuqcal.io import by_role, synthetic
 from xuqcal.io.synthetic import check_nu
 from xuqcal.options import OPTIONS
 from xuqcal.studies import cube as _cube
@@ -464,6 +464,7 @@ def size_bins_study(
 # -------------------------------------------------------------------- zero-bins extrapolation
 
 
+@by_role
 def zero_bins_extrapolation(
     ds: xr.Dataset,
     *,
