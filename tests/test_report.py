@@ -58,7 +58,7 @@ def data():
 
 
 def test_report_contents(data, tmp_path):
-    page = xuqcal.report.report(data, tmp_path / "r", n_boot=300, n_mc=300, local_bins=20)
+    page = xuqcal.report.report(data, tmp_path / "r", n_boot=300, n_mc=300, n_bins_local=20)
     parser = _check_page(page)
     text = " ".join(parser.text)
     for expected in ("Validation of the statistics", "zms", "ζ SimN", "verdict",
@@ -80,7 +80,7 @@ def test_report_refuses_to_overwrite(data, tmp_path):
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="overwrite"):
         data.uqcal.report(folder, n_boot=200, n_mc=200)
-    data.uqcal.report(folder, n_boot=200, n_mc=200, local_bins=10, overwrite=True)
+    data.uqcal.report(folder, n_boot=200, n_mc=200, n_bins_local=10, overwrite=True)
     assert (folder / "notes.txt").read_text() == "mine"  # only the report's own files replaced
     assert (folder / "index.html").exists()
 
@@ -137,7 +137,7 @@ def test_report_renders_in_headless_chromium(data, tmp_path):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
         pytest.skip("no Chromium on this machine: the link and PNG checks above stand in")
-    page = data.uqcal.report(tmp_path / "r", n_boot=200, n_mc=200, local_bins=10)
+    page = data.uqcal.report(tmp_path / "r", n_boot=200, n_mc=200, n_bins_local=10)
     shot = tmp_path / "shot.png"
     subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
                     "--disable-background-networking", "--disable-component-update",
@@ -156,7 +156,7 @@ def test_report_finds_renamed_variables_by_role_and_writes_pandas_tables(data, t
 
     monkeypatch.setattr(xr.Dataset, "uqcal", property(no_accessor))
     renamed = data.rename(E="err", uE="sigma")
-    page = xuqcal.report.report(renamed, tmp_path / "r", n_boot=200, n_mc=200, local_bins=20)
+    page = xuqcal.report.report(renamed, tmp_path / "r", n_boot=200, n_mc=200, n_bins_local=20)
     text = page.read_text(encoding="utf-8")
     for table in ("validation", "distributions", "uncertainties", "fraction_valid"):
         assert f'<table id="T_{table}"' in text

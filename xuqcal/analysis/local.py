@@ -530,8 +530,8 @@ _ADVERSARIAL_COLUMNS = {
 @by_role
 def adversarial_groups(
     ds: xr.Dataset,
-    *,
     statistic: str = "zms",
+    *,
     min_count: int = 100,
     n_groups: int = 200,
     n_boot: int = defaults.N_BOOT_GROUPS,

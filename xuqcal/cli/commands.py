@@ -110,14 +110,7 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
                              f"(default: {','.join(DEFAULT_STATISTICS)})")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS", type=_address,
-                       help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=_workers, metavar="N",
-                       help="start a local dask.distributed cluster with N (>= 1) worker "
-                            "processes")
-    parser.add_argument("--no-progress", action="store_true", help="do not show progress")
-    _add_debug(parser)
+    _add_cluster_options(parser)
 
 
 MAX_WORKERS = max(8, 4 * (os.cpu_count() or 1))
@@ -139,6 +132,19 @@ def _address(text: str) -> str:
         raise argparse.ArgumentTypeError("empty address; give the scheduler's address, e.g. "
                                          "tcp://127.0.0.1:8786")
     return text.strip()
+
+
+def _add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Where and how a command computes: ``--scheduler`` or ``--workers``, ``--no-progress``,
+    ``--debug``."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", type=_address,
+                       help="address of a running dask.distributed scheduler")
+    where.add_argument("--workers", type=_workers, metavar="N",
+                       help="start a local dask.distributed cluster with N (>= 1) worker "
+                            "processes")
+    parser.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _add_debug(parser)
 
 
 def _add_debug(parser: argparse.ArgumentParser) -> None:
@@ -282,14 +288,7 @@ def _add_cube_commands(commands) -> None:
                        help="NetCDF file to write (its folder must exist)")
     build.add_argument("--overwrite", action="store_true",
                        help="allow replacing an existing cube file")
-    where = build.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS", type=_address,
-                       help="address of a running dask.distributed scheduler")
-    where.add_argument("--workers", type=_workers, metavar="N",
-                       help="start a local dask.distributed cluster with N (>= 1) worker "
-                            "processes")
-    build.add_argument("--no-progress", action="store_true", help="do not report progress")
-    _add_debug(build)
+    _add_cluster_options(build)
 
     info = actions.add_parser("info", help="describe a cube file")
     info.add_argument("file", type=Path, help="cube NetCDF file")

@@ -202,7 +202,7 @@ def report(
     n_boot: int = defaults.N_BOOT_REPORT,
     n_mc: int = defaults.N_MC_REPORT,
     n_bins: int = defaults.N_BINS,
-    local_bins: int = defaults.N_BINS_LOCAL,
+    n_bins_local: int = defaults.N_BINS_LOCAL,
     seed: int = defaults.SEED,
     title: str | None = None,
     overwrite: bool = False,
@@ -228,7 +228,7 @@ def report(
         Bootstrap replicates and synthetic data sets of the validation.
     n_bins : int
         Bins of the binned statistics and of the reliability diagram.
-    local_bins : int
+    n_bins_local : int
         Bins of the local analyses (reduced so that every bin holds at least 20 points).
     seed : int
         Seed of every random draw.
@@ -272,7 +272,7 @@ def report(
     writer = _Writer(folder, overwrite=overwrite, inputs=_source_files(ds))
     with writer:
         m = ds.sizes["sample"]
-        local_bins = max(1, min(local_bins, m // 20))
+        n_bins_local = max(1, min(n_bins_local, m // 20))
         conditioning = ["uE", *features]
 
         # validation
@@ -324,7 +324,7 @@ def report(
                           f"z-scores against {by}, with running mean and root mean square")
             for statistic in ("zm", "zms"):
                 try:
-                    loc = local.local(ds, statistic, by=by, n_bins=local_bins,
+                    loc = local.local(ds, statistic, by=by, n_bins=n_bins_local,
                                       n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY),
                                       seed=seed)
                 except ValueError as error:  # e.g. a feature too stratified for the bins
@@ -377,7 +377,7 @@ def report(
             "bootstrap replicates": str(n_boot),
             "synthetic sets per generator": str(n_mc),
             "bins (binned statistics)": str(n_bins),
-            "bins (local analyses)": str(local_bins),
+            "bins (local analyses)": str(n_bins_local),
             "features": ", ".join(features) or "–",
         }
         title = title or f"Validation report: {provenance['source']}"
