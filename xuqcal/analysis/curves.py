@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import _values, check_n_bins, equal_count_bounds, equal_count_order
-from xuqcal.analysis.lazy import is_lazy, lazy_result, placeholder, with_layout_attrs
+from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.resampling import bootstrap, check_count
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -247,9 +247,7 @@ def confidence_curve(
         key, gen, level, percents, removed, provenance(attrs))
     kwargs = dict(use_mae=key == "mae", gen=gen, n_mc=n_mc, seed=seed, level=level,
                   removed=removed, E=E, uE=uE)
-    if is_lazy(ds, [E, uE]):
-        return lazy_result(_confidence_body, ds[[E, uE]], layout, **kwargs)
-    return with_layout_attrs(_confidence_body(ds[[E, uE]], **kwargs), layout)
+    return analysis(_confidence_body, ds, [E, uE], lambda: layout, **kwargs)
 
 
 def _confidence_body(data: xr.Dataset, *, use_mae: bool, gen: Generator | None, n_mc: int,
@@ -547,9 +545,7 @@ def calibration_curve(
          "valid": placeholder(n_p, bool), "miscalibration_area": placeholder(())},
         levels, quantiles, grid, attrs)
     kwargs = dict(levels=levels, quantiles=quantiles, level=level, E=E, uE=uE)
-    if is_lazy(ds, [E, uE]):
-        return lazy_result(_calibration_body, ds[[E, uE]], layout, **kwargs)
-    return with_layout_attrs(_calibration_body(ds[[E, uE]], **kwargs), layout)
+    return analysis(_calibration_body, ds, [E, uE], lambda: layout, **kwargs)
 
 
 def _calibration_body(data: xr.Dataset, *, levels: np.ndarray, quantiles: np.ndarray,
@@ -679,9 +675,7 @@ def local_coverage(
          for name in _COVERAGE_NAMES}, p, by, n_bins, attrs)
     variables = list(dict.fromkeys([E, uE, by]))
     kwargs = dict(by=by, q=q, p=p, n_bins=n_bins, level=level, E=E, uE=uE)
-    if is_lazy(ds, variables):
-        return lazy_result(_coverage_body, ds[variables], layout, **kwargs)
-    return with_layout_attrs(_coverage_body(ds[variables], **kwargs), layout)
+    return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
 
 
 _COVERAGE_NAMES = ("coverage", "count", "n_inside", "ci_low", "ci_high", "valid",

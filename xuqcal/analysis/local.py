@@ -29,7 +29,7 @@ from xuqcal.analysis.binning import (
     make_bins,
     members,
 )
-from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_attrs
+from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -577,9 +577,7 @@ def adversarial_groups(
                          E=E, uE=uE))
     kwargs = dict(statistic=statistic, sizes=sizes, n_groups=n_groups, n_boot=n_boot,
                   level=level, seed=seed, E=E, uE=uE)
-    if is_lazy(ds, [E, uE]):
-        return lazy_result(_adversarial_body, ds[[E, uE]], layout, **kwargs)
-    return with_layout_attrs(_adversarial_body(ds[[E, uE]], **kwargs), layout)
+    return analysis(_adversarial_body, ds, [E, uE], lambda: layout, **kwargs)
 
 
 def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: float,
@@ -648,6 +646,4 @@ def reliability(
                           "E": E, "uE": uE}))
     variables = list(dict.fromkeys([E, uE, name]))
     kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
-    if is_lazy(ds, variables):
-        return lazy_result(_reliability_body, ds[variables], layout, **kwargs)
-    return with_layout_attrs(_reliability_body(ds[variables], **kwargs), layout)
+    return analysis(_reliability_body, ds, variables, lambda: layout, **kwargs)
