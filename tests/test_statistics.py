@@ -113,9 +113,13 @@ def test_other_variable_names_bin_on_their_uncertainty():
     ours = xuqcal.bootstrap(renamed, keys, n_boot=200, seed=1, E="err", uE="u").compute()
     xr.testing.assert_identical(ours.drop_attrs(), xuqcal.bootstrap(ds, keys, n_boot=200, seed=1)
                                 .compute().drop_attrs())
+    # built by xuqcal, the renamed set keeps its roles (xuqcal.io.by_role) ...
+    np.testing.assert_array_equal(xuqcal.stats(renamed, keys), xuqcal.stats(ds, keys))
+    # ... a hand-made one has none: the names must be given
+    hand_made = xr.Dataset({name: ("sample", renamed[name].values) for name in ("err", "u")})
     with pytest.raises(ValueError, match=r"binning variable 'uE' is not in the dataset "
                                          r"\(variables: err, u\)"):
-        xuqcal.stats(renamed, keys)
+        xuqcal.stats(hand_made, keys)
 
 
 def test_cc_of_a_constant_variable_is_undefined():
