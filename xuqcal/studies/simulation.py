@@ -28,13 +28,14 @@ import numpy as np
 import xarray as xr
 from scipy import stats as sps
 
-from xuqcal import io
+from xuqcal.analysis.lazy import analysis, placeholder
 from xuqcal.analysis.resampling import bootstrap_prepared, check_count
+from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_bool, check_replicates, check_seed, float_list, int_list
 from xuqcal.core.generators import get_generator
 from xuqcal.core.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
-from xuqcal.core.provenance import attach
+from xuqcal.core.provenance import attach, provenance
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
     PreparedData,
@@ -535,7 +536,7 @@ def zero_bins_extrapolation(
     min_points = check_count(min_points, "min_points", 2)
     fit_above = check_count(fit_above, "fit_above", 0)
     level = check_level(level)
-    ds = io.validate_dataset(ds, E=E, uE=uE, features=())
+    check_data_variables(ds, E, uE)  # names, dimensions, dtypes: no data are read
     m = ds.sizes["sample"]
     used = [n for n in bins if n * min_points <= m]
     skipped = [n for n in bins if n * min_points > m]
@@ -547,6 +548,41 @@ def zero_bins_extrapolation(
             f"(N <= M / min_points = {m / min_points:g} for M = {m}); the fit with an interval "
             "needs at least 3"
         )
+    x = np.sqrt(np.asarray(used, dtype=np.float64) / m)
+    in_fit = np.asarray(used) > fit_above
+    attrs = dict(
+        study="extrapolation of binned statistics to zero bins (METHODS §7)",
+        model="value = intercept + slope * sqrt(n_bins / size), ordinary least squares",
+        size=m,
+        min_points=min_points,
+        fit_above=fit_above,
+        level=level,
+        n_fit=int(in_fit.sum()),
+        degrees_of_freedom=int(in_fit.sum()) - 2,
+        interval="intercept +- t_{(1+level)/2, n_fit-2} * intercept_se",
+        n_bins_skipped=json.dumps(skipped),
+        statistics=[s.key for s in chosen],
+        binning="equal-count bins on uE (stable sort), as METHODS §3",
+        dataset=str(ds.attrs["name"]) if ds.attrs.get("name") else None,
+    )
+    n_used, n_stats = len(used), len(chosen)
+    layout = _zero_bins_dataset(
+        {name: placeholder((n_used, n_stats) if name == "value" else n_stats,
+                           bool if name == "valid" else np.float64)
+         for name in _ZERO_BINS_VARIABLES}, chosen, used, x, in_fit, fit_above,
+        provenance(attrs))
+    return analysis(_zero_bins_body, ds, [E, uE], lambda: layout, chosen=chosen, used=used,
+                    x=x, in_fit=in_fit, fit_above=fit_above, level=level, E=E, uE=uE)
+
+
+_ZERO_BINS_VARIABLES = ("value", "intercept", "intercept_se", "intercept_low", "intercept_high",
+                        "slope", "slope_se", "zeta", "valid")
+
+
+def _zero_bins_body(ds: xr.Dataset, *, chosen, used, x, in_fit, fit_above, level, E,
+                    uE) -> xr.Dataset:
+    """The values over the numbers of bins and the fitted line of :func:`zero_bins_extrapolation`
+    (NumPy-backed data)."""
     e = np.asarray(ds[E].values, dtype=np.float64)
     u = np.asarray(ds[uE].values, dtype=np.float64)
     codes = codes_of(chosen)
@@ -555,8 +591,6 @@ def zero_bins_extrapolation(
     for i, n in enumerate(used):
         # the points are sorted once; only the number of bins changes
         values[i] = dataclasses.replace(prepared, n_bins=n).evaluate(codes)
-    x = np.sqrt(np.asarray(used, dtype=np.float64) / m)
-    in_fit = np.asarray(used) > fit_above
     t = float(sps.t.ppf(0.5 + level / 2.0, in_fit.sum() - 2))
     lines = [sps.linregress(x[in_fit], values[in_fit, j]) for j in range(len(chosen))]
     intercept = np.array([line.intercept for line in lines], dtype=np.float64)
@@ -576,25 +610,36 @@ def zero_bins_extrapolation(
             warnings.warn(f"{key}: the zero-bins interval has zero width (the values do not "
                           "vary with the number of bins, e.g. constant E and uE), so zeta is "
                           "infinite", DegenerateIntervalWarning, stacklevel=2)
-    result = xr.Dataset(
+    return _zero_bins_dataset(
+        {"value": values, "intercept": intercept, "intercept_se": intercept_se,
+         "intercept_low": low, "intercept_high": high, "slope": slope, "slope_se": slope_se,
+         "zeta": z, "valid": (low <= 0.0) & (0.0 <= high)}, chosen, used, x, in_fit, fit_above)
+
+
+def _zero_bins_dataset(values: dict, chosen, used, x, in_fit, fit_above,
+                       attrs: dict | None = None) -> xr.Dataset:
+    """The result of :func:`zero_bins_extrapolation` from its variables (values or layout
+    placeholders)."""
+    return xr.Dataset(
         {
-            "value": (("n_bins", "statistic"), values,
+            "value": (("n_bins", "statistic"), values["value"],
                       {"long_name": "statistic with N equal-count bins on uE"}),
-            "intercept": ("statistic", intercept,
+            "intercept": ("statistic", values["intercept"],
                           {"long_name": "intercept of the line in sqrt(N/M): value at zero "
                                         "bins"}),
-            "intercept_se": ("statistic", intercept_se,
+            "intercept_se": ("statistic", values["intercept_se"],
                              {"long_name": "standard error of the intercept (OLS)"}),
-            "intercept_low": ("statistic", low,
+            "intercept_low": ("statistic", values["intercept_low"],
                               {"long_name": "lower bound of the intercept's t-interval"}),
-            "intercept_high": ("statistic", high,
+            "intercept_high": ("statistic", values["intercept_high"],
                                {"long_name": "upper bound of the intercept's t-interval"}),
-            "slope": ("statistic", slope, {"long_name": "slope of the line in sqrt(N/M)"}),
-            "slope_se": ("statistic", slope_se,
+            "slope": ("statistic", values["slope"],
+                      {"long_name": "slope of the line in sqrt(N/M)"}),
+            "slope_se": ("statistic", values["slope_se"],
                          {"long_name": "standard error of the slope (OLS)"}),
-            "zeta": ("statistic", z,
+            "zeta": ("statistic", values["zeta"],
                      {"long_name": "intercept over the half-width of its interval"}),
-            "valid": ("statistic", (low <= 0.0) & (0.0 <= high),
+            "valid": ("statistic", values["valid"],
                       {"long_name": "the intercept's interval contains 0"}),
         },
         coords={
@@ -603,23 +648,6 @@ def zero_bins_extrapolation(
             "in_fit": ("n_bins", in_fit, {"long_name": f"used in the fit (N > {fit_above})"}),
             **statistic_coords(chosen),
         },
+        attrs=attrs or {},
     )
-    result.attrs.update(
-        study="extrapolation of binned statistics to zero bins (METHODS §7)",
-        model="value = intercept + slope * sqrt(n_bins / size), ordinary least squares",
-        size=m,
-        min_points=min_points,
-        fit_above=fit_above,
-        level=level,
-        n_fit=int(in_fit.sum()),
-        degrees_of_freedom=int(in_fit.sum()) - 2,
-        interval="intercept +- t_{(1+level)/2, n_fit-2} * intercept_se",
-        n_bins_skipped=json.dumps(skipped),
-        statistics=[s.key for s in chosen],
-        binning="equal-count bins on uE (stable sort), as METHODS §3",
-    )
-    attach(result)
-    name = ds.attrs.get("name")
-    if name:
-        result.attrs["dataset"] = str(name)
-    return result
+
