@@ -900,8 +900,10 @@ def test_api_renamed_variables_with_default_by(data):
     a = xuqcal.reliability(data, n_bins=5, n_boot=40)
     b = xuqcal.reliability(renamed, n_bins=5, n_boot=40, **names)
     np.testing.assert_array_equal(a.rmse_high.values, b.rmse_high.values)
+    # without names, a hand-made set (no recorded roles; a set built by xuqcal keeps them)
+    hand_made = xr.Dataset({name: ("sample", renamed[name].values) for name in ("err", "sigma")})
     with pytest.raises(ValueError, match=r"^E: the dataset has no variable 'E'"):
-        xuqcal.describe(renamed)
+        xuqcal.describe(hand_made)
 
 
 @pytest.mark.parametrize("k", [-150, -100, -20, 20, 100, 150])

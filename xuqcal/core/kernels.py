@@ -818,10 +818,29 @@ def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
     n = m - 1.0
     for i in range(start, stop):
         zd = z[i] - z_shift
+        r_e2 = _without(e2, i, t_e2)
+        r_u2 = _without(u2, i, t_u2)
+        r_z2 = _without(z2, i, t_z2)
         for k in range(codes.shape[0]):
-            out[i - start, k] = finalize_moment(codes[k], n, t_e2 - e2[i], t_u2 - u2[i],
-                                                 t_z2 - z2[i], t_lnu2 - lnu2[i], t_zd - zd,
+            out[i - start, k] = finalize_moment(codes[k], n, r_e2, r_u2, r_z2,
+                                                 t_lnu2 - lnu2[i], t_zd - zd,
                                                  t_zd2 - zd * zd, z_shift)
+
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def _without(values, i, total):
+    """``total - values[i]`` for a column of non-negative values, summed over the other points
+    instead when point ``i`` holds nearly all of the total (``total - values[i]`` would have
+    lost more than half of its digits: uE = 1 and 1e-89 gave ``Σ uE² - 1 = 0``, an RMV of 0
+    and an undefined RCE). Only one point of a column can hold that much, and ordinary data
+    never take that path (bit-identical)."""
+    rest = total - values[i]
+    if rest < total * 2.0**-26:
+        rest = 0.0
+        for p in range(values.shape[0]):
+            if p != i:
+                rest += values[p]
+    return rest
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
