@@ -197,12 +197,13 @@ def test_lazy_jackknife_blocks_share_one_cc_task():
 def test_jackknife_of_a_dominant_point_does_not_cancel():
     """Leaving out a point that holds nearly all of Σ uE² (uE = 1 beside 1e-89): the closed
     form Σ - x_i gave 0 (an RMV of 0, an undefined RCE and a NaN BCa interval without a
-    warning); the kernel sums the other points there, as the statistic of the reduced data."""
+    warning), and the bins' prefix sums cancelled the same way (ZMSE); the kernels sum the
+    other points there, as the statistic of the reduced data."""
     from xuqcal.analysis import resampling
     from xuqcal.core.statistics import PreparedData, codes_of, get_statistics
 
     E, uE = np.array([0.5, 0.0, 0.25]), np.array([1.0, 5.67761956e-89, 1e-90])
-    keys = ["rce", "rmv", "mv", "zms", "mse"]
+    keys = ["rce", "rmv", "mv", "zms", "mse", "ence", "uce", "zmse"]  # moment and binned
     codes = codes_of(get_statistics(keys))
     prepared = PreparedData.from_arrays(E, uE, n_bins=1)
     jack = np.asarray(resampling.jackknife(prepared, codes, 3).compute())

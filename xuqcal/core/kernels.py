@@ -828,6 +828,23 @@ def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
+def _range_without(values, prefix, lo, hi, q):
+    """Sum of the non-negative ``values[lo:hi]`` without point ``q`` (if inside), from the
+    prefix sums; summed directly instead when the difference of prefix sums has lost more than
+    half of its digits (a bin of small values after a huge one: 1 + 1e-177 - 1 = 0). Ordinary
+    data never take that path (bit-identical)."""
+    total = prefix[hi] - prefix[lo]
+    if lo <= q < hi:
+        total -= values[q]
+    if total < prefix[hi] * 2.0**-26:
+        total = 0.0
+        for p in range(lo, hi):
+            if p != q:
+                total += values[p]
+    return total
+
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
 def _without(values, i, total):
     """``total - values[i]`` for a column of non-negative values, summed over the other points
     instead when point ``i`` holds nearly all of the total (``total - values[i]`` would have
@@ -869,17 +886,10 @@ def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
             e = bin_start(b + 1, n, n_bins)
             lo = s if s < q else s + 1
             hi = e if e <= q else e + 1
-            se2 = p_e2[hi] - p_e2[lo]
-            su2 = p_u2[hi] - p_u2[lo]
-            sz2 = p_z2[hi] - p_z2[lo]
-            if lo <= q < hi:
-                se2 -= e2[q]
-                su2 -= u2[q]
-                sz2 -= z2[q]
             b_n[b] = e - s
-            b_e2[b] = se2
-            b_u2[b] = su2
-            b_z2[b] = sz2
+            b_e2[b] = _range_without(e2, p_e2, lo, hi, q)
+            b_u2[b] = _range_without(u2, p_u2, lo, hi, q)
+            b_z2[b] = _range_without(z2, p_z2, lo, hi, q)
         for k in range(codes.shape[0]):
             out[q - start, k] = _finalize_binned(codes[k], n_bins, b_n, b_e2, b_u2, b_z2)
 
