@@ -631,6 +631,7 @@ def _api_data() -> dict[str, xr.Dataset]:
                    B=("sample", np.arange(300) % 2 == 0))
     two_d = xr.Dataset({"E": (("sample", "model"), rng.normal(size=(50, 2))),
                         "uE": (("sample", "model"), np.ones((50, 2)))})
+    two_d["E"][4, 1] = np.nan  # only E: not an absent point (issue 13) but a NaN of slice 1
     return {"ds": ds, "nan_x": ds.assign(X1=ds.X1.where(ds.X1 > 1)),
             "inf_x": ds.assign(X1=ds.X1.where(ds.X1 < 1, np.inf)), "two_d": two_d,
             "bool_e": ds.assign(E=("sample", np.arange(300) % 2 == 0)),
@@ -778,9 +779,9 @@ def test_api_hangs_and_tracebacks_are_named_errors(case, call, message):
 def _cases_api_bad_data():
     """Data every function must refuse, naming the variable: values that are not real
     numbers (silently converted before: a bool E gave zms 0.5, dates zms 2.6e30, complex a
-    NumPy ComplexWarning), a binning variable with NaN/inf (silently binned), extra dimensions
-    (refused late, or silently computed; :func:`xuqcal.stats` alone keeps extra dimensions,
-    as documented), empty data."""
+    NumPy ComplexWarning), a binning variable with NaN/inf (silently binned), a NaN of E alone
+    in one slice of data with an extra dimension (named with the slice's label and row;
+    before issue 13 extra dimensions were refused), empty data."""
     local, curves = xuqcal.analysis.local, xuqcal.curves
     functions = {
         "stats": lambda d: xuqcal.stats(d, ["zms", "ence"], n_bins=5).compute(),
@@ -800,9 +801,8 @@ def _cases_api_bad_data():
             (f"{name} datetime E", call, "date_e", r"^E: .*\(dtype datetime64"),
             (f"{name} complex E", call, "complex_e", r"^E: .*\(dtype complex128\)"),
             (f"{name} text E", call, "text_e", r"^E: .*\(dtype <U1\)"),
-            *([] if name == "stats" else [(f"{name} two-dimensional", call, "two_d",
-             r"^E: expected a 1-D variable over (the dimension )?'sample'.*multi-dimensional "
-             r"data are not supported yet: select one slice, e.g. ds.isel\(model=0\)")]),
+            (f"{name} two-dimensional", call, "two_d",
+             r"^model=1: E: 1 of 50 values are NaN \(rows? 4\)"),
             (f"{name} empty", call, "empty", r"^(ds|statistics): .*(empty|needs at least)"),
         ]
     binned = {

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
+from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binning)
     MIN_POINTS_PER_BIN,
@@ -331,6 +332,7 @@ def _equal_body(data: xr.Dataset, *, name: str, tiebreak: str | None, n_bins: in
                        sample=sample)
 
 
+@broadcast
 @by_role
 def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
               n_bins: int | Sequence[int] = defaults.N_BINS, binning: str = "equal",

@@ -27,6 +27,7 @@ import xarray as xr
 from scipy import stats as _scipy_stats
 
 from xuqcal.analysis.lazy import analysis, template
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
 from xuqcal.core.provenance import provenance
@@ -318,6 +319,7 @@ def add_formula_features(
     )
 
 
+@broadcast
 @by_role
 def rank_correlation(ds: xr.Dataset, variables: str | Sequence[str] | None = None, *,
                      E: str = defaults.E, uE: str = defaults.UE) -> xr.DataArray:

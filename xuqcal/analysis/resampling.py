@@ -19,6 +19,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import check_n_bins
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_input
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
@@ -269,6 +270,7 @@ def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins
     return stats, n_boot, method, level, seed, chunks, by
 
 
+@broadcast
 @by_role
 def bootstrap(
     ds: xr.Dataset,

@@ -22,6 +22,7 @@ from xuqcal.analysis.resampling import (
     prepare_lazily,
     replicate_chunks,
 )
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_input
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
@@ -86,6 +87,7 @@ def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, 
     return stats, gens, n_mc, seed, chunks
 
 
+@broadcast
 @by_role
 def simulate(
     ds: xr.Dataset,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
 from xuqcal.core.checks import check_count, check_name, variable_name
@@ -126,6 +127,7 @@ def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     return chosen, by, any(s.needs_bins for s in chosen)
 
 
+@broadcast
 @by_role
 def stats(
     ds: xr.Dataset,
@@ -140,7 +142,8 @@ def stats(
 
     Lazy when the data are Dask arrays (whatever their chunks along ``sample``: the kernels
     see the whole sample, which for M points costs O(M) memory). Extra dimensions of ``E`` and
-    ``uE`` (e.g. ``replicate`` of synthetic data sets) are kept.
+    ``uE`` (``model``, ``task``, ``replicate`` of synthetic data sets, ...) are kept: each
+    slice is computed on its present points (:mod:`xuqcal.analysis.slices`).
 
     Parameters
     ----------
@@ -158,7 +161,8 @@ def stats(
     Returns
     -------
     xarray.DataArray
-        Dimension ``statistic`` (plus any extra dimensions of the data).
+        Dimension ``statistic`` (after the extra dimensions of the data, if any, with the
+        coordinate ``n_samples``).
 
     Raises
     ------
@@ -192,6 +196,7 @@ def stats(
         dask="parallelized",
         output_dtypes=[np.float64],
         dask_gufunc_kwargs={"output_sizes": {"statistic": len(keys)}, "allow_rechunk": True},
+        keep_attrs=False,  # not the attributes (role, long name) of E
     )
     values = values.assign_coords(statistic_coords(chosen))
     values.name = "value"

@@ -50,6 +50,7 @@ import xarray as xr
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.resampling import _bootstrap_iv, bootstrap_checked
 from xuqcal.analysis.simulation import _simulate_iv, simulate_checked
+from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators
 from xuqcal.core.intervals import zeta
@@ -123,6 +124,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
 
 
+@broadcast
 @by_role
 def validate(
     ds: xr.Dataset,

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import apply_bins, check_n_bins
+from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_seed
 from xuqcal.core.provenance import attach, provenance
@@ -34,6 +35,7 @@ from xuqcal.recalibration.isotonic import fit_isotonic
 from xuqcal.recalibration.scaling import fit_scaling
 
 
+@broadcast
 @by_role
 def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None = None,
         n_bins: int | Sequence[int] | None = None, binning: str | None = None,
@@ -198,6 +200,7 @@ def _check_recalibrator(recalibrator: Any) -> None:
         raise ValueError(f"recalibrator: unknown method {recalibrator.attrs.get('method')!r}")
 
 
+@broadcast
 @by_role
 def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
           uE: str = defaults.UE) -> xr.Dataset:

@@ -24,6 +24,7 @@ from dask.base import is_dask_collection
 
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.local import local
+from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core.checks import check_replicates
@@ -107,6 +108,7 @@ def _score_inputs(ds: xr.Dataset, features: tuple[str, ...], E: str, uE: str):
     return E, uE, feats
 
 
+@broadcast
 @by_role
 def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
            n_bins: int = defaults.N_BINS_SCORES, n_boot: int = defaults.N_BOOT_LOCAL,

@@ -30,6 +30,7 @@ from scipy import stats as sps
 
 from xuqcal.analysis.lazy import analysis, placeholder
 from xuqcal.analysis.resampling import bootstrap_prepared, check_count
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_bool, check_replicates, check_seed, float_list, int_list
@@ -465,6 +466,7 @@ def size_bins_study(
 # -------------------------------------------------------------------- zero-bins extrapolation
 
 
+@broadcast
 @by_role
 def zero_bins_extrapolation(
     ds: xr.Dataset,

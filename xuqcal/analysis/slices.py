@@ -1,0 +1,654 @@
+"""Many data sets in one call: every analysis broadcasts over the extra dimensions of its data.
+
+An analysis of :mod:`xuqcal.analysis` is written for one data set: ``E`` and ``uE`` 1-D over
+``sample``. :func:`broadcast` lifts it to data whose variables over ``sample`` carry other
+dimensions too (``model``, ``task``, ``seed``, ``fold``, ``dataset``, ...), as xskillscore and
+flox reduce over a core dimension and broadcast over every other one:
+
+- a **slice** is one combination of labels of the extra dimensions; a variable without one of
+  them (a feature 1-D over ``sample``) is shared by every slice;
+- a point where ``E`` and ``uE`` are *both* NaN is **absent** from that slice (what
+  ``xr.concat`` of sets of different lengths and a multi-task mask produce): each slice is
+  analysed on its present points only (its own M, its own bins). A point where only one of them
+  is NaN, any inf or ``uE <= 0`` is an error naming the variable, the slice's labels and the
+  rows;
+- each slice's result is **bit-identical** to the same analysis of that slice alone (the
+  same function, the same seed, on the same points), whatever the other slices, their order,
+  the chunking and the scheduler;
+- the results are stacked along the extra dimensions (in the order of the data), with the
+  coordinate ``n_samples`` (present points per slice). A result dimension whose length depends
+  on M (``rank`` of :func:`~xuqcal.running_statistics`) is padded at its end with missing
+  values (NaN, ``-1`` for integers); a result over ``sample`` is reindexed onto the data's
+  ``sample`` coordinate (missing values at absent points).
+
+**Laziness.** NumPy-backed data: every slice's analysis is built as a Dask graph (slices ×
+replicate chunks) and the stacked result is computed in one ``compute`` with the configured
+scheduler, so slices run in parallel. Dask-backed data: nothing is computed; each slice is one
+task that reads its data, drops its absent points and runs the analysis (whose graph runs on
+the synchronous scheduler inside the task); the slices run in parallel, and the number of
+present points is known only when computed.
+
+**DataTree.** An :class:`xarray.DataTree` holds one data set per node (different ``sample``
+lengths and feature sets allowed). Its nodes are analysed as slices labelled by their paths
+along the dimension ``dataset``. The results are stacked when they have the same layout;
+when they cannot be (results over ``sample``, or dimensions whose coordinates differ between
+nodes, e.g. the rank correlations of different feature sets), a DataTree of the results with
+the input's paths is returned.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from xuqcal.analysis.lazy import lazy_result, placeholder
+from xuqcal.io.schema import SAMPLE_DIM, _check_dataset, roles
+
+__all__ = ["DATASET_DIM", "RAGGED_DIMS", "broadcast", "extra_dims", "slice_label"]
+
+DATASET_DIM = "dataset"
+"""The dimension along which the nodes of a DataTree are stacked."""
+
+RAGGED_DIMS = ("rank", "knot")
+"""Result dimensions whose length depends on the data (padded at their end): the ranks of
+:func:`~xuqcal.running_statistics`, the knots of an isotonic recalibrator."""
+
+#: Attributes that describe one slice; they become coordinates over the extra dimensions.
+_PER_SLICE_ATTRS = ("n_samples",)
+
+
+# --------------------------------------------------------------------------------------------
+# Slices of a data set
+# --------------------------------------------------------------------------------------------
+
+
+def sample_variables(ds: xr.Dataset) -> list[str]:
+    """The data variables of ``ds`` over ``sample`` (those an analysis may read).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> sample_variables(xuqcal.synthetic.nig(10, nu=6, seed=0))
+    ['E', 'uE']
+    """
+    return [str(name) for name, var in ds.data_vars.items() if SAMPLE_DIM in var.dims]
+
+
+def extra_dims(ds: xr.Dataset) -> tuple[str, ...]:
+    """The dimensions of the variables over ``sample`` other than ``sample`` (no data read), in
+    the order of the data set's dimensions.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(10, nu=6, seed=0)
+    >>> extra_dims(ds), extra_dims(xr.concat([ds, ds], dim="model"))
+    ((), ('model',))
+    """
+    found = {d for name in sample_variables(ds) for d in ds[name].dims if d != SAMPLE_DIM}
+    return tuple(d for d in ds.dims if d in found)
+
+
+def slice_label(labels: Mapping[str, Any]) -> str:
+    """The labels of a slice as text, for messages: ``model='GCN', seed=3``.
+
+    Examples
+    --------
+    >>> slice_label({"model": np.str_("GCN"), "seed": np.int64(3)})
+    "model='GCN', seed=3"
+    """
+    def text(value: Any) -> str:
+        value = value.item() if isinstance(value, np.generic) else value
+        return repr(value)
+
+    return ", ".join(f"{dim}={text(value)}" for dim, value in labels.items())
+
+
+def _labels_of(ds: xr.Dataset, dims: Sequence[str]) -> list[pd.Index]:
+    """The labels along each extra dimension (its index, else the positions)."""
+    return [ds.indexes[d] if d in ds.indexes else pd.RangeIndex(ds.sizes[d]) for d in dims]
+
+
+def _with_sample_coordinate(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with a ``sample`` coordinate (the row positions when it has none), so that the
+    rows named by messages and the reindexing of results over ``sample`` survive the removal of
+    absent points."""
+    if SAMPLE_DIM in ds.coords:
+        return ds
+    return ds.assign_coords({SAMPLE_DIM: np.arange(ds.sizes[SAMPLE_DIM])})
+
+
+def _absent(ds: xr.Dataset, E: str, uE: str) -> xr.DataArray:
+    """The absent points: ``E`` and ``uE`` both NaN (lazy for Dask-backed data)."""
+    return np.isnan(ds[E]) & np.isnan(ds[uE])
+
+
+def _check_roles(ds: xr.Dataset, E: str, uE: str) -> None:
+    for role, name in (("E", E), ("uE", uE)):
+        if name not in ds.data_vars:
+            raise ValueError(f"{role}: the dataset has no variable {name!r} (data variables: "
+                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
+        if SAMPLE_DIM not in ds[name].dims:
+            raise ValueError(f"{role}: the variable {name!r} has no dimension 'sample' "
+                             f"(dimensions {ds[name].dims})")
+        if ds[name].dtype.kind not in "iuf":
+            raise ValueError(f"{role}: values are not numeric (dtype {ds[name].dtype})")
+
+
+def _present_slice(sub: xr.Dataset, absent: np.ndarray, labels: Mapping[str, Any], E: str,
+                   uE: str) -> xr.Dataset:
+    """One NumPy-backed slice without its absent points, its values checked (the messages name
+    the slice's labels and the original rows)."""
+    keep = ~np.asarray(absent)
+    prefix = f"{slice_label(labels)}: "
+    if not keep.any():
+        raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this slice "
+                         f"(select the other slices, e.g. with ds.drop_sel)")
+    if not keep.all():
+        sub = sub.isel({SAMPLE_DIM: np.flatnonzero(keep)})
+    _check_dataset(sub[[E, uE]], E, uE, [], prefix=prefix)
+    return sub
+
+
+# --------------------------------------------------------------------------------------------
+# Stacking the results of the slices
+# --------------------------------------------------------------------------------------------
+
+
+_VALUE = "__xuqcal_value__"
+
+
+def _as_dataset(result: Any) -> xr.Dataset:
+    """A result as a Dataset (a DataArray becomes its one variable, see :func:`_like`)."""
+    if isinstance(result, xr.DataArray):
+        return result.to_dataset(name=_VALUE, promote_attrs=True)
+    return result
+
+
+def _like(result: xr.Dataset, template: Any) -> Any:
+    """``result`` as the type of ``template`` (the DataArray of :func:`_as_dataset`)."""
+    if isinstance(template, xr.DataArray):
+        array = result[_VALUE].rename(template.name)
+        array.attrs = dict(result.attrs)
+        return array
+    return result
+
+
+def _computed_in_task(layout: Any) -> xr.Dataset:
+    """The layout of a Dask-backed slice as a Dataset whose every variable but the indexes is
+    computed by the slice's task: the values a layout knows in advance (``n_removed`` of
+    :func:`~xuqcal.curves.ablation`) were computed from all the rows, absent ones included."""
+    layout = _as_dataset(layout)
+    variables = {}
+    for name, var in layout.variables.items():
+        if name not in layout.indexes and var.chunks is None:
+            var = xr.Variable(var.dims, placeholder(var.shape, var.dtype), var.attrs)
+        variables[name] = var
+    return xr.Dataset({name: variables[name] for name in layout.data_vars},
+                      coords={name: variables[name] for name in layout.coords},
+                      attrs=layout.attrs)
+
+
+def _without_attrs(result: Any) -> Any:
+    """``result`` without its own attributes (its variables keep theirs)."""
+    result = result.copy(deep=False)
+    result.attrs = {}
+    return result
+
+
+def _fill_value(dtype: np.dtype) -> Any:
+    kind = np.dtype(dtype).kind
+    return {"f": np.nan, "c": np.nan, "i": -1, "u": 0, "b": False, "O": "", "U": ""}.get(
+        kind, np.nan)
+
+
+def _conform(result: Any, sizes: Mapping[str, int], sample: pd.Index | None) -> Any:
+    """``result`` with its ragged dimensions at the ``sizes`` of the stacked result: a ragged
+    dimension padded at its end, ``sample`` reindexed onto ``sample`` (missing values at absent
+    points), each variable filled by :func:`_fill_value` of its dtype."""
+    if sample is not None and SAMPLE_DIM in result.dims and (
+            result.sizes[SAMPLE_DIM] != len(sample)):
+        result = _reindex_sample(result, sample)
+    for dim in RAGGED_DIMS:
+        if dim in result.dims and result.sizes[dim] < sizes[dim]:
+            result = _pad(result, dim, sizes[dim] - result.sizes[dim])
+    return result
+
+
+def _map_variables(result: Any, transform: Callable[[xr.Variable], xr.Variable],
+                   dim: str) -> Any:
+    """``result`` (DataArray or Dataset) with ``transform`` applied to every variable over
+    ``dim`` (data and coordinates), keeping names and attributes."""
+    if isinstance(result, xr.DataArray):
+        return _like(_map_variables(_as_dataset(result), transform, dim), result)
+    variables = {name: (transform(var) if dim in var.dims else var)
+                 for name, var in result.variables.items()}
+    coords = [name for name in result.coords]
+    out = xr.Dataset({name: variables[name] for name in result.data_vars},
+                     coords={name: variables[name] for name in coords}, attrs=result.attrs)
+    return out
+
+
+def _pad(result: Any, dim: str, count: int) -> Any:
+    def pad(var: xr.Variable) -> xr.Variable:
+        fill = _fill_value(var.dtype)
+        axis = var.dims.index(dim)
+        widths = [(0, count if i == axis else 0) for i in range(var.ndim)]
+        data = var.data
+        if var.dtype.kind in "OU":
+            padded = np.pad(np.asarray(data, dtype=object), widths, constant_values=fill)
+        elif isinstance(data, da.Array):
+            padded = da.pad(data, widths, mode="constant", constant_values=fill)
+        else:
+            padded = np.pad(data, widths, mode="constant", constant_values=fill)
+        return xr.Variable(var.dims, padded, var.attrs)
+
+    if dim in result.indexes:  # a positional coordinate continues
+        index = np.asarray(result.indexes[dim])
+        result = result.drop_indexes(dim) if hasattr(result, "drop_indexes") else result
+        start = int(index[-1]) + 1 if index.size and index.dtype.kind in "iu" else index.size
+        new = np.concatenate([index, np.arange(start, start + count, dtype=index.dtype
+                                               if index.dtype.kind in "iu" else int)])
+        result = _map_variables(result.drop_vars(dim), pad, dim)
+        return result.assign_coords({dim: new})
+    return _map_variables(result, pad, dim)
+
+
+def _reindex_sample(result: Any, sample: pd.Index) -> Any:
+    positions = sample.get_indexer(pd.Index(np.asarray(result[SAMPLE_DIM].values)))
+
+    def place(var: xr.Variable) -> xr.Variable:
+        axis = var.dims.index(SAMPLE_DIM)
+        shape = list(var.shape)
+        shape[axis] = len(sample)
+        dtype = var.dtype if var.dtype.kind != "b" else np.dtype(bool)
+        out = np.full(shape, _fill_value(dtype), dtype=dtype if dtype.kind != "U" else object)
+        index = [slice(None)] * var.ndim
+        index[axis] = positions
+        out[tuple(index)] = np.asarray(var.values)
+        return xr.Variable(var.dims, out, var.attrs)
+
+    result = _map_variables(result.drop_vars(SAMPLE_DIM), place, SAMPLE_DIM)
+    return result.assign_coords({SAMPLE_DIM: np.asarray(sample)})
+
+
+def _stack(results: list[Any], dims: Sequence[str], labels: Sequence[pd.Index],
+           has_index: Sequence[bool], varying: Sequence[str] | None = None) -> Any:
+    """The results of the slices (in the order of ``itertools.product`` of ``labels``) stacked
+    along ``dims`` (nested concatenation: the first dimension outermost). The coordinates that
+    are not the same NumPy values in every slice (``bin_low`` of per-slice bins, lazy ones) are
+    stacked too; the others are kept once."""
+    if varying is None:
+        varying = _varying_coords(results)
+    if not dims:
+        return results[0]
+    inner = int(np.prod([len(values) for values in labels[1:]], dtype=int))
+    groups = [_stack(results[i * inner:(i + 1) * inner], dims[1:], labels[1:], has_index[1:],
+                     varying) for i in range(len(labels[0]))]
+    dim = labels[0].rename(dims[0]) if has_index[0] else dims[0]
+    return xr.concat(groups, dim=dim, data_vars="all", coords=list(varying),
+                     compat="override", combine_attrs="override", join="override")
+
+
+def _varying_coords(results: Sequence[Any]) -> list[str]:
+    """The non-index coordinates of the results that differ between slices (or are lazy)."""
+    first = results[0]
+    varying = []
+    for name, coord in first.coords.items():
+        if name in first.indexes:
+            continue
+        for result in results:
+            other = result.coords.get(name)
+            if (other is None or coord.chunks is not None or other.chunks is not None
+                    or not other.variable.equals(coord.variable)):
+                varying.append(str(name))
+                break
+    return varying
+
+
+def _per_slice_attrs(results: list[Any], counts: Any, dims: Sequence[str],
+                     shape: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attributes of the stacked result (those equal in every slice) and the coordinates
+    over the extra dimensions of those that differ (``n_samples`` always: ``counts``)."""
+    keys = list(results[0].attrs)
+    attrs, coords = {}, {}
+    for key in keys:
+        if key in _PER_SLICE_ATTRS:
+            continue
+        values = [r.attrs.get(key) for r in results]
+        if key in ("created", "xuqcal_version") or all(_same(v, values[0]) for v in values):
+            attrs[key] = values[0]
+        elif all(np.ndim(v) == 0 for v in values):
+            coords[key] = (tuple(dims), np.array(values).reshape(shape))
+        else:
+            attrs[key] = values[0]
+    coords["n_samples"] = (tuple(dims), counts)
+    return attrs, coords
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(np.all(np.asarray(a) == np.asarray(b)))
+    except (TypeError, ValueError):
+        return a is b
+
+
+def _finish(stacked: Any, attrs: dict[str, Any], coords: dict[str, Any], dims: Sequence[str],
+            ds: xr.Dataset | None) -> Any:
+    stacked = stacked.assign_coords(coords)
+    if ds is not None:  # the input's coordinates over the extra dimensions only
+        stacked = stacked.assign_coords({
+            name: coord for name, coord in ds.coords.items()
+            if name not in stacked.coords and coord.dims and set(coord.dims) <= set(dims)})
+    attrs["slice_dims"] = ", ".join(dims)
+    attrs["slices"] = ("each slice analysed alone on its present points (E and uE not both "
+                       "NaN), with the same seed")
+    stacked.attrs = attrs
+    return stacked
+
+
+# --------------------------------------------------------------------------------------------
+# The broadcasting of an analysis
+# --------------------------------------------------------------------------------------------
+
+
+def _is_lazy(ds: xr.Dataset) -> bool:
+    return any(ds[name].chunks is not None for name in sample_variables(ds))
+
+
+def _call(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.Dataset,
+          labels: Mapping[str, Any]) -> Any:
+    """``function`` with the data set ``ds`` in place of the bound one; a ValueError names the
+    slice."""
+    arguments = dict(bound.arguments)
+    arguments[data] = ds
+    for name, value in arguments.items():
+        if name != data and isinstance(value, xr.Dataset) and set(labels) & set(value.dims):
+            arguments[name] = _matching_slice(value, name, labels)
+    args, kwargs = _split(bound.signature, arguments)
+    try:
+        return function(*args, **kwargs)
+    except ValueError as error:
+        raise ValueError(f"{slice_label(labels)}: {error}") from error
+
+
+def _matching_slice(other: xr.Dataset, name: str, labels: Mapping[str, Any]) -> xr.Dataset:
+    """The slice of another Dataset argument (a recalibrator fitted per slice) with the labels
+    of the data's slice, without the padding of its ragged dimensions."""
+    selection = {dim: label for dim, label in labels.items() if dim in other.dims}
+    try:
+        if all(dim in other.indexes for dim in selection):
+            other = other.sel(selection)
+        else:
+            other = other.isel(selection)
+    except (KeyError, IndexError):
+        raise ValueError(f"{name}: has no slice {slice_label(selection)} of the data set "
+                         f"(its labels: " + "; ".join(
+                             f"{dim}: {', '.join(map(str, other.indexes[dim]))}"
+                             if dim in other.indexes else f"{dim}: {other.sizes[dim]} positions"
+                             for dim in selection) + ")") from None
+    return _trimmed(other.drop_vars([c for c in ("n_samples",) if c in other.coords]))
+
+
+def _trimmed(result: xr.Dataset) -> xr.Dataset:
+    """``result`` without the padding that stacking added at the end of its ragged dimensions
+    (positions where every floating-point variable over the dimension is NaN)."""
+    for dim in RAGGED_DIMS:
+        if dim not in result.dims:
+            continue
+        floats = [var for var in result.data_vars.values()
+                  if dim in var.dims and var.dtype.kind == "f"]
+        if not floats:
+            continue
+        keep = np.zeros(result.sizes[dim], dtype=bool)
+        for var in floats:
+            other = [d for d in var.dims if d != dim]
+            keep |= np.asarray(var.notnull().any(other).values) if other else np.asarray(
+                var.notnull().values)
+        if not keep.all():
+            result = result.isel({dim: slice(0, int(np.flatnonzero(keep)[-1]) + 1
+                                             if keep.any() else 0)})
+    return result
+
+
+def _split(signature: inspect.Signature, arguments: Mapping[str, Any]
+           ) -> tuple[list[Any], dict[str, Any]]:
+    args, kwargs = [], {}
+    for name, parameter in signature.parameters.items():
+        if name not in arguments:
+            continue
+        if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+            args.extend(arguments[name])
+        elif parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            kwargs.update(arguments[name])
+        elif parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+            args.append(arguments[name])
+        else:
+            kwargs[name] = arguments[name]
+    return args, kwargs
+
+
+def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundArguments,
+                data: str, labels: Mapping[str, Any], E: str, uE: str,
+                sizes: Mapping[str, int], sample: pd.Index | None) -> Any:
+    """One slice of Dask-backed data, computed inside its task: absent points dropped, values
+    checked, the analysis run on the synchronous scheduler, the result conformed to the
+    layout."""
+    absent = np.isnan(inputs[E].values) & np.isnan(inputs[uE].values)
+    present = _present_slice(inputs, absent, labels, E, uE)
+    with dask.config.set(scheduler="synchronous"):
+        result = _call(function, bound, data, present, labels)
+        if hasattr(result, "compute"):
+            result = result.compute()
+    return _as_dataset(_conform(result, sizes, sample))
+
+
+def _units(ds: xr.Dataset, dims: Sequence[str]) -> tuple[list[list[Any]], list[dict[str, Any]],
+                                                         list[dict[str, int]]]:
+    labels = _labels_of(ds, dims)
+    units, positions = [], []
+    for index in itertools.product(*[range(len(values)) for values in labels]):
+        units.append({d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index,
+                                                                      strict=True))})
+        positions.append(dict(zip(dims, index, strict=True)))
+    return labels, units, positions
+
+
+def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.Dataset,
+                dims: Sequence[str], E: str, uE: str) -> Any:
+    """The lazy stacked result of ``function`` over the slices of ``ds`` along ``dims``."""
+    ds = _with_sample_coordinate(ds)
+    _check_roles(ds, E, uE)
+    labels, units, positions = _units(ds, dims)
+    shape = [len(values) for values in labels]
+    has_index = [d in ds.indexes for d in dims]
+    sample = ds.indexes[SAMPLE_DIM]
+    absent = _absent(ds, E, uE).transpose(*dims, SAMPLE_DIM)
+    if not _is_lazy(ds):
+        absent_values = np.asarray(absent.values)
+        # every slice's values are checked before any analysis is built
+        present = [_present_slice(ds.isel(position), absent_values[tuple(position.values())],
+                                  unit, E, uE) for unit, position in zip(units, positions,
+                                                                         strict=True)]
+        results = [_call(function, bound, data, sub.chunk(), unit)
+                   for unit, sub in zip(units, present, strict=True)]
+        counts = (~absent_values).sum(axis=-1).reshape(shape)
+        sizes = _max_sizes(results)
+    else:
+        layouts = [_call(function, bound, data, ds.isel(position), unit)
+                   for unit, position in zip(units, positions, strict=True)]
+        sizes = _max_sizes(layouts)
+        results = []
+        for unit, position, layout in zip(units, positions, layouts, strict=True):
+            sub = ds.isel(position)
+            task = lazy_result(_slice_task, sub[sample_variables(sub)], _computed_in_task(layout),
+                               function=function, bound=bound, data=data, labels=unit, E=E,
+                               uE=uE, sizes=sizes, sample=sample)
+            results.append(_like(task, layout))
+        counts = (~absent).sum(SAMPLE_DIM).data
+    results = [_conform(r, sizes, sample) for r in results]
+    attrs, coords = _per_slice_attrs(results, counts, dims, shape)
+    stacked = _stack([_without_attrs(r) for r in results], dims, labels, has_index)
+    return _finish(stacked, attrs, coords, dims, ds)
+
+
+def _max_sizes(results: Sequence[Any]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for result in results:
+        for dim, size in result.sizes.items():
+            sizes[dim] = max(sizes.get(dim, 0), int(size))
+    return sizes
+
+
+def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree: Any,
+              given: Mapping[str, Any]) -> Any:
+    """The results of ``function`` for the nodes of a DataTree holding data: stacked along
+    ``dataset`` (labelled by the node paths) or, when their layouts differ, a DataTree."""
+    nodes = [(node.path, node.to_dataset()) for node in tree.subtree if node.has_data]
+    if not nodes:
+        raise ValueError(f"{data}: the DataTree has no node holding data")
+    lazy = any(_is_lazy(node) for _, node in nodes)
+    prepared = []  # every node checked before any analysis is built
+    for path, node in nodes:
+        E, uE = roles(node, given.get("E"), given.get("uE"))
+        node = _with_sample_coordinate(node)
+        _check_roles(node, E, uE)
+        unit = {DATASET_DIM: path}
+        if not extra_dims(node) and not lazy:
+            absent = np.asarray(_absent(node, E, uE).values)
+            node = _present_slice(node, absent, unit, E, uE)
+            prepared.append((unit, node, E, uE, int((~absent).sum())))
+        else:
+            prepared.append((unit, node, E, uE, None))
+    results = []
+    for unit, node, E, uE, count in prepared:
+        node_dims = extra_dims(node)
+        if node_dims:
+            result = _run_slices(function, bound, data, node, node_dims, E, uE)
+        else:
+            if count is not None:
+                result = _call(function, bound, data, node.chunk(), unit)
+            else:
+                layout = _call(function, bound, data, node, unit)
+                result = _like(lazy_result(
+                    _slice_task, node[sample_variables(node)], _computed_in_task(layout),
+                    function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
+                    sizes=dict(layout.sizes), sample=node.indexes[SAMPLE_DIM]), layout)
+                count = (~_absent(node, E, uE)).sum(SAMPLE_DIM).data
+            result = result.assign_coords(n_samples=count)
+            result.attrs.pop("n_samples", None)
+        results.append(result)
+    paths = [path for path, _ in nodes]
+    if not _stackable(results):
+        computed = results if lazy else dask.compute(*results)
+        return xr.DataTree.from_dict({path: _as_dataset(r)
+                                      for path, r in zip(paths, computed, strict=True)})
+    sizes = _max_sizes(results)
+    results = [_conform(r, sizes, None) for r in results]
+    attrs = {k: v for k, v in results[0].attrs.items()}
+    stacked = xr.concat([_without_attrs(r) for r in results],
+                        dim=pd.Index(paths, name=DATASET_DIM), coords="different",
+                        compat="equals", combine_attrs="override", join="override")
+    attrs["slice_dims"] = DATASET_DIM
+    attrs["slices"] = ("each node of the DataTree analysed alone on its present points (E and "
+                       "uE not both NaN), with the same seed")
+    stacked.attrs = attrs
+    return stacked if lazy else stacked.compute()
+
+
+def _stackable(results: Sequence[Any]) -> bool:
+    """Whether the results of DataTree nodes can be stacked: none over ``sample``, the same
+    variables and, on every dimension but the ragged ones, the same sizes and coordinates."""
+    first = results[0]
+    names = set(first.variables) if isinstance(first, xr.Dataset) else {first.name}
+    for result in results:
+        if SAMPLE_DIM in result.dims or type(result) is not type(first):
+            return False
+        other = set(result.variables) if isinstance(result, xr.Dataset) else {result.name}
+        if other != names:
+            return False
+        for dim, size in result.sizes.items():
+            if dim in RAGGED_DIMS:
+                continue
+            if first.sizes.get(dim) != size:
+                return False
+            if dim in first.indexes and not first.indexes[dim].equals(result.indexes[dim]):
+                return False
+    return True
+
+
+def _check_no_sliced_argument(bound: inspect.BoundArguments, data: str) -> None:
+    """A one-slice data set with another argument made per slice (a recalibrator fitted on
+    several slices) is ambiguous: refused, naming the argument and its slice dimensions."""
+    for name, value in bound.arguments.items():
+        stacked = value.attrs.get("slice_dims") if isinstance(value, xr.Dataset) else None
+        if name != data and stacked:
+            dims = [d.strip() for d in str(stacked).split(",") if d.strip() in value.dims]
+            if dims:
+                raise ValueError(
+                    f"{name}: made per slice along {', '.join(dims)}, but {data} has no such "
+                    f"dimension; select one slice, e.g. {name}.sel({dims[0]}="
+                    f"{value.indexes[dims[0]][0]!r})" if dims[0] in value.indexes else
+                    f"{name}: made per slice along {', '.join(dims)}, but {data} has no such "
+                    f"dimension; select one slice, e.g. {name}.isel({dims[0]}=0)")
+
+
+def broadcast(function: Callable | None = None, *, data: str = "ds") -> Callable:
+    """Lift a one-data-set analysis to data with extra dimensions and to DataTrees.
+
+    With neither, ``function`` is called as it is (same result, same cost). Otherwise see the
+    module documentation: one slice per combination of labels of the extra dimensions (or per
+    DataTree node), each analysed alone on its present points, the results stacked.
+
+    Parameters
+    ----------
+    function : callable
+        An analysis ``function(ds, ..., E=..., uE=...)`` returning a Dataset or DataArray.
+    data : str
+        The parameter holding the data set.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> from xuqcal.analysis.stats import stats
+    >>> a = xuqcal.synthetic.nig(300, nu=6, seed=0)
+    >>> b = xuqcal.synthetic.nig(200, nu=6, seed=1)
+    >>> both = xr.concat([a, b], dim="model", join="outer").assign_coords(model=["a", "b"])
+    >>> v = broadcast(stats)(both, ["zms"])  # b is NaN-padded: its absent points are dropped
+    >>> v.dims, v.n_samples.values.tolist()
+    (('model', 'statistic'), [300, 200])
+    >>> bool((v.sel(model="b") == stats(b, ["zms"])).all())
+    True
+    """
+    if function is None:
+        return functools.partial(broadcast, data=data)
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def broadcasting(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        ds = bound.arguments.get(data)
+        if isinstance(ds, xr.DataTree):
+            return _run_tree(function, bound, data, ds, kwargs)
+        if not isinstance(ds, xr.Dataset):
+            return function(*args, **kwargs)
+        dims = extra_dims(ds)
+        if not dims:
+            _check_no_sliced_argument(bound, data)
+            return function(*args, **kwargs)
+        E, uE = roles(ds, kwargs.get("E"), kwargs.get("uE"))
+        result = _run_slices(function, bound, data, ds, dims, E, uE)
+        return result if _is_lazy(ds) else result.compute()
+
+    broadcasting.__signature__ = signature
+    del broadcasting.__wrapped__
+    return broadcasting
