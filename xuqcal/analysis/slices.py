@@ -5,8 +5,8 @@ An analysis of :mod:`xuqcal.analysis` is written for one data set: ``E`` and ``u
 dimensions too (``model``, ``task``, ``seed``, ``fold``, ``dataset``, ...), as xskillscore and
 flox reduce over a core dimension and broadcast over every other one:
 
-- a **slice** is one combination of labels of the extra dimensions; a variable without one of
-  them (a feature 1-D over ``sample``) is shared by every slice;
+- a **slice** is one combination of labels of the extra dimensions of ``E`` and ``uE``; a
+  variable without one of them (a feature 1-D over ``sample``) is shared by every slice;
 - a point where ``E`` and ``uE`` are *both* NaN is **absent** from that slice (what
   ``xr.concat`` of sets of different lengths and a multi-task mask produce): each slice is
   analysed on its present points only (its own M, its own bins). A point where only one of them
@@ -52,6 +52,7 @@ import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
 from xuqcal.io.schema import SAMPLE_DIM, _check_dataset, roles
+from xuqcal.io.stacking import ROW_COORD
 
 __all__ = ["DATASET_DIM", "RAGGED_DIMS", "broadcast", "extra_dims", "slice_label"]
 
@@ -83,9 +84,10 @@ def sample_variables(ds: xr.Dataset) -> list[str]:
     return [str(name) for name, var in ds.data_vars.items() if SAMPLE_DIM in var.dims]
 
 
-def extra_dims(ds: xr.Dataset) -> tuple[str, ...]:
-    """The dimensions of the variables over ``sample`` other than ``sample`` (no data read), in
-    the order of the data set's dimensions.
+def extra_dims(ds: xr.Dataset, E: str | None = None, uE: str | None = None
+               ) -> tuple[str, ...]:
+    """The dimensions of ``E`` and ``uE`` (by role when not given) other than ``sample``, in
+    the order of the data set's dimensions: the slices are theirs (no data are read).
 
     Examples
     --------
@@ -94,7 +96,9 @@ def extra_dims(ds: xr.Dataset) -> tuple[str, ...]:
     >>> extra_dims(ds), extra_dims(xr.concat([ds, ds], dim="model"))
     ((), ('model',))
     """
-    found = {d for name in sample_variables(ds) for d in ds[name].dims if d != SAMPLE_DIM}
+    E, uE = roles(ds, E, uE)
+    found = {d for name in (E, uE) if name in ds.data_vars
+             for d in ds[name].dims if d != SAMPLE_DIM}
     return tuple(d for d in ds.dims if d in found)
 
 
@@ -155,7 +159,11 @@ def _present_slice(sub: xr.Dataset, absent: np.ndarray, labels: Mapping[str, Any
                          f"(select the other slices, e.g. with ds.drop_sel)")
     if not keep.all():
         sub = sub.isel({SAMPLE_DIM: np.flatnonzero(keep)})
-    _check_dataset(sub[[E, uE]], E, uE, [], prefix=prefix)
+    checked = sub[[E, uE]]
+    row = sub.coords.get(ROW_COORD)  # the rows of the set's own file (stack_datasets)
+    if row is not None and row.dims == (SAMPLE_DIM,):
+        checked = checked.assign_coords({SAMPLE_DIM: np.asarray(row.values)})
+    _check_dataset(checked, E, uE, [], prefix=prefix)
     return sub
 
 
@@ -335,6 +343,39 @@ def _per_slice_attrs(results: list[Any], counts: Any, dims: Sequence[str],
     return attrs, coords
 
 
+def _per_slice_variable_attrs(results: list[Any], dims: Sequence[str], shape: Sequence[int]
+                              ) -> tuple[list[Any], dict[str, Any]]:
+    """The results without the variable attributes that differ between slices (``analytic``
+    of a recalibrator's ``scale``), and those as coordinates ``<variable>_<attribute>`` over
+    the extra dimensions (a stacked variable holds one set of attributes)."""
+    first = _as_dataset(results[0])
+    coords: dict[str, Any] = {}
+    differing: dict[str, list[str]] = {}
+    for name, var in first.variables.items():
+        for key, value in var.attrs.items():
+            values = [_as_dataset(r)[name].attrs.get(key) if name in _as_dataset(r).variables
+                      else None for r in results]
+            if all(_same(v, value) for v in values):
+                continue
+            if not all(v is not None and np.ndim(v) == 0 for v in values):
+                continue
+            label = f"{'value' if name == _VALUE else name}_{key}"
+            coords[label] = (tuple(dims), np.array(values).reshape(shape))
+            differing.setdefault(str(name), []).append(key)
+    if not differing:
+        return results, coords
+    cleaned = []
+    for result in results:
+        result = result.copy(deep=False)
+        target = _as_dataset(result) if isinstance(result, xr.DataArray) else result
+        for name, keys in differing.items():
+            variable = target.variables[name] if name in target.variables else None
+            if variable is not None:
+                variable.attrs = {k: v for k, v in variable.attrs.items() if k not in keys}
+        cleaned.append(_like(target, result) if isinstance(result, xr.DataArray) else target)
+    return cleaned, coords
+
+
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(np.all(np.asarray(a) == np.asarray(b)))
@@ -376,9 +417,11 @@ def _call(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.D
             arguments[name] = _matching_slice(value, name, labels)
     args, kwargs = _split(bound.signature, arguments)
     try:
-        return function(*args, **kwargs)
+        result = function(*args, **kwargs)
     except ValueError as error:
         raise ValueError(f"{slice_label(labels)}: {error}") from error
+    # the slice's own labels (scalar coordinates kept from the selection) are stacked later
+    return result.drop_vars([d for d in labels if d in result.coords and d not in result.dims])
 
 
 def _matching_slice(other: xr.Dataset, name: str, labels: Mapping[str, Any]) -> xr.Dataset:
@@ -497,6 +540,8 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
         counts = (~absent).sum(SAMPLE_DIM).data
     results = [_conform(r, sizes, sample) for r in results]
     attrs, coords = _per_slice_attrs(results, counts, dims, shape)
+    results, variable_coords = _per_slice_variable_attrs(results, dims, shape)
+    coords.update(variable_coords)
     stacked = _stack([_without_attrs(r) for r in results], dims, labels, has_index)
     return _finish(stacked, attrs, coords, dims, ds)
 
@@ -523,15 +568,15 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
         node = _with_sample_coordinate(node)
         _check_roles(node, E, uE)
         unit = {DATASET_DIM: path}
-        if not extra_dims(node) and not lazy:
+        if not extra_dims(node, E, uE) and not lazy:
             absent = np.asarray(_absent(node, E, uE).values)
             node = _present_slice(node, absent, unit, E, uE)
             prepared.append((unit, node, E, uE, int((~absent).sum())))
         else:
             prepared.append((unit, node, E, uE, None))
-    results = []
+    results, counts = [], []
     for unit, node, E, uE, count in prepared:
-        node_dims = extra_dims(node)
+        node_dims = extra_dims(node, E, uE)
         if node_dims:
             result = _run_slices(function, bound, data, node, node_dims, E, uE)
         else:
@@ -544,14 +589,15 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
                     function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
                     sizes=dict(layout.sizes), sample=node.indexes[SAMPLE_DIM]), layout)
                 count = (~_absent(node, E, uE)).sum(SAMPLE_DIM).data
-            result = result.assign_coords(n_samples=count)
-            result.attrs.pop("n_samples", None)
         results.append(result)
+        counts.append(count)
     paths = [path for path, _ in nodes]
     if not _stackable(results):
         computed = results if lazy else dask.compute(*results)
         return xr.DataTree.from_dict({path: _as_dataset(r)
                                       for path, r in zip(paths, computed, strict=True)})
+    results = [r if count is None else _without_n_samples(r.assign_coords(n_samples=count))
+               for r, count in zip(results, counts, strict=True)]
     sizes = _max_sizes(results)
     results = [_conform(r, sizes, None) for r in results]
     attrs = {k: v for k, v in results[0].attrs.items()}
@@ -563,6 +609,12 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
                        "uE not both NaN), with the same seed")
     stacked.attrs = attrs
     return stacked if lazy else stacked.compute()
+
+
+def _without_n_samples(result: Any) -> Any:
+    result = result.copy(deep=False)
+    result.attrs = {k: v for k, v in result.attrs.items() if k != "n_samples"}
+    return result
 
 
 def _stackable(results: Sequence[Any]) -> bool:
@@ -641,11 +693,11 @@ def broadcast(function: Callable | None = None, *, data: str = "ds") -> Callable
             return _run_tree(function, bound, data, ds, kwargs)
         if not isinstance(ds, xr.Dataset):
             return function(*args, **kwargs)
-        dims = extra_dims(ds)
+        E, uE = roles(ds, kwargs.get("E"), kwargs.get("uE"))
+        dims = extra_dims(ds, E, uE)
         if not dims:
             _check_no_sliced_argument(bound, data)
             return function(*args, **kwargs)
-        E, uE = roles(ds, kwargs.get("E"), kwargs.get("uE"))
         result = _run_slices(function, bound, data, ds, dims, E, uE)
         return result if _is_lazy(ds) else result.compute()
 

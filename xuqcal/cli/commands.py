@@ -1,8 +1,11 @@
 """The ``xuqcal`` command.
 
-``xuqcal validate FILE.csv --E EXPR --uE EXPR`` validates the uncertainties of a CSV file;
-``xuqcal demo`` does the same on built-in synthetic data (a calibrated and a mis-calibrated NIG
-data set). Results print as a table and, with ``-o``, are written to NetCDF.
+``xuqcal validate FILE.csv --E EXPR --uE EXPR`` validates the uncertainties of a CSV file (or
+of a NetCDF input dataset or Zarr store); ``xuqcal demo`` does the same on built-in synthetic
+data (a calibrated and a mis-calibrated NIG data set). Results print as a table and, with
+``-o``, are written to NetCDF. Several files (``validate``, ``report``) are read with the same
+options and stacked along ``dataset`` (:mod:`xuqcal.cli.inputs`); their result prints one
+table per data set and a summary (:mod:`xuqcal.analysis.tables`).
 
 Outputs follow one rule in every command, checked before any computation: the folder of an
 output must exist and be writable (it is never created, except the report and demo folders
@@ -33,21 +36,28 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from xuqcal import io
 from xuqcal._version import __version__
+from xuqcal.analysis.tables import slice_blocks, slice_title, slices_table
 from xuqcal.analysis.validation import (
     DEFAULT_STATISTICS,
     SIMULATED_SCHEMES,
     summary_table,
     validate,
 )
+from xuqcal.cli import inputs as _inputs
 from xuqcal.cli import recalibrate as _cli_recalibrate
 from xuqcal.cli.common import (
     MAX_COUNT,
     Interrupted,
+    feature_list,
+    feature_options,
+    feature_specs,
     format_level,
+    name_list,
     option_message,
     output_file,
     positive_int,
@@ -182,23 +192,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     val = commands.add_parser(
-        "validate", help="validate E and uE read from a CSV or NetCDF file",
+        "validate", help="validate E and uE read from CSV, NetCDF or Zarr files",
         description="Validate E and uE of a CSV file (columns or expressions) or of a NetCDF "
-                    "input dataset (variables): estimates, BCa intervals, zeta-scores.",
+                    "input dataset or Zarr store (variables): estimates, BCa intervals, "
+                    "zeta-scores. Several files are validated together, stacked along "
+                    "'dataset' (labelled by file name or --names): one table per data set, "
+                    "then one summary row per data set and statistic.",
     )
-    val.add_argument("file", type=Path, help="CSV file, or NetCDF input dataset (e.g. written "
-                                             "by xuqcal.to_netcdf)")
-    val.add_argument("--E", metavar="EXPR",
-                     help="error column or expression, e.g. 'E_ - prediction' (required for a "
-                          "CSV file); for NetCDF a variable name (default: the variable whose "
-                          "role is E, else 'E')")
-    val.add_argument("--uE", metavar="EXPR",
-                     help="uncertainty column or expression, e.g. 'sqrt(uncertainty_total)' "
-                          "(required for a CSV file); for NetCDF a variable name")
-    val.add_argument("--where", metavar="EXPR",
-                     help="row filter of a CSV file, e.g. 'uE > 1e-6 * std(E)'")
+    val.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                     help="CSV file, NetCDF input dataset (e.g. written by xuqcal.to_netcdf; "
+                          "its variables may have dimensions besides sample, e.g. model, "
+                          "validated slice by slice) or Zarr store (needs the zarr package); "
+                          "several files are read with the same options")
+    _add_data_options(val, netcdf=True)
     val.add_argument("-o", "--output", type=output_file, metavar="FILE.nc",
-                     help="write the result to this NetCDF file (its folder must exist)")
+                     help="write the result to this NetCDF file (its folder must exist); for "
+                          "several files, over the dimension dataset")
     val.add_argument("--overwrite", action="store_true",
                      help="allow replacing an existing output file")
     _add_compute_options(val)
@@ -223,13 +232,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run every analysis that applies (validation, diagnostics, local analyses "
                     "along uE and each feature, reliability, confidence curve) and write an "
                     "HTML page with its figures and NetCDF results.")
-    rep.add_argument("file", type=Path, help="CSV file")
+    rep.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                     help="CSV file; several files are read with the same options and "
+                          "stacked along 'dataset' (labelled by file name or --names)")
     rep.add_argument("--E", required=True, metavar="EXPR", help="error column or expression")
     rep.add_argument("--uE", required=True, metavar="EXPR",
                      help="uncertainty column or expression")
     rep.add_argument("--where", metavar="EXPR", help="row filter")
-    rep.add_argument("--features", type=lambda t: [f for f in t.split(",") if f.strip()],
-                     metavar="LIST", help="feature columns or NAME=EXPR, comma-separated")
+    rep.add_argument("--features", type=feature_list, metavar="LIST",
+                     help=FEATURES_HELP + " (the conditioning variables of the report)")
+    rep.add_argument("--names", type=name_list, metavar="LIST",
+                     help=NAMES_HELP)
     rep.add_argument("--formula", metavar="COLUMN",
                      help="column of molecular formulas: adds the features X1 (mass) and X2 "
                           "(heteroatom fraction)")
@@ -242,6 +255,33 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cube_commands(commands)
     _cli_recalibrate.add_parser(commands)
     return parser
+
+
+FEATURES_HELP = ("feature columns or NAME=EXPR (an expression over columns), comma-separated, "
+                 "e.g. 'y_pred,size2=size**2'")
+NAMES_HELP = ("labels of the data sets, comma-separated, one per FILE in order (default: the "
+              "file names without suffix, which must then differ)")
+
+
+def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False) -> None:
+    """``--E``, ``--uE``, ``--where``, ``--features`` and ``--names`` of a command reading
+    data files (``netcdf``: the files may also be NetCDF input datasets or Zarr stores)."""
+    store = "; for NetCDF or Zarr a variable name" if netcdf else ""
+    parser.add_argument("--E", metavar="EXPR", required=not netcdf,
+                        help="error column or expression, e.g. 'E_ - prediction'"
+                             + (" (required for a CSV file)" + store + " (default: the "
+                                "variable whose role is E, else 'E')" if netcdf else ""))
+    parser.add_argument("--uE", metavar="EXPR", required=not netcdf,
+                        help="uncertainty column or expression, e.g. "
+                             "'sqrt(uncertainty_total)'"
+                             + (" (required for a CSV file)" + store if netcdf else ""))
+    parser.add_argument("--where", metavar="EXPR",
+                        help="row filter of a CSV file, e.g. 'uE > 1e-6 * std(E)' (may use "
+                             "E, uE and the features)")
+    parser.add_argument("--features", type=feature_list, metavar="LIST",
+                        help=FEATURES_HELP + ("; for NetCDF or Zarr the variables to keep "
+                                              "(default: all)" if netcdf else ""))
+    parser.add_argument("--names", type=name_list, metavar="LIST", help=NAMES_HELP)
 
 
 def _number_list(kind):
@@ -370,44 +410,87 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
         yield
 
 
-def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what: str, *,
+def _slice_sizes(ds: xr.Dataset) -> list[tuple[dict, int]]:
+    """The number of points of each slice of ``ds`` (labels, M): one slice with no labels for
+    data over ``sample`` only; with other dimensions (``dataset``, ``model``...), a point whose
+    ``E`` and ``uE`` are both NaN is absent from its slice. Dask-backed data are not read:
+    each slice counts every position (the analyses check the points themselves)."""
+    dims = [str(d) for d in ds["E"].dims if d != "sample"]
+    dims += [str(d) for d in ds["uE"].dims if d != "sample" and d not in dims]
+    if not dims:
+        return [({}, ds.sizes["sample"])]
+    if any(type(ds[v].data).__module__.startswith("dask") for v in ("E", "uE")):
+        counts = xr.full_like(ds["E"].isel(sample=0, drop=True), ds.sizes["sample"],
+                              dtype=int).broadcast_like(ds["uE"].isel(sample=0, drop=True))
+    else:
+        counts = (ds["E"].notnull() | ds["uE"].notnull()).sum("sample")
+    counts = counts.transpose(*dims)
+    sizes = []
+    for position in np.ndindex(*counts.shape):
+        labels = {}
+        for dim, k in zip(dims, position, strict=True):
+            value = counts.indexes[dim][k] if dim in counts.indexes else k
+            labels[dim] = value.item() if isinstance(value, np.generic) else value
+        sizes.append((labels, int(counts.values[position])))
+    return sizes
+
+
+def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
                  report: bool = False) -> None:
     """Check the number of points against ``--n-bins`` before any computation and resolve its
-    default (``what`` names the data in messages).
+    default (``what`` names the data in messages: a string, or a function of the labels of a
+    slice, e.g. ``{"dataset": "b"}``, for data with several slices).
 
-    An ``--n-bins`` given must leave at least 2 points per bin, whatever the statistics (it
-    also sizes work arrays); a report also needs that for its reliability diagram, and at
-    least 3 points for its distribution diagnostics.
+    An ``--n-bins`` given must leave at least 2 points per bin in every slice, whatever the
+    statistics (it also sizes work arrays); a report also needs that for its reliability
+    diagram, and at least 3 points for its distribution diagnostics.
     """
-    m = ds.sizes["sample"]
     given = args.n_bins is not None
     args.n_bins = args.n_bins if given else defaults.N_BINS
-    if m < 2:
-        raise ValueError(f"{what}: the data have {m} point; the bootstrap needs at least 2")
-    if report and m < 3:
-        raise ValueError(f"{what}: a report needs at least 3 points, the data have {m}")
-    if (given or report) and 2 * args.n_bins > m:
-        fix = (f"give --n-bins {m // 2} or fewer" if m >= 2 else "give more points")
-        raise ValueError(f"--n-bins: {args.n_bins} bins need at least {2 * args.n_bins} points "
-                         f"(2 per bin{', for the reliability diagram' if report else ''}), but "
-                         f"{what} has {m}; {fix}")
+    name = what if callable(what) else (lambda labels: what)
+    for labels, m in sorted(_slice_sizes(ds), key=lambda item: item[1]):
+        data = name(labels)
+        if m < 2:
+            raise ValueError(f"{data}: the data have {m} point; the bootstrap needs at least 2")
+        if report and m < 3:
+            raise ValueError(f"{data}: a report needs at least 3 points, the data have {m}")
+        if (given or report) and 2 * args.n_bins > m:
+            fix = (f"give --n-bins {m // 2} or fewer" if m >= 2 else "give more points")
+            raise ValueError(f"--n-bins: {args.n_bins} bins need at least {2 * args.n_bins} "
+                             f"points (2 per bin{', for the reliability diagram' if report else ''}"
+                             f"), but {data} has {m}; {fix}")
 
 
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
+    """Validate ``ds`` with the options of ``args`` and print the result: one table, or, for
+    data with several slices (files stacked along ``dataset``, a NetCDF input over ``model``),
+    one table per slice under a line ``dataset = b (M = 3834)``, then one summary row per slice
+    and statistic."""
     start = time.perf_counter()
     result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
                       seed=args.seed, n_bins=args.n_bins, generators=args.generators,
                       known_generator=args.known_generator,
                       simulated_scheme=(None if args.simulated_scheme == "auto"
                                         else args.simulated_scheme))
+    if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
+        result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     elapsed = time.perf_counter() - start
+    blocks = slice_blocks(result)
+    settings = (f"BCa {format_level(args.level)} intervals from {args.n_boot} "
+                f"bootstrap replicates, simulated references from {args.n_mc} sets per "
+                f"generator ({', '.join(args.generators)}), {args.n_bins} bins, seed "
+                f"{args.seed} ({elapsed:.1f} s)")
     print(f"\n{title}")
-    print(f"M = {ds.sizes['sample']}, BCa {format_level(args.level)} intervals from "
-          f"{args.n_boot} "
-          f"bootstrap replicates, simulated references from {args.n_mc} sets per generator "
-          f"({', '.join(args.generators)}), {args.n_bins} bins, seed {args.seed} "
-          f"({elapsed:.1f} s)")
-    print(summary_table(result))
+    if len(blocks) == 1 and not blocks[0][0]:
+        print(f"M = {ds.sizes['sample']}, {settings}")
+        print(summary_table(result))
+        return result
+    print(f"{len(blocks)} slices along {', '.join(blocks[0][0])}, {settings}")
+    for labels, block in blocks:
+        print(f"\n{slice_title(labels, block)}")
+        print(summary_table(block))
+    print("\nsummary: one row per slice and statistic (verdict and the scheme that decided it)")
+    print(slices_table(result))
     return result
 
 
@@ -433,69 +516,54 @@ def check_outputs(files: Sequence[Path] = (), *, inputs: Sequence[Path] = (),
         _outputs.check_output_file(path, overwrite=overwrite, inputs=inputs, option=OUTPUT)
 
 
+def _files(args: argparse.Namespace) -> str:
+    """The input files of a command, as named in messages."""
+    return ", ".join(os.fspath(f) for f in args.files)
+
+
+def _data_name(args: argparse.Namespace, labels: dict | None = None) -> str:
+    """The input data of a command (or of the slice with ``labels`` of several files or of a
+    NetCDF input with extra dimensions), as named in messages."""
+    where = f" (rows kept by --where {args.where!r})" if args.where else ""
+    labels = dict(labels or {})
+    files = list(args.files)
+    if "dataset" in labels and (len(files) > 1 or getattr(args, "names", None)):
+        label = labels.pop("dataset")
+        names = _inputs.set_labels(files, getattr(args, "names", None))
+        files = [files[names.index(label)]] if label in names else files
+    text = ", ".join(os.fspath(f) for f in files) + where
+    if labels:
+        text += " (" + ", ".join(f"{dim} = {value}" for dim, value in labels.items()) + ")"
+    return text
+
+
+def _read_data(args: argparse.Namespace, *, formula: str | None = None,
+               csv_only: bool = False) -> xr.Dataset:
+    """The data of ``validate`` (CSV, NetCDF or Zarr) or ``report`` (CSV: ``csv_only``): one
+    file, or several stacked along ``dataset`` (see :mod:`xuqcal.cli.inputs`);
+    ``args.E``/``args.uE`` become the names or expressions used (for a NetCDF input, the
+    variables found by role)."""
+    ds, (args.E, args.uE) = _inputs.read_inputs(args.files, args, formula=formula,
+                                                csv_only=csv_only)
+    return ds
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """``xuqcal validate``."""
     if args.output is not None:
-        check_outputs([args.output], inputs=[args.file], overwrite=args.overwrite)
-    ds = _read_validate_input(args)
-    _check_sizes(ds, args, _data_name(args))
+        check_outputs([args.output], inputs=args.files, overwrite=args.overwrite)
+    ds = _read_data(args)
+    _check_sizes(ds, args, lambda labels: _data_name(args, labels))
     with compute_context(args):
-        result = _run_validation(ds, args, f"Validation of {args.file}")
-    result.attrs.update(source=str(args.file), E_expression=args.E, uE_expression=args.uE,
+        result = _run_validation(ds, args, f"Validation of {_files(args)}")
+    result.attrs.update(source=_files(args), E_expression=args.E, uE_expression=args.uE,
                         where=args.where or "")
+    if "dataset" in result.dims and "dataset" in ds.dims and "source" in ds.coords:
+        result = result.assign_coords(source=ds["source"])
     if args.output is not None:
         path = io.to_netcdf(result, args.output, overwrite=args.overwrite)
         print(f"\nwritten: {path}")
     return 0
-
-
-#: The first bytes of NetCDF files: classic (CDF 1, 2, 5) and NetCDF-4 (HDF5).
-_NETCDF_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
-
-
-def _is_netcdf(path: Path) -> bool:
-    """Whether ``path`` is a NetCDF file, by its first bytes (not by its name). Only a regular
-    file is opened: a named pipe would block here (the CSV reader handles pipes)."""
-    if not path.is_file():
-        return False
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-    except OSError:  # missing, a folder, unreadable: the CSV reader names the problem
-        return False
-    return any(head.startswith(signature) for signature in _NETCDF_SIGNATURES)
-
-
-def _read_validate_input(args: argparse.Namespace) -> xr.Dataset:
-    """The data set of ``xuqcal validate``: a NetCDF input dataset (variables named by
-    ``--E``/``--uE`` or by their recorded roles) or a CSV file (columns or expressions)."""
-    if _is_netcdf(args.file):
-        if args.where:
-            raise ValueError("--where: filters the rows of a CSV file; select the points of a "
-                             "NetCDF input with xarray before writing it")
-        for option, value in (("--E", args.E), ("--uE", args.uE)):
-            if value is not None and not value.isidentifier():
-                raise ValueError(f"{option}: for a NetCDF file, give a variable name, got "
-                                 f"the expression {value!r}")
-        ds = io.open_dataset(args.file, E=args.E, uE=args.uE)
-        names = dict(zip(io.roles(ds, args.E, args.uE), ("E", "uE"), strict=True))
-        clash = [new for old, new in names.items() if old != new and new in ds.variables]
-        if clash:
-            raise ValueError(f"--E, --uE: the file has variables named {', '.join(clash)} "
-                             "besides the error and uncertainty variables; rename them")
-        args.E, args.uE = (args.E or next(iter(names))), (args.uE or list(names)[1])
-        # the commands work on the variables E and uE (as a CSV file's expressions give them)
-        return ds.rename({old: new for old, new in names.items() if old != new})
-    missing = [option for option, value in (("--E", args.E), ("--uE", args.uE)) if value is None]
-    if missing:
-        raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "
-                         "expression over columns)")
-    return io.read_csv(args.file, E=args.E, uE=args.uE, where=args.where)
-
-
-def _data_name(args: argparse.Namespace) -> str:
-    """The input data of a command, as named in messages."""
-    return f"{args.file}" + (f" (rows kept by --where {args.where!r})" if args.where else "")
 
 
 def _free_folder(base: Path) -> Path:
@@ -561,7 +629,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``xuqcal report``."""
     from xuqcal.report.html import check_folder, report
 
-    _outputs.check_not_input(args.output, [args.file], OUTPUT)
+    _outputs.check_not_input(args.output, args.files, OUTPUT)
     if args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{OUTPUT}: {args.output} is a file, not a folder")
     _outputs.check_folder_writable(args.output if args.output.is_dir() else
@@ -570,26 +638,18 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise FileExistsError(f"{OUTPUT}: {args.output} already exists and is not empty; pass "
                               "--overwrite to replace the report (only the files xuqcal wrote "
                               "there are replaced)")
-    features = {}
-    for spec in args.features or []:
-        name, _, expression = spec.partition("=")
-        features[name.strip()] = (expression or name).strip()
-    table = io.read_table(args.file)  # read once: the data and the formulas
-    ds = io.from_dataframe(table, E=args.E, uE=args.uE, where=args.where,
-                           features=features or None, source=os.fspath(args.file))
-    if args.formula:
-        from xuqcal.analysis.features import add_formula_features
-
-        if args.formula not in table.columns:
-            raise ValueError(f"--formula: no column {args.formula!r} in {args.file} (columns: "
-                             f"{', '.join(map(str, table.columns))})")
-        ds = add_formula_features(ds, table[args.formula])[["E", "uE", *features, "X1", "X2"]]
-    _check_sizes(ds, args, _data_name(args), report=True)
-    check_folder(ds, args.output, overwrite=args.overwrite, inputs=[args.file])
+    features = list(feature_specs(args.features))
+    # each CSV file read once (data and formulas)
+    ds = _read_data(args, formula=args.formula, csv_only=True)
+    if args.formula:  # the report's features: the element counts are not conditioning ones
+        ds = ds[["E", "uE", *features, "X1", "X2"]]
+    _check_sizes(ds, args, lambda labels: _data_name(args, labels), report=True)
+    check_folder(ds, args.output, overwrite=args.overwrite, inputs=args.files)
     with compute_context(args):
         # validated here so that --generators, --known-generator, --simulated-scheme and
-        # --level reach the report's validation table
-        result = _run_validation(ds, args, f"{args.file}: E = {args.E}, uE = {args.uE}")
+        # --level reach the report's validation table; several files: the stacked data set
+        # (over dataset) goes to the report as it is
+        result = _run_validation(ds, args, f"{_files(args)}: E = {args.E}, uE = {args.uE}")
         page = report(ds, args.output, n_boot=args.n_boot, n_mc=args.n_mc,
                       n_bins=args.n_bins, seed=args.seed, statistics=args.statistics,
                       overwrite=args.overwrite, validation_result=result)
@@ -695,7 +755,7 @@ def _user_error(error: BaseException) -> bool:
 
 def _data_names(args: argparse.Namespace) -> dict[str, str]:
     """Python parameters that name the input data, shown as the file (and --where) at fault."""
-    if getattr(args, "file", None) is not None and args.command in ("validate", "report"):
+    if args.command in ("validate", "report"):
         return {"ds": _data_name(args)}
     if args.command == "cube":
         return {"cube": str(args.file) if getattr(args, "file", None) else "--output"}
@@ -760,8 +820,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         if _user_error(error):
-            extra = {spec.partition("=")[0].strip(): f"--features {spec.strip()}"
-                     for spec in getattr(args, "features", None) or []}
+            extra = feature_options(getattr(args, "features", None))
             extra.update(_data_names(args))
             print(f"xuqcal {command}: error: {option_message(error, command, extra=extra)}",
                   file=sys.stderr)

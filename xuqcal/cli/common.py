@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import re
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 _COMPUTE = {
@@ -21,6 +21,7 @@ _COMPUTE = {
     "statistics": "--statistics", "known_generator": "--known-generator",
     "simulated_scheme": "--simulated-scheme", "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
+    "names": "--names",
 }
 
 #: Python parameter (or (parameter, function that raised)) -> CLI option, per command.
@@ -42,7 +43,8 @@ OPTIONS: dict[str, dict] = {
     "cube info": {"path": "FILE"},
     "cube fit": {"path": "FILE"},
     "recalibrate": {
-        "E": "--E", "uE": "--uE", "where": "--where", "method": "--method", "by": "--by",
+        "E": "--E", "uE": "--uE", "test_E": "--test-E", "test_uE": "--test-uE",
+        "where": "--where", "features": "--features", "method": "--method", "by": "--by",
         "loss": "--loss", "n_bins_scores": "--n-bins-scores", "n_mc": "--n-mc",
         "n_boot": "--n-boot", "n_mc_fv": "--n-mc-fv", "seed": "--seed", "formula": "--formula",
         "formulas": "--formula",
@@ -126,6 +128,80 @@ def output_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"{text!r} ends with '/', which names a folder; give "
                                          "a file name")
     return Path(text)
+
+
+def feature_list(text: str) -> list[str]:
+    """An argparse type: the value of ``--features``, comma-separated ``NAME`` (a column or
+    variable) or ``NAME=EXPR`` (an expression over columns named ``NAME``).
+
+    Examples
+    --------
+    >>> feature_list("size, S2=size*2")
+    ['size', 'S2=size*2']
+    >>> feature_list("=size")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '=size' has no name before '='; write NAME=EXPR
+    """
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected NAME or NAME=EXPR, comma-separated, got "
+                                         f"{text!r}")
+    for item in items:
+        name, equals, expression = item.partition("=")
+        if not name.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} has no name before '='; write "
+                                             "NAME=EXPR")
+        if equals and not expression.strip():
+            raise argparse.ArgumentTypeError(f"{item!r} has no expression after '='; write "
+                                             "NAME=EXPR")
+    return items
+
+
+def feature_specs(items: Sequence[str] | None) -> dict[str, str]:
+    """The features of a ``--features`` value as ``{name: expression}`` (a bare ``NAME`` is
+    the column ``NAME``), the form of :func:`xuqcal.io.from_dataframe`.
+
+    Examples
+    --------
+    >>> feature_specs(["size", "S2=size*2"])
+    {'size': 'size', 'S2': 'size*2'}
+    >>> feature_specs(None)
+    {}
+    """
+    specs: dict[str, str] = {}
+    for item in items or []:
+        name, _, expression = item.partition("=")
+        specs[name.strip()] = (expression or name).strip()
+    return specs
+
+
+def feature_options(items: Sequence[str] | None) -> dict[str, str]:
+    """Each feature name of a ``--features`` value -> the option text that made it, so that a
+    library error about a feature (``X1: ...``) names what the user typed."""
+    return {item.partition("=")[0].strip(): f"--features {item.strip()}"
+            for item in items or []}
+
+
+def name_list(text: str) -> list[str]:
+    """An argparse type: the value of ``--names``, comma-separated labels, each given once.
+
+    Examples
+    --------
+    >>> name_list("qm9, logP")
+    ['qm9', 'logP']
+    >>> name_list("a,a")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 'a' is given twice; give each data set its own name
+    """
+    names = [name.strip() for name in text.split(",")]
+    if not any(names) or not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated non-empty names, one per "
+                                         f"file, got {text!r}")
+    for name in names:
+        if names.count(name) > 1:
+            raise argparse.ArgumentTypeError(f"{name!r} is given twice; give each data set its "
+                                             "own name")
+    return names
 
 
 def format_level(level: float) -> str:

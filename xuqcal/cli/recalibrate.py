@@ -2,8 +2,15 @@
 
 ::
 
-    xuqcal recalibrate TRAIN.csv TEST.csv --E EXPR --uE EXPR [--formula COLUMN]
-        [--method bvs] [--by uE] [--n-bins 40] [--loss nll] -o out.nc [--overwrite]
+    xuqcal recalibrate TRAIN.csv TEST.csv --E EXPR --uE EXPR [--test-E EXPR --test-uE EXPR]
+        [--features LIST] [--formula COLUMN] [--method bvs] [--by uE] [--n-bins 40]
+        [--loss nll] -o out.nc [--overwrite]
+
+``--E``/``--uE`` are evaluated over the columns of ``TRAIN``; ``--test-E``/``--test-uE`` over
+those of ``TEST`` (and ``--reference``), by default the same expressions. ``--where`` and
+``--features`` apply to every file. The features (``--features``, and X1, X2 with
+``--formula``) are the score variables of the evaluation and of the losses, and the variables
+``--by`` may bin on (besides ``uE``).
 
 Writes three NetCDF files (each atomically, with :func:`xuqcal.to_netcdf`):
 
@@ -27,12 +34,17 @@ import argparse
 import time
 from pathlib import Path
 
-import pandas as pd
 import xarray as xr
 
 from xuqcal import io
-from xuqcal.analysis.features import add_formula_features
-from xuqcal.cli.common import output_file, positive_int, zero_or_count
+from xuqcal.cli.common import (
+    feature_list,
+    feature_specs,
+    output_file,
+    positive_int,
+    zero_or_count,
+)
+from xuqcal.cli.inputs import in_file, read_csv_input
 from xuqcal.core.defaults import N_BINS_RECALIBRATION, N_BINS_SCORES
 from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
@@ -66,17 +78,31 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("train", type=Path, help="training CSV file (e.g. a validation set)")
     parser.add_argument("test", type=Path, help="test CSV file")
     parser.add_argument("--E", required=True, metavar="EXPR",
-                        help="error column or expression, e.g. 'E_ - prediction'")
+                        help="error column or expression of TRAIN, e.g. 'E_ - prediction' "
+                             "(and of TEST unless --test-E is given)")
     parser.add_argument("--uE", required=True, metavar="EXPR",
-                        help="uncertainty column or expression, e.g. 'sqrt(uncertainty_total)'")
-    parser.add_argument("--where", metavar="EXPR", help="row filter applied to both files")
+                        help="uncertainty column or expression of TRAIN, e.g. "
+                             "'sqrt(uncertainty_total)' (and of TEST unless --test-uE is given)")
+    parser.add_argument("--test-E", metavar="EXPR",
+                        help="error column or expression of TEST and --reference, when their "
+                             "columns differ from TRAIN's (default: --E)")
+    parser.add_argument("--test-uE", metavar="EXPR",
+                        help="uncertainty column or expression of TEST and --reference "
+                             "(default: --uE)")
+    parser.add_argument("--where", metavar="EXPR", help="row filter applied to every file")
+    parser.add_argument("--features", type=feature_list, metavar="LIST",
+                        help="feature columns or NAME=EXPR (an expression over columns), "
+                             "comma-separated, read from every file, e.g. 'y_pred': score "
+                             "variables of the evaluation and the losses, and variables --by "
+                             "may bin on")
     parser.add_argument("--formula", metavar="COLUMN",
                         help="column of molecular formulas: adds the features X1 (mass) and "
                              "X2 (heteroatom fraction) used by the scores and the losses")
     parser.add_argument("--method", choices=METHODS, default="bvs",
                         help="recalibration method (default: bvs)")
     parser.add_argument("--by", default="uE", metavar="VAR",
-                        help="BVS binning variable (uE, X1, X2), or two separated by a comma "
+                        help="BVS binning variable: uE, a feature of --features (e.g. "
+                             "y_pred) or X1, X2 with --formula; or two separated by a comma "
                              "for a 2-D grid (default: uE)")
     parser.add_argument("--n-bins", type=positive_int, metavar="N",
                         help=f"number of BVS bins (default: {N_BINS_RECALIBRATION}; per variable "
@@ -121,16 +147,48 @@ def output_paths(output: Path) -> dict[str, Path]:
             "recalibrator": output.with_name(f"{output.stem}_recalibrator{suffix}")}
 
 
-def _read(path: Path, args: argparse.Namespace) -> xr.Dataset:
-    ds = io.read_csv(path, E=args.E, uE=args.uE, where=args.where)
-    if args.formula:
-        columns = pd.read_csv(path, nrows=0).columns  # read_csv above checked the file
-        if args.formula not in columns:
-            raise ValueError(f"--formula: no column {args.formula!r} in {path} (columns: "
-                             f"{', '.join(map(str, columns))})")
-        formulas = pd.read_csv(path, usecols=[args.formula])[args.formula]
-        ds = add_formula_features(ds, formulas)
-    return ds
+def _read(path: Path, args: argparse.Namespace, *, test: bool = False) -> xr.Dataset:
+    """One input file: TRAIN with ``--E``/``--uE``, TEST and ``--reference`` (``test``) with
+    ``--test-E``/``--test-uE`` (default: the same). An error names the file, and the option
+    of the expression at fault (``--test-uE: test.csv: 1 of 300 values are not positive``)."""
+    E, uE = (_test_expressions(args) if test else (args.E, args.uE))
+    try:
+        return read_csv_input(path, E=E, uE=uE, where=args.where, features=args.features,
+                              formula=args.formula)
+    except ValueError as error:
+        error = in_file(error, path)
+        head, colon, rest = str(error).partition(": ")
+        if test and colon and head in ("E", "uE") and getattr(args, f"test_{head}"):
+            error = ValueError(f"test_{head}: {rest}")
+        raise error from None
+
+
+def _test_expressions(args: argparse.Namespace) -> tuple[str, str]:
+    """The E and uE expressions of TEST and ``--reference``."""
+    return (args.test_E or args.E, args.test_uE or args.uE)
+
+
+def _binning_variables(args: argparse.Namespace) -> list[str]:
+    """The variables of ``--by``, checked against what the files will hold before any file is
+    read: ``uE``, the features of ``--features``, X1 and X2 with ``--formula``."""
+    by = [v.strip() for v in args.by.split(",") if v.strip()]
+    if not by:
+        raise ValueError("--by: give a variable to bin on (uE, a feature of --features, or "
+                         "X1, X2 with --formula)")
+    if "E" in by:
+        raise ValueError("--by: E is the error itself: bins of E would use the errors that the "
+                         "recalibration must predict; bin by uE or a feature (X1, X2)")
+    features = list(feature_specs(args.features))
+    known = ["uE", *features, *(("X1", "X2") if args.formula else ())]
+    unknown = [v for v in by if v not in known]
+    if unknown:
+        hint = (f"add it with --features, e.g. --features {unknown[0]} (a column) or "
+                f"--features {unknown[0]}=EXPR")
+        if unknown[0] in ("X1", "X2"):
+            hint = "X1 and X2 come from --formula COLUMN (a column of molecular formulas)"
+        raise ValueError(f"--by: {', '.join(repr(v) for v in unknown)} is not a variable of "
+                         f"the data (the variables to bin on are {', '.join(known)}); {hint}")
+    return by
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,15 +202,12 @@ def run(args: argparse.Namespace) -> int:
     for path in paths.values():
         _outputs.check_output_file(path, overwrite=args.overwrite, inputs=inputs,
                                    option="-o/--output")
+    by = _binning_variables(args)
     start = time.perf_counter()
     train = _read(args.train, args)
-    test = _read(args.test, args)
-    reference = _read(args.reference, args) if args.reference is not None else None
-    features = ("X1", "X2") if args.formula else ()
-    by = [v.strip() for v in args.by.split(",") if v.strip()]
-    if "E" in by:
-        raise ValueError("--by: E is the error itself: bins of E would use the errors that the "
-                         "recalibration must predict; bin by uE or a feature (X1, X2)")
+    test = _read(args.test, args, test=True)
+    reference = _read(args.reference, args, test=True) if args.reference is not None else None
+    features = (*feature_specs(args.features), *(("X1", "X2") if args.formula else ()))
     kwargs = {}
     if args.method == "bvs":
         kwargs = {"by": by[0] if len(by) == 1 else by, "n_bins": args.n_bins}
@@ -170,8 +225,11 @@ def run(args: argparse.Namespace) -> int:
         datasets["reference"] = reference
     table = evaluate(datasets, features=features, n_bins=args.n_bins_scores, n_mc=args.n_mc,
                      seed=args.seed, n_boot=args.n_boot, n_mc_fv=args.n_mc_fv)
+    test_E, test_uE = _test_expressions(args)
     table.attrs.update(train_source=str(args.train), test_source=str(args.test),
                        E_expression=args.E, uE_expression=args.uE,
+                       test_E_expression=test_E, test_uE_expression=test_uE,
+                       features=",".join(features),
                        reference_source=str(args.reference or ""))
     done = time.perf_counter()
     print(f"Recalibration of {args.test} by {args.method} fitted on {args.train} "

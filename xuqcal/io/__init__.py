@@ -10,6 +10,7 @@ plus any feature variables. The package is split by job:
   (:func:`validate_dataset`, lazy for Dask-backed data) and :func:`from_arrays`;
 - :mod:`xuqcal.io.tabular`: :func:`read_csv`, :func:`read_table` and :func:`from_dataframe`;
 - :mod:`xuqcal.io.netcdf`: :func:`to_netcdf` and :func:`open_dataset`;
+- :mod:`xuqcal.io.stacking`: :func:`stack_datasets` (several sets along ``dataset``);
 - :mod:`xuqcal.io.outputs` (output folders and their manifest) and :mod:`xuqcal.io.synthetic`
   (synthetic data sets).
 
@@ -34,6 +35,7 @@ from xuqcal.io.schema import (
     roles,
     validate_dataset,
 )
+from xuqcal.io.stacking import stack_datasets
 from xuqcal.io.tabular import from_dataframe, read_csv, read_table
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "read_csv",
     "read_table",
     "roles",
+    "stack_datasets",
     "to_netcdf",
     "validate_dataset",
 ]

@@ -443,7 +443,7 @@ def validate_dataset(
     Dask-backed).
 
     A valid input has the variables of the roles ``E`` and ``uE`` and the feature variables,
-    each 1-D over the dimension ``sample`` with at least one row; ``E``, ``uE`` and the features
+    each over the dimension ``sample`` with at least one row; ``E``, ``uE`` and the features
     are numeric (the features may also be boolean) and finite, and ``uE > 0``; the z-scores
     ``E / uE`` must have a finite square (an overflow is an error naming the rows, never a
     verdict) and the data a span ``max(|E|, uE) / min(uE)`` of at most ``2^960``.
@@ -480,6 +480,14 @@ def validate_dataset(
         ``"uE: 3 of 2040 values are not positive (rows 5, 17, 230)"``. For Dask-backed data the
         value problems are raised when the data are computed.
 
+    Notes
+    -----
+    Data with extra dimensions (several data sets in one, e.g. ``model × sample``) are checked
+    slice by slice (:mod:`xuqcal.analysis.slices`): a point where ``E`` and ``uE`` are both NaN
+    is absent from its slice, and each message starts with the slice's labels
+    (``model='GCN': uE: 1 of 300 values are NaN (rows 7)``). Their values are checked at once
+    when NumPy-backed; Dask-backed, the analyses check each slice when computed.
+
     Examples
     --------
     >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2])
@@ -494,7 +502,61 @@ def validate_dataset(
     ValueError: uE: 1 of 2 values are not positive (rows 1)
     """
     E, uE = roles(ds, E, uE) if isinstance(ds, xr.Dataset) else (E or "E", uE or "uE")
+    if isinstance(ds, xr.Dataset):
+        dims = _slice_dims(ds, E, uE, features)
+        if dims:
+            return _check_slices(ds, E, uE, features, dims)
     return _check_dataset(ds, E, uE, features)
+
+
+def _slice_dims(ds: xr.Dataset, E: Any, uE: Any, features: FeatureSpec) -> tuple[str, ...]:
+    """The extra dimensions of ``E`` and ``uE`` (several data sets in one, see
+    :mod:`xuqcal.analysis.slices`): the slices are theirs, a feature is 1-D (shared) or has
+    some of them; empty when ``E`` or ``uE`` is missing or lacks ``sample`` (the one-set checks
+    then name the problem)."""
+    found: set[str] = set()
+    for name in (E, uE):
+        if not isinstance(name, str) or name not in ds.data_vars \
+                or SAMPLE_DIM not in ds[name].dims:
+            return ()
+        found.update(d for d in ds[name].dims if d != SAMPLE_DIM)
+    return tuple(d for d in ds.dims if d in found)
+
+
+def _check_slices(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec,
+                  dims: Sequence[str]) -> xr.Dataset:
+    """The checks of a data set with extra dimensions, slice by slice: a point where ``E`` and
+    ``uE`` are both NaN is absent from its slice; every message names the slice's labels.
+    NumPy-backed: the values of every slice are checked at once. Dask-backed: the structure
+    only (each analysis checks the values of its slices when computed)."""
+    import itertools
+
+    from xuqcal.analysis.slices import slice_label
+
+    lazy = any(ds[name].chunks is not None for name in ds.data_vars
+               if SAMPLE_DIM in ds[name].dims)
+    if SAMPLE_DIM not in ds.coords:
+        ds = ds.assign_coords({SAMPLE_DIM: np.arange(ds.sizes[SAMPLE_DIM])})
+    labels = [ds.indexes[d] if d in ds.indexes else range(ds.sizes[d]) for d in dims]
+    for index in itertools.product(*[range(len(values)) for values in labels]):
+        unit = {d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index, strict=True))}
+        sub = ds.isel(dict(zip(dims, index, strict=True)))
+        prefix = f"{slice_label(unit)}: "
+        if lazy:
+            _check_structure(sub, E, uE, features)
+            continue
+        absent = np.isnan(np.asarray(sub[E].values, dtype=float)) & np.isnan(
+            np.asarray(sub[uE].values, dtype=float)) if sub[E].dtype.kind in "iuf" and \
+            sub[uE].dtype.kind in "iuf" else np.zeros(sub.sizes[SAMPLE_DIM], dtype=bool)
+        if absent.all():
+            raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this "
+                             "slice")
+        present = sub.isel({SAMPLE_DIM: np.flatnonzero(~absent)})
+        try:
+            _check_dataset(present, E, uE, features)
+        except ValueError as error:
+            raise ValueError(prefix + str(error)) from error
+    return ds
 
 
 # --------------------------------------------------------------------------------------------

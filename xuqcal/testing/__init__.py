@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import dask
 import xarray as xr
 
 __all__ = ["ComputeCounter", "assert_lazy_until_compute", "assert_results_identical",
-           "count_computes"]
+           "assert_slice_identical", "count_computes"]
 
 #: Attributes that differ between two runs of the same computation (when, not how).
 RUN_ATTRIBUTES = ("created",)
@@ -56,6 +57,78 @@ def assert_results_identical(actual: xr.Dataset | xr.DataArray,
         xr.testing.assert_identical(actual, expected)
     else:
         xr.testing.assert_equal(actual, expected)
+
+
+#: Attributes of a stacked result that describe the stacking, not one slice.
+STACKING_ATTRIBUTES = ("slice_dims", "slices")
+
+
+def assert_slice_identical(stacked: xr.Dataset | xr.DataArray,
+                           expected: xr.Dataset | xr.DataArray, **labels: Any) -> None:
+    """Assert that the slice ``labels`` of a result stacked over extra dimensions
+    (:mod:`xuqcal.analysis.slices`) is bit-identical to ``expected``, the same analysis of that
+    slice alone: values, dimensions, coordinates and attributes (the slice's ``n_samples``
+    coordinate against the ``n_samples`` attribute when ``expected`` has one), after undoing
+    the stacking (the padding of ragged dimensions, the reindexing of ``sample``).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(300, nu=6, seed=0)
+    >>> b = xuqcal.synthetic.nig(200, nu=6, seed=1)
+    >>> both = xr.concat([a, b], dim="model", join="outer").assign_coords(model=["a", "b"])
+    >>> assert_slice_identical(xuqcal.stats(both), xuqcal.stats(b), model="b")
+    """
+    from xuqcal.analysis.slices import RAGGED_DIMS
+
+    actual = stacked.sel(labels)
+    n_samples = actual.coords.get("n_samples")
+    actual = actual.drop_vars([name for name in (*labels, "n_samples") if name in actual.coords])
+    if "sample" in expected.dims:
+        actual = actual.sel(sample=expected["sample"])
+    for dim in RAGGED_DIMS:
+        if dim in expected.dims:
+            actual = actual.isel({dim: slice(0, expected.sizes[dim])})
+            if dim in expected.indexes and dim in actual.indexes:
+                actual = actual.assign_coords({dim: expected[dim]})
+    actual = actual.copy(deep=False)
+    actual.attrs = {k: v for k, v in actual.attrs.items() if k not in STACKING_ATTRIBUTES}
+    # attributes that differ between slices became coordinates over the extra dimensions
+    moved = [name for name, coord in actual.coords.items() if coord.ndim == 0
+             and name not in expected.coords and name in expected.attrs]
+    for name in moved:
+        actual.attrs[name] = actual.coords[name].values.item()
+    actual = actual.drop_vars(moved)
+    # and so did the variable attributes that differ (``<variable>_<attribute>``)
+    for var_name, var in (expected.variables.items() if isinstance(expected, xr.Dataset)
+                          else [("value", expected.variable)]):
+        for key in var.attrs:
+            label = f"{var_name}_{key}"
+            if label in actual.coords and actual.coords[label].ndim == 0 \
+                    and label not in expected.coords:
+                value = actual.coords[label].values.item()
+                actual = actual.drop_vars(label)
+                target = actual.variable if isinstance(actual, xr.DataArray) and \
+                    var_name == "value" else actual[var_name].variable if \
+                    isinstance(actual, xr.Dataset) else None
+                if target is not None:
+                    target.attrs = {k: (value if k == key else v) for k, v in
+                                    [*var.attrs.items()] if k in target.attrs or k == key}
+    if moved:
+        actual.attrs = {k: actual.attrs[k] for k in
+                        [*[k for k in expected.attrs if k in actual.attrs],
+                         *[k for k in actual.attrs if k not in expected.attrs]]}
+    expected = expected.copy(deep=False)
+    if "n_samples" in expected.attrs:
+        count = expected.attrs["n_samples"]
+        expected.attrs = {k: v for k, v in expected.attrs.items() if k != "n_samples"}
+        if n_samples is None or int(n_samples) != int(count):
+            raise AssertionError(f"n_samples: the slice has "
+                                 f"{None if n_samples is None else int(n_samples)} present "
+                                 f"points, the single call {count}")
+    if isinstance(expected, xr.DataArray) and isinstance(actual, xr.DataArray):
+        actual = actual.rename(expected.name)
+    assert_results_identical(actual, expected)
 
 
 @dataclass

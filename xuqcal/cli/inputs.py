@@ -1,0 +1,276 @@
+"""The input files of the commands: CSV files (columns or expressions), NetCDF input datasets
+and Zarr stores, one or several (stacked along ``dataset``).
+
+- A CSV file is read once (:func:`xuqcal.io.read_table`), then ``--E``, ``--uE``, ``--where``
+  and ``--features`` are evaluated over its columns (:func:`xuqcal.io.from_dataframe`), and
+  ``--formula`` adds the features X1 and X2.
+- A NetCDF file (recognised by its first bytes, not by its name) is an input dataset
+  (:func:`xuqcal.io.open_dataset`); ``--E``/``--uE`` name variables (default: their recorded
+  roles), ``--features`` selects variables, and ``--where`` is refused. Its variables may have
+  dimensions besides ``sample`` (e.g. ``model``): they are passed through as they are.
+- A Zarr store (a folder named ``*.zarr`` or holding Zarr metadata) is read like a NetCDF file,
+  lazily, with :func:`xarray.open_zarr`; this needs the optional ``zarr`` package.
+
+Several files are read with the same options and stacked along ``dataset`` by
+:func:`xuqcal.io.stack_datasets`, labelled by the file names without their suffix or by
+``--names``; an error in one file names that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import xarray as xr
+
+from xuqcal import io
+from xuqcal.cli.common import feature_specs
+
+#: The first bytes of NetCDF files: classic (CDF 1, 2, 5) and NetCDF-4 (HDF5).
+NETCDF_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+#: Files that mark a folder as a Zarr store (Zarr format 2: .zgroup ...; format 3: zarr.json).
+ZARR_MARKERS = (".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json")
+
+#: The variables of an input as the commands use them (a CSV file's expressions give them).
+E_NAME, UE_NAME = "E", "uE"
+
+
+def is_netcdf(path: Path) -> bool:
+    """Whether ``path`` is a NetCDF file, by its first bytes (not by its name). Only a regular
+    file is opened: a named pipe would block here (the CSV reader handles pipes)."""
+    if not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+    except OSError:  # missing, a folder, unreadable: the CSV reader names the problem
+        return False
+    return any(head.startswith(signature) for signature in NETCDF_SIGNATURES)
+
+
+def is_zarr(path: Path) -> bool:
+    """Whether ``path`` is a folder that looks like a Zarr store: named ``*.zarr`` or holding
+    Zarr metadata. Any other folder goes to the CSV reader, which refuses it by name."""
+    if not path.is_dir():
+        return False
+    return path.suffix.lower() == ".zarr" or any((path / name).exists()
+                                                 for name in ZARR_MARKERS)
+
+
+def zarr_available() -> bool:
+    """Whether the optional ``zarr`` package can be imported."""
+    return importlib.util.find_spec("zarr") is not None
+
+
+def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
+                   features: Sequence[str] | None = None,
+                   formula: str | None = None) -> xr.Dataset:
+    """A CSV file as an input dataset: read once, ``E``, ``uE``, ``features`` (the items of
+    ``--features``) and ``where`` evaluated over its columns; ``formula`` names a column of
+    molecular formulas that adds the features of
+    :func:`xuqcal.analysis.features.add_formula_features` (X1, X2, element counts)."""
+    table = io.read_table(path)  # read once: the data and the formulas (a pipe too)
+    ds = io.from_dataframe(table, E=E, uE=uE, where=where,
+                           features=feature_specs(features) or None,
+                           source=os.fspath(path))
+    if formula:
+        from xuqcal.analysis.features import add_formula_features
+
+        if formula not in table.columns:
+            raise ValueError(f"--formula: no column {formula!r} in {path} (columns: "
+                             f"{', '.join(map(str, table.columns))})")
+        ds = add_formula_features(ds, table[formula])
+    return ds
+
+
+def _open_zarr(path: Path, E: str | None, uE: str | None) -> xr.Dataset:
+    """A Zarr store as a checked input dataset (lazy: Dask-backed, values checked when
+    computed), with the roles recorded as :func:`xuqcal.io.open_dataset` records them."""
+    if not zarr_available():
+        raise ValueError(f"{path} is a Zarr store; reading it needs the zarr package, which is "
+                         "not installed: pip install zarr (or write the data to a NetCDF file "
+                         "with xuqcal.to_netcdf)")
+    try:
+        ds = xr.open_zarr(path)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        raise ValueError(f"{path} cannot be read as a Zarr store ({reason})") from None
+    try:
+        E, uE = io.roles(ds, E, uE)
+        ds = io.validate_dataset(ds, E=E, uE=uE)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    for name, role in ((E, "E"), (uE, "uE")):
+        ds[name].attrs[io.ROLE_ATTR] = role
+    return ds
+
+
+def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | None = None,
+                     features: Sequence[str] | None = None,
+                     zarr: bool = False) -> tuple[xr.Dataset, tuple[str, str]]:
+    """A NetCDF input dataset (or a Zarr store) with its error and uncertainty variables
+    renamed ``E`` and ``uE``, and the names they had. ``E``/``uE`` name variables (default:
+    the recorded roles, else ``E`` and ``uE``); ``features`` keeps only these variables."""
+    what = "a Zarr store" if zarr else "a NetCDF file"
+    if where:
+        raise ValueError("--where: filters the rows of a CSV file; select the points of a "
+                         f"NetCDF or Zarr input with xarray before writing it ({path} is "
+                         f"{what})")
+    for option, value in (("--E", E), ("--uE", uE)):
+        if value is not None and not value.isidentifier():
+            raise ValueError(f"{option}: for {what}, give a variable name, got the expression "
+                             f"{value!r} ({path})")
+    ds = _open_zarr(path, E, uE) if zarr else io.open_dataset(path, E=E, uE=uE)
+    names = io.roles(ds, E, uE)
+    if features:
+        specs = feature_specs(features)
+        expressions = [f"{name}={expression}" for name, expression in specs.items()
+                       if expression != name]
+        if expressions:
+            raise ValueError(f"--features: for {what}, give variable names (the variables to "
+                             f"keep), got {', '.join(expressions)} ({path})")
+        unknown = [name for name in specs if name not in ds.data_vars]
+        if unknown:
+            raise ValueError(f"--features: {path} has no variable {', '.join(unknown)} "
+                             f"(variables: {', '.join(map(str, ds.data_vars))})")
+        ds = ds[[*names, *specs]]
+    renames = dict(zip(names, (E_NAME, UE_NAME), strict=True))
+    clash = [new for old, new in renames.items() if old != new and new in ds.variables]
+    if clash:
+        raise ValueError(f"--E, --uE: {path} has variables named {', '.join(clash)} besides "
+                         "the error and uncertainty variables; rename them")
+    # the commands work on the variables E and uE (as a CSV file's expressions give them)
+    return ds.rename({old: new for old, new in renames.items() if old != new}), names
+
+
+def set_labels(files: Sequence[Path], names: Sequence[str] | None) -> list[str]:
+    """The ``dataset`` labels of several input files: ``names`` (``--names``), else each
+    file's name without its suffix. Checked before any file is read.
+
+    Examples
+    --------
+    >>> set_labels([Path("a/qm9.csv"), Path("b/logP.csv")], None)
+    ['qm9', 'logP']
+    >>> set_labels([Path("a/data.csv"), Path("b/data.csv")], None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: FILE: a/data.csv and b/data.csv have the same name 'data', ... --names data1,data2
+    """
+    if names is not None:
+        if len(names) != len(files):
+            raise ValueError(f"--names: {len(names)} name{'s' if len(names) != 1 else ''} "
+                             f"({', '.join(names)}) for {len(files)} file"
+                             f"{'s' if len(files) != 1 else ''}; give one name per file, in "
+                             "the order of the files")
+        return list(names)
+    labels = [Path(f).stem or os.fspath(f) for f in files]
+    for label in labels:
+        same = [os.fspath(f) for f, other in zip(files, labels, strict=True) if other == label]
+        if len(same) > 1:
+            example = ",".join(f"{label}{k + 1}" for k in range(len(same)))
+            raise ValueError(f"FILE: {' and '.join(same)} have the same name {label!r}, which "
+                             f"labels the data sets; name them with --names, e.g. --names "
+                             f"{example}")
+    return labels
+
+
+def in_file(error: ValueError, path: Path) -> ValueError:
+    """``error`` with the file it comes from, when several files are read: ``uE: 1 of 300
+    values are not positive`` becomes ``uE: b.csv: 1 of 300 ...`` (the leading parameter
+    stays first, for the option it names). A message that names the file already is kept.
+
+    Examples
+    --------
+    >>> str(in_file(ValueError("uE: 1 of 3 values are NaN (rows 2)"), Path("b.csv")))
+    'uE: b.csv: 1 of 3 values are NaN (rows 2)'
+    """
+    text = str(error)
+    shown = os.fspath(path)
+    if shown in text:
+        return error
+    head, colon, rest = text.partition(": ")
+    if colon and head.isidentifier():
+        return ValueError(f"{head}: {shown}: {rest}")
+    return ValueError(f"{shown}: {text}")
+
+
+def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
+               uE: str | None = None, formula: str | None = None,
+               csv_only: bool = False) -> tuple[xr.Dataset, tuple[str, str]]:
+    """One input file of a command, with the options of ``args`` (``E``/``uE`` override
+    ``args.E``/``args.uE``): the dataset with variables ``E`` and ``uE``, and the names or
+    expressions they came from. ``csv_only``: a NetCDF file or Zarr store is refused (by the
+    CSV reader, which names it)."""
+    E = args.E if E is None else E
+    uE = args.uE if uE is None else uE
+    features = getattr(args, "features", None)
+    if not csv_only and (is_netcdf(path) or is_zarr(path)):
+        if formula:
+            raise ValueError(f"--formula: reads a column of a CSV file; {path} is a "
+                             f"{'NetCDF file' if is_netcdf(path) else 'Zarr store'} (add the "
+                             "features with xuqcal.add_formula_features before writing it)")
+        return read_store_input(path, E=E, uE=uE, where=args.where, features=features,
+                                zarr=not is_netcdf(path))
+    missing = [option for option, value in (("--E", E), ("--uE", uE)) if value is None]
+    if missing:
+        raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "
+                         "expression over columns)")
+    ds = read_csv_input(path, E=E, uE=uE, where=args.where, features=features,
+                        formula=formula)
+    return ds, (E, uE)
+
+
+def _check_same_features(sets: dict[Path, xr.Dataset]) -> None:
+    """Refuse files whose feature variables differ (NetCDF inputs: CSV files get the same
+    features from the same ``--features``), naming the files and the common features."""
+    features = {path: [str(v) for v in ds.data_vars if v not in (E_NAME, UE_NAME)]
+                for path, ds in sets.items()}
+    union = list(dict.fromkeys(name for names in features.values() for name in names))
+    lacking = [f"{os.fspath(path)} has no {', '.join(n for n in union if n not in names)}"
+               for path, names in features.items() if any(n not in names for n in union)]
+    if not lacking:
+        return
+    common = [n for n in union if all(n in names for names in features.values())]
+    fix = (f"keep the common ones with --features {','.join(common)}" if common else
+           "they share none: keep only E and uE in the files (e.g. ds[['E', 'uE']]) "
+           "before validating them together")
+    raise ValueError(f"--features: the files have different feature variables ("
+                     f"{'; '.join(lacking)}); every data set needs the same features: {fix}")
+
+
+def read_inputs(files: Sequence[Path], args: argparse.Namespace, *,
+                formula: str | None = None,
+                csv_only: bool = False) -> tuple[xr.Dataset, tuple[str, str]]:
+    """The data of a command: one file as it is (no ``dataset`` dimension unless ``--names``
+    is given), several files stacked along ``dataset`` (:func:`xuqcal.io.stack_datasets`).
+
+    Returns the dataset and the error and uncertainty names or expressions used (joined with
+    ``", "`` when NetCDF files name them differently); ``csv_only`` as in
+    :func:`read_input`."""
+    names = getattr(args, "names", None)
+    several = len(files) > 1 or names is not None
+    labels = set_labels(files, names) if several else None
+    if len(files) > 1:  # a missing file is named before any other file is read
+        for path in files:
+            if not os.path.lexists(path):
+                raise FileNotFoundError(f"{os.fspath(path)}: no such file (expected a CSV "
+                                        "file, a NetCDF input dataset or a Zarr store)")
+    sets, used = {}, []
+    for k, path in enumerate(files):
+        try:
+            ds, found = read_input(path, args, formula=formula, csv_only=csv_only)
+        except ValueError as error:
+            if len(files) > 1:
+                raise in_file(error, path) from None
+            raise
+        sets[labels[k] if labels else os.fspath(path)] = ds
+        used.append(found)
+    expressions = tuple(", ".join(dict.fromkeys(u[i] for u in used)) for i in (0, 1))
+    _check_same_features(dict(zip(files, sets.values(), strict=True)))
+    if not several:
+        return next(iter(sets.values())), expressions
+    return io.stack_datasets(sets), expressions
