@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -14,6 +16,8 @@ from xuqcal.analysis.local import (
     order_sensitivity,
     reliability,
 )
+from xuqcal.core import defaults
+from xuqcal.core.binning import FewPointsPerBinWarning, points_per_bin, recommended_n_bins
 from xuqcal.core.intervals import bca_interval, wilson_interval
 
 
@@ -146,3 +150,113 @@ def test_bca_with_given_acceleration_equals_jackknife_route():
     a = bca_interval(reps, np.zeros(2), jack)
     b = bca_interval(reps, np.zeros(2), acceleration_value=acceleration(jack))
     np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------------------------
+# The bin-count rule: at least defaults.MIN_POINTS_PER_BIN_LOCAL points per bin, else a warning
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small():
+    """M = 265: 100 bins would hold 2-3 points each."""
+    ds = xuqcal.synthetic.nig(265, nu=6, seed=8)
+    return ds.assign(X=("sample", np.round(ds.uE.values, 1)))
+
+
+def _few(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, FewPointsPerBinWarning)]
+
+
+def test_recommended_n_bins_is_the_one_rule():
+    assert defaults.MIN_POINTS_PER_BIN_LOCAL == 20
+    assert recommended_n_bins(265) == 13  # 13 bins of 20-21 points, not 100 bins of 2-3
+    assert recommended_n_bins(265, 10) == 10
+    assert recommended_n_bins(2000) == 100 and recommended_n_bins(1999) == 99
+    assert recommended_n_bins(19) == 1 and recommended_n_bins(40, min_points=5) == 8
+    for m in (20, 265, 1999, 12_345):
+        n = recommended_n_bins(m)
+        assert points_per_bin(m, n)[0] >= 20 and (n == 100 or points_per_bin(m, n + 1)[0] < 20)
+    for name, args in (("m", (0,)), ("n_bins", (100, 0)), ("n_bins", (100, 2.0))):
+        with pytest.raises(ValueError, match=f"{name}: expected a positive integer"):
+            recommended_n_bins(*args)
+    assert issubclass(FewPointsPerBinWarning, UserWarning)
+
+
+def test_local_warns_below_the_rule_naming_n_bins_m_and_the_points(small):
+    with pytest.warns(FewPointsPerBinWarning) as record:
+        loc = local(small, "zms", n_bins=100, n_boot=200)
+    assert loc.sizes["bin"] == 100  # it still runs
+    (message,) = _few(record)
+    assert message.startswith("n_bins: n_bins=100 bins of M=265 points hold 2 to 3 points per "
+                              "bin, fewer than the 20 per bin")
+    assert "use at most 13 bins" in message
+    (caught,) = [w for w in record if issubclass(w.category, FewPointsPerBinWarning)]
+    assert caught.filename == __file__  # points at the caller, not at xuqcal's internals
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        local(small, "zms", n_bins=recommended_n_bins(265), n_boot=200)
+        local(small, "zm", n_bins=13)
+    assert not _few(record)
+    with pytest.warns(FewPointsPerBinWarning, match=r"n_bins=14 bins of M=265 points hold 18 "
+                                                    r"to 19 points per bin"):
+        local(small, "zm", n_bins=14)
+
+
+def test_local_warns_for_min_count_strata_and_given_bins(small):
+    with pytest.warns(FewPointsPerBinWarning,
+                      match=r"^min_count: n_bins=53 bins \(min_count=5\) of M=265 points hold "
+                            r"5 points per bin.*use min_count >= 20"):
+        local(small, "zm", n_bins=100, min_count=5)
+    for data in (small, small.chunk({"sample": 100})):
+        with pytest.warns(FewPointsPerBinWarning,
+                          match=r"^min_count: strata bins \(min_count=5, n_bins=\d+\) of M=265"):
+            local(data, "zm", by="X", binning="strata", min_count=5)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        local(small, "zm", by="X", binning="strata", min_count=20)
+    assert not _few(record)
+    bins = xuqcal.make_bins(small, "uE", n_bins=40)
+    with pytest.warns(FewPointsPerBinWarning,
+                      match=r"^bins: the given bins \(n_bins=40\) of M=265 points hold 6 to 7 "):
+        local(small, "zm", bins=bins)
+
+
+def test_the_rule_warns_before_computing_lazy_data(small):
+    lazy = small.chunk({"sample": 100})
+    with pytest.warns(FewPointsPerBinWarning, match="n_bins=100 bins of M=265"):
+        result = local(lazy, "zm", n_bins=100)
+    assert result.value.chunks is not None  # nothing computed yet
+    with pytest.warns(FewPointsPerBinWarning, match="n_bins=20 bins of M=265 points hold 13 "):
+        reliability(lazy, n_bins=20, n_boot=200)
+
+
+def test_the_other_per_bin_analyses_follow_the_rule(small):
+    with pytest.warns(FewPointsPerBinWarning, match=r"^n_bins: n_bins=20 bins of M=265 points "
+                                                    r"hold 13 to 14 points per bin"):
+        reliability(small, n_bins=20, n_boot=200)
+    with pytest.warns(FewPointsPerBinWarning, match=r"^n_bins: n_bins=20 bins of M=265"):
+        xuqcal.curves.local_coverage(small, n_bins=20)
+    with pytest.warns(FewPointsPerBinWarning, match=r"^n_bins: n_bins=30 bins of M=265"):
+        order_sensitivity(small, by="X", n_orders=2, n_bins=30, n_boot=200)
+    with pytest.warns(FewPointsPerBinWarning,
+                      match=r"^min_count: groups of sizes 132, 66, 33, 16 \(min_count=10\) of "
+                            r"M=265 points hold 16 to 132 points per group"):
+        adversarial_groups(small, n_groups=5, n_boot=200, min_count=10)
+    with pytest.warns(FewPointsPerBinWarning, match=r"^sizes: groups of sizes 100, 8 of M=265"):
+        adversarial_groups(small, n_groups=5, n_boot=200, sizes=[100, 8])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        reliability(small, n_bins=13, n_boot=200)
+        xuqcal.curves.local_coverage(small, n_bins=13)
+        order_sensitivity(small, by="X", n_orders=2, n_bins=13, n_boot=200)
+        adversarial_groups(small, n_groups=5, n_boot=200, min_count=20)
+    assert not _few(record)
+
+
+def test_too_few_points_for_any_bin_is_still_an_error(small):
+    """Below 2 points per bin the analyses refuse (the warning is for 2 to 19)."""
+    with pytest.raises(ValueError, match="n_bins: n_bins=200 needs at least 400 points"):
+        local(small, "zm", n_bins=200)
+    with pytest.raises(ValueError, match="n_bins: n_bins=200 needs at least 400 points"):
+        reliability(small, n_bins=200)

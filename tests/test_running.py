@@ -14,7 +14,8 @@ from plotting import render
 
 import xuqcal
 from xuqcal.analysis.features import add_formula_features
-from xuqcal.analysis.running import centred_move_mean, running_statistics
+from xuqcal.analysis.running import centred_move_mean, default_window, running_statistics
+from xuqcal.core import defaults
 from xuqcal.plot.zscores import zscores
 
 
@@ -76,12 +77,38 @@ def test_edges_are_nan_where_the_window_is_incomplete():
     assert not np.isnan(running_statistics(ds, window=50, min_count=1).running_mean).any()
 
 
-def test_default_window_is_m_over_100():
-    assert running_statistics(_data(1234)).attrs["window"] == 12
-    small = running_statistics(_data(99))
+@pytest.mark.parametrize(("m", "window"), [
+    (1, 1), (7, 7), (20, 20), (99, 20), (265, 20), (1234, 20), (2000, 20), (2099, 20),
+    (2100, 21), (13_885, 138), (100_000, 1000)])
+def test_default_window_is_m_over_100_but_at_least_20_points(m, window):
+    """min(M, max(M // 100, 20)): M/100 (METHODS §6), never the 2-point window of M = 265 that
+    was pure noise, nor more than M."""
+    assert default_window(m) == window
+    assert window == min(m, max(m // defaults.RUNNING_WINDOW_DIVISOR,
+                                defaults.MIN_POINTS_PER_BIN_LOCAL))
+    if m <= 2100:
+        r = running_statistics(_data(m, seed=m))
+        assert r.attrs["window"] == window
+        assert r.running_mean.attrs["window"] == window
+        np.testing.assert_allclose(r.running_mean.values, _direct(r.Z.values, window, None),
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_default_window_errors_and_an_explicit_window_of_one():
+    for bad in (0, -3, 2.5, True, None):
+        with pytest.raises(ValueError, match="m: expected a positive number of points"):
+            default_window(bad)
+    small = running_statistics(_data(99), window=1)  # asked for: the z-scores themselves
     assert small.attrs["window"] == 1
     np.testing.assert_array_equal(small.running_mean.values, small.Z.values)
     np.testing.assert_array_equal(small.running_mean_square.values, small.Z.values ** 2)
+
+
+def test_zscores_plot_uses_the_default_window_of_small_sets():
+    ax = zscores(xuqcal.synthetic.nig(265, nu=6, seed=4))
+    labels = ax.get_legend_handles_labels()[1]
+    assert "running mean of Z (window 20)" in labels  # not window 2 (= 265 // 100)
+    plt.close("all")
 
 
 def test_stable_sort_and_row_numbers_of_a_filtered_dataset():

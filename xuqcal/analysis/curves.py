@@ -29,8 +29,10 @@ import xarray as xr
 from xuqcal.analysis.binning import _values, check_n_bins, equal_count_bounds, equal_count_order
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.resampling import bootstrap, check_count
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
+from xuqcal.core.binning import warn_few_points_per_bin
 from xuqcal.core.checks import check_generators, check_replicates, check_seed, variable_name
 from xuqcal.core.generators import Generator
 from xuqcal.core.intervals import check_level, wilson_interval
@@ -147,6 +149,7 @@ def _interval_quantile(generator: Generator, p: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------- confidence curve
 
 
+@broadcast
 @by_role
 def confidence_curve(
     ds: xr.Dataset,
@@ -303,6 +306,7 @@ def _confidence_dataset(values: dict, key: str, gen: Generator | None, level: fl
 # -------------------------------------------------------------------------------- ablation
 
 
+@broadcast
 @by_role
 def ablation(
     ds: xr.Dataset,
@@ -471,6 +475,7 @@ def _count_inside(abs_errors: np.ndarray, uncertainties: np.ndarray, quantiles: 
                     dtype=np.int64)
 
 
+@broadcast
 @by_role
 def calibration_curve(
     ds: xr.Dataset,
@@ -601,6 +606,7 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
 # -------------------------------------------------------------------------- local coverage
 
 
+@broadcast
 @by_role
 def local_coverage(
     ds: xr.Dataset,
@@ -630,7 +636,11 @@ def local_coverage(
     p : float
         Probability level of the interval, in (0, 1).
     n_bins : int
-        Number of equal-count bins (at least 2 points per bin).
+        Number of equal-count bins: at least 2 points per bin (else a ``ValueError``), and a
+        :class:`~xuqcal.core.binning.FewPointsPerBinWarning` below
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points per bin (the rule of
+        :mod:`xuqcal.core.binning`; use at most
+        :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
     generator : str or Generator
         Generative distribution D.
     level : float
@@ -661,6 +671,7 @@ def local_coverage(
     m = ds.sizes["sample"]
     _check_size(m, 2, "local_coverage")
     check_n_bins(m, n_bins, variable=by)
+    warn_few_points_per_bin(m, n_bins)
     q = float(_interval_quantile(gen, np.array([p]))[0])
     attrs = provenance(
         by=by, p=p, quantile=q, generator=gen.name, n_bins=n_bins, level=level,

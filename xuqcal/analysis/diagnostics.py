@@ -16,6 +16,7 @@ import xarray as xr
 from scipy import stats
 
 from xuqcal.analysis.lazy import analysis, template
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.provenance import provenance
@@ -85,6 +86,7 @@ def inverse_gamma_fit(x: np.ndarray) -> tuple[float, float]:
     return float(shape), float(scale)
 
 
+@broadcast
 @by_role
 def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Distribution diagnostics of E, Z = E / uE and uE.
@@ -107,7 +109,9 @@ def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> x
         Lazy on Dask-backed data (the values are checked at compute time), computed
         otherwise. Over ``variable`` (``E``, ``Z``): ``mean``, ``sd``, ``relative_bias``
         (mean / sd), ``beta_gm``, ``kappa_cs``, ``nu_eff``, ``t_loc``, ``t_scale``. Scalars:
-        ``uE2_shape``, ``uE2_scale`` (inverse-gamma fit of uE²), ``beta_gm_uE``.
+        ``uE2_shape``, ``uE2_scale`` (inverse-gamma fit of uE²), ``beta_gm_uE``. Every
+        variable has a ``long_name`` and a ``description`` attribute (:data:`DESCRIPTIONS`:
+        what it is and how to read it).
 
     Examples
     --------
@@ -124,9 +128,10 @@ def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> x
                          f"{ds.sizes['sample']}")
     f8 = np.float64
     return analysis(_describe_body, ds, [E, uE], lambda: template(
-        {**{name: (("variable",), f8, {"long_name": long_name})
+        {**{name: (("variable",), f8, {"long_name": long_name,
+                                       "description": DESCRIPTIONS[name]})
             for name, long_name in _LONG_NAMES.items()},
-         **{name: ((), f8, {"long_name": long_name})
+         **{name: ((), f8, {"long_name": long_name, "description": DESCRIPTIONS[name]})
             for name, long_name in _SCALAR_LONG_NAMES.items()}},
         {"variable": 2}, {"variable": ["E", "Z"]},
         attrs=provenance(n_samples=ds.sizes["sample"], E=E, uE=uE)), E=E, uE=uE)
@@ -144,6 +149,33 @@ _SCALAR_LONG_NAMES = {
     "uE2_shape": "shape of a ML inverse-gamma fit of uE^2 (nu/2 in the NIG model)",
     "uE2_scale": "scale of a ML inverse-gamma fit of uE^2",
     "beta_gm_uE": "robust skewness beta_GM of uE",
+}
+
+
+#: What each diagnostic of :func:`describe` is and how to read it (the ``description``
+#: attribute of its variable; the report's tables explain the names with it).
+DESCRIPTIONS = {
+    "mean": "mean of the values; near 0 for unbiased errors",
+    "sd": "standard deviation (n - 1); near 1 for the z-scores of calibrated uncertainties",
+    "relative_bias": "mean / sd: the bias in units of the spread; near 0 for unbiased errors",
+    "beta_gm": "robust skewness β_GM = (mean - median) / mean |x - median| (Harrell-Davis "
+               "median): 0 for a symmetric distribution, > 0 for a longer right tail, < 0 for "
+               "a longer left tail",
+    "kappa_cs": "robust tailedness κ_CS = (Q.975 - Q.025) / (Q.75 - Q.25) - 2.91 "
+                "(Harrell-Davis quantiles): 0 for a normal distribution, > 0 for heavier "
+                "tails, < 0 for lighter tails",
+    "nu_eff": "ν_eff, the degrees of freedom of a maximum-likelihood fit of a shifted, scaled "
+              "Student-t: small (below about 10) for heavy tails, large (hundreds) when the "
+              "values are indistinguishable from normal",
+    "t_loc": "location of the Student-t fit (same units as the values)",
+    "t_scale": "scale of the Student-t fit (same units as the values)",
+    "uE2_shape": "shape of a maximum-likelihood inverse-gamma fit of uE² (location 0): ν/2 in "
+                 "the NIG model uE² ~ IG(ν/2, ν/2); a small shape means a long tail of large "
+                 "uncertainties",
+    "uE2_scale": "scale of the inverse-gamma fit of uE² (units of uE²); ν/2 in the NIG model "
+                 "with unit-variance errors",
+    "beta_gm_uE": "robust skewness β_GM of uE (Harrell-Davis median): 0 for symmetric, > 0 "
+                  "for a long tail of large uncertainties",
 }
 
 

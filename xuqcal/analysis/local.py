@@ -31,9 +31,11 @@ from xuqcal.analysis.binning import (
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
+from xuqcal.core.binning import warn_few_points_per_bin
 from xuqcal.core.checks import check_bool, check_replicates, check_seed, variable_name
 from xuqcal.core.intervals import (
     acceleration,
@@ -221,12 +223,62 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
                **attrs, "acf_band": band, "n_bins": n_groups})
 
 
+def _warn_bin_counts(bins: xr.Dataset, m: int, *, given: bool) -> None:
+    """The rule of :mod:`xuqcal.core.binning` for bins whose counts depend on the values
+    (strata, groups, a 2-D grid) or that were given: a
+    :class:`~xuqcal.core.binning.FewPointsPerBinWarning` when a bin holds fewer than
+    ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points (nothing when the counts are lazy)."""
+    if "count" in bins.data_vars:
+        counts = bins["count"]
+        if counts.chunks is not None:
+            return
+        counts = counts.values
+    elif bins["bin_index"].chunks is None:
+        counts = np.bincount(bins["bin_index"].values, minlength=bins.sizes["bin"])
+    else:
+        return
+    n = bins.sizes["bin"]
+    scheme = bins.attrs.get("scheme")
+    minimum = defaults.MIN_POINTS_PER_BIN_LOCAL
+    if given:
+        argument, source, advice = ("bins", f"the given bins (n_bins={n})",
+                                    "use fewer, larger bins")
+    elif scheme == "strata":
+        mc = bins.attrs.get("min_count")
+        argument, source, advice = ("min_count", f"strata bins (min_count={mc}, n_bins={n})",
+                                    f"use min_count >= {minimum}")
+    elif scheme == "groups":
+        argument, source, advice = ("by", f"the groups of {bins.attrs.get('by')} (n_bins={n})",
+                                    "merge the small groups")
+    else:
+        argument, source, advice = ("n_bins", f"the grid of {bins.attrs.get('n_bins_x')} x "
+                                              f"{bins.attrs.get('n_bins_y')} cells (n_bins={n})",
+                                    "use fewer bins per variable")
+    warn_few_points_per_bin(m, n, counts=counts, argument=argument, source=source,
+                            advice=advice)
+
+
+def _warn_equal_bins(m: int, n_bins: int, bins_layout: xr.Dataset) -> None:
+    """The rule of :mod:`xuqcal.core.binning` for ``n_bins`` equal-count bins (reduced by
+    ``min_count`` when the layout says so), before any computation."""
+    n = bins_layout.attrs.get("n_bins", n_bins)
+    if "n_bins_requested" in bins_layout.attrs:  # min_count decided the number of bins
+        mc = bins_layout.attrs["min_count"]
+        warn_few_points_per_bin(m, n, argument="min_count",
+                                source=f"n_bins={n} bins (min_count={mc})",
+                                advice=f"use min_count >= {defaults.MIN_POINTS_PER_BIN_LOCAL}")
+    else:
+        warn_few_points_per_bin(m, n)
+
+
 def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by, n_bins: int,
                 binning: str, min_count: int | None, n_boot: int, level: float, seed: int,
                 E: str, uE: str) -> xr.Dataset:
     """:func:`local` on NumPy-backed data (the bins are made here when not given)."""
     if bins is None:
         bins = make_bins(data, by, n_bins=n_bins, binning=binning, min_count=min_count, uE=uE)
+        if binning != "equal":  # equal-count bins were checked from n_bins by local()
+            _warn_bin_counts(bins, data.sizes["sample"], given=False)
     else:
         _check_bin_index(bins.bin_index.values, bins.sizes["bin"])
     n_groups = bins.sizes["bin"]
@@ -254,6 +306,7 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
     ).assign_coords(lag=np.arange(acf.size))
 
 
+@broadcast
 @by_role
 def local(
     ds: xr.Dataset,
@@ -285,7 +338,10 @@ def local(
     by : str
         Conditioning variable: ``uE`` (consistency) or a feature (adaptivity).
     n_bins : int
-        Number of equal-count bins (``binning="equal"``).
+        Number of equal-count bins (``binning="equal"``). A bin should hold at least
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points: for M points use at most
+        :func:`xuqcal.core.binning.recommended_n_bins` (M) = ``min(n_bins, M // 20)`` bins
+        (the report does); more bins still run, with a warning.
     binning : {"equal", "strata"}
         Equal-count bins, or strata bins for stratified variables (``min_count`` default 100).
     min_count : int, optional
@@ -310,6 +366,14 @@ def local(
         ``lag``: ``acf`` of the per-bin values. Scalars: ``fraction_valid`` with
         ``fraction_valid_low``/``_high`` (Wilson-cc), ``global_value``.
 
+    Warns
+    -----
+    FewPointsPerBinWarning
+        When a bin holds fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points (the rule of
+        :mod:`xuqcal.core.binning`): the message names ``n_bins`` (or ``min_count``, ``by``,
+        ``bins``: what decided the bins), M and the points per bin. Equal-count bins are
+        checked before any computation; strata, groups and grids when their bins are known.
+
     Examples
     --------
     >>> import xuqcal
@@ -321,6 +385,7 @@ def local(
                                     uE=uE)
     names = _binning_names(by, uE)
     m = ds.sizes["sample"]
+    given_bins = bins is not None
     if bins is not None:
         _check_bins(bins, m)
         variables = [E, uE]
@@ -338,6 +403,10 @@ def local(
     bins_layout = (bins if bins is not None else
                    _equal_layout(m, n_bins, min_count, name, None) if binning == "equal"
                    else None)
+    if bins is not None:  # given, or strata of Dask-backed data computed above
+        _warn_bin_counts(bins, m, given=given_bins)
+    elif binning == "equal":
+        _warn_equal_bins(m, n_bins, bins_layout)
     attrs = provenance(
         statistic=statistic, target=TARGETS[statistic],
         by=bins_layout.attrs.get("by", by) if bins_layout is not None else by,
@@ -380,6 +449,7 @@ def _order_summary(fv: np.ndarray) -> np.ndarray:
     return np.array([fv.mean(), *np.quantile(fv, [0.025, 0.975])])
 
 
+@broadcast
 @by_role
 def order_sensitivity(
     ds: xr.Dataset,
@@ -407,6 +477,12 @@ def order_sensitivity(
     against the documented rule that every draw comes from the counter-based streams; that was
     fixed, which changed the orders (and so the values) of this function.
 
+    Warns
+    -----
+    FewPointsPerBinWarning
+        When ``n_bins`` bins hold fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points each
+        (see :func:`local`).
+
     Returns
     -------
     xarray.Dataset
@@ -428,6 +504,7 @@ def order_sensitivity(
     by = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     binomial_noise = check_bool(binomial_noise, "binomial_noise")
     check_n_bins(ds.sizes["sample"], n_bins, variable=by)  # the bins, before any work
+    warn_few_points_per_bin(ds.sizes["sample"], n_bins)
     lazy = is_lazy(ds, [E, uE, by])
     points = dask.delayed(_points, pure=True)(ds[E].data, ds[uE].data)
     values = dask.delayed(_checked_values, pure=True)(ds[by].data, by)
@@ -527,6 +604,7 @@ _ADVERSARIAL_COLUMNS = {
 }
 
 
+@broadcast
 @by_role
 def adversarial_groups(
     ds: xr.Dataset,
@@ -547,7 +625,9 @@ def adversarial_groups(
     whose interval of the statistic contains its target is reported with a Wilson-cc interval,
     together with the same on a control sample ``Z ~ N(0, 1)`` of the same size (same groups).
     Not interpretable per group, but it needs no conditioning variable. Lazy on Dask-backed
-    data, computed otherwise.
+    data, computed otherwise. Groups of fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points
+    (``sizes``, or ``min_count`` below it) give a
+    :class:`~xuqcal.core.binning.FewPointsPerBinWarning`, as bins do in :func:`local`.
 
     Returns
     -------
@@ -566,7 +646,13 @@ def adversarial_groups(
     level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E,
                                     uE=uE)
     m = ds.sizes["sample"]
+    given = sizes is not None
     sizes, n_groups = _adversarial_sizes(m, min_count, n_groups, sizes)
+    warn_few_points_per_bin(
+        m, len(sizes), counts=sizes, argument="sizes" if given else "min_count",
+        source=f"groups of sizes {', '.join(map(str, sizes))}" + (
+            "" if given else f" (min_count={min_count})"), per="group",
+        advice=f"use groups of at least {defaults.MIN_POINTS_PER_BIN_LOCAL} points")
     target = TARGETS[statistic]
     layout = template(
         {name: (("count",), np.float64, {"long_name": long_name})
@@ -599,6 +685,7 @@ def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: 
                          rmse_high=("bin", high))
 
 
+@broadcast
 @by_role
 def reliability(
     ds: xr.Dataset,
@@ -613,6 +700,11 @@ def reliability(
 ) -> xr.Dataset:
     """Reliability diagram data: per equal-count bin of ``by``, RMV and RMSE with a bootstrap
     BCa interval on RMSE. Lazy on Dask-backed data, computed otherwise.
+
+    ``n_bins`` follows the rule of :mod:`xuqcal.core.binning`: bins of fewer than
+    ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points give a
+    :class:`~xuqcal.core.binning.FewPointsPerBinWarning` (use at most
+    :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
 
     Returns
     -------
@@ -631,6 +723,7 @@ def reliability(
                                     uE=uE)
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
+    warn_few_points_per_bin(ds.sizes["sample"], n_bins)
     f8 = np.float64
     layout = template(
         {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),

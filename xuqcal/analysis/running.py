@@ -5,6 +5,14 @@ adaptivity) and the running mean of ``Z = E / uE`` and of ``Z²`` are computed o
 moving window, for the z-score scatter plots (:func:`xuqcal.plot.zscores`). A calibrated,
 consistent (or adaptive) set has a running mean near 0 and a running mean square near 1 all
 along the sorted variable.
+
+**The default window** (:func:`default_window`) is ``M // 100`` points (METHODS §6: M/100,
+``defaults.RUNNING_WINDOW_DIVISOR``), but never fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL``
+(20) points, the least number of points per bin of the local analyses
+(:mod:`xuqcal.core.binning`), nor more than M: ``min(M, max(M // 100, 20))``. Below
+M = 2000 the window is 20 points; without that floor it was 2 points at M = 265 (a running
+mean of two points is noise, not a trend). The report and :func:`xuqcal.plot.zscores` use
+this default.
 """
 
 from __future__ import annotations
@@ -14,12 +22,13 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_attrs
+from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
 from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM, by_role
 
-__all__ = ["RANK_DIM", "running_statistics"]
+__all__ = ["RANK_DIM", "default_window", "running_statistics"]
 
 RANK_DIM = "rank"
 """Dimension of :func:`running_statistics`: the position in the sorted order."""
@@ -34,6 +43,34 @@ def _check_count(value: object, name: str, low: int, high: int, what: str) -> in
     if not low <= value <= high:
         raise ValueError(f"{name}: must be between {low} and {what}, got {value}")
     return value
+
+
+def default_window(m: int) -> int:
+    """The default window of :func:`running_statistics` for ``m`` points.
+
+    ``min(m, max(m // defaults.RUNNING_WINDOW_DIVISOR, defaults.MIN_POINTS_PER_BIN_LOCAL))``:
+    M/100 points (METHODS §6), but at least the 20 points per bin of the local analyses
+    (:mod:`xuqcal.core.binning`) and at most M.
+
+    Parameters
+    ----------
+    m : int
+        Number of points M (at least 1).
+
+    Returns
+    -------
+    int
+        The window in points.
+
+    Examples
+    --------
+    >>> default_window(265), default_window(2000), default_window(13_885), default_window(7)
+    (20, 20, 138, 7)
+    """
+    if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+        raise ValueError(f"m: expected a positive number of points, got {m!r}")
+    return int(min(m, max(m // defaults.RUNNING_WINDOW_DIVISOR,
+                          defaults.MIN_POINTS_PER_BIN_LOCAL)))
 
 
 def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) -> np.ndarray:
@@ -78,6 +115,7 @@ def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) 
     return numbagg.move_mean(padded, window=window, min_count=min_count)[lead:]
 
 
+@broadcast
 @by_role
 def running_statistics(
     ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
@@ -103,8 +141,9 @@ def running_statistics(
         The conditioning variable, a 1-D variable over ``sample`` (``uE`` or a feature;
         ``"uE"`` stands for the uncertainty variable ``uE`` whatever its name).
     window : int, optional
-        Window length in points, ``1 <= window <= M``; default ``max(M // 100, 1)`` (METHODS §6:
-        M/100).
+        Window length in points, ``1 <= window <= M``; default :func:`default_window` (M):
+        ``min(M, max(M // 100, 20))`` (METHODS §6: M/100, but at least the 20 points per bin
+        of the local analyses).
     min_count : int, optional
         Least number of points of a (cut) window giving a value, ``1 <= min_count <= window``;
         default ``window``. ``min_count=1`` averages whatever part of the window exists.
@@ -161,7 +200,7 @@ def running_statistics(
     if m == 0:
         raise ValueError(f"ds: the dataset has 0 rows along '{SAMPLE_DIM}'")
     if window is None:
-        window = max(m // 100, 1)
+        window = default_window(m)
     window = _check_count(window, "window", 1, m, f"the number of points M = {m}")
     min_count = window if min_count is None else _check_count(
         min_count, "min_count", 1, window, f"the window ({window})")

@@ -352,6 +352,8 @@ def _per_slice_variable_attrs(results: list[Any], dims: Sequence[str], shape: Se
     coords: dict[str, Any] = {}
     differing: dict[str, list[str]] = {}
     for name, var in first.variables.items():
+        if name == _VALUE:  # a DataArray's own attributes: see _per_slice_attrs
+            continue
         for key, value in var.attrs.items():
             values = [_as_dataset(r)[name].attrs.get(key) if name in _as_dataset(r).variables
                       else None for r in results]
@@ -359,7 +361,7 @@ def _per_slice_variable_attrs(results: list[Any], dims: Sequence[str], shape: Se
                 continue
             if not all(v is not None and np.ndim(v) == 0 for v in values):
                 continue
-            label = f"{'value' if name == _VALUE else name}_{key}"
+            label = f"{name}_{key}"
             coords[label] = (tuple(dims), np.array(values).reshape(shape))
             differing.setdefault(str(name), []).append(key)
     if not differing:

@@ -5,11 +5,35 @@ row order) covers the positions ``[floor(b M / N), floor((b + 1) M / N))``. Ever
 statistic, bootstrap replicate, jackknife value, local analysis and recalibration takes its
 bounds from :func:`equal_count_bounds` (the Numba kernels from its jitted twin in
 :mod:`xuqcal.core.kernels`).
+
+**How many bins: one rule.** A per-bin analysis (local z-score analyses, reliability
+diagrams, local coverage, adversarial groups) computes an interval in every bin; with a
+handful of points per bin those intervals, and the fraction of valid bins f_v built on them,
+are noise. The rule, used by every such analysis and by the report:
+
+* a bin should hold at least ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points;
+* the recommended number of bins for ``M`` points is
+  ``min(n_bins, max(M // 20, 1))`` (:func:`recommended_n_bins`; ``n_bins`` default
+  ``defaults.N_BINS_LOCAL`` = 100), which the report uses;
+* an analysis asked for more bins than that still runs (down to the hard minimum of
+  :data:`MIN_POINTS_PER_BIN` points per bin, below which it refuses) but warns with a
+  :class:`FewPointsPerBinWarning` naming ``n_bins``, ``M`` and the points per bin
+  (:func:`warn_few_points_per_bin`).
+
+The default window of running statistics follows the same minimum
+(:func:`xuqcal.analysis.running.default_window`).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+from pathlib import Path
+
 import numpy as np
+
+from xuqcal.core import defaults
 
 #: Smallest number of points per bin accepted by the binned statistics (each bin's mean needs a
 #: few points; a leave-one-out sample must still fill every bin).
@@ -62,3 +86,132 @@ def check_n_bins(m: int, n_bins: int, *, variable: str = "data") -> None:
             f"({MIN_POINTS_PER_BIN} per bin), "
             f"but {variable} has {m}"
         )
+
+
+class FewPointsPerBinWarning(UserWarning):
+    """Bins of a per-bin analysis hold fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points.
+
+    The per-bin intervals (and f_v) then rest on a handful of points; use
+    :func:`recommended_n_bins` bins. Filter it like any warning, e.g.
+    ``warnings.simplefilter("ignore", FewPointsPerBinWarning)``.
+    """
+
+
+def recommended_n_bins(m: int, n_bins: int = defaults.N_BINS_LOCAL, *,
+                       min_points: int = defaults.MIN_POINTS_PER_BIN_LOCAL) -> int:
+    """The number of bins of a per-bin analysis of ``m`` points: ``n_bins``, reduced so that
+    every equal-count bin holds at least ``min_points`` points (and at least one bin).
+
+    Parameters
+    ----------
+    m : int
+        Number of points M.
+    n_bins : int
+        Number of bins wanted (default ``defaults.N_BINS_LOCAL``).
+    min_points : int
+        Least number of points per bin (default ``defaults.MIN_POINTS_PER_BIN_LOCAL``).
+
+    Returns
+    -------
+    int
+        ``min(n_bins, max(m // min_points, 1))``.
+
+    Examples
+    --------
+    >>> recommended_n_bins(265)  # 13 bins of 20 or 21 points, not 100 bins of 2 or 3
+    13
+    >>> recommended_n_bins(100_000), recommended_n_bins(5000, 20), recommended_n_bins(7)
+    (100, 20, 1)
+    """
+    for name, value in (("m", m), ("n_bins", n_bins), ("min_points", min_points)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return int(min(n_bins, max(m // min_points, 1)))
+
+
+def points_per_bin(m: int, n_bins: int) -> tuple[int, int]:
+    """Fewest and most points of the ``n_bins`` equal-count bins of ``m`` points.
+
+    Examples
+    --------
+    >>> points_per_bin(265, 100)
+    (2, 3)
+    """
+    return m // n_bins, -(-m // n_bins)
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` that points at the first caller outside
+    xuqcal (whatever decorators and helpers lie between), counted from the caller of this
+    function's caller."""
+    package = os.path.join(str(Path(__file__).resolve().parents[1]), "")
+    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
+    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn_few_points_per_bin(m: int, n_bins: int, *, counts=None, argument: str = "n_bins",
+                            source: str | None = None, advice: str | None = None,
+                            per: str = "bin",
+                            min_points: int = defaults.MIN_POINTS_PER_BIN_LOCAL) -> bool:
+    """Warn (:class:`FewPointsPerBinWarning`) when the bins of a per-bin analysis hold fewer
+    than ``min_points`` points; return whether it warned.
+
+    Parameters
+    ----------
+    m : int
+        Number of points M.
+    n_bins : int
+        Number of bins.
+    counts : array-like, optional
+        The points of every bin, when the bins are not ``n_bins`` equal-count bins of ``m``
+        points (strata, groups, a 2-D grid, given bins).
+    argument : str
+        The argument that decided the bins (starts the message).
+    source : str, optional
+        What made the bins (default ``"n_bins=<n_bins> bins"``).
+    advice : str, optional
+        What to do instead (default: use at most :func:`recommended_n_bins` bins).
+    per : str
+        What a count is of (``"bin"``, or ``"group"`` for adversarial groups).
+    min_points : int
+        Least number of points per bin.
+
+    Returns
+    -------
+    bool
+        Whether it warned. The warning points at the first caller outside xuqcal.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_few_points_per_bin(265, 100)
+    True
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    n_bins: n_bins=100 bins of M=265 points hold 2 to 3 points per bin, fewer than the 20 per
+    bin below which per-bin intervals are unreliable; use at most 13 bins
+    (xuqcal.core.binning.recommended_n_bins)
+    >>> warn_few_points_per_bin(265, 13)
+    False
+    """
+    if counts is None:
+        low, high = points_per_bin(m, n_bins)
+    else:
+        counts = np.asarray(counts)
+        low, high = int(counts.min()), int(counts.max())
+    if low >= min_points:
+        return False
+    held = f"{low} to {high}" if high != low else f"{low}"
+    if source is None:
+        source = f"n_bins={n_bins} bins"
+    if advice is None:
+        advice = (f"use at most {recommended_n_bins(m, max(int(n_bins), 1), min_points=min_points)}"
+                  " bins (xuqcal.core.binning.recommended_n_bins)")
+    warnings.warn(
+        f"{argument}: {source} of M={m} points hold {held} points per {per}, fewer than the "
+        f"{min_points} per {per} below which per-{per} intervals are unreliable; {advice}",
+        FewPointsPerBinWarning, stacklevel=_user_stacklevel())
+    return True

@@ -30,6 +30,17 @@ N_BINS_LOCAL = 100
 N_BINS_RECALIBRATION = 40
 #: Bins of the conditional scores of a recalibration (S_con, S_ada, f_v).
 N_BINS_SCORES = 100
+#: Least number of points per bin of a per-bin analysis (local z-score analyses, reliability
+#: diagrams, local coverage, adversarial groups): below it a per-bin interval rests on a
+#: handful of points and f_v is noise, so the analyses warn
+#: (:class:`xuqcal.core.binning.FewPointsPerBinWarning`) and the report and the recommended
+#: number of bins (:func:`xuqcal.core.binning.recommended_n_bins`) never go below it
+#: (METHODS §7 uses bins of at least 20 points too).
+MIN_POINTS_PER_BIN_LOCAL = 20
+#: The default window of running statistics is M / RUNNING_WINDOW_DIVISOR points (METHODS §6:
+#: M/100), and never fewer than MIN_POINTS_PER_BIN_LOCAL (nor more than M): see
+#: :func:`xuqcal.analysis.running.default_window`.
+RUNNING_WINDOW_DIVISOR = 100
 
 #: Bootstrap replicates of the per-bin intervals of local analyses.
 N_BOOT_LOCAL = 5000
@@ -52,3 +63,10 @@ N_MC_STUDY = 500
 N_MC_CUBE = 5000
 #: Bootstrap replicates of the full-set intervals of an ablation curve.
 N_BOOT_ABLATION = 5000
+
+#: Resolution of the report's raster figures, in pixels per inch: twice the 96 CSS pixels per
+#: inch at which the page shows them (figures stay sharp on HiDPI screens); also the resolution
+#: of the rasterized parts of SVG figures.
+REPORT_DPI = 192
+#: File format of the report's figures ("png" or "svg").
+REPORT_FIGURE_FORMAT = "png"

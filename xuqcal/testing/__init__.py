@@ -101,19 +101,16 @@ def assert_slice_identical(stacked: xr.Dataset | xr.DataArray,
     actual = actual.drop_vars(moved)
     # and so did the variable attributes that differ (``<variable>_<attribute>``)
     for var_name, var in (expected.variables.items() if isinstance(expected, xr.Dataset)
-                          else [("value", expected.variable)]):
+                          else []):
         for key in var.attrs:
             label = f"{var_name}_{key}"
             if label in actual.coords and actual.coords[label].ndim == 0 \
                     and label not in expected.coords:
                 value = actual.coords[label].values.item()
                 actual = actual.drop_vars(label)
-                target = actual.variable if isinstance(actual, xr.DataArray) and \
-                    var_name == "value" else actual[var_name].variable if \
-                    isinstance(actual, xr.Dataset) else None
-                if target is not None:
-                    target.attrs = {k: (value if k == key else v) for k, v in
-                                    [*var.attrs.items()] if k in target.attrs or k == key}
+                target = actual[var_name].variable
+                target.attrs = {k: (value if k == key else v) for k, v in var.attrs.items()
+                                if k in target.attrs or k == key}
     if moved:
         actual.attrs = {k: actual.attrs[k] for k in
                         [*[k for k in expected.attrs if k in actual.attrs],
