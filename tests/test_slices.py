@@ -336,3 +336,20 @@ def test_stack_datasets_of_pandas_index_labels_keeps_them():
     with dask.config.set(scheduler="synchronous"):
         result = xuqcal.stats(both)
     assert result.model.values.tolist() == ["a", "b"]
+
+
+def test_cube_from_stacked_data_has_one_cell_per_slice():
+    from xuqcal.studies import cube
+
+    a = xuqcal.synthetic.nig(500, nu=6, seed=1)
+    b = xuqcal.synthetic.nig(300, nu=3, seed=2)
+    stacked = xr.concat([a, b], dim="dataset", join="outer").assign_coords(dataset=["a", "b"])
+    options = {"statistics": ["ence", "cc"], "generators": ["normal", "t6"], "n_bins": [5],
+               "n_mc": 50}
+    from_stack = cube.build_from(stacked, **options).compute()
+    from_mapping = cube.build_from({"a": a, "b": b}, **options).compute()
+    assert from_stack.dataset.values.tolist() == ["a", "b"]
+    xr.testing.assert_identical(from_stack["mean"], from_mapping["mean"])
+    labelled = cube.build_from(_labelled(), **options).compute()
+    assert labelled.dataset.values.tolist() == ["model='GCN', seed=2", "model='GCN', seed=3",
+                                                "model='RF', seed=2", "model='RF', seed=3"]

@@ -35,6 +35,7 @@ import xarray as xr
 from xuqcal import io
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
+from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import (
@@ -273,8 +274,33 @@ def build(
                   overwrite=overwrite, progress=progress)
 
 
-def _datasets(data) -> dict[str, xr.Dataset]:
+def _slices_of(ds: xr.Dataset, uE: str | None) -> dict[str, xr.Dataset] | None:
+    """The slices of a data set with extra dimensions (several sets in one, see
+    :mod:`xuqcal.analysis.slices`), each without its absent points (E and uE both NaN), named
+    by their labels along ``dataset`` (``"model='GCN', seed=3"`` for other dimensions); None
+    for a one-set data set."""
+    E_name, uE_name = io.roles(ds, uE=uE)
+    dims = extra_dims(ds, E_name, uE_name)
+    if not dims:
+        return None
+    ds = io.validate_dataset(ds, E=E_name, uE=uE_name, features=())
+    labels = [ds.indexes[d] if d in ds.indexes else range(ds.sizes[d]) for d in dims]
+    out = {}
+    for index in itertools.product(*[range(len(values)) for values in labels]):
+        unit = {d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index, strict=True))}
+        one = ds.isel(dict(zip(dims, index, strict=True)))
+        present = ~(np.isnan(one[E_name].values) & np.isnan(one[uE_name].values))
+        name = str(unit[DATASET_DIM]) if tuple(dims) == (DATASET_DIM,) else slice_label(unit)
+        out[name] = one.isel(sample=np.flatnonzero(present)).drop_vars(
+            [d for d in dims if d in one.coords])
+    return out
+
+
+def _datasets(data, uE: str | None = None) -> dict[str, xr.Dataset]:
     if isinstance(data, xr.Dataset):
+        sliced = _slices_of(data, uE)
+        if sliced is not None:
+            return sliced
         return {str(data.attrs.get("name", "dataset")): data}
     if hasattr(data, "children") and hasattr(data, "to_dataset"):  # xarray.DataTree
         return {str(name): node.to_dataset() for name, node in data.children.items()}
@@ -309,7 +335,10 @@ def build_from(
     """A cube of simulated statistics for the actual uncertainties of real data sets.
 
     ``data`` is a Dataset, a mapping ``name -> Dataset`` or a ``DataTree`` (one child per data
-    set); the cube has a ``dataset`` dimension. For one ``n_bins`` value, a cell equals
+    set); the cube has a ``dataset`` dimension. A Dataset with extra dimensions (sets stacked
+    along ``dataset``, or ``model × seed``, ...) gives one cell per slice, on its present points
+    (:mod:`xuqcal.analysis.slices`), labelled along ``dataset`` by the slice's label (its
+    ``dataset`` label, else e.g. ``"model='GCN', seed=3"``). For one ``n_bins`` value, a cell equals
     :func:`xuqcal.simulate` with the same seed (same random streams). ``uE`` names the
     uncertainty variable (default: the variable recorded with that role, else ``"uE"``, see
     :func:`xuqcal.io.roles`); the other parameters are those of :func:`build`.
@@ -324,7 +353,7 @@ def build_from(
     ('dataset', 'generator', 'n_bins', 'statistic')
     """
     stats = get_statistics(statistics)
-    sets = _datasets(data)
+    sets = _datasets(data, uE)
     bins = int_list(n_bins, "n_bins", 1)
     gens = [g.name for g in check_generators(as_list(generators, "generators"), "generators")]
     n_mc = check_count(n_mc, "n_mc")
