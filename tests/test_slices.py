@@ -353,3 +353,23 @@ def test_cube_from_stacked_data_has_one_cell_per_slice():
     labelled = cube.build_from(_labelled(), **options).compute()
     assert labelled.dataset.values.tolist() == ["model='GCN', seed=2", "model='GCN', seed=3",
                                                 "model='RF', seed=2", "model='RF', seed=3"]
+
+
+def test_recalibration_evaluate_per_slice():
+    sets = {m: xuqcal.synthetic.nig(n, nu=6, seed=s, uE_scale=0.6)
+            for s, (m, n) in enumerate([("A", 1000), ("B", 800)])}
+    stacked = xr.concat(list(sets.values()), dim="model", join="outer").assign_coords(
+        model=list(sets))
+    options = {"features": (), "n_bins": 10, "n_mc": 20, "n_boot": 100}
+    fitted = recalibration.fit(stacked, "temperature")
+    table = recalibration.evaluate({"train": stacked,
+                                    "train T": recalibration.apply(fitted, stacked)}, **options)
+    assert table.zms.dims[:2] == ("dataset", "model")
+    for model, ds in sets.items():
+        single_fit = recalibration.fit(ds, "temperature")
+        single = recalibration.evaluate(
+            {"train": ds, "train T": recalibration.apply(single_fit, ds)}, **options)
+        for name in ("zms", "zms_simulated", "nll", "nll_simulated"):
+            np.testing.assert_array_equal(table[name].sel(model=model).values,
+                                          single[name].values)
+        assert int(table.n_points.sel(model=model).max()) == ds.sizes["sample"]

@@ -266,6 +266,16 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
     return out
 
 
+@broadcast
+def _evaluation_row(ds: xr.Dataset, *, features: tuple[str, ...], n_bins: int, n_mc: int,
+                    seed: int, n_mc_fv: int, n_boot: int, E: str, uE: str) -> xr.Dataset:
+    """One data set's row of :func:`evaluate` (per slice for data with extra dimensions)."""
+    row = scores(ds, features=features, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE)
+    row = xr.merge([row, _simulated(ds, features, n_bins, n_mc, seed, n_mc_fv, n_boot, E,
+                                    uE)], combine_attrs="override")
+    return row.assign_coords(n_points=ds.sizes["sample"])
+
+
 def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DEFAULT_FEATURES,
              n_bins: int = defaults.N_BINS_SCORES, n_mc: int = defaults.N_MC_SCORES,
              seed: int = defaults.SEED,
@@ -282,7 +292,9 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
     Parameters
     ----------
     datasets : mapping of str to xarray.Dataset
-        E.g. ``{"train": train, "test": test, "test BVS": apply(rec, test)}``.
+        E.g. ``{"train": train, "test": test, "test BVS": apply(rec, test)}``. Data sets with
+        extra dimensions (``model``, ``task``; the same in every data set) are evaluated per
+        slice on its present points (:mod:`xuqcal.analysis.slices`).
     features, n_bins, n_boot
         As in :func:`scores`.
     n_mc : int
@@ -325,11 +337,8 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
     for name, ds in datasets.items():
         if not isinstance(name, str):
             raise ValueError(f"datasets: names must be str, got {name!r}")
-        row = scores(ds, features=features, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E,
-                     uE=uE)
-        row = xr.merge([row, _simulated(ds, features, n_bins, n_mc, seed, n_mc_fv, n_boot,
-                                        E, uE)], combine_attrs="override")
-        rows.append(row.assign_coords(n_points=ds.sizes["sample"]))
+        rows.append(_evaluation_row(ds, features=features, n_bins=n_bins, n_mc=n_mc, seed=seed,
+                                    n_mc_fv=n_mc_fv, n_boot=n_boot, E=E, uE=uE))
     table = xr.concat(rows, dim="dataset", coords="different", compat="equals",
                       combine_attrs="drop")
     table = table.assign_coords(dataset=list(datasets))
