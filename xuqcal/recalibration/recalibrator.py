@@ -325,8 +325,12 @@ class Recalibrator:
 
     def __repr__(self) -> str:
         a = self.dataset.attrs
-        detail = f", by={a.get('by')!r}, n_bins={self.dataset.scale.size}" \
+        detail = f", by={a.get('by')!r}, n_bins={self.dataset.sizes.get('bin', 0)}" \
             if self.method == "bvs" else ""
-        return f"<Recalibrator {self.method}{detail}, loss={a.get('loss')!r}>"
+        dims = [d.strip() for d in str(a.get("slice_dims", "")).split(",") if d.strip()]
+        per_slice = (", per slice of " + " × ".join(f"{d} ({self.dataset.sizes[d]})"
+                                                    for d in dims if d in self.dataset.sizes)
+                     if dims else "")
+        return f"<Recalibrator {self.method}{detail}, loss={a.get('loss')!r}{per_slice}>"
 
 
