@@ -4,6 +4,7 @@ that slice alone (its absent points, E and uE both NaN, dropped)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import dask
@@ -11,11 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import xuqcal
 from xuqcal import recalibration
 from xuqcal.analysis import slices
 from xuqcal.testing import assert_lazy_until_compute, assert_slice_identical
+from xuqcal.testing.strategies import chunkings
 
 SETS = range(1, 10)
 VALIDATE = {"statistics": ["zms", "cc", "ence", "zmse"], "n_boot": 100, "n_mc": 100,
@@ -373,3 +377,28 @@ def test_recalibration_evaluate_per_slice():
             np.testing.assert_array_equal(table[name].sel(model=model).values,
                                           single[name].values)
         assert int(table.n_points.sel(model=model).max()) == ds.sizes["sample"]
+
+
+@functools.lru_cache(maxsize=1)
+def _chunked_case():
+    """Data, analysis and the single calls of the chunking property (built once)."""
+    stacked, singles = _multi_task(m=240, seed=8)
+
+    def call(ds, **kwargs):
+        return xuqcal.bootstrap(ds, ["zms", "ence", "cc"], n_boot=120, n_bins=6, **kwargs)
+
+    return stacked, call, {task: call(ds) for task, ds in singles.items()}
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_chunking_of_sample_and_replicates_gives_the_single_calls(data):
+    """As flox's tests over chunkings: any chunks along ``sample`` (and the replicate chunks)
+    leave every slice bit-identical to its single call."""
+    stacked, call, expected = _chunked_case()
+    sample_chunks = data.draw(chunkings(stacked.sizes["sample"], max_chunks=6))
+    replicate_chunk = data.draw(st.integers(min_value=7, max_value=120))
+    lazy = stacked.chunk({"sample": sample_chunks, "task": 1})
+    result = call(lazy, chunks=replicate_chunk).compute()
+    for task, single in expected.items():
+        assert_slice_identical(result, single, task=task)
