@@ -402,3 +402,23 @@ def test_any_chunking_of_sample_and_replicates_gives_the_single_calls(data):
     result = call(lazy, chunks=replicate_chunk).compute()
     for task, single in expected.items():
         assert_slice_identical(result, single, task=task)
+
+
+def test_labels_that_depend_on_the_number_of_points():
+    """zero_bins_extrapolation keeps the N with enough points per bin: a shorter set has fewer
+    N. NumPy data: the union of the labels, NaN where a set has none. Dask data: a clear error
+    (the labels are unknown before the data are computed)."""
+    a = xuqcal.synthetic.nig(3000, nu=6, seed=0)
+    b = xuqcal.synthetic.nig(1500, nu=6, seed=1)
+    stacked = xr.concat([a, b], dim="dataset", join="outer").assign_coords(dataset=["a", "b"])
+    result = xuqcal.studies.zero_bins_extrapolation(stacked)
+    single = xuqcal.studies.zero_bins_extrapolation(b)
+    assert result.sizes["n_bins"] > single.sizes["n_bins"]
+    np.testing.assert_array_equal(result.value.sel(dataset="b", n_bins=single.n_bins).values,
+                                  single.value.values)
+    assert bool(result.value.sel(dataset="b").drop_sel(n_bins=single.n_bins).isnull().all())
+    for name in ("intercept", "zeta", "valid"):
+        np.testing.assert_array_equal(result[name].sel(dataset="b").values, single[name].values)
+    with pytest.raises(ValueError, match=r"^dataset='b': the labels of the result's dimension "
+                                         r"'n_bins' depend on the slice's number of present"):
+        xuqcal.studies.zero_bins_extrapolation(stacked.chunk()).compute()

@@ -51,7 +51,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
-from xuqcal.io.schema import SAMPLE_DIM, _check_dataset, roles
+from xuqcal.io.schema import SAMPLE_DIM, _check_dataset, roles, slice_label
 from xuqcal.io.stacking import ROW_COORD
 
 __all__ = ["DATASET_DIM", "RAGGED_DIMS", "broadcast", "extra_dims", "slice_label"]
@@ -100,21 +100,6 @@ def extra_dims(ds: xr.Dataset, E: str | None = None, uE: str | None = None
     found = {d for name in (E, uE) if name in ds.data_vars
              for d in ds[name].dims if d != SAMPLE_DIM}
     return tuple(d for d in ds.dims if d in found)
-
-
-def slice_label(labels: Mapping[str, Any]) -> str:
-    """The labels of a slice as text, for messages: ``model='GCN', seed=3``.
-
-    Examples
-    --------
-    >>> slice_label({"model": np.str_("GCN"), "seed": np.int64(3)})
-    "model='GCN', seed=3"
-    """
-    def text(value: Any) -> str:
-        value = value.item() if isinstance(value, np.generic) else value
-        return repr(value)
-
-    return ", ".join(f"{dim}={text(value)}" for dim, value in labels.items())
 
 
 def _labels_of(ds: xr.Dataset, dims: Sequence[str]) -> list[pd.Index]:
@@ -484,7 +469,8 @@ def _split(signature: inspect.Signature, arguments: Mapping[str, Any]
 
 def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundArguments,
                 data: str, labels: Mapping[str, Any], E: str, uE: str,
-                sizes: Mapping[str, int], sample: pd.Index | None) -> Any:
+                sizes: Mapping[str, int], sample: pd.Index | None,
+                layout_indexes: Mapping[str, pd.Index]) -> Any:
     """One slice of Dask-backed data, computed inside its task: absent points dropped, values
     checked, the analysis run on the synchronous scheduler, the result conformed to the
     layout."""
@@ -494,7 +480,15 @@ def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundA
         result = _call(function, bound, data, present, labels)
         if hasattr(result, "compute"):
             result = result.compute()
-    return _as_dataset(_conform(result, sizes, sample))
+    result = _as_dataset(_conform(result, sizes, sample))
+    for dim, index in layout_indexes.items():
+        if dim in result.indexes and not result.indexes[dim].equals(index):
+            raise ValueError(
+                f"{slice_label(labels)}: the labels of the result's dimension {dim!r} depend on "
+                f"the slice's number of present points ({list(result.indexes[dim])} here, "
+                f"{list(index)} for all the rows), which Dask-backed data do not give before "
+                "they are computed; load the data first (ds.load()) to analyse these slices")
+    return result
 
 
 def _units(ds: xr.Dataset, dims: Sequence[str]) -> tuple[list[list[Any]], list[dict[str, Any]],
@@ -537,15 +531,37 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
             sub = ds.isel(position)
             task = lazy_result(_slice_task, sub[sample_variables(sub)], _computed_in_task(layout),
                                function=function, bound=bound, data=data, labels=unit, E=E,
-                               uE=uE, sizes=sizes, sample=sample)
+                               uE=uE, sizes=sizes, sample=sample,
+                               layout_indexes=_fixed_indexes(layout))
             results.append(_like(task, layout))
         counts = (~absent).sum(SAMPLE_DIM).data
-    results = [_conform(r, sizes, sample) for r in results]
+    results = _aligned([_conform(r, sizes, sample) for r in results], dims)
     attrs, coords = _per_slice_attrs(results, counts, dims, shape)
     results, variable_coords = _per_slice_variable_attrs(results, dims, shape)
     coords.update(variable_coords)
     stacked = _stack([_without_attrs(r) for r in results], dims, labels, has_index)
     return _finish(stacked, attrs, coords, dims, ds)
+
+
+def _fixed_indexes(layout: Any) -> dict[str, pd.Index]:
+    """The indexes of a layout that the slice's result must have as they are (not ``sample``
+    nor the ragged dimensions)."""
+    return {str(d): index for d, index in layout.indexes.items()
+            if d != SAMPLE_DIM and d not in RAGGED_DIMS}
+
+
+def _aligned(results: list[Any], dims: Sequence[str]) -> list[Any]:
+    """The results of the slices on common indexes where these differ between slices (the
+    ``n_bins`` of :func:`~xuqcal.studies.zero_bins_extrapolation`, which depend on the number
+    of points): the union of the labels, missing values where a slice has no such label."""
+    first = results[0]
+    differ = {str(d) for r in results for d, index in r.indexes.items()
+              if d not in dims and d != SAMPLE_DIM and d not in RAGGED_DIMS
+              and (d not in first.indexes or not first.indexes[d].equals(index))}
+    if not differ:
+        return results
+    every = {str(d) for r in results for d in r.dims}
+    return list(xr.align(*results, join="outer", exclude=every - differ))
 
 
 def _max_sizes(results: Sequence[Any]) -> dict[str, int]:
@@ -589,7 +605,8 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
                 result = _like(lazy_result(
                     _slice_task, node[sample_variables(node)], _computed_in_task(layout),
                     function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
-                    sizes=dict(layout.sizes), sample=node.indexes[SAMPLE_DIM]), layout)
+                    sizes=dict(layout.sizes), sample=node.indexes[SAMPLE_DIM],
+                    layout_indexes=_fixed_indexes(layout)), layout)
                 count = (~_absent(node, E, uE)).sum(SAMPLE_DIM).data
         results.append(result)
         counts.append(count)

@@ -509,6 +509,21 @@ def validate_dataset(
     return _check_dataset(ds, E, uE, features)
 
 
+def slice_label(labels: Mapping[str, Any]) -> str:
+    """The labels of a slice as text, for messages: ``model='GCN', seed=3``.
+
+    Examples
+    --------
+    >>> slice_label({"model": np.str_("GCN"), "seed": np.int64(3)})
+    "model='GCN', seed=3"
+    """
+    def text(value: Any) -> str:
+        value = value.item() if isinstance(value, np.generic) else value
+        return repr(value)
+
+    return ", ".join(f"{dim}={text(value)}" for dim, value in labels.items())
+
+
 def _slice_dims(ds: xr.Dataset, E: Any, uE: Any, features: FeatureSpec) -> tuple[str, ...]:
     """The extra dimensions of ``E`` and ``uE`` (several data sets in one, see
     :mod:`xuqcal.analysis.slices`): the slices are theirs, a feature is 1-D (shared) or has
@@ -530,8 +545,6 @@ def _check_slices(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec,
     NumPy-backed: the values of every slice are checked at once. Dask-backed: the structure
     only (each analysis checks the values of its slices when computed)."""
     import itertools
-
-    from xuqcal.analysis.slices import slice_label
 
     lazy = any(ds[name].chunks is not None for name in ds.data_vars
                if SAMPLE_DIM in ds[name].dims)

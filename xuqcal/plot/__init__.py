@@ -3,9 +3,16 @@
 Every function draws on ``ax`` (a new figure when it is ``None``) and returns the Axes; nothing
 needs a display (any backend works, e.g. Agg). The accessor exposes them as
 ``ds.uqcal.plot.<name>``.
+
+Results with extra dimensions (``model``, ``task``, ``seed``, ``dataset``, ...) are drawn the way
+xarray plotting does (:mod:`xuqcal.plot.facets`): ``col=`` / ``row=`` lay extra dimensions out as
+a grid of panels and return a :class:`~xuqcal.plot.facets.FacetGrid` (``.axes``, ``.fig``); the
+line figures draw one remaining extra dimension as one line per slice on one Axes; the others
+put it along the columns.
 """
 
 from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
+from xuqcal.plot.facets import FacetGrid
 from xuqcal.plot.local import (
     acf,
     adversarial,
@@ -23,9 +30,10 @@ from xuqcal.plot.studies import (
     zero_bins_extrapolation,
 )
 from xuqcal.plot.validation import error_distribution, zeta
-from xuqcal.plot.zscores import rank_correlation, zscores
+from xuqcal.plot.zscores import rank_correlation, running_statistics, zscores
 
 __all__ = [
+    "FacetGrid",
     "ablation",
     "acf",
     "adversarial",
@@ -42,6 +50,7 @@ __all__ = [
     "rank_correlation",
     "recalibration_scan",
     "reliability",
+    "running_statistics",
     "scales",
     "size_bins_study",
     "validation_probability",

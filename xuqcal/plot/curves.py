@@ -1,28 +1,37 @@
 """Figures of the curves of :mod:`xuqcal.curves`: confidence curve, ablation, calibration curve
-and local coverage. Each function draws on ``ax`` (or a new figure) and returns the Axes."""
+and local coverage. Each function draws on ``ax`` (or a new figure) and returns the Axes; a
+result with extra dimensions (``model``, ``task``, ...) is drawn as one curve per slice or as a
+grid of panels (``col=`` / ``row=``, see :mod:`xuqcal.plot.facets`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, axes, require
+from xuqcal.plot._common import GENERATOR_COLOURS, log_axis, require
+from xuqcal.plot.facets import Panel, facet
 
 REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
+_MARKERS = ("o", "s", "D", "^", "v", "P")
+_LINESTYLES = ("-", "--", ":", "-.")
 
 
-def confidence_curve(curve: xr.Dataset, ax=None):
+def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
+                     row: str | None = None):
     """Confidence curve of the data against its probabilistic reference.
 
     Parameters
     ----------
     curve : xarray.Dataset
-        Output of :func:`xuqcal.curves.confidence_curve`.
+        Output of :func:`xuqcal.curves.confidence_curve`, possibly with extra dimensions: one
+        extra dimension without ``col`` / ``row`` draws one curve (and band) per slice.
     ax : matplotlib Axes, optional
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -33,42 +42,57 @@ def confidence_curve(curve: xr.Dataset, ax=None):
     ('fraction of largest uncertainties removed (%)', 'RMSE')
     """
     require(curve, ("value", "k"), "xuqcal.curves.confidence_curve", name="curve")
-    ax = axes(ax)
-    k = curve.k.values
     label = str(curve.attrs.get("statistic", "rmse")).upper()
-    if "reference_mean" in curve:
-        generator = curve.attrs.get("generator", "")
-        level = float(curve.attrs.get("level", 0.95))
-        ax.fill_between(k, curve.reference_low.values, curve.reference_high.values,
-                        color="tab:blue", alpha=0.25, lw=0,
-                        label=f"reference {100 * level:g} % band")
-        ax.plot(k, curve.reference_mean.values, ls="--", color="tab:blue",
-                label=f"reference mean (D = {generator})")
-        in_band = float(np.mean(curve.in_band.values))
-        title = f"Confidence curve ({100 * in_band:.0f} % of k in the band)"
-    else:
-        title = "Confidence curve"
-    ax.plot(k, curve.value.values, color="black", lw=1.5, label="data")
-    ax.set_xlabel(REMOVED_LABEL)
-    ax.set_ylabel(label)
-    ax.set_title(title)
-    ax.legend(fontsize="small")
-    return ax
+    generator = curve.attrs.get("generator", "")
+    level = float(curve.attrs.get("level", 0.95))
+    referenced = "reference_mean" in curve
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = curve.isel(indexers)
+        k = one.k.values
+        detail = ""
+        if referenced:
+            in_band = float(np.nanmean(one.in_band.values.astype(np.float64)))
+            detail = f"{100 * in_band:.0f} % of k in the band"
+            colour = p.colour_or("tab:blue")
+            ax.fill_between(k, one.reference_low.values, one.reference_high.values,
+                            color=colour, alpha=0.15 if p.overlaid else 0.25, lw=0,
+                            label=None if p.overlaid else f"reference {100 * level:g} % band")
+            ax.plot(k, one.reference_mean.values, ls="--", color=colour,
+                    label=None if p.overlaid else f"reference mean (D = {generator})")
+        ax.plot(k, one.value.values, color=p.colour_or("black"), lw=1.5,
+                label=p.data_label("data", detail))
+        if p.overlaid and p.first and referenced:
+            ax.plot([], [], ls="--", color="0.3", label=f"reference mean (D = {generator})")
+            ax.fill_between([], [], [], color="0.3", alpha=0.25, lw=0,
+                            label=f"reference {100 * level:g} % band")
+        ax.set_xlabel(REMOVED_LABEL)
+        ax.set_ylabel(label)
+        full = f"Confidence curve ({detail})" if detail else "Confidence curve"
+        p.title(ax, full, "Confidence curve", detail)
+        p.legend(ax, fontsize="small")
+
+    return facet(curve, draw, core=("k",), variables=("value",), name="curve", ax=ax, col=col,
+                 row=row, lines=True)
 
 
-def ablation(result: xr.Dataset, ax=None):
+def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | None = None):
     """Ablation curves: Δstatistic against the percent of largest uncertainties removed, with
     the full-set interval (as offsets from its estimate) shaded per statistic.
 
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.curves.ablation`.
+        Output of :func:`xuqcal.curves.ablation`, possibly with extra dimensions: one extra
+        dimension without ``col`` / ``row`` draws the curves of each slice in its colour (one
+        marker and line style per statistic, the intervals as thin lines).
     ax : matplotlib Axes, optional
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -79,42 +103,62 @@ def ablation(result: xr.Dataset, ax=None):
     'Δ statistic (remaining − full set)'
     """
     require(result, ("value", "k", "statistic"), "xuqcal.curves.ablation")
-    ax = axes(ax)
-    k = result.k.values
-    ax.axhline(0, color="0.5", lw=0.8)
-    for j, key in enumerate(result.statistic.values):
-        colour = GENERATOR_COLOURS[j % len(GENERATOR_COLOURS)]
-        one = result.sel(statistic=key)
-        low, high = float(one.ci_low_offset), float(one.ci_high_offset)
-        level = float(result.attrs.get("level", 0.95))
-        ax.axhspan(low, high, color=colour, alpha=0.15, lw=0,
-                   label=f"{key}: full-set {100 * level:g} % interval")
-        delta = one.delta.values
-        ax.plot(k, delta, marker="o", ms=4, color=colour, label=f"Δ{key}")
-        outside = one.outside.values
-        if outside.any():
-            ax.plot(k[outside], delta[outside], ls="none", marker="o", ms=9, mfc="none",
-                    color="crimson")
-    ax.set_xlabel(REMOVED_LABEL)
-    ax.set_ylabel("Δ statistic (remaining − full set)")
-    ax.set_title("Ablation of the largest uncertainties (red circles: outside the interval)")
-    ax.legend(fontsize="small")
-    return ax
+    level = float(result.attrs.get("level", 0.95))
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        k = one.k.values
+        if p.first:
+            ax.axhline(0, color="0.5", lw=0.8)
+        for j, key in enumerate(one.statistic.values):
+            stat = one.sel(statistic=key)
+            low, high = float(stat.ci_low_offset), float(stat.ci_high_offset)
+            delta = stat.delta.values
+            if p.overlaid:
+                style = dict(color=p.colour, ls=_LINESTYLES[j % len(_LINESTYLES)])
+                for bound in (low, high):
+                    ax.axhline(bound, lw=0.8, alpha=0.7, **style)
+                ax.plot(k, delta, marker=_MARKERS[j % len(_MARKERS)], ms=4,
+                        label=f"{p.label}: Δ{key}", **style)
+            else:
+                colour = GENERATOR_COLOURS[j % len(GENERATOR_COLOURS)]
+                ax.axhspan(low, high, color=colour, alpha=0.15, lw=0,
+                           label=f"{key}: full-set {100 * level:g} % interval")
+                ax.plot(k, delta, marker="o", ms=4, color=colour, label=f"Δ{key}")
+            outside = stat.outside.values.astype(bool)
+            if outside.any():
+                ax.plot(k[outside], delta[outside], ls="none", marker="o", ms=9, mfc="none",
+                        color="crimson")
+        if p.overlaid and p.first:
+            ax.plot([], [], color="0.3", lw=0.8,
+                    label=f"full-set {100 * level:g} % intervals (thin lines)")
+        ax.set_xlabel(REMOVED_LABEL)
+        ax.set_ylabel("Δ statistic (remaining − full set)")
+        title = "Ablation of the largest uncertainties (red circles: outside the interval)"
+        p.title(ax, title, title)
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=("statistic", "k"), variables=("delta",), ax=ax, col=col,
+                 row=row, lines=True)
 
 
-def calibration_curve(result: xr.Dataset, ax=None):
+def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
+                      row: str | None = None):
     """Calibration curve: observed against expected fraction inside the central intervals,
     with the Wilson band, the diagonal and the miscalibration area.
 
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.curves.calibration_curve`.
+        Output of :func:`xuqcal.curves.calibration_curve`, possibly with extra dimensions: one
+        extra dimension without ``col`` / ``row`` draws one curve and band per slice.
     ax : matplotlib Axes, optional
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -126,38 +170,53 @@ def calibration_curve(result: xr.Dataset, ax=None):
     """
     require(result, ("observed", "ci_low", "ci_high", "miscalibration_area", "p"),
             "xuqcal.curves.calibration_curve")
-    ax = axes(ax, figsize=(5, 5))
-    p = result.p.values
     level = float(result.attrs.get("level", 0.95))
-    area = float(result.miscalibration_area)
-    ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls=":", label="perfect calibration")
-    ax.fill_between(p, result.ci_low.values, result.ci_high.values, color="tab:blue",
-                    alpha=0.25, lw=0, label=f"Wilson {100 * level:g} % interval")
-    ax.plot(p, result.observed.values, color="tab:blue", marker="." if p.size < 30 else None,
-            label=f"observed (miscalibration area {area:.4f})")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_aspect("equal")
-    ax.set_xlabel("expected fraction p")
-    ax.set_ylabel("observed fraction")
-    ax.set_title(f"Calibration curve (D = {result.attrs.get('generator', '')})")
-    ax.legend(fontsize="small", loc="upper left")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        x = one.p.values
+        area = float(one.miscalibration_area)
+        detail = f"miscalibration area {area:.4f}"
+        colour = p.colour_or("tab:blue")
+        if p.first:
+            ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls=":", label="perfect calibration")
+        ax.fill_between(x, one.ci_low.values, one.ci_high.values, color=colour,
+                        alpha=0.15 if p.overlaid else 0.25, lw=0,
+                        label=p.once(f"Wilson {100 * level:g} % interval (shaded)")
+                        if p.overlaid else f"Wilson {100 * level:g} % interval")
+        ax.plot(x, one.observed.values, color=colour, marker="." if x.size < 30 else None,
+                label=p.data_label(f"observed ({detail})" if p.plain else "observed", detail))
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+        ax.set_xlabel("expected fraction p")
+        ax.set_ylabel("observed fraction")
+        title = f"Calibration curve (D = {one.attrs.get('generator', '')})"
+        p.title(ax, title, title, detail)
+        p.legend(ax, fontsize="small", loc="upper left")
+
+    return facet(result, draw, core=("p",), variables=("observed",), ax=ax, col=col, row=row,
+                 lines=True, figsize=(5, 5))
 
 
-def local_coverage(result: xr.Dataset, ax=None):
+def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
+                   row: str | None = None):
     """Coverage of the central interval per bin, with Wilson intervals, against the target;
     bins whose interval misses the target are highlighted.
 
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.curves.local_coverage`.
+        Output of :func:`xuqcal.curves.local_coverage`, possibly with extra dimensions: one
+        extra dimension without ``col`` / ``row`` draws one series per slice (invalid bins as
+        open markers).
     ax : matplotlib Axes, optional
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -169,25 +228,44 @@ def local_coverage(result: xr.Dataset, ax=None):
     """
     require(result, ("coverage", "bin_centre", "ci_low", "ci_high", "valid", "fraction_valid"),
             "xuqcal.curves.local_coverage")
-    ax = axes(ax)
-    p = float(result.attrs["p"])
+    target = float(result.attrs["p"])
     by = result.attrs.get("by", "uE")
-    x = result.bin_centre.values
-    coverage = result.coverage.values
-    valid = result.valid.values.astype(bool)
-    errors = np.vstack([coverage - result.ci_low.values, result.ci_high.values - coverage])
-    ax.axhline(p, color="0.3", ls="--", lw=1, label=f"target p = {p:g}")
-    for mask, colour, text in ((valid, "tab:blue", "valid bin"),
-                               (~valid, "crimson", "invalid bin")):
-        if mask.any():
-            ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none", marker="o",
-                        ms=4, color=colour, capsize=2, label=text)
-    if by == result.attrs.get("uE", "uE") and np.all(x > 0):
-        ax.set_xscale("log")
-    fv = float(result.fraction_valid)
-    lo, hi = float(result.fraction_valid_low), float(result.fraction_valid_high)
-    ax.set_xlabel(f"{by} (bin centre)")
-    ax.set_ylabel(f"coverage of the {p:g}-interval")
-    ax.set_title(f"Local coverage: f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]")
-    ax.legend(fontsize="small")
-    return ax
+    centres = result.bin_centre.values
+    log_x = by == result.attrs.get("uE", "uE") and bool(np.all(centres[np.isfinite(centres)] > 0))
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        x = one.bin_centre.values
+        coverage = one.coverage.values
+        valid = one.valid.values.astype(bool)
+        errors = np.vstack([coverage - one.ci_low.values, one.ci_high.values - coverage])
+        fv = float(one.fraction_valid)
+        lo, hi = float(one.fraction_valid_low), float(one.fraction_valid_high)
+        detail = f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+        if p.first:
+            ax.axhline(target, color="0.3", ls="--", lw=1, label=f"target p = {target:g}")
+        if p.overlaid:
+            labelled = bool(valid.any())
+            for mask, filled in ((valid, True), (~valid, False)):
+                if mask.any():
+                    ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none",
+                                marker="o", ms=4, color=p.colour,
+                                mfc=p.colour if filled else "none", capsize=2,
+                                label=p.data_label(None, detail) if filled == labelled else None)
+            if p.first:
+                ax.plot([], [], "o", ms=4, mfc="none", color="0.3", label="invalid bin (open)")
+        else:
+            for mask, colour, text in ((valid, "tab:blue", "valid bin"),
+                                       (~valid, "crimson", "invalid bin")):
+                if mask.any():
+                    ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none",
+                                marker="o", ms=4, color=colour, capsize=2, label=text)
+        if log_x:
+            log_axis(ax, "x")
+        ax.set_xlabel(f"{by} (bin centre)")
+        ax.set_ylabel(f"coverage of the {target:g}-interval")
+        p.title(ax, f"Local coverage: {detail}", "Local coverage", detail)
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=("bin",), variables=("coverage",), ax=ax, col=col, row=row,
+                 lines=True)

@@ -1,5 +1,8 @@
 """Figures of the local analyses: per-bin statistics, fraction of valid bins, ACF, reliability
-diagram, data-order sensitivity and adversarial groups."""
+diagram, data-order sensitivity and adversarial groups.
+
+Each function takes a result with or without extra dimensions (``model``, ``task``, ...):
+see :mod:`xuqcal.plot.facets` for ``col=`` / ``row=`` and the lines per slice."""
 
 from __future__ import annotations
 
@@ -8,63 +11,141 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import axes, error_bars, require
+from xuqcal.core.statistics import STATISTICS
+from xuqcal.plot._common import error_bars, log_axis, require
+from xuqcal.plot.facets import Panel, facet
 
 _LABELS = {"zm": "<Z>", "zms": "<Z²>", "zv": "Var(Z)", "rce": "RCE"}
 
+#: Statistics drawn on a log axis by default: ratios to a target of 1 (``zms``, ``zv``) and
+#: mean squares (``mse``, ``mv``), for which over- and underestimation by a factor look alike.
+LOG_STATISTICS = frozenset(s.key for s in STATISTICS.values()
+                           if s.reference == 1.0 or s.unit_power == 2)
 
-def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None):
+#: The dimensions of a local result (:func:`xuqcal.local`); any other is an extra dimension.
+LOCAL_DIMS = ("bin", "lag")
+
+
+def _positive(*arrays) -> bool:
+    values = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in arrays])
+    values = values[np.isfinite(values)]
+    return values.size > 0 and bool(np.all(values > 0))
+
+
+def _value(one: xr.Dataset, name: str):
+    """``name`` of a slice: a variable when the result holds one per slice, else the attribute."""
+    return one[name].item() if name in one.variables else one.attrs[name]
+
+
+def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool | None = None,
+          col: str | None = None, row: str | None = None):
     """Per-bin values with their intervals against the target; invalid bins in red.
 
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.local`.
+        Output of :func:`xuqcal.local`, possibly with extra dimensions (``model``, ...): one
+        extra dimension without ``col`` / ``row`` is drawn as one series per slice (invalid
+        bins as open markers, each slice's whole-set value dashed).
     ax : matplotlib Axes, optional
     log_x : bool, optional
         Logarithmic x axis (default: when binned on ``uE``).
+    log : bool, optional
+        Logarithmic y axis; default: for the ratio and mean-square statistics of
+        :data:`LOG_STATISTICS` (``zms``, ``zv``) when all values are positive.
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
+
+    Raises
+    ------
+    ValueError
+        For ``log=True`` with values ``<= 0``, and as :func:`~xuqcal.plot.facets.facet`.
 
     Examples
     --------
     >>> import xuqcal
     >>> from xuqcal.analysis.local import local as lzms
     >>> ax = local(lzms(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n_boot=200))
-    >>> ax.get_ylabel()
-    '<Z²>'
+    >>> ax.get_ylabel(), ax.get_yscale()
+    ('<Z²>', 'log')
     """
     require(result, ("value", "ci_low", "ci_high", "valid", "bin_centre", "fraction_valid",
                      "global_value"),
             "xuqcal.local")
-    ax = axes(ax)
     statistic = result.attrs["statistic"]
     by = result.attrs["by"]
-    x = result.bin_centre.values
-    valid = result.valid.values.astype(bool)
-    lower, upper = error_bars(result.value.values, result.ci_low.values, result.ci_high.values)
-    for mask, colour, label in ((valid, "tab:blue", "valid bin"),
-                                (~valid, "crimson", "invalid bin")):
-        if mask.any():
-            ax.errorbar(x[mask], result.value.values[mask],
-                        yerr=[lower[mask], upper[mask]], fmt="o", ms=3, color=colour,
-                        elinewidth=0.8, label=label)
-    ax.axhline(result.attrs["target"], color="black", lw=1, label="target")
-    ax.axhline(result.global_value.item(), color="0.4", ls="--", lw=1,
-               label=f"whole data set ({result.global_value.item():.3g})")
-    if log_x if log_x is not None else by == result.attrs.get("uE", "uE"):
-        ax.set_xscale("log")
-    ax.set_xlabel(f"{by} (bin centre)")
-    ax.set_ylabel(_LABELS.get(statistic, statistic))
-    ax.set_title(f"{_LABELS.get(statistic, statistic)} per bin of {by}: "
-                 f"f_v = {result.fraction_valid.item():.2f} "
-                 f"[{result.fraction_valid_low.item():.2f}, "
-                 f"{result.fraction_valid_high.item():.2f}]")
-    ax.legend(fontsize="small")
-    return ax
+    name = _LABELS.get(statistic, statistic)
+    if log_x is None:
+        log_x = by == result.attrs.get("uE", "uE")
+    if log is None:
+        log = statistic in LOG_STATISTICS and _positive(result.value, result.ci_low,
+                                                        result.global_value)
+    elif log and not _positive(result.value):
+        raise ValueError(f"log: a logarithmic axis needs positive values of {statistic}, got a "
+                         f"minimum of {float(result.value.min())}; pass log=False")
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        x = one.bin_centre.values
+        value = one.value.values
+        valid = one.valid.values.astype(bool)
+        lower, upper = error_bars(value, one.ci_low.values, one.ci_high.values)
+        glob = one.global_value.item()
+        fv, lo, hi = (one[v].item() for v in ("fraction_valid", "fraction_valid_low",
+                                               "fraction_valid_high"))
+        detail = f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+        if p.overlaid:
+            labelled = bool(valid.any())  # the legend entry goes on the valid bins if any
+            for mask, filled in ((valid, True), (~valid, False)):
+                if mask.any():
+                    ax.errorbar(x[mask], value[mask], yerr=[lower[mask], upper[mask]], fmt="o",
+                                ms=3, color=p.colour, mfc=p.colour if filled else "none",
+                                elinewidth=0.8,
+                                label=p.data_label(None, detail) if filled == labelled else None)
+            ax.axhline(glob, color=p.colour, ls="--", lw=1)
+            if p.first:
+                ax.axhline(_value(one, "target"), color="black", lw=1, label="target")
+                ax.plot([], [], "o", ms=3, mfc="none", color="0.3", label="invalid bin (open)")
+                ax.plot([], [], ls="--", lw=1, color="0.3", label="whole data set (dashed)")
+        else:
+            for mask, colour, label in ((valid, "tab:blue", "valid bin"),
+                                        (~valid, "crimson", "invalid bin")):
+                if mask.any():
+                    ax.errorbar(x[mask], value[mask], yerr=[lower[mask], upper[mask]], fmt="o",
+                                ms=3, color=colour, elinewidth=0.8, label=label)
+            ax.axhline(_value(one, "target"), color="black", lw=1, label="target")
+            ax.axhline(glob, color="0.4", ls="--", lw=1,
+                       label=f"whole data set ({glob:.3g})" if p.plain else "whole data set")
+        if log_x:
+            log_axis(ax, "x")
+        if log:
+            log_axis(ax, "y")
+        ax.set_xlabel(f"{by} (bin centre)")
+        ax.set_ylabel(name)
+        general = f"{name} per bin of {by}"
+        p.title(ax, f"{general}: {detail}", general, detail)
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=LOCAL_DIMS, variables=("value",), ax=ax, col=col, row=row,
+                 lines=True)
 
 
-def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None):
+def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None,
+                   col: str | None = None, row: str | None = None):
     """Fractions of valid bins with their Wilson-cc intervals against 0.95, for one or several
     local analyses (a mapping label -> result, e.g. one per conditioning variable).
+
+    Results with an extra dimension (the same for all) draw one marker series per slice,
+    side by side; ``col`` / ``row`` lay extra dimensions out as a grid
+    (:mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -86,26 +167,41 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None):
                          f"mapping label -> output, got {type(results).__name__}")
     for r in results.values():
         require(r, variables, "xuqcal.local", name="results")
-    ax = axes(ax, figsize=(6, 4))
-    labels = list(results)
-    for i, label in enumerate(labels):
-        r = results[label]
-        fv = r.fraction_valid.item()
-        ax.errorbar(i, fv, yerr=error_bars([fv], [r.fraction_valid_low.item()],
-                                           [r.fraction_valid_high.item()]),
-                    fmt="o", color="tab:blue", capsize=4)
-    ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
-    ax.set_xticks(range(len(labels)), labels)
-    ax.set_xlim(-0.5, len(labels) - 0.5)
-    ax.set_xlabel("analysis")
-    ax.set_ylabel("fraction of valid bins")
-    ax.set_title("Fraction of valid bins (Wilson-cc 95 % intervals)")
-    ax.legend(fontsize="small")
-    return ax
+    labels = [str(k) for k in results]
+    table = xr.concat([r[list(variables)].reset_coords(drop=True) for r in results.values()],
+                      dim="analysis", join="outer")
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = table.isel(indexers)
+        fv = one.fraction_valid.values
+        shift = (p.index - (p.count - 1) / 2) * min(0.6 / p.count, 0.15)
+        ax.errorbar(np.arange(len(labels)) + shift, fv,
+                    yerr=error_bars(fv, one.fraction_valid_low.values,
+                                    one.fraction_valid_high.values),
+                    fmt="o", color=p.colour_or("tab:blue"), capsize=4, label=p.data_label(None))
+        if p.first:
+            ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
+        ax.set_xticks(range(len(labels)), labels)
+        ax.set_xlim(-0.5, len(labels) - 0.5)
+        ax.set_xlabel("analysis")
+        ax.set_ylabel("fraction of valid bins")
+        title = "Fraction of valid bins (Wilson-cc 95 % intervals)"
+        p.title(ax, title, title)
+        p.legend(ax, fontsize="small")
+
+    return facet(table, draw, core=("analysis",), name="results", ax=ax, col=col, row=row,
+                 lines=True, figsize=(6, 4))
 
 
-def acf(result: xr.Dataset, *, ax=None):
+def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None = None):
     """Autocorrelation of the per-bin values with the white-noise band ±1.96/√N.
+
+    An extra dimension of ``result`` gives one panel per slice (along the columns by default;
+    ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -115,25 +211,38 @@ def acf(result: xr.Dataset, *, ax=None):
     'lag (bins)'
     """
     require(result, ("acf", "lag"), "xuqcal.local")
-    ax = axes(ax, figsize=(6, 4))
-    lags = result.lag.values
-    ax.vlines(lags, 0, result.acf.values, color="tab:blue")
-    ax.plot(lags, result.acf.values, "o", ms=3, color="tab:blue")
-    band = result.attrs["acf_band"]
-    ax.axhspan(-band, band, color="0.9", label=f"white noise ±{band:.2f}")
-    ax.axhline(0, color="black", lw=0.8)
-    ax.set_xlabel("lag (bins)")
-    ax.set_ylabel("autocorrelation")
-    ax.set_title(f"ACF of {_LABELS.get(result.attrs['statistic'], '')} per bin of "
-                 f"{result.attrs['by']}")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        lags = one.lag.values
+        ax.vlines(lags, 0, one.acf.values, color="tab:blue")
+        ax.plot(lags, one.acf.values, "o", ms=3, color="tab:blue")
+        band = _value(one, "acf_band")
+        ax.axhspan(-band, band, color="0.9",
+                   label=f"white noise ±{band:.2f}" if p.plain else "white noise")
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xlabel("lag (bins)")
+        ax.set_ylabel("autocorrelation")
+        title = (f"ACF of {_LABELS.get(one.attrs['statistic'], '')} per bin of "
+                 f"{one.attrs['by']}")
+        p.title(ax, title, title, "" if p.plain else f"white noise ±{band:.2f}")
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=LOCAL_DIMS, variables=("acf",), ax=ax, col=col, row=row,
+                 figsize=(6, 4))
 
 
-def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None):
+def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
+                col: str | None = None, row: str | None = None):
     """Reliability diagram: RMSE per bin (with its bootstrap interval) against RMV.
 
-    ``log`` draws log-log axes (default: when the RMV values span more than a decade).
+    ``log`` draws log-log axes (default: when the RMV values span more than a decade), with
+    tick labels spaced so that they never overlap. An extra dimension of ``result`` without
+    ``col`` / ``row`` is drawn as one series per slice (:mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` with ``col`` / ``row``
 
     Examples
     --------
@@ -143,25 +252,40 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None):
     'RMV (root mean variance per bin)'
     """
     require(result, ("rmv", "rmse", "rmse_low", "rmse_high"), "xuqcal.reliability")
-    ax = axes(ax, figsize=(5, 5))
-    rmv, rmse = result.rmv.values, result.rmse.values
-    ax.errorbar(rmv, rmse, yerr=error_bars(rmse, result.rmse_low.values, result.rmse_high.values),
-                fmt="o", ms=4, color="tab:blue", label="bins")
-    lims = [min(rmv.min(), result.rmse_low.values.min()),
-            max(rmv.max(), result.rmse_high.values.max())]
-    ax.plot(lims, lims, color="black", ls="--", lw=1, label="RMSE = RMV")
-    if log if log is not None else rmv.max() > 10 * rmv.min():
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel("RMV (root mean variance per bin)")
-    ax.set_ylabel("RMSE (root mean squared error per bin)")
-    ax.set_title("Reliability diagram")
-    ax.legend(fontsize="small")
-    return ax
+    rmv = result.rmv.values
+    lims = [float(min(np.nanmin(rmv), np.nanmin(result.rmse_low.values))),
+            float(max(np.nanmax(rmv), np.nanmax(result.rmse_high.values)))]
+    if log is None:
+        log = bool(np.nanmax(rmv) > 10 * np.nanmin(rmv))
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        x, rmse = one.rmv.values, one.rmse.values
+        ax.errorbar(x, rmse, yerr=error_bars(rmse, one.rmse_low.values, one.rmse_high.values),
+                    fmt="o", ms=4, color=p.colour_or("tab:blue"), label=p.data_label("bins"))
+        if p.first:
+            ax.plot(lims, lims, color="black", ls="--", lw=1, label="RMSE = RMV")
+        if log:
+            log_axis(ax, "xy")
+        ax.set_xlabel("RMV (root mean variance per bin)")
+        ax.set_ylabel("RMSE (root mean squared error per bin)")
+        p.title(ax, "Reliability diagram", "Reliability diagram")
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=("bin",), variables=("rmse",), ax=ax, col=col, row=row,
+                 lines=True, figsize=(5, 5))
 
 
-def order_sensitivity(result: xr.Dataset, *, ax=None):
+def order_sensitivity(result: xr.Dataset, *, ax=None, col: str | None = None,
+                      row: str | None = None):
     """Histogram of the fractions of valid bins over random tie orders.
+
+    An extra dimension of ``result`` gives one panel per slice (along the columns by default;
+    ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -173,27 +297,41 @@ def order_sensitivity(result: xr.Dataset, *, ax=None):
     'fraction of valid bins'
     """
     require(result, ("fraction_valid", "q025", "q975"), "xuqcal.order_sensitivity")
-    ax = axes(ax, figsize=(6, 4))
-    fv = result.fraction_valid.values
-    step = 1.0 / result.attrs["n_bins"]
-    edges = np.arange(fv.min() - step / 2, fv.max() + step, step)
-    ax.hist(fv, bins=edges, color="tab:blue", alpha=0.7, label="tie orders")
-    if "fraction_valid_noisy" in result:
-        ax.hist(result.fraction_valid_noisy.values, bins=np.arange(
-            0 - step / 2, 1 + step, step), histtype="step", color="tab:orange",
-            label="with binomial noise")
-    ax.axvline(0.95, color="black", ls="--", lw=1, label="0.95")
-    ax.axvspan(result.q025.item(), result.q975.item(), color="0.9", zorder=0,
-               label="2.5–97.5 %")
-    ax.set_xlabel("fraction of valid bins")
-    ax.set_ylabel("number of orders")
-    ax.set_title(f"Data-order sensitivity of f_v ({result.attrs['by']})")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        fv = one.fraction_valid.values
+        fv = fv[np.isfinite(fv)]
+        step = 1.0 / _value(one, "n_bins")
+        edges = np.arange(fv.min() - step / 2, fv.max() + step, step)
+        ax.hist(fv, bins=edges, color="tab:blue", alpha=0.7, label="tie orders")
+        if "fraction_valid_noisy" in one:
+            ax.hist(one.fraction_valid_noisy.values, bins=np.arange(
+                0 - step / 2, 1 + step, step), histtype="step", color="tab:orange",
+                label="with binomial noise")
+        ax.axvline(0.95, color="black", ls="--", lw=1, label="0.95")
+        ax.axvspan(one.q025.item(), one.q975.item(), color="0.9", zorder=0,
+                   label="2.5–97.5 %")
+        ax.set_xlabel("fraction of valid bins")
+        ax.set_ylabel("number of orders")
+        title = f"Data-order sensitivity of f_v ({one.attrs['by']})"
+        p.title(ax, title, title)
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=("order",), variables=("fraction_valid",), ax=ax, col=col,
+                 row=row, figsize=(6, 4))
 
 
-def adversarial(result: xr.Dataset, *, ax=None):
+def adversarial(result: xr.Dataset, *, ax=None, col: str | None = None,
+                row: str | None = None):
     """Fraction of random groups whose interval contains the target, with the N(0, 1) control.
+
+    An extra dimension of ``result`` gives one panel per slice (along the columns by default;
+    ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -205,18 +343,22 @@ def adversarial(result: xr.Dataset, *, ax=None):
     """
     require(result, ("count", "fraction_valid", "control_fraction_valid"),
             "xuqcal.adversarial_groups")
-    ax = axes(ax, figsize=(6, 4))
-    size = result["count"].values
-    for prefix, low, high, colour, label in (
-            ("", "fraction_valid_low", "fraction_valid_high", "tab:blue", "data"),
-            ("control_", "control_low", "control_high", "0.5", "control Z ~ N(0, 1)")):
-        value = result[f"{prefix}fraction_valid"].values
-        ax.errorbar(size, value, yerr=error_bars(value, result[low].values, result[high].values),
-                    fmt="o-", color=colour, capsize=3, label=label)
-    ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
-    ax.set_xscale("log")
-    ax.set_xlabel("group size")
-    ax.set_ylabel("fraction of valid groups")
-    ax.set_title("Adversarial group validation")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        size = one["count"].values
+        for prefix, low, high, colour, label in (
+                ("", "fraction_valid_low", "fraction_valid_high", "tab:blue", "data"),
+                ("control_", "control_low", "control_high", "0.5", "control Z ~ N(0, 1)")):
+            value = one[f"{prefix}fraction_valid"].values
+            ax.errorbar(size, value, yerr=error_bars(value, one[low].values, one[high].values),
+                        fmt="o-", color=colour, capsize=3, label=label)
+        ax.axhline(0.95, color="black", ls="--", lw=1, label="0.95")
+        log_axis(ax, "x")
+        ax.set_xlabel("group size")
+        ax.set_ylabel("fraction of valid groups")
+        p.title(ax, "Adversarial group validation", "Adversarial group validation")
+        p.legend(ax, fontsize="small")
+
+    return facet(result, draw, core=("count",), variables=("fraction_valid",), ax=ax, col=col,
+                 row=row, figsize=(6, 4))

@@ -2,7 +2,10 @@
 bin-number scan, the fitted BVS factors and the isotonic variance map.
 
 Like the other figure functions, each draws on ``ax`` (a new figure when ``None``) and returns
-the Axes; :func:`scan` draws four panels and returns them as a 1-D NumPy array of Axes.
+the Axes; :func:`scan` draws four panels and returns them as a 1-D NumPy array of Axes. Results,
+recalibrators and data with extra dimensions (``model``, ...) are drawn as a grid of panels
+(:mod:`xuqcal.plot.facets`); a scan with an extra dimension as one row of four panels per
+label.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, axes, require
+from xuqcal.plot._common import GENERATOR_COLOURS, log_axis, require
+from xuqcal.plot.facets import FacetGrid, Panel, extra_dims, facet, present_points
 
 _SCAN_PANELS = (("nll", "NLL"), ("ence", "ENCE"), ("s_x", "S_x"),
                 ("fraction_valid", "fraction of valid bins f_v"))
@@ -23,13 +27,15 @@ def _colour(i: int) -> str:
 
 
 def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = None,
-            n_bins: int = 20, log: bool = True):
+            n_bins: int = 20, log: bool = True, col: str | None = None, row: str | None = None):
     """Per-bin <Z²> before and after recalibration, with the target 1.
 
     Parameters
     ----------
     before, after : xarray.Dataset
         The same points before and after recalibration (``after = apply(rec, before)``).
+        Extra dimensions of ``E`` (``model``, ...) give one panel per slice (along the columns
+        by default), points where ``E`` and ``uE`` are both NaN left out.
     ax : matplotlib Axes, optional
     by : str, optional
         Binning variable (of ``before``). By default the recalibration bins of ``after``
@@ -40,6 +46,12 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
         Number of equal-count bins when no recalibration bins are used.
     log : bool
         Logarithmic <Z²> axis (default), where under- and over-estimation look symmetric.
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -52,48 +64,59 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
     from xuqcal.analysis.binning import equal_count
     from xuqcal.core.statistics import STATISTICS, point_columns
 
-    ax = axes(ax, figsize=(7, 4))
     if before.sizes.get("sample") != after.sizes.get("sample") or not (
             np.array_equal(before["sample"].values, after["sample"].values)
-            and np.array_equal(before.E.values, after.E.values)):
+            and np.array_equal(before.E.values, after.E.values, equal_nan=True)):
         raise ValueError("before, after: expected the same points (same sample coordinate "
                          "and errors E)")
+    if by is not None and by not in before:
+        raise ValueError(f"by: the variable {by!r} is not in the dataset")
     scheme_by = str(after.attrs.get("recalibration_by", ""))
-    if by is None and "recalibration_bin" in after:
-        index = after.recalibration_bin.values
-        n = int(after.attrs.get("recalibration_n_bins", index.max() + 1))
-        name = scheme_by
-        numeric = "," not in name and name in before and before[name].dtype.kind in "iuf"
-    else:
-        name = "uE" if by is None else by
-        if name not in before:
-            raise ValueError(f"by: the variable {name!r} is not in the dataset")
-        index = equal_count(before[name].values, n_bins, by=name).bin_index.values
-        n = n_bins
-        numeric = True
-    counts = np.bincount(index, minlength=n)
-    present = counts > 0
-    if numeric:
-        x = np.bincount(index, weights=before[name].values.astype(np.float64),
-                        minlength=n)[present] / counts[present]
-    else:
-        x = np.arange(n)[present]
-    for data, label, style in ((before, "before", dict(mfc="none", color="0.4")),
-                               (after, "after", dict(color="tab:blue"))):
-        z2 = point_columns(data.E.values, data.uE.values, ["z2"])["z2"]
-        zms = STATISTICS["zms"].from_sums({"count": counts[present], "z2": np.bincount(
-            index, weights=z2, minlength=n)[present]})
-        ax.plot(x, zms, "o", ms=4, label=f"{label} recalibration", **style)
-    ax.axhline(1.0, color="black", lw=1, label="target 1")
-    if log:
-        ax.set_yscale("log")
-    if numeric and name == "uE":
-        ax.set_xscale("log")
-    ax.set_xlabel(f"{name} (mean in the bin)" if numeric else f"bin of {name}")
-    ax.set_ylabel("<Z²> per bin")
-    ax.set_title(f"<Z²> per bin before and after recalibration ({int(present.sum())} bins)")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one_before, one_after = before.isel(indexers), after.isel(indexers)
+        there = ~(np.isnan(one_before.E.values) & np.isnan(one_before.uE.values))
+        if not there.all():  # padding of sets of different lengths
+            keep = np.flatnonzero(there)
+            one_before, one_after = one_before.isel(sample=keep), one_after.isel(sample=keep)
+        if by is None and "recalibration_bin" in one_after:
+            index = one_after.recalibration_bin.values.astype(np.int64)
+            n = int(one_after.attrs.get("recalibration_n_bins", index.max() + 1))
+            name = scheme_by
+            numeric = ("," not in name and name in one_before
+                       and one_before[name].dtype.kind in "iuf")
+        else:
+            name = "uE" if by is None else by
+            index = equal_count(one_before[name].values, n_bins, by=name).bin_index.values
+            n = n_bins
+            numeric = True
+        counts = np.bincount(index, minlength=n)
+        present = counts > 0
+        if numeric:
+            x = np.bincount(index, weights=one_before[name].values.astype(np.float64),
+                            minlength=n)[present] / counts[present]
+        else:
+            x = np.arange(n)[present]
+        for data, label, style in ((one_before, "before", dict(mfc="none", color="0.4")),
+                                   (one_after, "after", dict(color="tab:blue"))):
+            z2 = point_columns(data.E.values, data.uE.values, ["z2"])["z2"]
+            zms = STATISTICS["zms"].from_sums({"count": counts[present], "z2": np.bincount(
+                index, weights=z2, minlength=n)[present]})
+            ax.plot(x, zms, "o", ms=4, label=f"{label} recalibration", **style)
+        ax.axhline(1.0, color="black", lw=1, label="target 1")
+        if log:
+            log_axis(ax, "y")
+        if numeric and name == "uE":
+            log_axis(ax, "x")
+        ax.set_xlabel(f"{name} (mean in the bin)" if numeric else f"bin of {name}")
+        ax.set_ylabel("<Z²> per bin")
+        general = "<Z²> per bin before and after recalibration"
+        detail = f"{int(present.sum())} bins"
+        p.title(ax, f"{general} ({detail})", general, detail)
+        p.legend(ax, fontsize="small")
+
+    return facet(before[["E", "uE"]], draw, core=("sample",), name="before", ax=ax, col=col,
+                 row=row, figsize=(7, 4))
 
 
 def _reference_value(data: xr.Dataset | None, key: str, suffix: str):
@@ -107,7 +130,7 @@ def _reference_value(data: xr.Dataset | None, key: str, suffix: str):
 
 def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
          simulated: xr.Dataset | None = None, axes: Sequence | None = None, *,
-         baseline_label: str = "baseline"):
+         baseline_label: str = "baseline", row: str | None = None):
     """Test-set scores against the number of bins N_B (a :func:`xuqcal.recalibration.scan`).
 
     Four panels: NLL, ENCE, S_x and f_v (one line per score variable ``by``, with the
@@ -124,14 +147,25 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
         Simulated values (an :func:`~xuqcal.recalibration.evaluate` row, whose
         ``<score>_simulated`` variables are used, or plain score variables): dotted lines.
     axes : sequence of 4 Axes, optional
-        Where to draw (default: a new 2 × 2 figure).
+        Where to draw a result without extra dimensions (default: a new 2 × 2 figure).
     baseline_label : str
         Legend label of the baseline lines.
+    row : str, optional
+        The extra dimension of ``result`` (``model``, ...) drawn as one row of the four panels
+        per label (the default for a single extra dimension); ``baseline`` and ``simulated``
+        are selected along it when they have it.
 
     Returns
     -------
-    numpy.ndarray
-        The four Axes (NLL, ENCE, S_x, f_v), 1-D.
+    numpy.ndarray or FacetGrid
+        The four Axes (NLL, ENCE, S_x, f_v), 1-D; with an extra dimension a
+        :class:`~xuqcal.plot.facets.FacetGrid` of shape ``(n_labels, 4)``.
+
+    Raises
+    ------
+    ValueError
+        For more than one extra dimension (select with ``.sel(...)``), a ``row`` that is not
+        an extra dimension, or ``axes`` with an extra dimension.
 
     Examples
     --------
@@ -145,14 +179,59 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
     """
     require(result, ("n_bins", "fraction_valid_low", "fraction_valid_high"),
             "xuqcal.recalibration.scan")
-    if axes is None:
-        import matplotlib.pyplot as plt
+    from matplotlib import pyplot as plt
 
-        _, grid = plt.subplots(2, 2, figsize=(11, 7), layout="constrained", sharex=True)
-        axes = grid.ravel()
-    axes = np.asarray(axes, dtype=object).ravel()
-    if axes.size != 4:
-        raise ValueError(f"axes: expected 4 Axes (NLL, ENCE, S_x, f_v), got {axes.size}")
+    extra = extra_dims(result[[key for key, _ in _SCAN_PANELS]], ("n_bins", "by"))
+    if row is not None and row not in extra:
+        has = f"its extra dimensions are {', '.join(map(repr, extra))}" if extra else "it has none"
+        raise ValueError(f"row: {row!r} is not an extra dimension of result ({has})")
+    if not extra:
+        if axes is None:
+            _, grid = plt.subplots(2, 2, figsize=(11, 7), layout="constrained", sharex=True)
+            axes = grid.ravel()
+        axes = np.asarray(axes, dtype=object).ravel()
+        if axes.size != 4:
+            raise ValueError(f"axes: expected 4 Axes (NLL, ENCE, S_x, f_v), got {axes.size}")
+        _draw_scan(axes, result, baseline, simulated, baseline_label)
+        axes[0].figure.suptitle(_scan_title(result))
+        return axes
+    others = [d for d in extra if d != (row or extra[0])]
+    if others:
+        raise ValueError(f"result: a scan shows one extra dimension (one row of panels per "
+                         f"label); {', '.join(map(repr, extra))} given: select slices with "
+                         f".sel({others[0]}=...)")
+    if axes is not None:
+        raise ValueError("axes: a scan with an extra dimension makes its own grid of panels; "
+                         "pass axes=None, or select one slice with .sel(...)")
+    row = extra[0]
+    labels = [str(v) for v in result[row].values]
+    fig, grid = plt.subplots(len(labels), 4, figsize=(16, 3.4 * len(labels) + 0.4),
+                             layout="constrained", sharex=True, squeeze=False)
+
+    def pick(data: xr.Dataset | None, i: int):
+        return data.isel({row: i}) if data is not None and row in data.dims else data
+
+    for i, label in enumerate(labels):
+        _draw_scan(grid[i], result.isel({row: i}), pick(baseline, i), pick(simulated, i),
+                   baseline_label)
+        for ax in grid[i]:
+            ax.set_title(f"{row} = {label}", fontsize="medium")
+    fig.suptitle(_scan_title(result))
+    names = np.empty(grid.shape, dtype=object)
+    for i, label in enumerate(labels):
+        for j in range(4):
+            names[i, j] = {row: label}
+    return FacetGrid(fig=fig, axes=grid, row=row, name_dicts=names)
+
+
+def _scan_title(result: xr.Dataset) -> str:
+    return (f"Bin-number scan: BVS on {result.attrs.get('by', '')} "
+            f"(loss {result.attrs.get('loss', 'nll')}), test-set scores")
+
+
+def _draw_scan(axes: np.ndarray, result: xr.Dataset, baseline, simulated,
+               baseline_label: str) -> None:
+    """The four panels of one scan (NLL, ENCE, S_x, f_v) on ``axes``."""
     from matplotlib.lines import Line2D
 
     n_b = result.n_bins.values
@@ -191,15 +270,20 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
         ax.set_xlabel("number of bins N_B")
         ax.legend(handles=handles, fontsize="x-small", ncols=2,
                   loc="lower right" if key == "fraction_valid" else "best")
-    axes[0].figure.suptitle(f"Bin-number scan: BVS on {result.attrs.get('by', '')} "
-                            f"(loss {result.attrs.get('loss', 'nll')}), test-set scores")
-    return axes
 
 
-def scales(recalibrator: xr.Dataset, ax=None):
+def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
+           row: str | None = None):
     """The factors of a BVS recalibrator: per bin against the bin centre (1-D), as a map over
     the cells (grid), or per label (groups); the analytic factors ``sqrt(<Z²>_b)`` as open
     markers when a loss moved them.
+
+    A recalibrator with extra dimensions (``model``, ...) gives one panel per slice, along the
+    columns by default (``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -212,44 +296,67 @@ def scales(recalibrator: xr.Dataset, ax=None):
     if recalibrator.attrs.get("method") != "bvs":
         raise ValueError("recalibrator: scales are drawn for method 'bvs', got "
                          f"{recalibrator.attrs.get('method')!r}")
-    ax = axes(ax, figsize=(7, 4))
     scheme = recalibrator.attrs.get("bins_scheme")
-    s = recalibrator.scale.values
     by = str(recalibrator.attrs.get("by"))
-    if scheme == "grid":
-        nx = int(recalibrator.attrs["bins_n_bins_x"])
-        ny = int(recalibrator.attrs["bins_n_bins_y"])
-        image = ax.pcolormesh(np.arange(nx + 1), np.arange(ny + 1), s.reshape(nx, ny).T,
-                              cmap="viridis", shading="flat")
-        ax.figure.colorbar(image, ax=ax, label="factor s_b")
-        ax.set_xlabel(f"bin of {recalibrator.attrs['bins_by_x']}")
-        ax.set_ylabel(f"bin of {recalibrator.attrs['bins_by_y']}")
-        ax.set_title(f"BVS factors on the {nx} × {ny} grid")
-        return ax
-    if scheme == "groups":
-        x = np.arange(s.size)
-        ax.set_xticks(x, [str(v) for v in recalibrator.bins_label.values])
-        ax.set_xlabel(f"group ({by})")
-    else:
-        x = recalibrator.bins_centre.values
-        ax.set_xlabel(f"{by} (training bin centre)")
-        if by == "uE":
-            ax.set_xscale("log")
-    ax.plot(x, s, "o", ms=4, color="tab:blue", label=f"s_b (loss {recalibrator.attrs['loss']})")
-    if not np.array_equal(s, recalibrator.scale_analytic.values):
-        ax.plot(x, recalibrator.scale_analytic.values, "o", ms=6, mfc="none", color="0.4",
-                label="analytic sqrt(<Z²>_b)")
-    ax.axhline(float(recalibrator.attrs["global_scale"]), color="black", ls="--", lw=1,
-               label="temperature factor")
-    ax.set_ylabel("factor s_b")
-    ax.set_title(f"BVS factors ({s.size} bins of {by})")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel):
+        one = recalibrator.isel(indexers)
+        s = one.scale.values
+        if scheme == "grid":
+            nx = int(one.attrs["bins_n_bins_x"])
+            ny = int(one.attrs["bins_n_bins_y"])
+            image = ax.pcolormesh(np.arange(nx + 1), np.arange(ny + 1), s.reshape(nx, ny).T,
+                                  cmap="viridis", shading="flat", label="factor s_b")
+            if p.plain:
+                ax.figure.colorbar(image, ax=ax, label="factor s_b")
+            ax.set_xlabel(f"bin of {one.attrs['bins_by_x']}")
+            ax.set_ylabel(f"bin of {one.attrs['bins_by_y']}")
+            title = f"BVS factors on the {nx} × {ny} grid"
+            p.title(ax, title, title)
+            return image
+        if scheme == "groups":
+            x = np.arange(s.size)
+            ax.set_xticks(x, [str(v) for v in one.bins_label.values])
+            ax.set_xlabel(f"group ({by})")
+        else:
+            x = one.bins_centre.values
+            ax.set_xlabel(f"{by} (training bin centre)")
+            if by == "uE":
+                log_axis(ax, "x")
+        ax.plot(x, s, "o", ms=4, color="tab:blue", label=f"s_b (loss {one.attrs['loss']})")
+        if not np.array_equal(s, one.scale_analytic.values, equal_nan=True):
+            ax.plot(x, one.scale_analytic.values, "o", ms=6, mfc="none", color="0.4",
+                    label="analytic sqrt(<Z²>_b)")
+        glob = _value(one, "global_scale")
+        ax.axhline(glob, color="black", ls="--", lw=1, label="temperature factor")
+        ax.set_ylabel("factor s_b")
+        title = f"BVS factors ({s.size if p.plain else int(np.isfinite(s).sum())} bins of {by})"
+        p.title(ax, title, f"BVS factors (bins of {by})", f"temperature factor {glob:.3g}")
+        p.legend(ax, fontsize="small")
+        return None
+
+    return facet(recalibrator, draw, core=("bin", "bin_x", "bin_y"), variables=("scale",),
+                 name="recalibrator", ax=ax, col=col, row=row, figsize=(7, 4),
+                 colorbar=scheme == "grid")
 
 
-def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=None):
+def _value(one: xr.Dataset, name: str) -> float:
+    """``name`` of a slice: a variable when there is one per slice, else the attribute."""
+    return float(one[name].item() if name in one.variables else one.attrs[name])
+
+
+def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=None, *,
+                 col: str | None = None, row: str | None = None):
     """The isotonic variance map uE² → recalibrated uE² (log-log), optionally over the
     training points ``(uE², E²)``, with the identity line.
+
+    A recalibrator with extra dimensions (``model``, ...) gives one panel per slice, along the
+    columns by default (``col`` / ``row``: :mod:`xuqcal.plot.facets`); ``data`` is selected
+    along the extra dimensions it has.
+
+    Returns
+    -------
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -262,21 +369,29 @@ def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=No
     if recalibrator.attrs.get("method") != "isotonic":
         raise ValueError("recalibrator: expected method 'isotonic', got "
                          f"{recalibrator.attrs.get('method')!r}")
-    ax = axes(ax, figsize=(5, 5))
-    x = recalibrator.knot_variance_in.values
-    y = recalibrator.knot_variance_out.values
-    if data is not None:
-        e2 = data.E.values ** 2
-        keep = e2 > 0
-        ax.plot((data.uE.values ** 2)[keep], e2[keep], ".", ms=1, color="0.7",
-                label="training points (uE², E²)")
-    ax.plot(x, y, "-", color="tab:blue", lw=1.5, label="isotonic map")
-    lims = [min(x.min(), y.min()), max(x.max(), y.max())]
-    ax.plot(lims, lims, color="black", ls="--", lw=1, label="identity")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("uE² (before)")
-    ax.set_ylabel("recalibrated uE²")
-    ax.set_title(f"Isotonic variance map ({x.size} knots)")
-    ax.legend(fontsize="small")
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = recalibrator.isel(indexers)
+        x = one.knot_variance_in.values
+        y = one.knot_variance_out.values
+        keep = np.isfinite(x) & np.isfinite(y)
+        x, y = x[keep], y[keep]
+        if data is not None:
+            points = data.isel({d: i for d, i in indexers.items() if d in data.dims})
+            points = present_points(points, "E", "uE")
+            e2 = points.E.values ** 2
+            shown = e2 > 0
+            ax.plot((points.uE.values ** 2)[shown], e2[shown], ".", ms=1, color="0.7",
+                    label="training points (uE², E²)")
+        ax.plot(x, y, "-", color="tab:blue", lw=1.5, label="isotonic map")
+        lims = [min(x.min(), y.min()), max(x.max(), y.max())]
+        ax.plot(lims, lims, color="black", ls="--", lw=1, label="identity")
+        log_axis(ax, "xy")
+        ax.set_xlabel("uE² (before)")
+        ax.set_ylabel("recalibrated uE²")
+        title = f"Isotonic variance map ({x.size} knots)"
+        p.title(ax, title, "Isotonic variance map", f"{x.size} knots")
+        p.legend(ax, fontsize="small")
+
+    return facet(recalibrator, draw, core=("knot",), variables=("knot_variance_in",),
+                 name="recalibrator", ax=ax, col=col, row=row, figsize=(5, 5))

@@ -1,4 +1,7 @@
-"""Figures of the validation: ζ-scores per scheme, error distributions against generators."""
+"""Figures of the validation: ζ-scores per scheme, error distributions against generators.
+
+Both draw results or data with extra dimensions (``dataset``, ``model``, ...) as a grid of
+panels, see :mod:`xuqcal.plot.facets`."""
 
 from __future__ import annotations
 
@@ -10,21 +13,34 @@ import xarray as xr
 from xuqcal.core import defaults
 from xuqcal.core.generators import get_generator
 from xuqcal.io import by_role
-from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, axes, require
+from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, require
+from xuqcal.plot.facets import Panel, facet, present_points
 
 
-def zeta(result: xr.Dataset, *, ax=None):
+def zeta(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None = None):
     """ζ-scores of a validation result per statistic and scheme, with the band ``|ζ| ≤ 1``.
 
     Parameters
     ----------
     result : xarray.Dataset
-        Output of :func:`xuqcal.validate`.
+        Output of :func:`xuqcal.validate`, possibly with extra dimensions (``dataset``,
+        ``model``, ...): the points of several slices cannot share an Axes, so one extra
+        dimension gives one panel per label along the columns (``row=`` puts it along the
+        rows), two need ``col=`` and ``row=``.
     ax : matplotlib Axes, optional
+        Where to draw a result without extra dimensions.
+    col, row : str, optional
+        Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
+
+    Raises
+    ------
+    ValueError
+        For extra dimensions that cannot be placed (they are named), ``col`` / ``row`` that
+        are not extra dimensions, and ``ax`` with a grid.
 
     Examples
     --------
@@ -35,44 +51,51 @@ def zeta(result: xr.Dataset, *, ax=None):
     'ζ-score'
     """
     require(result, ("zeta", "verdict_scheme", "scheme_generator"), "xuqcal.validate")
-    ax = axes(ax)
-    keys = [str(k) for k in result.statistic.values]
-    schemes = [str(s) for s in result.scheme.values]
-    x = np.arange(len(keys))
-    width = 0.8 / max(len(schemes), 1)
-    ax.axhspan(-1, 1, color="0.9", zorder=0, label="|ζ| ≤ 1 (valid)")
-    ax.axhline(0, color="0.5", lw=0.8, zorder=1)
-    generators = list(dict.fromkeys(g for g in result.scheme_generator.values if g))
-    for j, scheme in enumerate(schemes):
-        family = "Sim2" if scheme.startswith("Sim2") else "Sim" if scheme.startswith("Sim") \
-            else "BS"
-        colour, marker = SCHEME_STYLE[family]
-        generator = str(result.scheme_generator.sel(scheme=scheme).values)
-        if generator and len(generators) > 1:
-            colour = GENERATOR_COLOURS[generators.index(generator) % len(GENERATOR_COLOURS)]
-        values = result.zeta.sel(scheme=scheme).values
-        ax.plot(x - 0.4 + width * (j + 0.5), values, ls="none", marker=marker, color=colour,
-                mfc="none" if family == "Sim2" else colour, label=scheme, zorder=3)
-    decided = result.verdict_scheme.values
-    for i, scheme in enumerate(decided):
-        if scheme:
-            j = schemes.index(str(scheme))
-            ax.plot(x[i] - 0.4 + width * (j + 0.5), result.zeta.values[i, j], ls="none",
-                    marker="o", ms=14, mfc="none", color="crimson", zorder=2,
-                    label="decides the verdict" if i == next(
-                        k for k, s in enumerate(decided) if s) else None)
-    ax.set_xticks(x, keys)
-    ax.set_xlabel("statistic")
-    ax.set_ylabel("ζ-score")
-    ax.set_title("Validation: ζ-scores per scheme")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return ax
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = result.isel(indexers)
+        keys = [str(k) for k in one.statistic.values]
+        schemes = [str(s) for s in one.scheme.values]
+        x = np.arange(len(keys))
+        width = 0.8 / max(len(schemes), 1)
+        ax.axhspan(-1, 1, color="0.9", zorder=0, label="|ζ| ≤ 1 (valid)")
+        ax.axhline(0, color="0.5", lw=0.8, zorder=1)
+        scheme_generator = one.scheme_generator.transpose("scheme", ...).values
+        generators = list(dict.fromkeys(g for g in scheme_generator if g))
+        zeta = one.zeta.transpose("statistic", "scheme").values
+        for j, scheme in enumerate(schemes):
+            family = "Sim2" if scheme.startswith("Sim2") else "Sim" if scheme.startswith("Sim") \
+                else "BS"
+            colour, marker = SCHEME_STYLE[family]
+            generator = str(scheme_generator[j])
+            if generator and len(generators) > 1:
+                colour = GENERATOR_COLOURS[generators.index(generator) % len(GENERATOR_COLOURS)]
+            ax.plot(x - 0.4 + width * (j + 0.5), zeta[:, j], ls="none", marker=marker,
+                    color=colour, mfc="none" if family == "Sim2" else colour, label=scheme,
+                    zorder=3)
+        decided = one.verdict_scheme.values
+        for i, scheme in enumerate(decided):
+            if scheme:
+                j = schemes.index(str(scheme))
+                ax.plot(x[i] - 0.4 + width * (j + 0.5), zeta[i, j], ls="none",
+                        marker="o", ms=14, mfc="none", color="crimson", zorder=2,
+                        label="decides the verdict" if i == next(
+                            k for k, s in enumerate(decided) if s) else None)
+        ax.set_xticks(x, keys)
+        ax.set_xlabel("statistic")
+        ax.set_ylabel("ζ-score")
+        p.title(ax, "Validation: ζ-scores per scheme", "Validation: ζ-scores per scheme")
+        p.legend(ax, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+    return facet(result, draw, core=("statistic", "scheme", "generator"), variables=("zeta",),
+                 ax=ax, col=col, row=row)
 
 
 @by_role
 def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENERATORS, *,
                        n_sets: int = 20, seed: int = defaults.SEED, variable: str = "E",
-                       bins: int = 80, ax=None, E: str = defaults.E, uE: str = defaults.UE):
+                       bins: int = 80, ax=None, col: str | None = None, row: str | None = None,
+                       E: str = defaults.E, uE: str = defaults.UE):
     """Histogram of the errors against errors re-simulated from the uncertainties.
 
     For each generator D, ``n_sets`` synthetic error sets ``uE * eps``, ``eps ~ D``, are pooled
@@ -93,12 +116,16 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENE
     bins : int
         Number of histogram bins.
     ax : matplotlib Axes, optional
+    col, row : str, optional
+        Extra dimensions of ``E`` / ``uE`` (``model``, ...) laid out as a grid of panels; one
+        extra dimension goes along the columns by default (:mod:`xuqcal.plot.facets`). Points
+        where ``E`` and ``uE`` are both NaN (sets of different lengths) are left out.
     E, uE : str
         Names of the error and uncertainty variables.
 
     Returns
     -------
-    matplotlib Axes
+    matplotlib Axes, or :class:`~xuqcal.plot.facets.FacetGrid` for extra dimensions
 
     Examples
     --------
@@ -115,30 +142,37 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENE
     bins = check_count(bins, "bins", 1)
     seed = check_seed(seed)
     generators = check_generators(generators)
-    ax = axes(ax)
     from xuqcal.analysis.stats import check_data_variables
 
-    check_data_variables(ds, E, uE)
-    errors = np.asarray(ds[E].values)
-    uncertainties = np.asarray(ds[uE].values)
-    data = errors if variable == "E" else errors / uncertainties
-    edges = np.histogram_bin_edges(data, bins=bins)
-    ax.hist(data, bins=edges, density=True, color="0.75", label="data")
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    for k, name in enumerate(generators):
-        gen = get_generator(name)
-        eps = np.concatenate([gen.sample(uncertainties.size, seed=seed, replicate=r,
-                                         purpose="plot") for r in range(n_sets)])
-        simulated = np.tile(uncertainties, n_sets) * eps if variable == "E" else eps
-        density, _ = np.histogram(simulated, bins=edges, density=True)
-        density *= np.mean((simulated >= edges[0]) & (simulated <= edges[-1]))
-        ax.plot(centres, np.where(density > 0, density, np.nan), lw=1.5,
-                color=GENERATOR_COLOURS[k % len(GENERATOR_COLOURS)],
-                label=f"simulated, D = {gen.name}")
-    ax.set_yscale("log")
-    ax.set_xlabel(variable)
-    ax.set_ylabel("density")
-    ax.set_title("Errors against errors simulated from uE" if variable == "E"
+    check_data_variables(ds, E, uE, extra_dims=True)
+    data_vars = ds[[E, uE]]
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = present_points(ds.isel(indexers), E, uE)
+        check_data_variables(one, E, uE)
+        errors = np.asarray(one[E].values)
+        uncertainties = np.asarray(one[uE].values)
+        data = errors if variable == "E" else errors / uncertainties
+        edges = np.histogram_bin_edges(data, bins=bins)
+        ax.hist(data, bins=edges, density=True, color="0.75", label="data")
+        centres = 0.5 * (edges[1:] + edges[:-1])
+        for k, name in enumerate(generators):
+            gen = get_generator(name)
+            eps = np.concatenate([gen.sample(uncertainties.size, seed=seed, replicate=r,
+                                             purpose="plot") for r in range(n_sets)])
+            simulated = np.tile(uncertainties, n_sets) * eps if variable == "E" else eps
+            density, _ = np.histogram(simulated, bins=edges, density=True)
+            density *= np.mean((simulated >= edges[0]) & (simulated <= edges[-1]))
+            ax.plot(centres, np.where(density > 0, density, np.nan), lw=1.5,
+                    color=GENERATOR_COLOURS[k % len(GENERATOR_COLOURS)],
+                    label=f"simulated, D = {gen.name}")
+        ax.set_yscale("log")
+        ax.set_xlabel(variable)
+        ax.set_ylabel("density")
+        title = ("Errors against errors simulated from uE" if variable == "E"
                  else "z-scores against the generators")
-    ax.legend(fontsize="small")
-    return ax
+        p.title(ax, title, title)
+        p.legend(ax, fontsize="small")
+
+    return facet(data_vars, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
+                 sharex=False, sharey=False)
