@@ -35,7 +35,8 @@ def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
     by : str
         Variable along which to plot (``uE`` or a feature).
     window : int, optional
-        Window of the running statistics in points; default :func:`xuqcal.analysis.running.default_window` (M) = ``min(M, max(M // 100, 20))``.
+        Window of the running statistics in points; default
+        :func:`xuqcal.analysis.running.default_window` (M) = ``min(M, max(M // 100, 20))``.
     ax : matplotlib Axes, optional
     log_x : bool, optional
         Logarithmic x-axis; default: when ``by`` is ``"uE"``.
