@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
+import xuqcal
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 #: script -> (needs the shared data, files it writes with --quick)
@@ -39,6 +41,11 @@ SCRIPTS = {
     "recalibration_qm9": (True, ["evaluation.nc", "scan.nc", "bin_zms.nc",
                                  "recalibrator_bvs40.nc", "recalibrator_isotonic.nc", "scan.png",
                                  "bin_zms.png"]),
+    "compare_logp_models": (True, ["validation.nc", "local_zms_uE.nc", "reliability.nc",
+                                   "confidence_curve.nc", "zeta.png", "local_zms_uE.png",
+                                   "reliability.png", "confidence_curve.png"]),
+    "multi_task": (False, ["data.nc", "validation.nc", "local_x.nc", "recalibrator.nc",
+                           "validation_test.nc", "local_x_test.nc", "local_x.png", "zeta.png"]),
 }
 
 
@@ -185,6 +192,76 @@ def test_recalibration_qm9_numbers(quick_output):
         assert float(s_u.sel(dataset="test BVS 40")) < 0.5 * float(s_u.sel(dataset="test"))
 
 
+#: The labels of the shared sets 8 and 9 in the outputs of average_calibration and
+#: simulated_references, by model label in those of compare_logp_models.
+LOGP_MODELS = {"10k_a_LS-GCN": "8 logP_10k", "150k_LS-GCN": "9 logP_150k"}
+
+
+def test_compare_logp_models_numbers(quick_output):
+    """One call over the stacked models gives, per model, the estimates of the one-set calls
+    of the other examples (bit for bit: the same data, statistic and bins)."""
+    folder = quick_output("compare_logp_models")
+    with xr.open_dataset(folder / "validation.nc") as r, \
+            xr.open_dataset(quick_output("average_calibration") / "average_calibration.nc") \
+            as average, \
+            xr.open_dataset(quick_output("simulated_references") / "simulated_references.nc") \
+            as simulated:
+        assert r.model.values.tolist() == list(LOGP_MODELS)
+        assert r.statistic.values.tolist() == ["zms", "rce", "cc", "ence", "zmse"]
+        assert r.n_samples.values.tolist() == [5000, 5000] and r.attrs["n_bins"] == 20
+        assert r.estimate.dims == ("model", "statistic")
+        for model, label in LOGP_MODELS.items():
+            for single, keys in ((average, ["zms", "rce"]), (simulated, ["cc", "ence", "zmse"])):
+                expected = single.estimate.sel(dataset=label, statistic=keys).values
+                assert (r.estimate.sel(model=model, statistic=keys).values == expected).all(), \
+                    (model, keys)
+        assert all(v in ("pass", "fail") or v.startswith("not usable for validation")
+                   for v in map(str, r.verdict.values.ravel()))
+    for name, dims in (("local_zms_uE.nc", ("model", "bin")), ("reliability.nc",
+                                                                ("model", "bin")),
+                       ("confidence_curve.nc", ("model", "k"))):
+        with xr.open_dataset(folder / name) as result:
+            assert result.n_samples.values.tolist() == [5000, 5000], name
+            variable = "value" if "value" in result else "rmse"
+            assert result[variable].dims == dims, (name, result[variable].dims)
+            if "count" in result:
+                assert result["count"].sum("bin").values.tolist() == [5000, 5000], name
+
+
+def test_multi_task_numbers(quick_output):
+    """Each task is analysed on its present points (E and uE not NaN), as if alone; the
+    recalibrators are per task, in the order of the data."""
+    folder = quick_output("multi_task")
+    with xr.open_dataset(folder / "data.nc") as data:
+        data = data.load()
+    assert data.E.dims == ("task", "sample") and data.x.dims == ("sample",)
+    present = data.E.notnull().sum("sample")
+    assert (data.E.isnull() == data.uE.isnull()).all()
+    # about 10 % of each target missing
+    assert ((present > 0.85 * data.sizes["sample"]) & (present < 0.95 * data.sizes["sample"])
+            ).all()
+    with xr.open_dataset(folder / "validation.nc") as r:
+        assert r.task.values.tolist() == ["logP", "solubility", "pKa"]
+        assert r.n_samples.values.tolist() == present.values.tolist()
+        for task in r.task.values:
+            alone = data.sel(task=task).dropna("sample", how="all", subset=["E", "uE"])
+            expected = xuqcal.stats(alone.drop_vars("task"), ["zms", "rce"])
+            assert (r.estimate.sel(task=task).values == expected.values).all(), task
+    with xr.open_dataset(folder / "local_x.nc") as loc:
+        assert loc.attrs["by"] == "x" and loc["count"].sum("bin").values.tolist() == \
+            present.values.tolist()
+    with xr.open_dataset(folder / "recalibrator.nc") as rec:
+        assert rec.task.values.tolist() == ["logP", "solubility", "pKa"]
+        assert rec.attrs["by"] == "x" and rec.scale.dims == ("task", "bin")
+    with xr.open_dataset(folder / "validation_test.nc") as test:
+        assert test.estimate.dims == ("recalibration", "task", "statistic")
+        assert test.recalibration.values.tolist() == ["before", "after"]
+        counts = test.n_samples
+        assert (counts.sel(recalibration="before") == counts.sel(recalibration="after")).all()
+    with xr.open_dataset(folder / "local_x_test.nc") as loc:
+        assert loc.fraction_valid.dims == ("recalibration", "task")
+
+
 def test_examples_refuse_to_overwrite(tmp_path):
     first = run("validation_probability", tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -197,7 +274,7 @@ def test_examples_refuse_to_overwrite(tmp_path):
 
 
 @pytest.mark.parametrize("script", ["zero_bins", "conditional_calibration_qm9",
-                                    "recalibration_qm9"])
+                                    "recalibration_qm9", "compare_logp_models"])
 def test_missing_shared_data_is_a_clear_error(script, tmp_path):
     done = run(script, tmp_path / "out", env={"XUQCAL_SHARED_DATA": str(tmp_path / "no")})
     assert done.returncode != 0
