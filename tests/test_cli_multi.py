@@ -16,6 +16,7 @@ Two kinds of tests:
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -692,6 +693,23 @@ def test_core_report_several_files(three, tmp_path, capsys):
     assert main(["report", str(three["a"]), str(three["c"]), *COLUMNS, *FAST, "-o",
                  str(out)]) == 0
     assert f"report: {(out / 'index.html').resolve()}" in capsys.readouterr().out
+    # one page: the summary (one row per file and statistic), then a section per file
+    text = (out / "index.html").read_text(encoding="utf-8")
+    assert "<h1>2 data sets: a, c</h1>" in text
+    assert re.findall(r'<section id="([^"]+)">\s*<h2>([^<]*)</h2>', text) == [
+        ("summary", "Summary across data sets"), ("dataset-a", "dataset = a (M = 400)"),
+        ("dataset-c", "dataset = c (M = 250)"), ("provenance", "Results and provenance")]
+    summary = text.split('<table id="T_summary"', 1)[1].split("</table>", 1)[0]
+    assert summary.count("<tr>") == 1 + 2 * len(STATISTICS)
+    with xr.open_dataset(out / "results" / "validation.nc") as result:
+        assert result["dataset"].values.tolist() == ["a", "c"]
+        assert result["n_samples"].values.tolist() == [400, 250]
+        assert result["source"].values.tolist() == [str(three["a"]), str(three["c"])]
+    for name in ("a", "c"):  # each section: the report of that file alone
+        alone = _validate_one(_read(three[name]), STATISTICS, **OPTIONS)
+        with xr.open_dataset(out / "results" / f"dataset-{name}_validation.nc") as part:
+            np.testing.assert_array_equal(part["zeta"].values, alone["zeta"].values)
+        assert (out / "figures" / f"dataset-{name}_zscores_uE.png").is_file()
 
 
 def test_core_python_dash_m_validates_several_files(three, tmp_path):

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import warnings
 import xml.etree.ElementTree as ET
+from html import unescape
 from html.parser import HTMLParser
 
 import numpy as np
@@ -19,6 +20,7 @@ from PIL import Image
 
 import xuqcal
 from xuqcal.analysis.diagnostics import DESCRIPTIONS
+from xuqcal.analysis.tables import slices_summary
 from xuqcal.cli import main
 from xuqcal.core import defaults
 from xuqcal.core.binning import FewPointsPerBinWarning
@@ -31,11 +33,13 @@ BROWSERS = ("chromium", "chromium-browser", "chromium-headless-shell", "google-c
 class _Links(HTMLParser):
     def __init__(self):
         super().__init__()
-        self.images, self.links, self.text, self.sizes = [], [], [], {}
+        self.images, self.links, self.text, self.sizes, self.ids = [], [], [], {}, []
         self.h1, self._in_h1 = "", False
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.append(attrs["id"])
         if tag == "img":
             self.images.append(attrs["src"])
             self.sizes[attrs["src"]] = (int(attrs["width"]), int(attrs["height"]))
@@ -56,11 +60,14 @@ class _Links(HTMLParser):
 
 
 def _check_page(page, figure_format="png", dpi=defaults.REPORT_DPI):
-    """Every figure is a valid file of ``figure_format``, shown at its natural size (width and
-    height attributes = inches x 96 CSS px; PNG pixels = inches x dpi); every link opens."""
+    """Every figure is a valid file of ``figure_format``, shown once at its natural size (width
+    and height attributes = inches x 96 CSS px; PNG pixels = inches x dpi); every link opens: a
+    result file, or an element of the page (``#id``, ids unique)."""
     parser = _Links()
     parser.feed(page.read_text(encoding="utf-8"))
     assert parser.images, "the report has no figure"
+    assert len(set(parser.images)) == len(parser.images), "a figure is shown twice"
+    assert len(set(parser.ids)) == len(parser.ids), "two elements have the same id"
     for src in parser.images:
         path = page.parent / src
         assert path.is_file(), src
@@ -80,6 +87,9 @@ def _check_page(page, figure_format="png", dpi=defaults.REPORT_DPI):
             assert points[0] * 96 / 72 == pytest.approx(width, abs=1.0), src
             assert points[1] * 96 / 72 == pytest.approx(height, abs=1.0), src
     for href in parser.links:
+        if href.startswith("#"):
+            assert href[1:] in parser.ids, href
+            continue
         with xr.open_dataset(page.parent / href) as result:
             assert result.attrs or result.data_vars
     return parser
@@ -350,3 +360,239 @@ def test_report_figure_sizes_come_from_the_files(tmp_path):
             page = xuqcal.report.report(ds, tmp_path / figure_format, n_boot=200, n_mc=200,
                                         figure_format=figure_format)
         _check_page(page, figure_format)
+
+
+# --------------------------------------------------------------------------------------------
+# Several data sets on one page
+# --------------------------------------------------------------------------------------------
+
+
+SMALL = dict(n_boot=200, n_mc=60, statistics=["zms", "rce"])
+
+
+def _table_cells(text, name):
+    """The cells (header row first) of the table with the id ``T_<name>`` of a page."""
+    table = text.split(f'<table id="T_{name}"', 1)[1].split("</table>", 1)[0]
+    return [[unescape(cell) for cell in re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)]
+
+
+def _sections(text):
+    """(id, heading) of each section of a page."""
+    return re.findall(r'<section id="([^"]+)">\s*<h2>([^<]*)</h2>', text)
+
+
+@pytest.fixture(scope="module")
+def two_sets():
+    """Sets of 300 and 250 points with a feature X, and their stack along ``dataset`` (b is
+    padded with absent points)."""
+    rng = np.random.default_rng(7)
+    sets = {name: xuqcal.synthetic.nig(m, nu=6, seed=seed).assign(
+        X=("sample", rng.normal(size=m))) for name, m, seed in (("a", 300, 1), ("b", 250, 2))}
+    return sets, xuqcal.stack_datasets(sets)
+
+
+def test_report_of_several_sets_is_one_page_with_a_summary_and_a_section_per_set(two_sets,
+                                                                                   tmp_path):
+    sets, stacked = two_sets
+    assert np.isnan(stacked["E"].sel(dataset="b").values[250:]).all()
+    page = xuqcal.report.report(stacked, tmp_path / "r", **SMALL)
+    parser = _check_page(page)
+    text = page.read_text(encoding="utf-8")
+    assert parser.h1 == "2 data sets: a, b"
+    assert "<title>2 data sets: a, b – xuqcal validation report</title>" in text
+    assert _sections(text) == [("summary", "Summary across data sets"),
+                               ("dataset-a", "dataset = a (M = 300)"),
+                               ("dataset-b", "dataset = b (M = 250)"),
+                               ("provenance", "Results and provenance")]
+    assert [link for link in parser.links if link.startswith("#")] == [
+        "#summary", "#dataset-a", "#dataset-b", "#provenance"]  # the table of contents
+
+    # the summary: one row per slice and statistic, from one broadcast validation
+    expected = slices_summary(xuqcal.validate(stacked, SMALL["statistics"], n_boot=200,
+                                              n_mc=60))
+    cells = _table_cells(text, "summary")
+    assert cells[0] == ["dataset", "M", "statistic", "estimate", "ci_low", "ci_high",
+                        "verdict", "deciding scheme"]
+    assert len(cells) - 1 == len(expected) == 2 * 2
+    for row, want in zip(cells[1:], expected.itertuples(), strict=True):
+        assert row == [want.dataset, str(want.n_samples), want.statistic,
+                       *(f"{v:.4g}" for v in (want.estimate, want.ci_low, want.ci_high)),
+                       want.verdict, want.verdict_scheme]
+    with xr.open_dataset(page.parent / "results" / "validation.nc") as summary:
+        assert summary["zeta"].dims == ("dataset", "statistic", "scheme")
+        assert summary["n_samples"].values.tolist() == [300, 250]
+    assert "figures/zeta.png" in parser.images  # the faceted ζ figure of the summary
+
+    # each section is the report of that set alone: same tables, results and figures
+    figures = page.parent / "figures"
+    for name, ds in sets.items():
+        key = f"dataset-{name}"
+        alone = xuqcal.report.report(ds, tmp_path / name, **SMALL)
+        alone_text = alone.read_text(encoding="utf-8")
+        for table in ("validation", "distributions", "uncertainties", "fraction_valid"):
+            assert _table_cells(text, f"{key}_{table}") == _table_cells(alone_text, table)
+        results = sorted((alone.parent / "results").iterdir())
+        assert len(results) == 9  # validation, diagnostics, 4 local, reliability, curve, ranks
+        for file in results:
+            with xr.open_dataset(file) as one, \
+                    xr.open_dataset(page.parent / "results" / f"{key}_{file.name}") as part:
+                assert sorted(part.data_vars) == sorted(one.data_vars), file.name
+                for variable in one.data_vars:
+                    np.testing.assert_array_equal(part[variable].values, one[variable].values,
+                                                  err_msg=f"{file.name}: {variable}")
+        assert sorted(f.name.removeprefix(f"{key}_") for f in figures.glob(f"{key}_*")) == \
+            sorted(f.name for f in (alone.parent / "figures").iterdir())
+        section = " ".join(text.split(f'<section id="{key}">', 1)[1]
+                           .split("</section>", 1)[0].split())
+        assert f"<dt>points (M)</dt><dd>{ds.sizes['sample']}</dd>" in section
+        assert f"over {xuqcal.core.binning.recommended_n_bins(ds.sizes['sample'])} " \
+               "equal-count bins" in section
+
+    # the manifest lists every file, each figure under a name of its own
+    manifest = json.loads((page.parent / ".xuqcal-manifest.json").read_text())["files"]
+    assert sorted(f for f in manifest if f.startswith("figures/")) == sorted(parser.images)
+    assert sorted(f for f in manifest if f.startswith("results/")) == sorted(
+        f"results/{f.name}" for f in (page.parent / "results").iterdir())
+    assert {"figures/dataset-a_zeta.png", "figures/dataset-b_zeta.png",
+            "figures/dataset-b_zscores_X.png", "results/dataset-b_local_zms_X.nc"} <= set(manifest)
+
+
+def test_report_of_several_sets_with_overwrite_replaces_only_its_own_files(tmp_path,
+                                                                          monkeypatch):
+    sets = {name: xuqcal.synthetic.nig(300, nu=6, seed=seed, uE_scale=scale)
+            for name, seed, scale in (("gp", 3, 1.0), ("rf", 4, 0.8))}
+    models = xr.concat(list(sets.values()), dim=pd.Index(list(sets), name="model"))
+    options = dict(n_boot=200, n_mc=60, statistics=["zms"])
+    folder = tmp_path / "r"
+    xuqcal.report.report(sets["gp"], folder, **options)  # a one-set report first
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        xuqcal.report.report(models, folder, **options)
+    page = xuqcal.report.report(models, folder, overwrite=True, figure_format="svg", **options)
+    parser = _check_page(page, "svg")
+    text = page.read_text(encoding="utf-8")
+    assert parser.h1 == "2 slices along model: gp, rf"
+    assert _sections(text)[1:3] == [("model-gp", "model = gp (M = 300)"),
+                                    ("model-rf", "model = rf (M = 300)")]
+    manifest = json.loads((folder / ".xuqcal-manifest.json").read_text())["files"]
+    assert sorted(f for f in manifest if f.startswith("figures/")) == sorted(parser.images)
+    assert {"figures/zeta.svg", "figures/model-gp_zeta.svg", "figures/model-rf_zeta.svg",
+            "results/model-rf_validation.nc"} <= set(manifest)
+    # the one-set report's files went, the user's file stayed
+    assert not list((folder / "figures").glob("*.png"))
+    assert not (folder / "results" / "diagnostics.nc").exists()
+    assert (folder / "notes.txt").read_text() == "mine" and "notes.txt" not in manifest
+    # a user's file where a slice's figure goes: refused before anything is computed
+    (folder / "figures" / "model-rf_reliability.svg").write_text("<svg/>")
+
+    def no_validation(*args, **kwargs):
+        raise AssertionError("computed before the folder was checked")
+
+    monkeypatch.setattr(xuqcal.analysis.validation, "validate", no_validation)
+    with pytest.raises(FileExistsError,
+                       match=r"model-rf_reliability\.svg was not written by xuqcal"):
+        xuqcal.report.report(models, folder, overwrite=True, figure_format="svg", **options)
+    xuqcal.report.check_folder(models, folder, overwrite=True)  # PNG figures: no clash
+
+
+def test_report_never_writes_over_the_input_file_of_a_stacked_set(tmp_path):
+    """A set stacked from files records each file (coordinate ``source`` over ``dataset``):
+    none may be a file of the report, whatever ``overwrite``."""
+    folder = tmp_path / "r"
+    (folder / "figures").mkdir(parents=True)
+    victim = folder / "figures" / "dataset-b_zeta.png"  # a file of the slice b
+    victim.write_bytes(b"the input of b")
+    sets = {"a": xuqcal.synthetic.nig(200, nu=6, seed=1),
+            "b": xuqcal.synthetic.nig(150, nu=6, seed=2)}
+    sets["a"].attrs["source"] = str(tmp_path / "a.csv")
+    sets["b"].attrs["source"] = str(victim)
+    stacked = xuqcal.stack_datasets(sets)
+    assert stacked["source"].dims == ("dataset",) and "source" not in stacked.attrs
+    with pytest.raises(ValueError, match=r"dataset-b_zeta\.png is also an input file"):
+        xuqcal.report.check_folder(stacked, folder, overwrite=True)
+    with pytest.raises(ValueError, match="is also an input file"):
+        xuqcal.report.report(stacked, folder, overwrite=True, **SMALL)
+    assert victim.read_bytes() == b"the input of b"
+
+
+def test_report_of_a_datatree_of_sets_with_their_own_features(two_sets, tmp_path):
+    sets, _ = two_sets
+    tree = xr.DataTree.from_dict({"/a": sets["a"].drop_vars("X"), "/b": sets["b"]})
+    page = xuqcal.report.report(tree, tmp_path / "r", **SMALL)
+    parser = _check_page(page)
+    text = page.read_text(encoding="utf-8")
+    assert parser.h1 == "2 data sets: /a, /b"
+    assert _sections(text)[1:3] == [("dataset-a", "dataset = /a (M = 300)"),
+                                    ("dataset-b", "dataset = /b (M = 250)")]
+    names = {src.split("/")[-1] for src in parser.images}
+    assert {"zeta.png", "dataset-a_zscores_uE.png", "dataset-b_zscores_X.png"} <= names
+    assert "dataset-a_zscores_X.png" not in names  # node a has no feature X
+    cells = _table_cells(text, "summary")
+    assert [row[:3] for row in cells[1:]] == [["/a", "300", "zms"], ["/a", "300", "rce"],
+                                             ["/b", "250", "zms"], ["/b", "250", "rce"]]
+    alone = xuqcal.validate(sets["b"], SMALL["statistics"], n_boot=200, n_mc=60)
+    with xr.open_dataset(page.parent / "results" / "dataset-b_validation.nc") as part:
+        for variable in ("estimate", "ci_low", "ci_high", "zeta"):
+            np.testing.assert_array_equal(part[variable].values, alone[variable].values)
+
+
+def test_report_and_demo_commands_page_options(tmp_path, capsys):
+    files = []
+    for name, m, seed in (("first", 300, 1), ("second", 250, 2)):
+        ds = xuqcal.synthetic.nig(m, nu=6, seed=seed)
+        files.append(tmp_path / f"{name}.csv")
+        pd.DataFrame({"err": ds.E.values, "u": ds.uE.values}).to_csv(files[-1], index=False)
+    compute = ["--n-boot", "200", "--n-mc", "60", "--statistics", "zms,rce", "--no-progress"]
+    common = ["--E", "err", "--uE", "u", *compute]
+    out = tmp_path / "r"
+    for command, bad, message in (
+            ("report", ["--dpi", "5"],
+             "--dpi: expected a resolution in pixels per inch from 20 to 1200"),
+            ("report", ["--title", " "], "--title: expected a non-empty string"),
+            ("report", ["--figure-format", "jpg"], "--figure-format: invalid choice: 'jpg'"),
+            ("demo", ["--dpi", "2000"], "--dpi: expected a resolution"),
+            ("demo", ["--figure-format", "pdf"], "--figure-format: invalid choice: 'pdf'")):
+        inputs = ([*map(str, files), *common] if command == "report"
+                  else ["--size", "300", *compute])
+        assert main([command, *inputs, *bad, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()
+    # several files: SVG, 96 dpi, a title
+    assert main(["report", *map(str, files), *common, "--dpi", "96", "--figure-format", "svg",
+                 "--title", "Two sets", "-o", str(out)]) == 0
+    capsys.readouterr()
+    parser = _check_page(out / "index.html", "svg", dpi=96)
+    text = (out / "index.html").read_text(encoding="utf-8")
+    assert parser.h1 == "Two sets" and "<dd>SVG, 96 dpi</dd>" in text
+    assert _sections(text)[1:3] == [("dataset-first", "dataset = first (M = 300)"),
+                                    ("dataset-second", "dataset = second (M = 250)")]
+    assert f"sources: {files[0]}, {files[1]}" in " ".join(parser.text)
+    # one file: PNG at 96 dpi (one image pixel per CSS pixel), a title
+    assert main(["report", str(files[1]), *common, "--dpi", "96", "--title", "One set", "-o",
+                 str(tmp_path / "one")]) == 0
+    parser = _check_page(tmp_path / "one" / "index.html", dpi=96)
+    assert parser.h1 == "One set"
+    # demo: both reports with the page options
+    assert main(["demo", "--size", "300", *compute, "--dpi", "96", "--figure-format", "svg",
+                 "-o", str(tmp_path / "demo")]) == 0
+    for name in ("calibrated", "miscalibrated"):
+        page = tmp_path / "demo" / f"report_{name}" / "index.html"
+        assert "<dd>SVG, 96 dpi</dd>" in page.read_text(encoding="utf-8")
+        _check_page(page, "svg", dpi=96)
+
+
+def test_report_refuses_a_validation_result_of_other_data(two_sets, tmp_path):
+    sets, stacked = two_sets
+    result = xuqcal.validate(stacked, ["zms"], n_boot=100, n_mc=50)
+    other = xuqcal.stack_datasets({"a": sets["a"], "c": sets["b"]})
+    for data, given, message in (
+            (other, result, "validation_result: has no slice dataset='c' of the data set"),
+            (sets["a"], result, "validation_result: has the dimension(s) dataset, which the "
+                                "data set has not"),
+            (sets["b"], result.sel(dataset="a"), "validation_result: has M = 300, but the "
+                                                 "data set has 250 points")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            xuqcal.report.report(data, tmp_path / "r", validation_result=given, **SMALL)
+        assert not (tmp_path / "r").exists()  # nothing left of the run

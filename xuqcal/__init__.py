@@ -26,6 +26,7 @@ from xuqcal.analysis.simulation import simulate
 from xuqcal.analysis.stats import stats
 from xuqcal.analysis.validation import validate
 from xuqcal.core import generators
+from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.generators import get_generator
 from xuqcal.core.intervals import (
     DegenerateIntervalWarning,
@@ -57,6 +58,7 @@ from xuqcal.recalibration import Recalibrator
 __all__ = [
     "STATISTICS",
     "DegenerateIntervalWarning",
+    "FewPointsPerBinWarning",
     "Recalibrator",
     "UQCalAccessor",
     "UndefinedStatisticWarning",

@@ -68,6 +68,7 @@ from xuqcal.core.statistics import get_statistics
 from xuqcal.io import outputs as _outputs
 from xuqcal.io import synthetic
 from xuqcal.options import OPTIONS
+from xuqcal.report.html import DPI_RANGE, FIGURE_FORMATS
 
 
 def _statistics_list(text: str) -> list[str]:
@@ -226,12 +227,14 @@ def build_parser() -> argparse.ArgumentParser:
                            "are left alone)")
     demo.add_argument("--size", type=positive_int, default=5000, metavar="M",
                       help="points per synthetic data set (default: 5000)")
+    _add_page_options(demo)
     _add_compute_options(demo)
     rep = commands.add_parser(
-        "report", help="write an HTML validation report of a CSV file",
+        "report", help="write an HTML validation report of CSV files",
         description="Run every analysis that applies (validation, diagnostics, local analyses "
                     "along uE and each feature, reliability, confidence curve) and write an "
-                    "HTML page with its figures and NetCDF results.")
+                    "HTML page with its figures and NetCDF results. Several files give one "
+                    "page: a summary across the data sets, then a section per data set.")
     rep.add_argument("files", type=Path, nargs="+", metavar="FILE",
                      help="CSV file; several files are read with the same options and "
                           "stacked along 'dataset' (labelled by file name or --names)")
@@ -251,10 +254,27 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--overwrite", action="store_true",
                      help="allow replacing an existing report: only the files xuqcal wrote "
                           "there are replaced, other files are left alone")
+    rep.add_argument("--title", metavar="TEXT",
+                     help="title of the page (default: the file's name; for several files, "
+                          "e.g. '3 data sets: a, b, c')")
+    _add_page_options(rep)
     _add_compute_options(rep)
     _add_cube_commands(commands)
     _cli_recalibrate.add_parser(commands)
     return parser
+
+
+def _add_page_options(parser: argparse.ArgumentParser) -> None:
+    """``--dpi`` and ``--figure-format`` of the commands writing HTML reports."""
+    low, high = DPI_RANGE
+    parser.add_argument("--dpi", type=float, default=defaults.REPORT_DPI, metavar="DPI",
+                        help=f"resolution of the PNG figures in pixels per inch, {low} to "
+                             f"{high} (default: {defaults.REPORT_DPI:g}, twice the 96 px per "
+                             "inch at which the page shows them: sharp on HiDPI screens)")
+    parser.add_argument("--figure-format", choices=FIGURE_FORMATS,
+                        default=defaults.REPORT_FIGURE_FORMAT,
+                        help="file format of the figures (default: "
+                             f"{defaults.REPORT_FIGURE_FORMAT}; svg: vector graphics)")
 
 
 FEATURES_HELP = ("feature columns or NAME=EXPR (an expression over columns), comma-separated, "
@@ -577,8 +597,9 @@ def _free_folder(base: Path) -> Path:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
-    from xuqcal.report.html import check_folder, report
+    from xuqcal.report.html import check_folder, check_options, report
 
+    check_options(dpi=args.dpi, figure_format=args.figure_format)
     titles = {
         "calibrated": "Synthetic NIG data (nu = 6), calibrated uncertainties",
         "miscalibrated": "Synthetic NIG data (nu = 6), uncertainties 20% too small",
@@ -599,7 +620,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if folder.exists() and not args.overwrite:
                 raise FileExistsError(f"{OUTPUT}: {folder} already exists; pass --overwrite "
                                       "to replace the report xuqcal wrote there")
-            check_folder(cases[name], folder, overwrite=args.overwrite)
+            check_folder(cases[name], folder, overwrite=args.overwrite,
+                         figure_format=args.figure_format)
     print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
           "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
     new_reports = [folder for folder in reports.values() if not folder.exists()]
@@ -613,7 +635,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 print(f"written: {managed.commit(files[name])}")
                 pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
                                     n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
-                                    overwrite=args.overwrite, validation_result=result))
+                                    overwrite=args.overwrite, validation_result=result,
+                                    dpi=args.dpi, figure_format=args.figure_format))
     except BaseException:  # an error or Ctrl-C: undo what this run wrote
         for folder in new_reports:
             _outputs.remove_written(folder)
@@ -627,8 +650,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``xuqcal report``."""
-    from xuqcal.report.html import check_folder, report
+    from xuqcal.report.html import check_folder, check_options, report
 
+    check_options(title=args.title, dpi=args.dpi, figure_format=args.figure_format)
     _outputs.check_not_input(args.output, args.files, OUTPUT)
     if args.output.exists() and not args.output.is_dir():
         raise NotADirectoryError(f"{OUTPUT}: {args.output} is a file, not a folder")
@@ -644,15 +668,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.formula:  # the report's features: the element counts are not conditioning ones
         ds = ds[["E", "uE", *features, "X1", "X2"]]
     _check_sizes(ds, args, lambda labels: _data_name(args, labels), report=True)
-    check_folder(ds, args.output, overwrite=args.overwrite, inputs=args.files)
+    check_folder(ds, args.output, overwrite=args.overwrite, inputs=args.files,
+                 figure_format=args.figure_format)
     with compute_context(args):
         # validated here so that --generators, --known-generator, --simulated-scheme and
         # --level reach the report's validation table; several files: the stacked data set
-        # (over dataset) goes to the report as it is
+        # (over dataset) goes to the report as it is (one page: a summary, a section per set)
         result = _run_validation(ds, args, f"{_files(args)}: E = {args.E}, uE = {args.uE}")
         page = report(ds, args.output, n_boot=args.n_boot, n_mc=args.n_mc,
                       n_bins=args.n_bins, seed=args.seed, statistics=args.statistics,
-                      overwrite=args.overwrite, validation_result=result)
+                      overwrite=args.overwrite, validation_result=result, title=args.title,
+                      dpi=args.dpi, figure_format=args.figure_format)
     print(f"report: {page.resolve()}")
     return 0
 

@@ -28,9 +28,10 @@ _COMPUTE = {
 OPTIONS: dict[str, dict] = {
     "validate": dict(_COMPUTE, output="-o/--output", path="-o/--output"),
     "report": dict(_COMPUTE, output="-o/--output", folder="-o/--output", formula="--formula",
-                   formulas="--formula"),
+                   formulas="--formula", title="--title", dpi="--dpi",
+                   figure_format="--figure-format"),
     "demo": dict(_COMPUTE, output="-o/--output", folder="-o/--output", size="--size",
-                 M="--size"),
+                 M="--size", dpi="--dpi", figure_format="--figure-format"),
     "cube build": {
         "statistics": "--statistics", "size": "--size", "n_bins": "--n-bins", "nu": "--nu",
         "generator": "--generators", "generators": "--generators", "n_mc": "--n-mc",

@@ -11,6 +11,16 @@ confidence curve with its reference — and writes::
     <folder>/.xuqcal-manifest.json   the files above with their SHA-256: with ``overwrite``,
                                  only these are ever replaced or removed
 
+Data with extra dimensions (sets stacked by :func:`xuqcal.stack_datasets` along ``dataset``,
+models, tasks, ...; see :mod:`xuqcal.analysis.slices`) or a DataTree of data sets give one page:
+a summary across the data sets (:func:`~xuqcal.analysis.tables.slices_summary` of one
+broadcast :func:`~xuqcal.validate`, and their ζ-scores one panel per data set), then one
+section per data set, headed by :func:`~xuqcal.analysis.tables.slice_title`
+(``dataset = b (M = 3834)``), with the content of the report of that data set alone on its
+present points. Its figures and results are named after its labels
+(``figures/dataset-b_zeta.png``, ``results/dataset-b_validation.nc``); a table of contents
+links to each section.
+
 Figures are shown at their natural size: a figure of w × h inches is w × h × 96 CSS pixels
 (the CSS inch), so its fonts and legends have the size matplotlib gave them; PNG figures are
 rendered at ``dpi`` pixels per inch (default ``defaults.REPORT_DPI`` = 192, twice the CSS
@@ -26,19 +36,26 @@ the z-score plots use the default window of :func:`xuqcal.analysis.running.defau
 from __future__ import annotations
 
 import html
+import itertools
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from xuqcal import io
+from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
+from xuqcal.analysis.tables import slice_dims, slice_size, slice_title, slices_summary
 from xuqcal.core import defaults
 from xuqcal.core.binning import recommended_n_bins
 from xuqcal.core.provenance import provenance as _provenance
 from xuqcal.io import outputs as _outputs
+from xuqcal.io.stacking import SOURCE_COORD
 
 #: CSS pixels per inch (the CSS reference pixel): a figure of w inches is shown w * 96 px wide.
 CSS_PX_PER_INCH = 96
@@ -46,12 +63,21 @@ CSS_PX_PER_INCH = 96
 FIGURE_FORMATS = ("png", "svg")
 #: Range of ``dpi`` accepted by :func:`report` (pixels per inch).
 DPI_RANGE = (20, 1200)
+#: Layout limits of a page of several data sets: the longest key of a slice (its file-name
+#: prefix and section id), the labels listed in the default title, and the panels of the
+#: summary's ζ figure (beyond them, the ζ-scores are only in each data set's section).
+_MAX_KEY_LENGTH = 60
+_MAX_TITLE_LABELS = 6
+_MAX_SUMMARY_PANELS = 6
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 84em; color: #222;
        padding: 0 1em; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05em; }
+nav.contents { font-size: 0.95em; } nav.contents p { font-weight: bold; margin-bottom: 0; }
+section { margin-bottom: 2em; }
 p.source { font-size: 0.85em; color: #666; margin-top: 0; word-break: break-all; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
@@ -81,13 +107,17 @@ def _fmt(value, digits: int = 4) -> str:
 
 def _table(df: pd.DataFrame, name: str, classes: pd.DataFrame | None = None,
            digits: int = 4) -> str:
-    """``df`` as an HTML table (pandas' :class:`~pandas.io.formats.style.Styler`): cells
-    formatted with :func:`_fmt` and escaped, the index hidden, the first column left-aligned
-    (CSS class ``text``), ``classes`` (same shape) added to the cells (e.g. ``pass``)."""
+    """``df`` as an HTML table (pandas' :class:`~pandas.io.formats.style.Styler`): the cells
+    of numeric columns formatted with :func:`_fmt`, those of other columns shown as they are
+    (a label ``123456`` stays one), all escaped, the index hidden, the first column
+    left-aligned (CSS class ``text``), ``classes`` (same shape) added to the cells (e.g.
+    ``pass``)."""
     if classes is None:
         classes = pd.DataFrame("", index=df.index, columns=df.columns)
         classes.iloc[:, 0] = "text"
-    return (df.style.format(lambda v: _fmt(v, digits), escape="html")
+    formats = {column: (lambda v: _fmt(v, digits))
+               if pd.api.types.is_numeric_dtype(df[column]) else str for column in df.columns}
+    return (df.style.format(formats, escape="html")
             .hide(axis="index").set_td_classes(classes).set_uuid(name).to_html())
 
 
@@ -194,7 +224,8 @@ class _Writer:
         self.managed = _outputs.ManagedFolder(folder, overwrite=overwrite, inputs=inputs)
         # (section, file, caption, CSS width, CSS height)
         self.figures: list[tuple[str, str, str, int, int]] = []
-        self.results: list[str] = []
+        # (group: the key of the data set, "" for the page's own, file)
+        self.results: list[tuple[str, str]] = []
 
     def figure(self, section: str, name: str, ax, caption: str) -> None:
         """Save ``ax``'s figure as ``figures/<name>.<format>`` (``dpi`` pixels per inch for
@@ -215,11 +246,12 @@ class _Writer:
             tmp.unlink(missing_ok=True)
         self.figures.append((section, file, caption, width, height))
 
-    def result(self, name: str, ds: xr.Dataset) -> None:
+    def result(self, name: str, ds: xr.Dataset, group: str = "") -> None:
+        """Write ``ds`` as ``results/<name>.nc``, listed under ``group`` (a data set's key)."""
         file = f"results/{name}.nc"
         io.to_netcdf(ds, self.managed.target(file), overwrite=True)
         self.managed.commit(file)
-        self.results.append(file)
+        self.results.append((group, file))
 
     def page(self, text: str) -> Path:
         path = self.managed.write_text("index.html", text)
@@ -254,21 +286,27 @@ def _standard_names(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
     return ds.rename({E: "__E", uE: "__uE"}).rename({"__E": defaults.E, "__uE": defaults.UE})
 
 
-def _report_features(ds: xr.Dataset, features: Sequence[str] | None) -> list[str]:
+def _report_features(ds: xr.Dataset, features: Sequence[str] | None, E: str | None = None,
+                     uE: str | None = None, labels: dict[str, Any] | None = None) -> list[str]:
+    """The conditioning variables of the report of ``ds``: ``features``, else every numeric
+    data variable but ``E`` and ``uE`` (``labels`` name the slice in errors)."""
     if features is None:
-        E, uE = io.roles(ds)
+        E, uE = io.roles(ds, E, uE)
         features = [str(v) for v in ds.data_vars if v not in (E, uE)
                     and np.issubdtype(ds[v].dtype, np.number)]
     features = list(features)
+    where = f" ({slice_label(labels)})" if labels else ""
     for name in features:
         if name not in ds:
-            raise ValueError(f"features: {name!r} is not a variable of the data set")
+            raise ValueError(f"features: {name!r} is not a variable of the data set{where}")
     return features
 
 
 def _planned_files(features: Sequence[str],
-                   figure_format: str = defaults.REPORT_FIGURE_FORMAT) -> list[str]:
-    """Every file a report with these features may write (relative to its folder)."""
+                   figure_format: str = defaults.REPORT_FIGURE_FORMAT,
+                   prefix: str = "") -> list[str]:
+    """Every file a report of one data set with these features may write (relative to its
+    folder); ``prefix`` starts the name of each figure and result (a slice's key and ``_``)."""
     figures = ["zeta", "error_distribution", "reliability", "confidence_curve"]
     results = ["validation", "diagnostics", "reliability", "confidence_curve"]
     for by in ["uE", *features]:
@@ -279,29 +317,177 @@ def _planned_files(features: Sequence[str],
     if features:
         figures.append("rank_correlation")
         results.append("rank_correlation")
-    return (["index.html"] + [f"figures/{name}.{figure_format}" for name in figures]
-            + [f"results/{name}.nc" for name in results])
+    return (["index.html"] + [f"figures/{prefix}{name}.{figure_format}" for name in figures]
+            + [f"results/{prefix}{name}.nc" for name in results])
 
 
-def _source_files(ds: xr.Dataset) -> list[Path]:
-    """The input file recorded in ``ds.attrs['source']``, when it is one."""
-    source = ds.attrs.get("source")
-    if isinstance(source, str) and source and Path(source).is_file():
-        return [Path(source)]
-    return []
+# --------------------------------------------------------------------------------------------
+# The data sets of a page: one, or the slices of data with extra dimensions
+# --------------------------------------------------------------------------------------------
 
 
-def check_folder(ds: xr.Dataset, folder: str | Path, *, features: Sequence[str] | None = None,
-                 overwrite: bool = False, inputs: Sequence[str | Path] = (),
-                 figure_format: str = defaults.REPORT_FIGURE_FORMAT) -> None:
+@dataclass
+class _Part:
+    """One data set of the page: the whole input, or one slice of an input with extra
+    dimensions (or of a DataTree node).
+
+    ``labels`` are the slice's labels (``{}`` for a one-set input; a DataTree node's path
+    under ``dataset``), ``key`` prefixes its files and is the id of its section (``""`` for a
+    one-set input), ``data`` is the Dataset holding it (the input or the node) and
+    ``positions`` the positions of the slice along the extra dimensions of ``data``.
+    """
+
+    labels: dict[str, Any]
+    key: str
+    data: xr.Dataset
+    positions: dict[str, int] = field(default_factory=dict)
+
+
+def _units(ds: xr.Dataset, dims: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, int]]]:
+    """The labels and positions of the slices of ``ds`` along ``dims`` (their product, the
+    first dimension outermost; a dimension without coordinate is labelled by position)."""
+    units = []
+    for index in itertools.product(*(range(ds.sizes[d]) for d in dims)):
+        labels = {}
+        for dim, k in zip(dims, index, strict=True):
+            value = ds.indexes[dim][k] if dim in ds.indexes else k
+            labels[dim] = value.item() if isinstance(value, np.generic) else value
+        units.append((labels, dict(zip(dims, index, strict=True))))
+    return units
+
+
+def _keys(all_labels: Sequence[dict[str, Any]]) -> list[str]:
+    """A key per slice, unique even on a case-insensitive file system: ``dim-label`` for each
+    dimension (letters and digits, other characters as ``-``), joined by ``_``.
+
+    Examples
+    --------
+    >>> _keys([{"dataset": "a"}, {"dataset": "A"}, {"dataset": "/b c"}])
+    ['dataset-a', 'dataset-A-2', 'dataset-b-c']
+    """
+    used = {"summary", "provenance"}  # the ids of the page's own sections
+    keys = []
+    for labels in all_labels:
+        base = "_".join(re.sub(r"[^A-Za-z0-9]+", "-", f"{dim}-{value}").strip("-")
+                        for dim, value in labels.items())[:_MAX_KEY_LENGTH] or "slice"
+        key, k = base, 1
+        while key.lower() in used:
+            k += 1
+            key = f"{base}-{k}"
+        used.add(key.lower())
+        keys.append(key)
+    return keys
+
+
+def _parts(ds: xr.Dataset | xr.DataTree, E: str | None = None, uE: str | None = None
+           ) -> list[_Part]:
+    """The data sets of the page (no data are read): one part for a one-set Dataset, one per
+    slice of the extra dimensions of ``E`` and ``uE`` (see :mod:`xuqcal.analysis.slices`),
+    one per node holding data (and per slice of its extra dimensions) of a DataTree."""
+    if isinstance(ds, xr.DataTree):
+        nodes = [(node.path, node.to_dataset()) for node in ds.subtree if node.has_data]
+        if not nodes:
+            raise ValueError("ds: the DataTree has no node holding data")
+        units = []
+        for path, node in nodes:
+            node_E, node_uE = io.roles(node, E, uE)
+            units += [({DATASET_DIM: path, **labels}, node, positions) for labels, positions
+                      in _units(node, extra_dims(node, node_E, node_uE))]
+    elif isinstance(ds, xr.Dataset):
+        E, uE = io.roles(ds, E, uE)
+        dims = extra_dims(ds, E, uE)
+        if not dims:
+            return [_Part({}, "", ds)]
+        units = [(labels, ds, positions) for labels, positions in _units(ds, dims)]
+    else:
+        raise TypeError(f"ds: expected an xarray.Dataset or xarray.DataTree, got "
+                        f"{type(ds).__name__}")
+    keys = _keys([labels for labels, _, _ in units])
+    return [_Part(labels, key, data, positions)
+            for (labels, data, positions), key in zip(units, keys, strict=True)]
+
+
+def _several(parts: Sequence[_Part]) -> bool:
+    """Whether the page shows several data sets (a summary and a section per slice)."""
+    return len(parts) > 1 or bool(parts[0].labels)
+
+
+def _slice_data(part: _Part, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+    """The data of a slice: its labels selected, its absent points (``E`` and ``uE`` both
+    NaN) dropped, the coordinates that labelled it removed (its ``source`` kept as the
+    attribute ``source``)."""
+    if not part.labels:
+        return part.data
+    sub = part.data.isel(part.positions) if part.positions else part.data
+    absent = np.isnan(np.asarray(sub[E].values)) & np.isnan(np.asarray(sub[uE].values))
+    if absent.all():
+        raise ValueError(f"{slice_label(part.labels)}: no points: E and uE are NaN at every "
+                         "sample of this slice (select the other slices, e.g. with "
+                         "ds.drop_sel)")
+    if absent.any():
+        sub = sub.isel({"sample": np.flatnonzero(~absent)})
+    source = sub.coords.get(SOURCE_COORD)
+    attrs = dict(sub.attrs)
+    if source is not None and source.ndim == 0:
+        attrs["source"] = str(source.values)
+    sub = sub.drop_vars([name for name, coord in sub.coords.items() if coord.ndim == 0])
+    sub.attrs = attrs
+    return sub
+
+
+def _source_texts(ds: xr.Dataset | xr.DataTree) -> list[str]:
+    """The sources of the input, in order and once each: the attribute ``source`` of the data
+    set (or of each DataTree node) and the coordinate ``source`` of a stacked set (one input
+    file per set, see :func:`xuqcal.stack_datasets`)."""
+    datasets = ([node.to_dataset() for node in ds.subtree if node.has_data]
+                if isinstance(ds, xr.DataTree) else [ds])
+    found: list[str] = []
+    for one in datasets:
+        coord = one.coords.get(SOURCE_COORD)
+        values = [*np.ravel(coord.values)] if coord is not None else []
+        values.append(one.attrs.get("source"))
+        found += [str(v) for v in values if isinstance(v, str) and v.strip()]
+    return list(dict.fromkeys(found))
+
+
+def _source_files(ds: xr.Dataset | xr.DataTree) -> list[Path]:
+    """The input files recorded in the data: ``ds.attrs['source']``, the coordinate
+    ``source`` of a stacked set (each set's file), each DataTree node's; those that are
+    files."""
+    return [Path(s) for s in _source_texts(ds) if Path(s).is_file()]
+
+
+def _planned(parts: Sequence[_Part], features: Sequence[str] | None, figure_format: str,
+             E: str | None = None, uE: str | None = None) -> list[str]:
+    """Every file the report of these parts may write (relative to its folder)."""
+    if not _several(parts):
+        return _planned_files(_report_features(parts[0].data, features, E, uE), figure_format)
+    files = ["index.html", f"figures/zeta.{figure_format}", "results/validation.nc"]
+    for part in parts:
+        names = _planned_files(_report_features(part.data, features, E, uE, part.labels),
+                               figure_format, prefix=f"{part.key}_")
+        files += names[1:]
+    if len(set(files)) != len(files):  # the keys and the fixed names make this impossible
+        raise RuntimeError("two files of the report would have the same name")
+    return files
+
+
+def check_folder(ds: xr.Dataset | xr.DataTree, folder: str | Path, *,
+                 features: Sequence[str] | None = None, overwrite: bool = False,
+                 inputs: Sequence[str | Path] = (),
+                 figure_format: str = defaults.REPORT_FIGURE_FORMAT,
+                 E: str | None = None, uE: str | None = None) -> None:
     """Check a report folder before any computation (nothing is written or removed).
 
     The folder's parent must exist and be writable; an existing non-empty folder is refused
     unless ``overwrite``; with ``overwrite``, a file the report would write must be one that
     xuqcal wrote there (listed, unchanged, in the folder's manifest ``.xuqcal-manifest.json``):
     the user's own files are never replaced or removed. No report file may be an input file
-    (``inputs``, and the file named by ``ds.attrs["source"]``). ``figure_format`` (``"png"``
-    or ``"svg"``) is the format of the figures the report will write.
+    (``inputs``, the file named by ``ds.attrs["source"]`` and, for sets stacked by
+    :func:`xuqcal.stack_datasets`, the file of each set, its coordinate ``source``).
+    ``figure_format`` (``"png"`` or ``"svg"``) is the format of the figures the report will
+    write; for data with extra dimensions (or a DataTree), the files of every slice are
+    checked. ``E`` and ``uE`` name the error and uncertainty variables (default: by role).
 
     Examples
     --------
@@ -313,14 +499,463 @@ def check_folder(ds: xr.Dataset, folder: str | Path, *, features: Sequence[str] 
     Traceback (most recent call last):
     FileNotFoundError: output: the folder .../missing does not exist; create it first
     """
-    planned = _planned_files(_report_features(ds, features),
-                             _check_figure_format(figure_format))
+    figure_format = _check_figure_format(figure_format)
+    planned = _planned(_parts(ds, E, uE), features, figure_format, E, uE)
     _outputs.check_folder(Path(folder), planned, overwrite=overwrite,
                           inputs=[*inputs, *_source_files(ds)], refuse_nonempty=True)
 
 
+def check_options(*, title: object = None, dpi: object = defaults.REPORT_DPI,
+                  figure_format: object = defaults.REPORT_FIGURE_FORMAT) -> None:
+    """Check the page options of :func:`report` (``title``, ``dpi``, ``figure_format``), as
+    :func:`report` does first: the command line checks them before validating.
+
+    Examples
+    --------
+    >>> check_options(figure_format="pdf")
+    Traceback (most recent call last):
+    ValueError: figure_format: expected one of png, svg, got 'pdf'
+    """
+    _check_figure_format(figure_format)
+    _check_dpi(dpi)
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise ValueError(f"title: expected a non-empty string, got {title!r}")
+
+
+def _check_validation_result(result: object) -> None:
+    if result is not None and not isinstance(result, xr.Dataset | xr.DataTree):
+        raise TypeError(f"validation_result: expected an xarray.Dataset (a result of "
+                        f"xuqcal.validate), got {type(result).__name__}")
+
+
+def _checked_input(ds: xr.Dataset | xr.DataTree, E: str | None, uE: str | None
+                   ) -> xr.Dataset | xr.DataTree:
+    """``ds`` checked (:func:`xuqcal.io.validate_dataset`, slice by slice for extra
+    dimensions) with its error and uncertainty variables named ``E`` and ``uE``; a DataTree
+    node by node, each message naming the node."""
+    if isinstance(ds, xr.DataTree):
+        nodes = {}
+        for node in ds.subtree:
+            if not node.has_data:
+                continue
+            try:
+                data = node.to_dataset()
+                node_E, node_uE = io.roles(data, E, uE)
+                data = io.validate_dataset(data, E=node_E, uE=node_uE)
+                if (node_E, node_uE) != (defaults.E, defaults.UE):
+                    data = _standard_names(data, node_E, node_uE)
+            except ValueError as error:
+                raise ValueError(f"dataset={node.path!r}: {error}") from None
+            nodes[node.path] = data
+        if not nodes:
+            raise ValueError("ds: the DataTree has no node holding data")
+        return xr.DataTree.from_dict(nodes)
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset or xarray.DataTree, got "
+                        f"{type(ds).__name__}")
+    E, uE = io.roles(ds, E, uE)
+    ds = io.validate_dataset(ds, E=E, uE=uE)
+    if (E, uE) != (defaults.E, defaults.UE):  # the analyses below use the default names
+        ds = _standard_names(ds, E, uE)
+    return ds
+
+
+# --------------------------------------------------------------------------------------------
+# The sections of one data set
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Options:
+    """The analysis options of a report (the same for every data set of the page)."""
+
+    features: Sequence[str] | None
+    statistics: Sequence[str] | None
+    n_boot: int
+    n_mc: int
+    n_bins: int
+    n_bins_local: int
+    seed: int
+
+
+def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: str = "",
+                  level: int = 2, validation_result: xr.Dataset | None = None,
+                  labels: dict[str, Any] | None = None) -> tuple[str, dict[str, str]]:
+    """Run the analyses of one data set (1-D over ``sample``, variables ``E`` and ``uE``;
+    loaded into memory when Dask-backed) and write its figures and results (named
+    ``<key>_<name>`` for a slice of several).
+
+    Returns the HTML of its sections (validation, distributions, consistency and adaptivity;
+    headings ``<h{level}>``) and its provenance entries (points, bins, window, features).
+    """
+    from xuqcal import plot
+    from xuqcal.analysis import curves, diagnostics, local, running, validation
+    from xuqcal.analysis import features as feature_analysis
+
+    def name(text: str) -> str:
+        return f"{key}_{text}" if key else text
+
+    def section(text: str) -> str:
+        return f"{key}:{text}"
+
+    # the page reads every value (tables, figures): Dask-backed data are loaded here, once
+    ds = ds.compute()
+    if validation_result is not None:
+        validation_result = validation_result.compute()
+    features = _report_features(ds, options.features, labels=labels)
+    n_boot, n_mc, n_bins, seed = options.n_boot, options.n_mc, options.n_bins, options.seed
+    m = ds.sizes["sample"]
+    n_local = recommended_n_bins(m, options.n_bins_local)  # the one rule (core.binning)
+    n_reliability = recommended_n_bins(m, n_bins)
+    window = running.default_window(m)
+    conditioning = ["uE", *features]
+    h = f"h{level}"
+
+    # validation
+    result = validation_result if validation_result is not None else validation.validate(
+        ds, options.statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins)
+    writer.result(name("validation"), result, group=key)
+    writer.figure(section("validation"), name("zeta"), plot.zeta(result),
+                  "ζ-scores of every statistic and scheme; the grey band is |ζ| ≤ 1, circled "
+                  "points decide the verdict")
+    notes = validation.verdict_notes(result)
+    table = result[["estimate", "ci_low", "ci_high"]].to_dataframe()[
+        ["estimate", "ci_low", "ci_high"]]
+    zetas = result.zeta.transpose("statistic", "scheme").to_pandas()
+    zetas.columns = [f"ζ {scheme}" for scheme in zetas.columns]
+    verdicts = result[["verdict", "verdict_scheme"]].to_dataframe()
+    table = table.join(zetas.map(lambda v: _fmt(v, 3)))
+    table["verdict"] = [
+        f"{row.verdict} ({row.verdict_scheme})" if row.verdict_scheme else str(row.verdict)
+        for row in verdicts.itertuples()]
+    table["verdict"] += [" *" if k in notes else "" for k in table.index]
+    table = table.reset_index()[["statistic", *table.columns]]
+    classes = pd.DataFrame("", index=table.index, columns=table.columns)
+    classes["statistic"] = "text"
+    classes["verdict"] = [_verdict_class(str(v)) for v in verdicts["verdict"]]
+    validation_table = _table(table, name("validation"), classes)
+    if notes:
+        validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
+                             + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
+                                       for k, n in notes.items()) + "</ul>")
+
+    # distribution diagnostics
+    described = diagnostics.describe(ds)
+    writer.result(name("diagnostics"), described, group=key)
+    writer.figure(section("diagnostics"), name("error_distribution"),
+                  plot.error_distribution(ds), "histogram of E against errors re-simulated "
+                  "from uE with normal and t6 generators")
+    rows = ["mean", "sd", "relative_bias", "beta_gm", "kappa_cs", "nu_eff"]
+    frame = (described[rows].sel(variable=["E", "Z"]).to_dataframe()[rows].T
+             .rename_axis(columns=None).reset_index(names="diagnostic"))
+    frame["description"] = [_description(described[n]) for n in rows]
+    describe_table = _table(frame, name("distributions"), _text_classes(frame))
+    scalars = ["uE2_shape", "uE2_scale", "beta_gm_uE"]
+    frame = pd.DataFrame({"uncertainties": scalars,
+                          "value": [described[n].item() for n in scalars],
+                          "description": [_description(described[n]) for n in scalars]})
+    uncertainty_table = _table(frame, name("uncertainties"), _text_classes(frame))
+
+    # conditional calibration
+    fv_rows, fv_classes = [], []
+    for by in conditioning:
+        writer.figure(section("conditional"), name(f"zscores_{by}"), plot.zscores(ds, by=by),
+                      f"z-scores against {by}, with their running mean and root mean "
+                      f"square over windows of {window} points")
+        for statistic in ("zm", "zms"):
+            try:
+                loc = local.local(ds, statistic, by=by, n_bins=n_local,
+                                  n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
+            except ValueError as error:  # e.g. a feature too stratified for the bins
+                fv_rows.append([f"{statistic} | {by}", np.nan, "–", str(error)])
+                fv_classes.append("other")
+                continue
+            writer.result(name(f"local_{statistic}_{by}"), loc, group=key)
+            writer.figure(section("conditional"), name(f"local_{statistic}_{by}"),
+                          plot.local(loc), f"per-bin {statistic} along {by} "
+                          f"({loc.sizes['bin']} bins); red bins do not contain the target")
+            fv = loc.fraction_valid.item()
+            low, high = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
+            ok = low <= 0.95 <= high
+            fv_rows.append([f"{statistic} | {by}", fv, f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
+                            "compatible with 0.95" if ok else "not compatible with 0.95"])
+            fv_classes.append("pass" if ok else "fail")
+    fv_frame = pd.DataFrame(fv_rows, columns=["analysis", "f_v", "Wilson-cc 95 %", "verdict"])
+    classes = pd.DataFrame("", index=fv_frame.index, columns=fv_frame.columns)
+    classes["analysis"] = "text"
+    classes["verdict"] = fv_classes
+    fv_table = _table(fv_frame, name("fraction_valid"), classes, digits=3)
+    rel = local.reliability(ds, n_bins=n_reliability,
+                            n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
+    writer.result(name("reliability"), rel, group=key)
+    writer.figure(section("conditional"), name("reliability"), plot.reliability(rel),
+                  f"reliability diagram: RMSE against RMV per bin of uE ({n_reliability} "
+                  "bins)")
+    curve = curves.confidence_curve(ds, generator=defaults.GENERATORS[0],
+                                    n_mc=min(n_mc, defaults.N_MC_CURVE), seed=seed)
+    writer.result(name("confidence_curve"), curve, group=key)
+    writer.figure(section("conditional"), name("confidence_curve"),
+                  plot.confidence_curve(curve),
+                  "confidence curve with the 95 % band of errors simulated from uE (normal)")
+    if features:
+        matrix = feature_analysis.rank_correlation(ds, features)
+        writer.result(name("rank_correlation"), matrix.to_dataset(name="rank_correlation"),
+                      group=key)
+        writer.figure(section("conditional"), name("rank_correlation"),
+                      plot.rank_correlation(matrix),
+                      "Spearman rank correlations of the features, |E| and uE")
+
+    body = f"""<{h}>Validation of the statistics</{h}>
+<p>Estimates with bootstrap BCa intervals; ζ-scores against predefined references (BS) and
+simulated references (Sim, Sim2); the verdict follows the recommended workflow.</p>
+{validation_table}
+{writer.figures_html(section("validation"))}
+<{h}>Distributions</{h}>
+<p>Diagnostics of the errors E, the z-scores Z = E / uE and the uncertainties uE, which help
+choose the generative distribution of the simulated references (the names are those of the
+variables of <code>results/{name("diagnostics")}.nc</code>).</p>
+{describe_table}{uncertainty_table}
+{writer.figures_html(section("diagnostics"))}
+<{h}>Consistency and adaptivity</{h}>
+<p>Fraction of valid bins f_v of the local analyses (target 0.95), over {n_local}
+equal-count bins: at most {options.n_bins_local}, with at least
+{defaults.MIN_POINTS_PER_BIN_LOCAL} points per bin
+(<code>xuqcal.core.binning.recommended_n_bins</code>).</p>
+{fv_table}
+{writer.figures_html(section("conditional"))}
+"""
+    provenance = {
+        "E": str(ds.attrs.get("E_expression", "E")),
+        "uE": str(ds.attrs.get("uE_expression", "uE")),
+        "where": str(ds.attrs.get("where", "") or "–"),
+        "points (M)": str(m),
+        "bins (local analyses)": _bins_text(n_local, options.n_bins_local, m),
+        "bins (reliability diagram)": _bins_text(n_reliability, n_bins, m),
+        "running-statistics window": f"{window} points",
+        "features": ", ".join(features) or "–",
+    }
+    return body, provenance
+
+
+def _common_provenance(options: _Options, figure_format: str, dpi: float) -> dict[str, str]:
+    stamp = _provenance()
+    return {
+        "xuqcal version": stamp["xuqcal_version"],
+        "created": stamp["created"],
+        "seed": str(options.seed),
+        "bootstrap replicates": str(options.n_boot),
+        "synthetic sets per generator": str(options.n_mc),
+        "bins (binned statistics)": str(options.n_bins),
+        "figures": f"{figure_format.upper()}, {dpi:g} dpi",
+    }
+
+
+#: The order of the provenance entries of a one-set page.
+_PROVENANCE_ORDER = (
+    "xuqcal version", "created", "E", "uE", "where", "points (M)", "seed",
+    "bootstrap replicates", "synthetic sets per generator", "bins (binned statistics)",
+    "bins (local analyses)", "bins (reliability diagram)", "running-statistics window",
+    "features", "figures")
+
+
+def _definitions(entries: dict[str, str]) -> str:
+    return "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
+                            for k, v in entries.items()) + "</dl>"
+
+
+def _links(files: Sequence[str]) -> str:
+    return "<ul>" + "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>'
+                            for f in files) + "</ul>"
+
+
+def _page(title: str, source_line: str, body: str) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)} – xuqcal validation report</title>
+<style>{_STYLE}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p class="source">{html.escape(source_line)}</p>
+{body}</body></html>
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Several data sets on one page
+# --------------------------------------------------------------------------------------------
+
+
+def _several_title(parts: Sequence[_Part]) -> str:
+    """The default title of a page of several data sets, e.g. ``3 data sets: a, b, c``.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset()
+    >>> _several_title([_Part({"dataset": n}, n, ds) for n in "abc"])
+    '3 data sets: a, b, c'
+    >>> _several_title([_Part({"model": "gp", "task": 0}, "k", ds)] * 2)
+    '2 slices along model × task'
+    """
+    dims = list(dict.fromkeys(dim for part in parts for dim in part.labels))
+    if len(dims) != 1:
+        return f"{len(parts)} slices along {' × '.join(dims)}"
+    labels = [str(part.labels[dims[0]]) for part in parts]
+    if len(labels) > _MAX_TITLE_LABELS:
+        labels = [*labels[:_MAX_TITLE_LABELS], "…"]
+    noun = "data sets" if dims[0] == "dataset" else f"slices along {dims[0]}"
+    return f"{len(parts)} {noun}: {', '.join(labels)}"
+
+
+def _summary_frame(summary: xr.Dataset | xr.DataTree) -> pd.DataFrame:
+    """:func:`~xuqcal.analysis.tables.slices_summary` of the broadcast validation (of each
+    node, with its path under ``dataset``, when the nodes of a DataTree gave different
+    layouts)."""
+    if isinstance(summary, xr.Dataset):
+        return slices_summary(summary)
+    frames = []
+    for node in summary.subtree:
+        if node.has_data:
+            frame = slices_summary(node.to_dataset())
+            frame.insert(0, DATASET_DIM, node.path)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _summary_table(frame: pd.DataFrame) -> str:
+    """The summary across data sets: one row per slice and statistic, with its estimate,
+    interval, verdict and the scheme that decided it."""
+    dims = list(frame.columns[:list(frame.columns).index("n_samples")])
+    shown = frame.copy()
+    for dim in dims:
+        shown[dim] = shown[dim].astype(str)
+    shown["n_samples"] = ["–" if pd.isna(m) else str(int(m)) for m in shown["n_samples"]]
+    shown = shown.rename(columns={"n_samples": "M", "verdict_scheme": "deciding scheme"})
+    classes = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    for column in (*dims, "statistic", "deciding scheme"):
+        classes[column] = "text"
+    classes["verdict"] = [f"text {_verdict_class(str(v))}" for v in shown["verdict"]]
+    return _table(shown, "summary", classes)
+
+
+def _block(summary: xr.Dataset | xr.DataTree, part: _Part, m: int) -> xr.Dataset:
+    """The validation of one slice from the broadcast validation (or the ``validation_result``
+    given), checked against the slice: its labels exist, no extra dimension is left, and its
+    number of points ``n_samples`` (when recorded) is the slice's."""
+    labels = dict(part.labels)
+    block = summary
+    try:
+        if isinstance(block, xr.DataTree):
+            path = labels.pop(DATASET_DIM)
+            block = next(node for node in block.subtree if node.path == path).to_dataset()
+        for dim, label in labels.items():
+            block = (block.sel({dim: label}) if dim in block.indexes
+                     else block.isel({dim: label}))
+    except (KeyError, IndexError, ValueError, StopIteration):
+        raise ValueError(f"validation_result: has no slice {slice_label(part.labels)} of the "
+                         "data set; pass the result of xuqcal.validate for this data set (or "
+                         "none)") from None
+    left = slice_dims(block)
+    if left:
+        raise ValueError(f"validation_result: has the dimension(s) {', '.join(left)}, which "
+                         f"the data set has not ({slice_label(part.labels) or 'one data set'}); "
+                         "pass the result of xuqcal.validate for this data set (or none)")
+    recorded = slice_size(block)
+    if recorded is not None and recorded != m:
+        where = (f"the slice {slice_label(part.labels)} has M = {recorded}, but the data set "
+                 f"has {m} points there" if part.labels else
+                 f"has M = {recorded}, but the data set has {m} points")
+        raise ValueError(f"validation_result: {where}; pass the result of xuqcal.validate for "
+                         "this data set (or none)")
+    if recorded is None and part.labels:  # for its title, "dataset = b (M = 3834)"
+        block = block.assign_coords(n_samples=m)
+    return block
+
+
+def _summary_figure(writer: _Writer, summary: xr.Dataset | xr.DataTree) -> str:
+    """The ζ-scores of every slice, one panel per slice (one or two extra dimensions, at most
+    ``_MAX_SUMMARY_PANELS`` panels); otherwise none, and a sentence saying where they are."""
+    from xuqcal import plot
+
+    dims = slice_dims(summary) if isinstance(summary, xr.Dataset) else []
+    panels = int(np.prod([summary.sizes[d] for d in dims])) if dims else 0
+    if not 1 <= len(dims) <= 2 or panels > _MAX_SUMMARY_PANELS:
+        return "<p>The ζ-scores of each data set are drawn in its section.</p>"
+    grid = plot.zeta(summary, col=dims[-1], row=dims[0] if len(dims) == 2 else None)
+    writer.figure("summary", "zeta", grid, "ζ-scores of every statistic and scheme, one panel "
+                  "per data set; the grey band is |ζ| ≤ 1, circled points decide the verdict")
+    return writer.figures_html("summary")
+
+
+def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence[_Part],
+                  options: _Options, *, title: str | None,
+                  validation_result: xr.Dataset | xr.DataTree | None, figure_format: str,
+                  dpi: float) -> str:
+    """The page of several data sets: a summary across them (one broadcast validation), then
+    the sections of each, computed on its present points."""
+    from xuqcal.analysis import validation
+
+    if validation_result is not None:
+        summary = validation_result
+    else:
+        summary = validation.validate(ds, options.statistics, n_boot=options.n_boot,
+                                      n_mc=options.n_mc, seed=options.seed,
+                                      n_bins=options.n_bins)
+    if isinstance(summary, xr.Dataset) and any(
+            v.chunks is not None for v in summary.variables.values()):
+        summary = summary.compute()  # lazy for Dask-backed data: once, here
+    sets = [(part, _slice_data(part)) for part in parts]
+    blocks = [_block(summary, part, data.sizes["sample"]) for part, data in sets]
+    if isinstance(summary, xr.Dataset):
+        writer.result("validation", summary, group="")
+    table = _summary_table(_summary_frame(summary))
+    figure = _summary_figure(writer, summary)
+
+    sections, contents = [], []
+    for (part, data), block in zip(sets, blocks, strict=True):
+        body, provenance = _set_sections(writer, data, options, key=part.key, level=3,
+                                         validation_result=block, labels=part.labels)
+        heading = slice_title(part.labels, block)
+        contents.append(f'<li><a href="#{part.key}">{html.escape(heading)}</a></li>')
+        source = data.attrs.get("source")
+        source_line = (f'<p class="source">source: {html.escape(str(source))}</p>'
+                       if isinstance(source, str) and source.strip() else "")
+        own = [f for group, f in writer.results if group == part.key]
+        sections.append(f"""<section id="{part.key}">
+<h2>{html.escape(heading)}</h2>
+{source_line}
+{body}<h3>Results and provenance</h3>
+{_links(own)}
+{_definitions(provenance)}
+</section>
+""")
+    sources = _source_texts(ds)
+    source_line = (f"xuqcal validation report · {len(parts)} data sets"
+                   + (f" · sources: {', '.join(sources)}" if sources else ""))
+    shared = [f for group, f in writer.results if group == ""]
+    body = f"""<nav class="contents"><p>Contents</p><ol>
+<li><a href="#summary">Summary across data sets</a></li>
+{"".join(contents)}
+<li><a href="#provenance">Results and provenance</a></li>
+</ol></nav>
+<section id="summary">
+<h2>Summary across data sets</h2>
+<p>One row per data set and statistic: the estimate with its bootstrap BCa interval, the
+verdict and the scheme that decided it. Each data set is analysed alone on its points (E and
+uE not both missing), with the same seed, as in its own section below.</p>
+{table}
+{figure}
+</section>
+{"".join(sections)}<section id="provenance">
+<h2>Results and provenance</h2>
+{_links(shared)}
+{_definitions(_common_provenance(options, figure_format, dpi))}
+</section>
+"""
+    return _page(title if title is not None else _several_title(parts), source_line, body)
+
+
 def report(
-    ds: xr.Dataset,
+    ds: xr.Dataset | xr.DataTree,
     folder: str | Path,
     *,
     features: Sequence[str] | None = None,
@@ -338,12 +973,19 @@ def report(
     E: str | None = None,
     uE: str | None = None,
 ) -> Path:
-    """Write the validation report of a data set into ``folder`` and return the page's path.
+    """Write the validation report of a data set (or of several) into ``folder`` and return
+    the page's path.
 
     Parameters
     ----------
-    ds : xarray.Dataset
-        Input over ``sample`` with ``E``, ``uE`` and optional features.
+    ds : xarray.Dataset or xarray.DataTree
+        Input over ``sample`` with ``E``, ``uE`` and optional features. Data whose ``E`` and
+        ``uE`` have dimensions besides ``sample`` (several data sets stacked by
+        :func:`xuqcal.stack_datasets` along ``dataset``, models, tasks, ...), or a DataTree
+        with one data set per node, give one page for all of them: a summary across the data
+        sets (one row per data set and statistic), then one section per data set (per slice
+        of the extra dimensions, see :mod:`xuqcal.analysis.slices`) with the content of its
+        own report, computed on its present points (``E`` and ``uE`` not both NaN).
     folder : str or Path
         Output folder; its parent must exist. An existing non-empty folder is refused unless
         ``overwrite`` (checked, with :func:`check_folder`, before any computation).
@@ -366,14 +1008,16 @@ def report(
         Seed of every random draw.
     title : str, optional
         Title of the page (default: the data set's name: its ``name`` attribute, else the
-        stem of the file it was read from, e.g. ``qm9`` for ``/data/qm9.csv``); the source
-        file is shown once, in a small line under the title.
+        stem of the file it was read from, e.g. ``qm9`` for ``/data/qm9.csv``; for several
+        data sets, e.g. ``3 data sets: a, b, c``); the source files are shown once, in a
+        small line under the title.
     overwrite : bool
         Replace an existing report in ``folder``: only the files xuqcal wrote there (listed,
         unchanged, in ``.xuqcal-manifest.json``) are replaced or removed; any other file is
         left alone, and one that the report would write is refused before computing.
     validation_result : xarray.Dataset, optional
-        A result of :func:`xuqcal.validate` for ``ds`` to use instead of validating again.
+        A result of :func:`xuqcal.validate` for ``ds`` to use instead of validating again
+        (for several data sets, the broadcast result, with their dimensions).
     dpi : float
         Resolution of PNG figures (and of the rasterized parts of SVG figures), in pixels per
         inch, from 20 to 1200. The page shows a figure of w inches w × 96 CSS pixels wide
@@ -392,6 +1036,14 @@ def report(
     pathlib.Path
         The path of ``index.html``.
 
+    Notes
+    -----
+    The page of several data sets starts with a table of contents linking to each section;
+    the figures and results of a data set are named after its labels (``dataset-b_zeta.png``,
+    ``results/dataset-b_validation.nc``), and the summary's are ``figures/zeta.*`` (one panel
+    per data set, for one or two extra dimensions and at most six panels) and
+    ``results/validation.nc`` (the broadcast validation).
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -402,176 +1054,37 @@ def report(
     >>> page.name, sorted(p.suffix for p in (page.parent / "figures").iterdir())[0]
     ('index.html', '.svg')
     """
-    from xuqcal import plot
-    from xuqcal.analysis import curves, diagnostics, local, running, validation
-    from xuqcal.analysis import features as feature_analysis
-
+    check_options(title=title, dpi=dpi, figure_format=figure_format)
+    _check_validation_result(validation_result)
     figure_format = _check_figure_format(figure_format)
     dpi = _check_dpi(dpi)
-    n_bins = _check_bins_argument(n_bins, "n_bins")
-    n_bins_local = _check_bins_argument(n_bins_local, "n_bins_local")
-    if title is not None and (not isinstance(title, str) or not title.strip()):
-        raise ValueError(f"title: expected a non-empty string, got {title!r}")
-    E, uE = io.roles(ds, E, uE)
-    ds = io.validate_dataset(ds, E=E, uE=uE)
-    if (E, uE) != (defaults.E, defaults.UE):  # the analyses below use the default names
-        ds = _standard_names(ds, E, uE)
+    options = _Options(features=None if features is None else list(features),
+                       statistics=statistics, n_boot=n_boot, n_mc=n_mc,
+                       n_bins=_check_bins_argument(n_bins, "n_bins"),
+                       n_bins_local=_check_bins_argument(n_bins_local, "n_bins_local"),
+                       seed=seed)
+    ds = _checked_input(ds, E, uE)
     folder = Path(folder)
-    features = _report_features(ds, features)
-    check_folder(ds, folder, features=features, overwrite=overwrite,
+    parts = _parts(ds)
+    check_folder(ds, folder, features=options.features, overwrite=overwrite,
                  figure_format=figure_format)
     writer = _Writer(folder, overwrite=overwrite, inputs=_source_files(ds),
                      figure_format=figure_format, dpi=dpi)
     with writer:
-        m = ds.sizes["sample"]
-        n_local = recommended_n_bins(m, n_bins_local)  # the one rule (xuqcal.core.binning)
-        n_reliability = recommended_n_bins(m, n_bins)
-        window = running.default_window(m)
-        conditioning = ["uE", *features]
-
-        # validation
-        result = validation_result if validation_result is not None else validation.validate(
-            ds, statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins)
-        writer.result("validation", result)
-        writer.figure("validation", "zeta", plot.zeta(result), "ζ-scores of every statistic and "
-                      "scheme; the grey band is |ζ| ≤ 1, circled points decide the verdict")
-        notes = validation.verdict_notes(result)
-        table = result[["estimate", "ci_low", "ci_high"]].to_dataframe()[
-            ["estimate", "ci_low", "ci_high"]]
-        zetas = result.zeta.transpose("statistic", "scheme").to_pandas()
-        zetas.columns = [f"ζ {scheme}" for scheme in zetas.columns]
-        verdicts = result[["verdict", "verdict_scheme"]].to_dataframe()
-        table = table.join(zetas.map(lambda v: _fmt(v, 3)))
-        table["verdict"] = [
-            f"{row.verdict} ({row.verdict_scheme})" if row.verdict_scheme else str(row.verdict)
-            for row in verdicts.itertuples()]
-        table["verdict"] += [" *" if key in notes else "" for key in table.index]
-        table = table.reset_index()[["statistic", *table.columns]]
-        classes = pd.DataFrame("", index=table.index, columns=table.columns)
-        classes["statistic"] = "text"
-        classes["verdict"] = [_verdict_class(str(v)) for v in verdicts["verdict"]]
-        validation_table = _table(table, "validation", classes)
-        if notes:
-            validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
-                                 + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
-                                           for k, n in notes.items()) + "</ul>")
-
-        # distribution diagnostics
-        described = diagnostics.describe(ds)
-        writer.result("diagnostics", described)
-        writer.figure("diagnostics", "error_distribution", plot.error_distribution(ds),
-                      "histogram of E against errors re-simulated from uE with normal and t6 "
-                      "generators")
-        rows = ["mean", "sd", "relative_bias", "beta_gm", "kappa_cs", "nu_eff"]
-        frame = (described[rows].sel(variable=["E", "Z"]).to_dataframe()[rows].T
-                 .rename_axis(columns=None).reset_index(names="diagnostic"))
-        frame["description"] = [_description(described[n]) for n in rows]
-        describe_table = _table(frame, "distributions", _text_classes(frame))
-        scalars = ["uE2_shape", "uE2_scale", "beta_gm_uE"]
-        frame = pd.DataFrame({"uncertainties": scalars,
-                              "value": [described[n].item() for n in scalars],
-                              "description": [_description(described[n]) for n in scalars]})
-        uncertainty_table = _table(frame, "uncertainties", _text_classes(frame))
-
-        # conditional calibration
-        fv_rows, fv_classes = [], []
-        for by in conditioning:
-            writer.figure("conditional", f"zscores_{by}", plot.zscores(ds, by=by),
-                          f"z-scores against {by}, with their running mean and root mean "
-                          f"square over windows of {window} points")
-            for statistic in ("zm", "zms"):
-                try:
-                    loc = local.local(ds, statistic, by=by, n_bins=n_local,
-                                      n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY),
-                                      seed=seed)
-                except ValueError as error:  # e.g. a feature too stratified for the bins
-                    fv_rows.append([f"{statistic} | {by}", np.nan, "–", str(error)])
-                    fv_classes.append("other")
-                    continue
-                writer.result(f"local_{statistic}_{by}", loc)
-                writer.figure("conditional", f"local_{statistic}_{by}", plot.local(loc),
-                              f"per-bin {statistic} along {by} ({loc.sizes['bin']} bins); red "
-                              "bins do not contain the target")
-                fv = loc.fraction_valid.item()
-                low, high = loc.fraction_valid_low.item(), loc.fraction_valid_high.item()
-                ok = low <= 0.95 <= high
-                fv_rows.append([f"{statistic} | {by}", fv, f"[{_fmt(low, 3)}, {_fmt(high, 3)}]",
-                                "compatible with 0.95" if ok else "not compatible with 0.95"])
-                fv_classes.append("pass" if ok else "fail")
-        fv_frame = pd.DataFrame(fv_rows, columns=["analysis", "f_v", "Wilson-cc 95 %",
-                                                  "verdict"])
-        classes = pd.DataFrame("", index=fv_frame.index, columns=fv_frame.columns)
-        classes["analysis"] = "text"
-        classes["verdict"] = fv_classes
-        fv_table = _table(fv_frame, "fraction_valid", classes, digits=3)
-        rel = local.reliability(ds, n_bins=n_reliability,
-                                n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
-        writer.result("reliability", rel)
-        writer.figure("conditional", "reliability", plot.reliability(rel),
-                      f"reliability diagram: RMSE against RMV per bin of uE ({n_reliability} "
-                      "bins)")
-        curve = curves.confidence_curve(ds, generator=defaults.GENERATORS[0],
-                                        n_mc=min(n_mc, 1000), seed=seed)
-        writer.result("confidence_curve", curve)
-        writer.figure("conditional", "confidence_curve", plot.confidence_curve(curve),
-                      "confidence curve with the 95 % band of errors simulated from uE (normal)")
-        if features:
-            matrix = feature_analysis.rank_correlation(ds, features)
-            writer.result("rank_correlation", matrix.to_dataset(name="rank_correlation"))
-            writer.figure("conditional", "rank_correlation", plot.rank_correlation(matrix),
-                          "Spearman rank correlations of the features, |E| and uE")
-
-        # provenance and page
-        stamp = _provenance()
-        source = str(ds.attrs.get("source", "arrays"))
-        provenance = {
-            "xuqcal version": stamp["xuqcal_version"],
-            "created": stamp["created"],
-            "E": ds.attrs.get("E_expression", "E"),
-            "uE": ds.attrs.get("uE_expression", "uE"),
-            "where": ds.attrs.get("where", "") or "–",
-            "points (M)": str(m),
-            "seed": str(seed),
-            "bootstrap replicates": str(n_boot),
-            "synthetic sets per generator": str(n_mc),
-            "bins (binned statistics)": str(n_bins),
-            "bins (local analyses)": _bins_text(n_local, n_bins_local, m),
-            "bins (reliability diagram)": _bins_text(n_reliability, n_bins, m),
-            "running-statistics window": f"{window} points",
-            "features": ", ".join(features) or "–",
-            "figures": f"{figure_format.upper()}, {dpi:g} dpi",
-        }
-        title = title if title is not None else _data_name(ds)
-        results_list = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>'
-                               for f in writer.results)
-        page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{html.escape(title)} – xuqcal validation report</title>
-<style>{_STYLE}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p class="source">xuqcal validation report · source: {html.escape(source)}</p>
-<h2>Validation of the statistics</h2>
-<p>Estimates with bootstrap BCa intervals; ζ-scores against predefined references (BS) and
-simulated references (Sim, Sim2); the verdict follows the recommended workflow.</p>
-{validation_table}
-{writer.figures_html("validation")}
-<h2>Distributions</h2>
-<p>Diagnostics of the errors E, the z-scores Z = E / uE and the uncertainties uE, which help
-choose the generative distribution of the simulated references (the names are those of the
-variables of <code>results/diagnostics.nc</code>).</p>
-{describe_table}{uncertainty_table}
-{writer.figures_html("diagnostics")}
-<h2>Consistency and adaptivity</h2>
-<p>Fraction of valid bins f_v of the local analyses (target 0.95), over {n_local}
-equal-count bins: at most {n_bins_local}, with at least {defaults.MIN_POINTS_PER_BIN_LOCAL}
-points per bin (<code>xuqcal.core.binning.recommended_n_bins</code>).</p>
-{fv_table}
-{writer.figures_html("conditional")}
-<h2>Results and provenance</h2>
-<ul>{results_list}</ul>
-<dl>{"".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
-             for k, v in provenance.items())}</dl>
-</body></html>
-"""
+        if _several(parts):
+            page = _several_page(writer, ds, parts, options, title=title,
+                                 validation_result=validation_result,
+                                 figure_format=figure_format, dpi=dpi)
+            return writer.page(page)
+        block = (None if validation_result is None
+                 else _block(validation_result, parts[0], ds.sizes["sample"]))
+        body, provenance = _set_sections(writer, ds, options, validation_result=block)
+        merged = {**_common_provenance(options, figure_format, dpi), **provenance}
+        page = _page(
+            title if title is not None else _data_name(ds),
+            f"xuqcal validation report · source: {ds.attrs.get('source', 'arrays')}",
+            f"""{body}<h2>Results and provenance</h2>
+{_links([f for _, f in writer.results])}
+{_definitions({k: merged[k] for k in _PROVENANCE_ORDER})}
+""")
         return writer.page(page)
