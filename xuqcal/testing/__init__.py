@@ -81,7 +81,15 @@ def assert_slice_identical(stacked: xr.Dataset | xr.DataArray,
     """
     from xuqcal.analysis.slices import RAGGED_DIMS
 
-    actual = stacked.sel(labels)
+    # the data's own coordinates along the extra dimensions (the ``source`` of stacked files)
+    # label the slices; the single call has them as attributes or not at all
+    variable_attrs = {f"{name}_{key}" for name, var in expected.variables.items()
+                      for key in var.attrs} if isinstance(expected, xr.Dataset) else set()
+    along = [name for name, coord in stacked.coords.items() if coord.dims
+             and set(coord.dims) <= set(labels) and name not in labels
+             and name not in expected.coords and name not in expected.attrs
+             and name != "n_samples" and name not in variable_attrs]
+    actual = stacked.drop_vars(along).sel(labels)
     n_samples = actual.coords.get("n_samples")
     actual = actual.drop_vars([name for name in (*labels, "n_samples") if name in actual.coords])
     if "sample" in expected.dims:
