@@ -422,3 +422,22 @@ def test_labels_that_depend_on_the_number_of_points():
     with pytest.raises(ValueError, match=r"^dataset='b': the labels of the result's dimension "
                                          r"'n_bins' depend on the slice's number of present"):
         xuqcal.studies.zero_bins_extrapolation(stacked.chunk()).compute()
+
+
+def test_warnings_of_a_slice_name_it():
+    from xuqcal.core.binning import FewPointsPerBinWarning
+
+    big = xuqcal.synthetic.nig(3000, nu=6, seed=0)
+    small = xuqcal.synthetic.nig(300, nu=6, seed=1)
+    stacked = xr.concat([big, small], dim="dataset", join="outer").assign_coords(
+        dataset=["big", "small"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        xuqcal.local(stacked, "zms", n_bins=50, n_boot=100)
+    few = [str(w.message) for w in caught if issubclass(w.category, FewPointsPerBinWarning)]
+    assert len(few) == 1 and few[0].startswith("dataset='small': n_bins: n_bins=50 bins of "
+                                               "M=300 points")
+    with warnings.catch_warnings():  # the user's filters still apply to the relabelled warning
+        warnings.simplefilter("error", FewPointsPerBinWarning)
+        with pytest.raises(FewPointsPerBinWarning, match=r"^dataset='small': "):
+            xuqcal.local(stacked, "zms", n_bins=50, n_boot=100)

@@ -12,6 +12,9 @@ flox reduce over a core dimension and broadcast over every other one:
   analysed on its present points only (its own M, its own bins). A point where only one of them
   is NaN, any inf or ``uE <= 0`` is an error naming the variable, the slice's labels and the
   rows;
+- a warning raised while a slice's analysis is built (or computed, for NumPy-backed data whose
+  analysis computes at once, such as a recalibration fit) starts with the slice's labels; those
+  raised inside the tasks of the graph keep their own text;
 - each slice's result is **bit-identical** to the same analysis of that slice alone (the
   same function, the same seed, on the same points), whatever the other slices, their order,
   the chunking and the scheduler;
@@ -41,6 +44,8 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -403,10 +408,19 @@ def _call(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.D
         if name != data and isinstance(value, xr.Dataset) and set(labels) & set(value.dims):
             arguments[name] = _matching_slice(value, name, labels)
     args, kwargs = _split(bound.signature, arguments)
-    try:
-        result = function(*args, **kwargs)
-    except ValueError as error:
-        raise ValueError(f"{slice_label(labels)}: {error}") from error
+    # warnings.catch_warnings is process-wide: only the main thread relabels (a slice task of
+    # Dask-backed data runs in a worker thread, and its warnings keep their own text)
+    relabel = threading.current_thread() is threading.main_thread()
+    with warnings.catch_warnings(record=relabel) as caught:
+        if relabel:
+            warnings.simplefilter("always")
+        try:
+            result = function(*args, **kwargs)
+        except ValueError as error:
+            raise ValueError(f"{slice_label(labels)}: {error}") from error
+    for warning in caught or ():  # each once more, named by the slice, under the user's filters
+        warnings.warn_explicit(f"{slice_label(labels)}: {warning.message}", warning.category,
+                               warning.filename, warning.lineno)
     # the slice's own labels (scalar coordinates kept from the selection) are stacked later
     return result.drop_vars([d for d in labels if d in result.coords and d not in result.dims])
 
