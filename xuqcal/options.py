@@ -23,6 +23,7 @@ OPTIONS: dict[str, Any] = {
     "replicate_chunk": 1000,
     "jackknife_chunk": 4096,
     "progress": False,
+    "progress_log_interval": 5.0,
     "scheduler_timeout": 10.0,
     "study_batch_size": 50,
 }
@@ -33,6 +34,8 @@ _DESCRIPTIONS = {
     "jackknife_chunk": "leave-one-out values per Dask task of the BCa jackknife "
                        "(a positive integer)",
     "progress": "show a progress bar while long computations run (True or False)",
+    "progress_log_interval": "seconds between two progress lines when the output is not a "
+                             "terminal (a log; a positive finite number)",
     "scheduler_timeout": "seconds to wait for a dask.distributed scheduler "
                          "(a positive finite number)",
     "study_batch_size": "synthetic data sets per task of the simulation studies "
@@ -53,6 +56,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "replicate_chunk": _positive_int,
     "jackknife_chunk": _positive_int,
     "progress": lambda value: isinstance(value, bool),
+    "progress_log_interval": _positive_number,
     "scheduler_timeout": _positive_number,
     "study_batch_size": _positive_int,
 }
@@ -80,8 +84,10 @@ class set_options:
     jackknife_chunk : int, default 4096
         Leave-one-out values per Dask task of the BCa jackknife.
     progress : bool, default False
-        Show a progress bar (Dask's ``ProgressBar`` on the local schedulers) while long
-        computations (cubes, studies, the CLI) run.
+        Show a progress bar with the time left (:class:`xuqcal.studies.progress.TimeLeft` on
+        the local schedulers) while long computations (cubes, studies, the CLI) run.
+    progress_log_interval : float, default 5
+        When the progress goes to a log (not a terminal), seconds between two of its lines.
     scheduler_timeout : float, default 10
         Seconds to wait for a ``dask.distributed`` scheduler given by address.
     study_batch_size : int, default 50

@@ -424,9 +424,9 @@ def compute_context(args: argparse.Namespace) -> Iterator[None]:
             print(f"dask.distributed: {client.dashboard_link} (progress on the dashboard)",
                   file=sys.stderr)
         elif not args.no_progress:
-            from dask.diagnostics import ProgressBar
+            from xuqcal.studies.progress import TimeLeft
 
-            stack.enter_context(ProgressBar(minimum=1.0, out=sys.stderr))
+            stack.enter_context(TimeLeft(minimum=1.0, out=sys.stderr))
         yield
 
 
