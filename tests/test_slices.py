@@ -441,3 +441,33 @@ def test_warnings_of_a_slice_name_it():
         warnings.simplefilter("error", FewPointsPerBinWarning)
         with pytest.raises(FewPointsPerBinWarning, match=r"^dataset='small': "):
             xuqcal.local(stacked, "zms", n_bins=50, n_boot=100)
+
+
+def test_a_lazy_datatree_stays_lazy_and_equals_single_calls():
+    a = xuqcal.synthetic.nig(300, nu=6, seed=0)
+    b = xuqcal.synthetic.nig(200, nu=6, seed=1)
+    tree = xr.DataTree.from_dict({"/a": a.chunk(), "/b": b.chunk()})
+    result = assert_lazy_until_compute(
+        lambda: xuqcal.local(tree, "zms", n_bins=5, n_boot=100))
+    assert result.n_samples.values.tolist() == [300, 200]
+    for path, ds in (("/a", a), ("/b", b)):
+        assert_slice_identical(result, xuqcal.local(ds, "zms", n_bins=5, n_boot=100),
+                               dataset=path)
+
+
+def test_recalibration_scan_per_slice_with_the_test_slice_of_the_same_label():
+    def sets(offset, sizes):
+        return {m: xuqcal.synthetic.nig(n, nu=6, seed=s + offset, uE_scale=0.5)
+                for s, (m, n) in enumerate(sizes.items())}
+
+    def stack(d):
+        return xr.concat(list(d.values()), dim="model", join="outer").assign_coords(
+            model=list(d))
+
+    train, test = sets(0, {"A": 1000, "B": 800}), sets(7, {"A": 700, "B": 900})
+    options = {"n_bins": [2, 4], "features": (), "n_bins_scores": 10, "n_boot": 100}
+    result = recalibration.scan(stack(train), stack(test).isel(model=[1, 0]), **options)
+    for model in train:
+        alone = stack(test).sel(model=model).dropna("sample", how="all").drop_vars("model")
+        assert_slice_identical(result, recalibration.scan(train[model], alone, **options),
+                               model=model)

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -56,8 +55,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
-from xuqcal.io.schema import SAMPLE_DIM, _check_dataset, roles, slice_label
-from xuqcal.io.stacking import ROW_COORD
+from xuqcal.io.schema import SAMPLE_DIM, present_points, roles, slice_label, slice_positions
 
 __all__ = ["DATASET_DIM", "RAGGED_DIMS", "broadcast", "extra_dims", "slice_label"]
 
@@ -107,11 +105,6 @@ def extra_dims(ds: xr.Dataset, E: str | None = None, uE: str | None = None
     return tuple(d for d in ds.dims if d in found)
 
 
-def _labels_of(ds: xr.Dataset, dims: Sequence[str]) -> list[pd.Index]:
-    """The labels along each extra dimension (its index, else the positions)."""
-    return [ds.indexes[d] if d in ds.indexes else pd.RangeIndex(ds.sizes[d]) for d in dims]
-
-
 def _with_sample_coordinate(ds: xr.Dataset) -> xr.Dataset:
     """``ds`` with a ``sample`` coordinate (the row positions when it has none), so that the
     rows named by messages and the reindexing of results over ``sample`` survive the removal of
@@ -127,34 +120,10 @@ def _absent(ds: xr.Dataset, E: str, uE: str) -> xr.DataArray:
 
 
 def _check_roles(ds: xr.Dataset, E: str, uE: str) -> None:
-    for role, name in (("E", E), ("uE", uE)):
-        if name not in ds.data_vars:
-            raise ValueError(f"{role}: the dataset has no variable {name!r} (data variables: "
-                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
-        if SAMPLE_DIM not in ds[name].dims:
-            raise ValueError(f"{role}: the variable {name!r} has no dimension 'sample' "
-                             f"(dimensions {ds[name].dims})")
-        if ds[name].dtype.kind not in "iuf":
-            raise ValueError(f"{role}: values are not numeric (dtype {ds[name].dtype})")
+    """``E`` and ``uE`` are numeric variables of ``ds`` over ``sample`` (no data are read)."""
+    from xuqcal.analysis.stats import check_data_variables  # stats is broadcast by this module
 
-
-def _present_slice(sub: xr.Dataset, absent: np.ndarray, labels: Mapping[str, Any], E: str,
-                   uE: str) -> xr.Dataset:
-    """One NumPy-backed slice without its absent points, its values checked (the messages name
-    the slice's labels and the original rows)."""
-    keep = ~np.asarray(absent)
-    prefix = f"{slice_label(labels)}: "
-    if not keep.any():
-        raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this slice "
-                         f"(select the other slices, e.g. with ds.drop_sel)")
-    if not keep.all():
-        sub = sub.isel({SAMPLE_DIM: np.flatnonzero(keep)})
-    checked = sub[[E, uE]]
-    row = sub.coords.get(ROW_COORD)  # the rows of the set's own file (stack_datasets)
-    if row is not None and row.dims == (SAMPLE_DIM,):
-        checked = checked.assign_coords({SAMPLE_DIM: np.asarray(row.values)})
-    _check_dataset(checked, E, uE, [], prefix=prefix)
-    return sub
+    check_data_variables(ds, E, uE, extra_dims=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,7 +285,7 @@ def _varying_coords(results: Sequence[Any]) -> list[str]:
 def _per_slice_attrs(results: list[Any], counts: Any, dims: Sequence[str],
                      shape: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The attributes of the stacked result (those equal in every slice) and the coordinates
-    over the extra dimensions of those that differ (``n_samples`` always: ``counts``)."""
+    over the extra dimensions of those that differ (``n_samples``: ``counts``, when given)."""
     keys = list(results[0].attrs)
     attrs, coords = {}, {}
     for key in keys:
@@ -329,7 +298,8 @@ def _per_slice_attrs(results: list[Any], counts: Any, dims: Sequence[str],
             coords[key] = (tuple(dims), np.array(values).reshape(shape))
         else:
             attrs[key] = values[0]
-    coords["n_samples"] = (tuple(dims), counts)
+    if counts is not None:  # else the results hold their n_samples coordinate already
+        coords["n_samples"] = (tuple(dims), counts)
     return attrs, coords
 
 
@@ -426,8 +396,9 @@ def _call(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.D
 
 
 def _matching_slice(other: xr.Dataset, name: str, labels: Mapping[str, Any]) -> xr.Dataset:
-    """The slice of another Dataset argument (a recalibrator fitted per slice) with the labels
-    of the data's slice, without the padding of its ragged dimensions."""
+    """The slice of another Dataset argument with the labels of the data's slice: a data set
+    (the test set of :func:`~xuqcal.recalibration.scan`) without its absent points, anything
+    else (a recalibrator fitted per slice) without the padding of its ragged dimensions."""
     selection = {dim: label for dim, label in labels.items() if dim in other.dims}
     try:
         if all(dim in other.indexes for dim in selection):
@@ -440,7 +411,15 @@ def _matching_slice(other: xr.Dataset, name: str, labels: Mapping[str, Any]) -> 
                              f"{dim}: {', '.join(map(str, other.indexes[dim]))}"
                              if dim in other.indexes else f"{dim}: {other.sizes[dim]} positions"
                              for dim in selection) + ")") from None
-    return _trimmed(other.drop_vars([c for c in ("n_samples",) if c in other.coords]))
+    other = other.drop_vars([c for c in ("n_samples",) if c in other.coords])
+    E, uE = roles(other)
+    if all(v in other.data_vars and SAMPLE_DIM in other[v].dims for v in (E, uE)):
+        # another data set (the test set of a scan): its absent points dropped, as the data's
+        try:
+            return present_points(_with_sample_coordinate(other), selection, E, uE)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from error
+    return _trimmed(other)
 
 
 def _trimmed(result: xr.Dataset) -> xr.Dataset:
@@ -488,8 +467,7 @@ def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundA
     """One slice of Dask-backed data, computed inside its task: absent points dropped, values
     checked, the analysis run on the synchronous scheduler, the result conformed to the
     layout."""
-    absent = np.isnan(inputs[E].values) & np.isnan(inputs[uE].values)
-    present = _present_slice(inputs, absent, labels, E, uE)
+    present = present_points(inputs, labels, E, uE)
     with dask.config.set(scheduler="synchronous"):
         result = _call(function, bound, data, present, labels)
         if hasattr(result, "compute"):
@@ -505,23 +483,14 @@ def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundA
     return result
 
 
-def _units(ds: xr.Dataset, dims: Sequence[str]) -> tuple[list[list[Any]], list[dict[str, Any]],
-                                                         list[dict[str, int]]]:
-    labels = _labels_of(ds, dims)
-    units, positions = [], []
-    for index in itertools.product(*[range(len(values)) for values in labels]):
-        units.append({d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index,
-                                                                      strict=True))})
-        positions.append(dict(zip(dims, index, strict=True)))
-    return labels, units, positions
-
-
 def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.Dataset,
                 dims: Sequence[str], E: str, uE: str) -> Any:
     """The lazy stacked result of ``function`` over the slices of ``ds`` along ``dims``."""
     ds = _with_sample_coordinate(ds)
     _check_roles(ds, E, uE)
-    labels, units, positions = _units(ds, dims)
+    labels, slices = slice_positions(ds, dims)
+    units = [unit for unit, _ in slices]
+    positions = [position for _, position in slices]
     shape = [len(values) for values in labels]
     has_index = [d in ds.indexes for d in dims]
     sample = ds.indexes[SAMPLE_DIM]
@@ -529,9 +498,9 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
     if not _is_lazy(ds):
         absent_values = np.asarray(absent.values)
         # every slice's values are checked before any analysis is built
-        present = [_present_slice(ds.isel(position), absent_values[tuple(position.values())],
-                                  unit, E, uE) for unit, position in zip(units, positions,
-                                                                         strict=True)]
+        present = [present_points(ds.isel(position), unit, E, uE,
+                                  absent=absent_values[tuple(position.values())])
+                   for unit, position in zip(units, positions, strict=True)]
         results = [_call(function, bound, data, sub.chunk(), unit)
                    for unit, sub in zip(units, present, strict=True)]
         counts = (~absent_values).sum(axis=-1).reshape(shape)
@@ -540,14 +509,9 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
         layouts = [_call(function, bound, data, ds.isel(position), unit)
                    for unit, position in zip(units, positions, strict=True)]
         sizes = _max_sizes(layouts)
-        results = []
-        for unit, position, layout in zip(units, positions, layouts, strict=True):
-            sub = ds.isel(position)
-            task = lazy_result(_slice_task, sub[sample_variables(sub)], _computed_in_task(layout),
-                               function=function, bound=bound, data=data, labels=unit, E=E,
-                               uE=uE, sizes=sizes, sample=sample,
-                               layout_indexes=_fixed_indexes(layout))
-            results.append(_like(task, layout))
+        results = [_lazy_slice(function, bound, data, ds.isel(position), unit, E, uE, layout,
+                               sizes, sample)
+                   for unit, position, layout in zip(units, positions, layouts, strict=True)]
         counts = (~absent).sum(SAMPLE_DIM).data
     results = _aligned([_conform(r, sizes, sample) for r in results], dims)
     attrs, coords = _per_slice_attrs(results, counts, dims, shape)
@@ -555,6 +519,18 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
     coords.update(variable_coords)
     stacked = _stack([_without_attrs(r) for r in results], dims, labels, has_index)
     return _finish(stacked, attrs, coords, dims, ds)
+
+
+def _lazy_slice(function: Callable, bound: inspect.BoundArguments, data: str, sub: xr.Dataset,
+                unit: Mapping[str, Any], E: str, uE: str, layout: Any, sizes: Mapping[str, int],
+                sample: pd.Index) -> Any:
+    """The lazy result of one slice of Dask-backed data: one task (:func:`_slice_task`) laid
+    out as ``layout`` (the analysis of the full-length slice) with the ``sizes`` of the stacked
+    ragged dimensions."""
+    task = lazy_result(_slice_task, sub[sample_variables(sub)], _computed_in_task(layout),
+                       function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
+                       sizes=sizes, sample=sample, layout_indexes=_fixed_indexes(layout))
+    return _like(task, layout)
 
 
 def _fixed_indexes(layout: Any) -> dict[str, pd.Index]:
@@ -589,7 +565,8 @@ def _max_sizes(results: Sequence[Any]) -> dict[str, int]:
 def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree: Any,
               given: Mapping[str, Any]) -> Any:
     """The results of ``function`` for the nodes of a DataTree holding data: stacked along
-    ``dataset`` (labelled by the node paths) or, when their layouts differ, a DataTree."""
+    ``dataset`` (labelled by the node paths) as the slices of :func:`_run_slices` are, or, when
+    their layouts differ, a DataTree of the results."""
     nodes = [(node.path, node.to_dataset()) for node in tree.subtree if node.has_data]
     if not nodes:
         raise ValueError(f"{data}: the DataTree has no node holding data")
@@ -601,29 +578,22 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
         _check_roles(node, E, uE)
         unit = {DATASET_DIM: path}
         if not extra_dims(node, E, uE) and not lazy:
-            absent = np.asarray(_absent(node, E, uE).values)
-            node = _present_slice(node, absent, unit, E, uE)
-            prepared.append((unit, node, E, uE, int((~absent).sum())))
-        else:
-            prepared.append((unit, node, E, uE, None))
+            node = present_points(node, unit, E, uE)
+        prepared.append((unit, node, E, uE))
     results, counts = [], []
-    for unit, node, E, uE, count in prepared:
+    for unit, node, E, uE in prepared:
         node_dims = extra_dims(node, E, uE)
-        if node_dims:
-            result = _run_slices(function, bound, data, node, node_dims, E, uE)
+        if node_dims:  # its own slices: stacked with their n_samples coordinate
+            results.append(_run_slices(function, bound, data, node, node_dims, E, uE))
+            counts.append(None)
+        elif not lazy:
+            results.append(_call(function, bound, data, node.chunk(), unit))
+            counts.append(node.sizes[SAMPLE_DIM])
         else:
-            if count is not None:
-                result = _call(function, bound, data, node.chunk(), unit)
-            else:
-                layout = _call(function, bound, data, node, unit)
-                result = _like(lazy_result(
-                    _slice_task, node[sample_variables(node)], _computed_in_task(layout),
-                    function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
-                    sizes=dict(layout.sizes), sample=node.indexes[SAMPLE_DIM],
-                    layout_indexes=_fixed_indexes(layout)), layout)
-                count = (~_absent(node, E, uE)).sum(SAMPLE_DIM).data
-        results.append(result)
-        counts.append(count)
+            layout = _call(function, bound, data, node, unit)
+            results.append(_lazy_slice(function, bound, data, node, unit, E, uE, layout,
+                                       dict(layout.sizes), node.indexes[SAMPLE_DIM]))
+            counts.append((~_absent(node, E, uE)).sum(SAMPLE_DIM).data)
     paths = [path for path, _ in nodes]
     if not _stackable(results):
         computed = results if lazy else dask.compute(*results)
@@ -633,14 +603,13 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
                for r, count in zip(results, counts, strict=True)]
     sizes = _max_sizes(results)
     results = [_conform(r, sizes, None) for r in results]
-    attrs = {k: v for k, v in results[0].attrs.items()}
-    stacked = xr.concat([_without_attrs(r) for r in results],
-                        dim=pd.Index(paths, name=DATASET_DIM), coords="different",
-                        compat="equals", combine_attrs="override", join="override")
-    attrs["slice_dims"] = DATASET_DIM
-    attrs["slices"] = ("each node of the DataTree analysed alone on its present points (E and "
-                       "uE not both NaN), with the same seed")
-    stacked.attrs = attrs
+    shape = [len(paths)]
+    attrs, coords = _per_slice_attrs(results, None, [DATASET_DIM], shape)
+    results, variable_coords = _per_slice_variable_attrs(results, [DATASET_DIM], shape)
+    coords.update(variable_coords)
+    stacked = _stack([_without_attrs(r) for r in results], [DATASET_DIM],
+                     [pd.Index(paths, name=DATASET_DIM)], [True])
+    stacked = _finish(stacked, attrs, coords, [DATASET_DIM], None)
     return stacked if lazy else stacked.compute()
 
 

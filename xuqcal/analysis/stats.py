@@ -25,12 +25,9 @@ from xuqcal.io import by_role
 
 
 def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
-    """``compute`` over the last axis, looping over any leading axes."""
-    out = np.empty((*E.shape[:-1], len(keys)))
-    for index in np.ndindex(*E.shape[:-1]):
-        out[index] = compute(E[index], uE[index], keys, n_bins=n_bins, by=by,
-                             by_values=by_values[index] if use_by else None)
-    return out
+    """``compute`` of one data set (1-D over ``sample``: extra dimensions are sliced by
+    :func:`~xuqcal.analysis.slices.broadcast` before)."""
+    return compute(E, uE, keys, n_bins=n_bins, by=by, by_values=by_values if use_by else None)
 
 
 def check_sample_variables(ds: xr.Dataset, names: Iterable[str]) -> None:
@@ -55,8 +52,8 @@ def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaul
     """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
     ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
 
-    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (:func:`stats` keeps the
-    extra dimensions of synthetic replicates).
+    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (the broadcasting layer,
+    :mod:`xuqcal.analysis.slices`, checks the variables before slicing them).
 
     Examples
     --------
@@ -78,8 +75,9 @@ def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaul
         if not extra_dims and dims != ("sample",):
             other = [d for d in dims if d != "sample"]
             raise ValueError(f"{role}: expected a 1-D variable over 'sample', but {var!r} has "
-                             f"dimensions {dims}; multi-dimensional data are not supported "
-                             f"yet: select one slice, e.g. ds.isel({other[0]}=0)")
+                             f"dimensions {dims}; this function takes one data set: select one "
+                             f"slice, e.g. ds.isel({other[0]}=0) (the analyses of xuqcal "
+                             "broadcast over extra dimensions)")
         check_numeric_dtype(ds[var].dtype, role, var)
     if ds.sizes["sample"] == 0:
         raise ValueError("ds: empty data: the dataset has 0 rows along 'sample'")
@@ -87,7 +85,7 @@ def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaul
 
 
 def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, by: object,
-                E: object, uE: object, extra_dims: bool = False) -> tuple[str, int]:
+                E: object, uE: object) -> tuple[str, int]:
     """The data part of an entry point's argument checks (names, dimensions, dtypes and sizes:
     no data are read): ``ds`` holds ``E`` and ``uE``, ``by`` names a variable (``"uE"`` the
     uncertainty variable whatever its name), and ``n_bins`` suits the data when a statistic is
@@ -109,7 +107,7 @@ def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, 
     check_name(E, "E")
     check_name(uE, "uE")
     by = variable_name(ds, by, uE)
-    check_data_variables(ds, E, uE, extra_dims=extra_dims)
+    check_data_variables(ds, E, uE)
     m = ds.sizes["sample"]
     if any(s.needs_bins for s in statistics):
         check_n_bins(m, n_bins, variable=by)
@@ -122,7 +120,7 @@ def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     """Argument checks of :func:`stats` (no data are read): the statistics, the binning
     variable and whether bins are needed."""
     chosen = get_statistics(statistics)
-    by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE, extra_dims=True)
+    by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE)
     check_sizes(chosen, m)
     return chosen, by, any(s.needs_bins for s in chosen)
 

@@ -48,6 +48,11 @@ SAMPLE_DIM = "sample"
 ROLE_ATTR = "xuqcal_role"
 """The variable attribute recording a variable's role (``"E"`` or ``"uE"``)."""
 
+ROW_COORD = "row"
+"""Coordinate of a stacked dataset over ``(dataset, sample)``: the original row number of each
+point in its own set (the set's ``sample`` coordinate), ``-1`` where the set has no point
+(:func:`~xuqcal.io.stack_datasets`); messages name these rows."""
+
 _LONG_NAMES = {"E": "prediction error", "uE": "prediction uncertainty"}
 _WHERE_HINT = (
     "hint: fix the source data, or drop such rows with the where argument, e.g. "
@@ -347,8 +352,9 @@ def _check_structure(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> 
                 hint = f"; rename it with ds.rename({{'{dims[0]}': '{SAMPLE_DIM}'}})"
             elif len(dims) > 1 and var in (E, uE):
                 other = [d for d in dims if d != SAMPLE_DIM] or list(dims)
-                hint = ("; multi-dimensional data are not supported yet: select one slice, "
-                        f"e.g. ds.isel({other[0]}=0)")
+                hint = ("; this check takes one data set: select one slice, e.g. "
+                        f"ds.isel({other[0]}=0) (validate_dataset and the analyses check data "
+                        "with extra dimensions slice by slice)")
             elif len(dims) > 1:
                 hint = "; pass features=[...] to validate only the 1-D feature variables"
             raise ValueError(
@@ -538,37 +544,84 @@ def _slice_dims(ds: xr.Dataset, E: Any, uE: Any, features: FeatureSpec) -> tuple
     return tuple(d for d in ds.dims if d in found)
 
 
-def _check_slices(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec,
-                  dims: Sequence[str]) -> xr.Dataset:
-    """The checks of a data set with extra dimensions, slice by slice: a point where ``E`` and
-    ``uE`` are both NaN is absent from its slice; every message names the slice's labels.
-    NumPy-backed: the values of every slice are checked at once. Dask-backed: the structure
-    only (each analysis checks the values of its slices when computed)."""
+def slice_positions(ds: xr.Dataset, dims: Sequence[str]
+                    ) -> tuple[list[pd.Index], list[tuple[dict[str, Any], dict[str, int]]]]:
+    """The slices of ``ds`` along its extra dimensions ``dims``: the labels along each
+    dimension (its index, else the positions) and, for every slice in the order of
+    :func:`itertools.product`, its labels and its positions.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"E": (("model", "sample"), np.ones((2, 3)))},
+    ...                 coords={"model": ["a", "b"]})
+    >>> [labels for labels, _ in slice_positions(ds, ["model"])[1]]
+    [{'model': 'a'}, {'model': 'b'}]
+    """
     import itertools
 
+    labels = [ds.indexes[d] if d in ds.indexes else pd.RangeIndex(ds.sizes[d]) for d in dims]
+    units = []
+    for index in itertools.product(*[range(len(values)) for values in labels]):
+        units.append(({d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index, strict=True))},
+                      dict(zip(dims, (int(i) for i in index), strict=True))))
+    return labels, units
+
+
+def present_points(sub: xr.Dataset, labels: Mapping[str, Any], E: str, uE: str,
+                   features: FeatureSpec = (), absent: np.ndarray | None = None
+                   ) -> xr.Dataset:
+    """One NumPy-backed slice of a data set without its absent points (``E`` and ``uE`` both
+    NaN), its values checked (:func:`validate_dataset`; ``features`` as there): a message
+    starts with the slice's labels and names the rows by the set's own row numbers (the
+    coordinate ``row`` of :func:`~xuqcal.io.stack_datasets`, else ``sample``). ``absent`` may
+    be given when already computed.
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, np.nan, 0.3], [0.2, np.nan, -0.1])
+    >>> present_points(ds, {"model": "a"}, "E", "uE")
+    Traceback (most recent call last):
+    ...
+    ValueError: model='a': uE: 1 of 2 values are not positive (rows 2)
+    """
+    prefix = f"{slice_label(labels)}: "
+    if absent is None:
+        numeric = all(sub[name].dtype.kind in "iuf" for name in (E, uE) if name in sub)
+        absent = (np.isnan(np.asarray(sub[E].values, dtype=float))
+                  & np.isnan(np.asarray(sub[uE].values, dtype=float))) if numeric else \
+            np.zeros(sub.sizes[SAMPLE_DIM], dtype=bool)
+    keep = ~np.asarray(absent)
+    if not keep.any():
+        raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this slice "
+                         f"(select the other slices, e.g. with ds.drop_sel)")
+    if not keep.all():
+        sub = sub.isel({SAMPLE_DIM: np.flatnonzero(keep)})
+    checked = sub
+    row = sub.coords.get(ROW_COORD)
+    if row is not None and row.dims == (SAMPLE_DIM,):
+        checked = sub.assign_coords({SAMPLE_DIM: np.asarray(row.values)})
+    _check_dataset(checked, E, uE, features, prefix=prefix)
+    return sub
+
+
+def _check_slices(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec,
+                  dims: Sequence[str]) -> xr.Dataset:
+    """The checks of a data set with extra dimensions, slice by slice (:func:`present_points`).
+    NumPy-backed: the values of every slice are checked at once. Dask-backed: the structure
+    only (each analysis checks the values of its slices when computed)."""
     lazy = any(ds[name].chunks is not None for name in ds.data_vars
                if SAMPLE_DIM in ds[name].dims)
     if SAMPLE_DIM not in ds.coords:
         ds = ds.assign_coords({SAMPLE_DIM: np.arange(ds.sizes[SAMPLE_DIM])})
-    labels = [ds.indexes[d] if d in ds.indexes else range(ds.sizes[d]) for d in dims]
-    for index in itertools.product(*[range(len(values)) for values in labels]):
-        unit = {d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index, strict=True))}
-        sub = ds.isel(dict(zip(dims, index, strict=True)))
-        prefix = f"{slice_label(unit)}: "
+    for labels, positions in slice_positions(ds, dims)[1]:
+        sub = ds.isel(positions)
         if lazy:
-            _check_structure(sub, E, uE, features)
-            continue
-        absent = np.isnan(np.asarray(sub[E].values, dtype=float)) & np.isnan(
-            np.asarray(sub[uE].values, dtype=float)) if sub[E].dtype.kind in "iuf" and \
-            sub[uE].dtype.kind in "iuf" else np.zeros(sub.sizes[SAMPLE_DIM], dtype=bool)
-        if absent.all():
-            raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this "
-                             "slice")
-        present = sub.isel({SAMPLE_DIM: np.flatnonzero(~absent)})
-        try:
-            _check_dataset(present, E, uE, features)
-        except ValueError as error:
-            raise ValueError(prefix + str(error)) from error
+            try:
+                _check_structure(sub, E, uE, features)
+            except ValueError as error:
+                raise ValueError(f"{slice_label(labels)}: {error}") from error
+        else:
+            present_points(sub, labels, E, uE, features)
     return ds
 
 

@@ -401,6 +401,7 @@ def evaluation_table(table: xr.Dataset, *, digits: int = 3, simulated: bool = Tr
 
 
 
+@broadcast(data="train")
 @by_role(data="train")
 def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
          by: str | Sequence[str] | None = None, n_bins: Iterable[int] = range(2, 100),
@@ -411,7 +412,9 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
     Parameters
     ----------
     train, test : xarray.Dataset
-        Training and test data.
+        Training and test data. With extra dimensions (``model``, ``task``, ...), each slice of
+        ``train`` is scanned with the slice of ``test`` of the same labels
+        (:mod:`xuqcal.analysis.slices`).
     method : {"bvs"}
         Only BVS has a number of bins.
     by : str or pair of str, optional

@@ -35,7 +35,7 @@ import xarray as xr
 from xuqcal import io
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, blocks_along_replicate, check_count
-from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
+from xuqcal.analysis.slices import DATASET_DIM, extra_dims
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.checks import (
@@ -64,6 +64,7 @@ from xuqcal.core.summaries import (
 )
 from xuqcal.io import outputs as _outputs
 from xuqcal.io.netcdf import read_netcdf
+from xuqcal.io.schema import present_points, slice_label, slice_positions
 from xuqcal.io.synthetic import check_nu
 from xuqcal.studies import progress as _progress
 
@@ -283,16 +284,11 @@ def _slices_of(ds: xr.Dataset, uE: str | None) -> dict[str, xr.Dataset] | None:
     dims = extra_dims(ds, E_name, uE_name)
     if not dims:
         return None
-    ds = io.validate_dataset(ds, E=E_name, uE=uE_name, features=())
-    labels = [ds.indexes[d] if d in ds.indexes else range(ds.sizes[d]) for d in dims]
     out = {}
-    for index in itertools.product(*[range(len(values)) for values in labels]):
-        unit = {d: labels[k][i] for k, (d, i) in enumerate(zip(dims, index, strict=True))}
-        one = ds.isel(dict(zip(dims, index, strict=True)))
-        present = ~(np.isnan(one[E_name].values) & np.isnan(one[uE_name].values))
+    for unit, positions in slice_positions(ds, dims)[1]:
+        one = present_points(ds.isel(positions), unit, E_name, uE_name)
         name = str(unit[DATASET_DIM]) if tuple(dims) == (DATASET_DIM,) else slice_label(unit)
-        out[name] = one.isel(sample=np.flatnonzero(present)).drop_vars(
-            [d for d in dims if d in one.coords])
+        out[name] = one.drop_vars([d for d in dims if d in one.coords])
     return out
 
 
