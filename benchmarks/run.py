@@ -774,6 +774,12 @@ def bench_binned_bca_qm9(cfg: Config) -> Measurement:
     return row
 
 
+def read_shared_sets() -> dict[int, xr.Dataset]:
+    """The nine shared sets of :data:`SHARED_SETS`, read as input Datasets."""
+    return {k: xuqcal.read_csv(data_file(path), E=E, uE=uE, where=where)
+            for k, (path, E, uE, where) in SHARED_SETS.items()}
+
+
 @register(
     "nine_sets_validation",
     "The whole validation of the nine shared sets (zms, cc, ence, zmse; BCa B = 5 000; SimN "
@@ -785,10 +791,7 @@ def bench_binned_bca_qm9(cfg: Config) -> Measurement:
 def bench_nine_sets_validation(cfg: Config) -> Measurement:
     statistics = list(FOUR_STATISTICS)
     n_boot, n_mc = (300, 300) if cfg.quick else (5000, 10_000)
-    sets = {
-        k: xuqcal.read_csv(data_file(path), E=E, uE=uE, where=where)
-        for k, (path, E, uE, where) in SHARED_SETS.items()
-    }
+    sets = read_shared_sets()
     options = {"n_bins": N_BINS, "seed": cfg.seed, "generators": GENERATORS}
     per_set_runs: list[dict[str, float]] = []
 
@@ -861,10 +864,7 @@ def bench_nine_sets_validation(cfg: Config) -> Measurement:
 def bench_nine_sets_one_call(cfg: Config) -> Measurement:
     statistics = list(FOUR_STATISTICS)
     n_boot, n_mc = (300, 300) if cfg.quick else (5000, 10_000)
-    sets = {
-        f"set{k}": xuqcal.read_csv(data_file(path), E=E, uE=uE, where=where)
-        for k, (path, E, uE, where) in SHARED_SETS.items()
-    }
+    sets = {f"set{k}": ds for k, ds in read_shared_sets().items()}
     stacked = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
         dataset=list(sets))
     options = {"n_boot": n_boot, "n_mc": n_mc, "n_bins": N_BINS, "seed": cfg.seed,
