@@ -55,7 +55,14 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
-from xuqcal.io.schema import SAMPLE_DIM, present_points, roles, slice_label, slice_positions
+from xuqcal.io.schema import (
+    SAMPLE_DIM,
+    extra_dims,
+    present_points,
+    roles,
+    slice_label,
+    slice_positions,
+)
 
 __all__ = ["DATASET_DIM", "RAGGED_DIMS", "broadcast", "extra_dims", "slice_label"]
 
@@ -85,24 +92,6 @@ def sample_variables(ds: xr.Dataset) -> list[str]:
     ['E', 'uE']
     """
     return [str(name) for name, var in ds.data_vars.items() if SAMPLE_DIM in var.dims]
-
-
-def extra_dims(ds: xr.Dataset, E: str | None = None, uE: str | None = None
-               ) -> tuple[str, ...]:
-    """The dimensions of ``E`` and ``uE`` (by role when not given) other than ``sample``, in
-    the order of the data set's dimensions: the slices are theirs (no data are read).
-
-    Examples
-    --------
-    >>> import xuqcal
-    >>> ds = xuqcal.synthetic.nig(10, nu=6, seed=0)
-    >>> extra_dims(ds), extra_dims(xr.concat([ds, ds], dim="model"))
-    ((), ('model',))
-    """
-    E, uE = roles(ds, E, uE)
-    found = {d for name in (E, uE) if name in ds.data_vars
-             for d in ds[name].dims if d != SAMPLE_DIM}
-    return tuple(d for d in ds.dims if d in found)
 
 
 def _with_sample_coordinate(ds: xr.Dataset) -> xr.Dataset:

@@ -509,7 +509,7 @@ def validate_dataset(
     """
     E, uE = roles(ds, E, uE) if isinstance(ds, xr.Dataset) else (E or "E", uE or "uE")
     if isinstance(ds, xr.Dataset):
-        dims = _slice_dims(ds, E, uE, features)
+        dims = extra_dims(ds, E, uE)
         if dims:
             return _check_slices(ds, E, uE, features, dims)
     return _check_dataset(ds, E, uE, features)
@@ -530,15 +530,23 @@ def slice_label(labels: Mapping[str, Any]) -> str:
     return ", ".join(f"{dim}={text(value)}" for dim, value in labels.items())
 
 
-def _slice_dims(ds: xr.Dataset, E: Any, uE: Any, features: FeatureSpec) -> tuple[str, ...]:
-    """The extra dimensions of ``E`` and ``uE`` (several data sets in one, see
-    :mod:`xuqcal.analysis.slices`): the slices are theirs, a feature is 1-D (shared) or has
-    some of them; empty when ``E`` or ``uE`` is missing or lacks ``sample`` (the one-set checks
-    then name the problem)."""
+def extra_dims(ds: xr.Dataset, E: str | None = None, uE: str | None = None
+               ) -> tuple[str, ...]:
+    """The dimensions of ``E`` and ``uE`` (by role when not given) other than ``sample``, in the
+    order of the data set's dimensions: several data sets in one, whose slices are analysed
+    one by one (:mod:`xuqcal.analysis.slices`); a feature is 1-D (shared) or has some of them.
+    Empty when ``E`` or ``uE`` is missing or lacks ``sample`` (the one-set checks then name the
+    problem). No data are read.
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2])
+    >>> extra_dims(ds), extra_dims(xr.concat([ds, ds], dim="model"))
+    ((), ('model',))
+    """
     found: set[str] = set()
-    for name in (E, uE):
-        if not isinstance(name, str) or name not in ds.data_vars \
-                or SAMPLE_DIM not in ds[name].dims:
+    for name in roles(ds, E, uE):
+        if name not in ds.data_vars or SAMPLE_DIM not in ds[name].dims:
             return ()
         found.update(d for d in ds[name].dims if d != SAMPLE_DIM)
     return tuple(d for d in ds.dims if d in found)
@@ -578,7 +586,8 @@ def present_points(sub: xr.Dataset, labels: Mapping[str, Any], E: str, uE: str,
 
     Examples
     --------
-    >>> ds = from_arrays([0.1, np.nan, 0.3], [0.2, np.nan, -0.1])
+    >>> ds = xr.Dataset({"E": ("sample", [0.1, np.nan, 0.3]),
+    ...                  "uE": ("sample", [0.2, np.nan, -0.1])})
     >>> present_points(ds, {"model": "a"}, "E", "uE")
     Traceback (most recent call last):
     ...
@@ -590,6 +599,8 @@ def present_points(sub: xr.Dataset, labels: Mapping[str, Any], E: str, uE: str,
         absent = (np.isnan(np.asarray(sub[E].values, dtype=float))
                   & np.isnan(np.asarray(sub[uE].values, dtype=float))) if numeric else \
             np.zeros(sub.sizes[SAMPLE_DIM], dtype=bool)
+    if SAMPLE_DIM not in sub.coords:  # the row positions, kept through the removal below
+        sub = sub.assign_coords({SAMPLE_DIM: np.arange(sub.sizes[SAMPLE_DIM])})
     keep = ~np.asarray(absent)
     if not keep.any():
         raise ValueError(f"{prefix}no points: E and uE are NaN at every sample of this slice "
