@@ -492,3 +492,17 @@ def test_local_log_axis_needs_positive_values(calibrated):
     assert (result.value < 0).any()
     with pytest.raises(ValueError, match=r"^log: a logarithmic axis needs positive values of zm"):
         plot.local(result, log=True)
+
+
+def test_local_coverage_bars_of_intervals_ending_at_the_estimate(sets):
+    """local_coverage draws its bars with error_bars like plot.local: an interval bound that
+    ends a rounding error short of the estimate gives a bar of length 0, not a matplotlib
+    error about negative yerr."""
+    result = curves.local_coverage(sets[0], n_bins=8)
+    high = result.ci_high.values.copy()
+    high[0] = result.coverage.values[0] - 1e-12
+    for drawn in (result.assign(ci_high=("bin", high)), stack([result, result]).assign(
+            ci_high=(("model", "bin"), np.stack([high, high])))):
+        ax = plot.local_coverage(drawn)
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert bars and all(np.all(np.isfinite(c.lines[0].get_ydata())) for c in bars)

@@ -29,6 +29,7 @@ from xuqcal.analysis import running as _running
 from xuqcal.analysis import simulation as _simulation
 from xuqcal.analysis import stats as _stats
 from xuqcal.analysis import validation as _validation
+from xuqcal.core import defaults
 from xuqcal.studies import simulation as _studies
 
 
@@ -147,7 +148,7 @@ class PlotAccessor:
             result = self._parent.validate(**validate_kwargs)
         return _plot.zeta(result, ax=ax, col=col, row=row)
 
-    def error_distribution(self, generators: Iterable[str] = ("normal", "t6"), **kwargs):
+    def error_distribution(self, generators: Iterable[str] = defaults.GENERATORS, **kwargs):
         """Histogram of E against re-simulated errors; see
         :func:`xuqcal.plot.error_distribution`."""
         return _plot.error_distribution(self._parent._ds, generators, **kwargs)
@@ -177,7 +178,7 @@ class PlotAccessor:
         return _plot.reliability(self._parent.reliability(**kwargs), ax=ax, log=log, col=col,
                                  row=row)
 
-    def zscores(self, by: str = "uE", *, window: int | None = None, ax=None,
+    def zscores(self, by: str = defaults.BY, *, window: int | None = None, ax=None,
                 log_x: bool | None = None, col: str | None = None, row: str | None = None):
         """Z against ``by`` with running statistics; see :func:`xuqcal.plot.zscores`."""
         return _plot.zscores(self._parent._ds, by=by, window=window, ax=ax, log_x=log_x,

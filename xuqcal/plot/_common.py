@@ -9,6 +9,28 @@ import numpy as np
 #: One colour and marker per scheme family; Sim2 schemes are drawn with open markers.
 SCHEME_STYLE = {"BS": ("black", "o"), "Sim": ("tab:blue", "s"), "Sim2": ("tab:orange", "D")}
 GENERATOR_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+#: Markers and line styles of series told apart by something other than their colour.
+MARKERS = ("o", "s", "D", "^", "v", "P")
+LINESTYLES = ("-", "--", ":", "-.")
+
+
+def series_colour(i: int) -> str:
+    """The ``i``-th colour of :data:`GENERATOR_COLOURS` (cycling)."""
+    return GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+
+
+def positive(*arrays) -> bool:
+    """Whether the finite values of ``arrays`` are all positive (and there is one at least):
+    what a logarithmic axis needs.
+
+    Examples
+    --------
+    >>> positive([0.5, np.nan], [2.0]), positive([0.0, 1.0]), positive([np.nan])
+    (True, False, False)
+    """
+    values = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in arrays])
+    values = values[np.isfinite(values)]
+    return values.size > 0 and bool(np.all(values > 0))
 
 
 def axes(ax=None, *, figsize=(8, 4)):
@@ -45,7 +67,6 @@ Dataset without zeta
                          f"{', '.join(variables)}), got a Dataset without {', '.join(missing)}")
 
 
-
 def error_bars(value, low, high) -> np.ndarray:
     """``yerr`` of :meth:`matplotlib.axes.Axes.errorbar` for intervals ``[low, high]`` around
     ``value``: the distances to the bounds, never negative. A bound equal to the value up to
@@ -60,6 +81,37 @@ def error_bars(value, low, high) -> np.ndarray:
     """
     value, low, high = (np.asarray(v, dtype=np.float64) for v in (value, low, high))
     return np.stack([np.maximum(value - low, 0.0), np.maximum(high - value, 0.0)])
+
+
+def fraction_valid_detail(one) -> str:
+    """``f_v = 0.90 [0.74, 0.97]``: the fraction of valid bins of one (slice of a) result with
+    its interval (``fraction_valid``, ``fraction_valid_low``, ``fraction_valid_high``)."""
+    fv, lo, hi = (float(one[v]) for v in ("fraction_valid", "fraction_valid_low",
+                                          "fraction_valid_high"))
+    return f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def bins_by_validity(ax, p, x, value, yerr, valid, detail: str = "", **style) -> None:
+    """Per-bin values with error bars ``yerr`` (shape ``(2, n)``) split by ``valid``: for one
+    set, valid bins in blue and invalid ones in crimson; for a slice overlaid with others
+    (:class:`~xuqcal.plot.facets.Panel` ``p``), all in the slice's colour, invalid bins as
+    open markers, the slice's legend entry (with ``detail``) on its valid bins if any.
+    ``style``: the other arguments of :meth:`matplotlib.axes.Axes.errorbar`."""
+    yerr = np.asarray(yerr)
+    if p.overlaid:
+        labelled = bool(valid.any())
+        for mask, filled in ((valid, True), (~valid, False)):
+            if mask.any():
+                ax.errorbar(x[mask], value[mask], yerr=yerr[:, mask], color=p.colour,
+                            mfc=p.colour if filled else "none",
+                            label=p.data_label(None, detail) if filled == labelled else None,
+                            **style)
+        return
+    for mask, colour, label in ((valid, "tab:blue", "valid bin"),
+                                (~valid, "crimson", "invalid bin")):
+        if mask.any():
+            ax.errorbar(x[mask], value[mask], yerr=yerr[:, mask], color=colour, label=label,
+                        **style)
 
 
 def _log_tick_candidates(vmin: float, vmax: float):

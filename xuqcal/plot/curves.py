@@ -8,12 +8,20 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, log_axis, require
+from xuqcal.plot._common import (
+    LINESTYLES,
+    MARKERS,
+    bins_by_validity,
+    error_bars,
+    fraction_valid_detail,
+    log_axis,
+    positive,
+    require,
+    series_colour,
+)
 from xuqcal.plot.facets import Panel, facet
 
 REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
-_MARKERS = ("o", "s", "D", "^", "v", "P")
-_LINESTYLES = ("-", "--", ":", "-.")
 
 
 def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
@@ -115,16 +123,15 @@ def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | 
             low, high = float(stat.ci_low_offset), float(stat.ci_high_offset)
             delta = stat.delta.values
             if p.overlaid:
-                style = dict(color=p.colour, ls=_LINESTYLES[j % len(_LINESTYLES)])
+                style = dict(color=p.colour, ls=LINESTYLES[j % len(LINESTYLES)])
                 for bound in (low, high):
                     ax.axhline(bound, lw=0.8, alpha=0.7, **style)
-                ax.plot(k, delta, marker=_MARKERS[j % len(_MARKERS)], ms=4,
+                ax.plot(k, delta, marker=MARKERS[j % len(MARKERS)], ms=4,
                         label=f"{p.label}: Δ{key}", **style)
             else:
-                colour = GENERATOR_COLOURS[j % len(GENERATOR_COLOURS)]
-                ax.axhspan(low, high, color=colour, alpha=0.15, lw=0,
+                ax.axhspan(low, high, color=series_colour(j), alpha=0.15, lw=0,
                            label=f"{key}: full-set {100 * level:g} % interval")
-                ax.plot(k, delta, marker="o", ms=4, color=colour, label=f"Δ{key}")
+                ax.plot(k, delta, marker="o", ms=4, color=series_colour(j), label=f"Δ{key}")
             outside = stat.outside.values.astype(bool)
             if outside.any():
                 ax.plot(k[outside], delta[outside], ls="none", marker="o", ms=9, mfc="none",
@@ -230,36 +237,20 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
             "xuqcal.curves.local_coverage")
     target = float(result.attrs["p"])
     by = result.attrs.get("by", "uE")
-    centres = result.bin_centre.values
-    log_x = by == result.attrs.get("uE", "uE") and bool(np.all(centres[np.isfinite(centres)] > 0))
+    log_x = by == result.attrs.get("uE", "uE") and positive(result.bin_centre)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
         x = one.bin_centre.values
         coverage = one.coverage.values
-        valid = one.valid.values.astype(bool)
-        errors = np.vstack([coverage - one.ci_low.values, one.ci_high.values - coverage])
-        fv = float(one.fraction_valid)
-        lo, hi = float(one.fraction_valid_low), float(one.fraction_valid_high)
-        detail = f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+        detail = fraction_valid_detail(one)
         if p.first:
             ax.axhline(target, color="0.3", ls="--", lw=1, label=f"target p = {target:g}")
-        if p.overlaid:
-            labelled = bool(valid.any())
-            for mask, filled in ((valid, True), (~valid, False)):
-                if mask.any():
-                    ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none",
-                                marker="o", ms=4, color=p.colour,
-                                mfc=p.colour if filled else "none", capsize=2,
-                                label=p.data_label(None, detail) if filled == labelled else None)
-            if p.first:
-                ax.plot([], [], "o", ms=4, mfc="none", color="0.3", label="invalid bin (open)")
-        else:
-            for mask, colour, text in ((valid, "tab:blue", "valid bin"),
-                                       (~valid, "crimson", "invalid bin")):
-                if mask.any():
-                    ax.errorbar(x[mask], coverage[mask], yerr=errors[:, mask], ls="none",
-                                marker="o", ms=4, color=colour, capsize=2, label=text)
+        yerr = error_bars(coverage, one.ci_low.values, one.ci_high.values)
+        bins_by_validity(ax, p, x, coverage, yerr, one.valid.values.astype(bool), detail,
+                         ls="none", marker="o", ms=4, capsize=2)
+        if p.overlaid and p.first:
+            ax.plot([], [], "o", ms=4, mfc="none", color="0.3", label="invalid bin (open)")
         if log_x:
             log_axis(ax, "x")
         ax.set_xlabel(f"{by} (bin centre)")

@@ -28,7 +28,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FacetGrid", "Panel", "extra_dims", "facet", "present_points"]
+from xuqcal.plot._common import axes as new_axes
+
+__all__ = ["FacetGrid", "Panel", "check_placed", "extra_dims", "facet", "present_points",
+           "slice_value"]
 
 
 @dataclass
@@ -179,15 +182,29 @@ def _quoted(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _assign(extra: list[str], col, row, lines: bool, name: str):
-    """Place the extra dimensions: (col, row, hue), or a ValueError naming what cannot be."""
-    for argument, dim in (("col", col), ("row", row)):
+def check_placed(extra: Sequence[str], name: str = "result", **placed) -> None:
+    """Refuse ``placed`` dimensions (``col=``, ``row=``) that are not ``extra`` dimensions of
+    ``name``, with a ValueError naming the argument and the extra dimensions.
+
+    Examples
+    --------
+    >>> check_placed(["model"], row="task")
+    Traceback (most recent call last):
+    ValueError: row: 'task' is not an extra dimension of result (its extra dimensions are \
+'model')
+    """
+    for argument, dim in placed.items():
         if dim is None:
             continue
         if not isinstance(dim, str) or dim not in extra:
             has = (f"its extra dimensions are {_quoted(extra)}" if extra
                    else "it has none beyond the ones the figure draws")
             raise ValueError(f"{argument}: {dim!r} is not an extra dimension of {name} ({has})")
+
+
+def _assign(extra: list[str], col, row, lines: bool, name: str):
+    """Place the extra dimensions: (col, row, hue), or a ValueError naming what cannot be."""
+    check_placed(extra, name, col=col, row=row)
     if col is not None and col == row:
         raise ValueError(f"col, row: the same dimension {col!r} given twice")
     free = [d for d in extra if d not in (col, row)]
@@ -307,8 +324,6 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
     """
     import matplotlib.pyplot as plt
 
-    from xuqcal.plot._common import axes as new_axes
-
     extra = extra_dims(obj[list(variables)] if variables else obj, core)
     col, row, hue = _assign(extra, col, row, lines, name)
     if col is None and row is None:
@@ -372,9 +387,10 @@ def _figure_legend(fig, grid: np.ndarray, hue: str | None) -> None:
                    markerscale=1.5)
 
 
-def present_points(ds, E: str, uE: str):
-    """``ds`` without the points where both ``E`` and ``uE`` are NaN: the padding of sets of
-    different lengths put together along an extra dimension (``xr.concat``).
+def present_points(ds, E: str, uE: str, like=None):
+    """``ds`` without the points where both ``E`` and ``uE`` (of ``like``, by default ``ds``
+    itself: another Dataset over the same points) are NaN: the padding of sets of different
+    lengths put together along an extra dimension (``xr.concat``).
 
     Examples
     --------
@@ -383,7 +399,21 @@ def present_points(ds, E: str, uE: str):
     >>> present_points(ds, "E", "uE").sizes["sample"]
     1
     """
-    absent = np.asarray(np.isnan(ds[E].values) & np.isnan(ds[uE].values))
+    like = ds if like is None else like
+    absent = np.asarray(np.isnan(like[E].values) & np.isnan(like[uE].values))
     if absent.ndim != 1 or not absent.any():
         return ds
     return ds.isel(sample=np.flatnonzero(~absent))
+
+
+def slice_value(one, name: str) -> float:
+    """``name`` of one slice of a result: its variable when the result holds one value per
+    slice, else its attribute (the same for all slices).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> slice_value(xr.Dataset(attrs={"target": 1}), "target")
+    1.0
+    """
+    return float(one[name].item() if name in one.variables else one.attrs[name])

@@ -12,8 +12,15 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.core.statistics import STATISTICS
-from xuqcal.plot._common import error_bars, log_axis, require
-from xuqcal.plot.facets import Panel, facet
+from xuqcal.plot._common import (
+    bins_by_validity,
+    error_bars,
+    fraction_valid_detail,
+    log_axis,
+    positive,
+    require,
+)
+from xuqcal.plot.facets import Panel, facet, slice_value
 
 _LABELS = {"zm": "<Z>", "zms": "<Z²>", "zv": "Var(Z)", "rce": "RCE"}
 
@@ -24,17 +31,6 @@ LOG_STATISTICS = frozenset(s.key for s in STATISTICS.values()
 
 #: The dimensions of a local result (:func:`xuqcal.local`); any other is an extra dimension.
 LOCAL_DIMS = ("bin", "lag")
-
-
-def _positive(*arrays) -> bool:
-    values = np.concatenate([np.ravel(np.asarray(a, dtype=np.float64)) for a in arrays])
-    values = values[np.isfinite(values)]
-    return values.size > 0 and bool(np.all(values > 0))
-
-
-def _value(one: xr.Dataset, name: str):
-    """``name`` of a slice: a variable when the result holds one per slice, else the attribute."""
-    return one[name].item() if name in one.variables else one.attrs[name]
 
 
 def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool | None = None,
@@ -82,9 +78,9 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
     if log_x is None:
         log_x = by == result.attrs.get("uE", "uE")
     if log is None:
-        log = statistic in LOG_STATISTICS and _positive(result.value, result.ci_low,
-                                                        result.global_value)
-    elif log and not _positive(result.value):
+        log = statistic in LOG_STATISTICS and positive(result.value, result.ci_low,
+                                                       result.global_value)
+    elif log and not positive(result.value):
         raise ValueError(f"log: a logarithmic axis needs positive values of {statistic}, got a "
                          f"minimum of {float(result.value.min())}; pass log=False")
 
@@ -92,32 +88,19 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
         one = result.isel(indexers)
         x = one.bin_centre.values
         value = one.value.values
-        valid = one.valid.values.astype(bool)
-        lower, upper = error_bars(value, one.ci_low.values, one.ci_high.values)
         glob = one.global_value.item()
-        fv, lo, hi = (one[v].item() for v in ("fraction_valid", "fraction_valid_low",
-                                               "fraction_valid_high"))
-        detail = f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+        detail = fraction_valid_detail(one)
+        yerr = error_bars(value, one.ci_low.values, one.ci_high.values)
+        bins_by_validity(ax, p, x, value, yerr, one.valid.values.astype(bool), detail, fmt="o",
+                         ms=3, elinewidth=0.8)
         if p.overlaid:
-            labelled = bool(valid.any())  # the legend entry goes on the valid bins if any
-            for mask, filled in ((valid, True), (~valid, False)):
-                if mask.any():
-                    ax.errorbar(x[mask], value[mask], yerr=[lower[mask], upper[mask]], fmt="o",
-                                ms=3, color=p.colour, mfc=p.colour if filled else "none",
-                                elinewidth=0.8,
-                                label=p.data_label(None, detail) if filled == labelled else None)
             ax.axhline(glob, color=p.colour, ls="--", lw=1)
             if p.first:
-                ax.axhline(_value(one, "target"), color="black", lw=1, label="target")
+                ax.axhline(slice_value(one, "target"), color="black", lw=1, label="target")
                 ax.plot([], [], "o", ms=3, mfc="none", color="0.3", label="invalid bin (open)")
                 ax.plot([], [], ls="--", lw=1, color="0.3", label="whole data set (dashed)")
         else:
-            for mask, colour, label in ((valid, "tab:blue", "valid bin"),
-                                        (~valid, "crimson", "invalid bin")):
-                if mask.any():
-                    ax.errorbar(x[mask], value[mask], yerr=[lower[mask], upper[mask]], fmt="o",
-                                ms=3, color=colour, elinewidth=0.8, label=label)
-            ax.axhline(_value(one, "target"), color="black", lw=1, label="target")
+            ax.axhline(slice_value(one, "target"), color="black", lw=1, label="target")
             ax.axhline(glob, color="0.4", ls="--", lw=1,
                        label=f"whole data set ({glob:.3g})" if p.plain else "whole data set")
         if log_x:
@@ -159,7 +142,6 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None,
     """
     variables = ("fraction_valid", "fraction_valid_low", "fraction_valid_high")
     if isinstance(results, xr.Dataset):
-        require(results, variables, "xuqcal.local", name="results")
         results = {f"{results.attrs.get('statistic', '?')} | {results.attrs.get('by', '?')}":
                    results}
     if not isinstance(results, Mapping) or not results:
@@ -217,7 +199,7 @@ def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None 
         lags = one.lag.values
         ax.vlines(lags, 0, one.acf.values, color="tab:blue")
         ax.plot(lags, one.acf.values, "o", ms=3, color="tab:blue")
-        band = _value(one, "acf_band")
+        band = slice_value(one, "acf_band")
         ax.axhspan(-band, band, color="0.9",
                    label=f"white noise ±{band:.2f}" if p.plain else "white noise")
         ax.axhline(0, color="black", lw=0.8)
@@ -302,7 +284,7 @@ def order_sensitivity(result: xr.Dataset, *, ax=None, col: str | None = None,
         one = result.isel(indexers)
         fv = one.fraction_valid.values
         fv = fv[np.isfinite(fv)]
-        step = 1.0 / _value(one, "n_bins")
+        step = 1.0 / slice_value(one, "n_bins")
         edges = np.arange(fv.min() - step / 2, fv.max() + step, step)
         ax.hist(fv, bins=edges, color="tab:blue", alpha=0.7, label="tie orders")
         if "fraction_valid_noisy" in one:

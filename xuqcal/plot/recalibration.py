@@ -15,15 +15,19 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, log_axis, require
-from xuqcal.plot.facets import FacetGrid, Panel, extra_dims, facet, present_points
+from xuqcal.plot._common import log_axis, require, series_colour
+from xuqcal.plot.facets import (
+    FacetGrid,
+    Panel,
+    check_placed,
+    extra_dims,
+    facet,
+    present_points,
+    slice_value,
+)
 
 _SCAN_PANELS = (("nll", "NLL"), ("ence", "ENCE"), ("s_x", "S_x"),
                 ("fraction_valid", "fraction of valid bins f_v"))
-
-
-def _colour(i: int) -> str:
-    return GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
 
 
 def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = None,
@@ -74,11 +78,9 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
     scheme_by = str(after.attrs.get("recalibration_by", ""))
 
     def draw(ax, indexers: dict, p: Panel) -> None:
-        one_before, one_after = before.isel(indexers), after.isel(indexers)
-        there = ~(np.isnan(one_before.E.values) & np.isnan(one_before.uE.values))
-        if not there.all():  # padding of sets of different lengths
-            keep = np.flatnonzero(there)
-            one_before, one_after = one_before.isel(sample=keep), one_after.isel(sample=keep)
+        one_before = before.isel(indexers)
+        one_after = present_points(after.isel(indexers), "E", "uE", like=one_before)
+        one_before = present_points(one_before, "E", "uE")
         if by is None and "recalibration_bin" in one_after:
             index = one_after.recalibration_bin.values.astype(np.int64)
             n = int(one_after.attrs.get("recalibration_n_bins", index.max() + 1))
@@ -182,9 +184,7 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
     from matplotlib import pyplot as plt
 
     extra = extra_dims(result[[key for key, _ in _SCAN_PANELS]], ("n_bins", "by"))
-    if row is not None and row not in extra:
-        has = f"its extra dimensions are {', '.join(map(repr, extra))}" if extra else "it has none"
-        raise ValueError(f"row: {row!r} is not an extra dimension of result ({has})")
+    check_placed(extra, row=row)
     if not extra:
         if axes is None:
             _, grid = plt.subplots(2, 2, figsize=(11, 7), layout="constrained", sharex=True)
@@ -195,7 +195,8 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
         _draw_scan(axes, result, baseline, simulated, baseline_label)
         axes[0].figure.suptitle(_scan_title(result))
         return axes
-    others = [d for d in extra if d != (row or extra[0])]
+    row = row or extra[0]
+    others = [d for d in extra if d != row]
     if others:
         raise ValueError(f"result: a scan shows one extra dimension (one row of panels per "
                          f"label); {', '.join(map(repr, extra))} given: select slices with "
@@ -203,7 +204,6 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
     if axes is not None:
         raise ValueError("axes: a scan with an extra dimension makes its own grid of panels; "
                          "pass axes=None, or select one slice with .sel(...)")
-    row = extra[0]
     labels = [str(v) for v in result[row].values]
     fig, grid = plt.subplots(len(labels), 4, figsize=(16, 3.4 * len(labels) + 0.4),
                              layout="constrained", sharex=True, squeeze=False)
@@ -218,9 +218,7 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
             ax.set_title(f"{row} = {label}", fontsize="medium")
     fig.suptitle(_scan_title(result))
     names = np.empty(grid.shape, dtype=object)
-    for i, label in enumerate(labels):
-        for j in range(4):
-            names[i, j] = {row: label}
+    names[...] = [[{row: label} for _ in range(4)] for label in labels]
     return FacetGrid(fig=fig, axes=grid, row=row, name_dicts=names)
 
 
@@ -240,7 +238,7 @@ def _draw_scan(axes: np.ndarray, result: xr.Dataset, baseline, simulated,
         per_by = "by" in result[key].dims
         styles = set()
         for j, b in enumerate(by if per_by else [None]):
-            colour = _colour(j) if per_by else "tab:blue"
+            colour = series_colour(j) if per_by else "tab:blue"
             values = result[key].sel(by=b) if per_by else result[key]
             ax.plot(n_b, values.values, "o-", ms=3, lw=1, color=colour,
                     label=f"{b}" if per_by else "BVS")
@@ -327,7 +325,7 @@ def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
         if not np.array_equal(s, one.scale_analytic.values, equal_nan=True):
             ax.plot(x, one.scale_analytic.values, "o", ms=6, mfc="none", color="0.4",
                     label="analytic sqrt(<Z²>_b)")
-        glob = _value(one, "global_scale")
+        glob = slice_value(one, "global_scale")
         ax.axhline(glob, color="black", ls="--", lw=1, label="temperature factor")
         ax.set_ylabel("factor s_b")
         title = f"BVS factors ({s.size if p.plain else int(np.isfinite(s).sum())} bins of {by})"
@@ -338,11 +336,6 @@ def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
     return facet(recalibrator, draw, core=("bin", "bin_x", "bin_y"), variables=("scale",),
                  name="recalibrator", ax=ax, col=col, row=row, figsize=(7, 4),
                  colorbar=scheme == "grid")
-
-
-def _value(one: xr.Dataset, name: str) -> float:
-    """``name`` of a slice: a variable when there is one per slice, else the attribute."""
-    return float(one[name].item() if name in one.variables else one.attrs[name])
 
 
 def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=None, *,

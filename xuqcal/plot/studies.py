@@ -11,13 +11,11 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import GENERATOR_COLOURS, error_bars, require
+from xuqcal.plot._common import LINESTYLES, MARKERS, error_bars, require, series_colour
 from xuqcal.plot.facets import Panel, facet
 
 _LABELS = {"zm": "<Z>", "zms": "ZMS", "zv": "Var(Z)", "rce": "RCE", "nll": "NLL", "cc": "CC",
            "ence": "ENCE", "uce": "UCE", "zmse": "ZMSE"}
-_MARKERS = ("o", "s", "D", "^", "v", "P")
-_LINESTYLES = ("-", "--", ":", "-.")
 X_LABEL = "sqrt(N / M)"
 
 
@@ -60,13 +58,11 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
     ('ν', 'p_val')
     """
     require(result, ("p_val", "statistic", "nu", "size"), "xuqcal.studies.validation_probability")
-    keys = [str(k) for k in result["statistic"].values]
     if statistic is None:
-        chosen = keys
+        chosen = [str(k) for k in result["statistic"].values]
     else:
-        chosen = [statistic] if isinstance(statistic, str) else list(statistic)
-        for key in chosen:
-            _check_statistic(result, key)
+        chosen = [_check_statistic(result, key)
+                  for key in ([statistic] if isinstance(statistic, str) else statistic)]
     level = float(result.attrs.get("level", 0.95))
 
     def draw(ax, indexers: dict, p: Panel) -> None:
@@ -74,14 +70,14 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
         nu = one["nu"].values
         sizes = one["size"].values
         for i, key in enumerate(chosen):
-            colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+            colour = series_colour(i)
             for j, m in enumerate(sizes):
                 cell = one.sel(statistic=key, size=m)
                 ax.fill_between(nu, cell["p_val_low"].values, cell["p_val_high"].values,
                                 color=colour, alpha=0.15, lw=0)
                 ax.plot(nu, cell["p_val"].values, color=colour,
-                        ls=_LINESTYLES[j % len(_LINESTYLES)],
-                        marker=_MARKERS[j % len(_MARKERS)], ms=4,
+                        ls=LINESTYLES[j % len(LINESTYLES)],
+                        marker=MARKERS[j % len(MARKERS)], ms=4,
                         label=f"{_label(key)}, M = {int(m)}")
         ax.axhline(level, color="black", ls="--", lw=1, label=f"{level:g}")
         ax.set_xlabel("ν")
@@ -133,7 +129,7 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
         finite = np.isfinite(sel["nu"].values)
         nu = sel["nu"].values[finite]
         for i, name in enumerate(sel["dataset"].values):
-            colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+            colour = series_colour(i)
             one = sel.sel(dataset=name)
             mean = one["mean"].values
             se = one["se"].values
@@ -190,11 +186,11 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
         sel = result.isel(indexers).sel(statistic=statistic)
         x = np.sqrt(sel["n_bins"] / sel["size"])
         for i, gen in enumerate(sel["generator"].values):
-            colour = GENERATOR_COLOURS[i % len(GENERATOR_COLOURS)]
+            colour = series_colour(i)
             cell = sel.sel(generator=gen)
             xs = x.broadcast_like(cell["mean"]).values.ravel()
             ax.errorbar(xs, cell["mean"].values.ravel(), yerr=2 * cell["se"].values.ravel(),
-                        fmt=_MARKERS[i % len(_MARKERS)], ms=3, color=colour, alpha=0.6,
+                        fmt=MARKERS[i % len(MARKERS)], ms=3, color=colour, alpha=0.6,
                         elinewidth=0.6, label=f"{gen}: cells (mean ± 2 se)")
             if "fit_a" in cell:
                 a, alpha = float(cell["fit_a"]), float(cell["fit_alpha"])

@@ -13,7 +13,7 @@ import xarray as xr
 from xuqcal.core import defaults
 from xuqcal.core.generators import get_generator
 from xuqcal.io import by_role
-from xuqcal.plot._common import GENERATOR_COLOURS, SCHEME_STYLE, require
+from xuqcal.plot._common import SCHEME_STYLE, require, series_colour
 from xuqcal.plot.facets import Panel, facet, present_points
 
 
@@ -69,7 +69,7 @@ def zeta(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None
             colour, marker = SCHEME_STYLE[family]
             generator = str(scheme_generator[j])
             if generator and len(generators) > 1:
-                colour = GENERATOR_COLOURS[generators.index(generator) % len(GENERATOR_COLOURS)]
+                colour = series_colour(generators.index(generator))
             ax.plot(x - 0.4 + width * (j + 0.5), zeta[:, j], ls="none", marker=marker,
                     color=colour, mfc="none" if family == "Sim2" else colour, label=scheme,
                     zorder=3)
@@ -164,7 +164,7 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENE
             density, _ = np.histogram(simulated, bins=edges, density=True)
             density *= np.mean((simulated >= edges[0]) & (simulated <= edges[-1]))
             ax.plot(centres, np.where(density > 0, density, np.nan), lw=1.5,
-                    color=GENERATOR_COLOURS[k % len(GENERATOR_COLOURS)],
+                    color=series_colour(k),
                     label=f"simulated, D = {gen.name}")
         ax.set_yscale("log")
         ax.set_xlabel(variable)

@@ -10,7 +10,7 @@ import xarray as xr
 from xuqcal.analysis.running import running_statistics as compute_running
 from xuqcal.core import defaults
 from xuqcal.io import by_role
-from xuqcal.plot._common import log_axis, require
+from xuqcal.plot._common import log_axis, positive, require
 from xuqcal.plot.facets import Panel, facet
 
 
@@ -111,7 +111,7 @@ def running_statistics(result: xr.Dataset, *, ax=None, log_x: bool | None = None
     x_all = result[by].values
     if log_x is None:
         log_x = by == result.attrs.get("uE", defaults.UE)
-    if log_x and not np.all(x_all[np.isfinite(x_all)] > 0):
+    if log_x and not positive(x_all):
         raise ValueError(
             f"log_x: a logarithmic axis needs positive values of {by!r}, got a minimum of "
             f"{np.nanmin(x_all)}; pass log_x=False"
