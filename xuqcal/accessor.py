@@ -153,12 +153,13 @@ class PlotAccessor:
         :func:`xuqcal.plot.error_distribution`."""
         return _plot.error_distribution(self._parent._ds, generators, **kwargs)
 
-    def local(self, statistic: str = "zms", *, ax=None, log: bool | None = None,
-              col: str | None = None, row: str | None = None, **kwargs):
+    def local(self, statistic: str = "zms", *, ax=None, log_x: bool | None = None,
+              log: bool | None = None, col: str | None = None, row: str | None = None,
+              **kwargs):
         """Per-bin values with intervals (runs :meth:`UQCalAccessor.local`); see
         :func:`xuqcal.plot.local`."""
-        return _plot.local(self._parent.local(statistic, **kwargs), ax=ax, log=log, col=col,
-                           row=row)
+        return _plot.local(self._parent.local(statistic, **kwargs), ax=ax, log_x=log_x,
+                           log=log, col=col, row=row)
 
     def fraction_valid(self, statistic: str = "zms", *, by: Sequence[str] = ("uE",), ax=None,
                        col: str | None = None, row: str | None = None, **kwargs):

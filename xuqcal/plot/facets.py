@@ -30,8 +30,15 @@ import numpy as np
 
 from xuqcal.plot._common import axes as new_axes
 
-__all__ = ["FacetGrid", "Panel", "check_placed", "extra_dims", "facet", "present_points",
-           "slice_value"]
+__all__ = [
+    "FacetGrid",
+    "Panel",
+    "check_placed",
+    "facet",
+    "slice_value",
+    "undrawn_dims",
+    "without_absent_points",
+]
 
 
 @dataclass
@@ -164,14 +171,14 @@ class Panel:
             ax.set_title(full)
 
 
-def extra_dims(obj, core: Collection[Hashable]) -> list[str]:
+def undrawn_dims(obj, core: Collection[Hashable]) -> list[str]:
     """The dimensions of ``obj`` (a Dataset or DataArray) beyond the ``core`` ones a figure
     draws, in their order.
 
     Examples
     --------
     >>> import xarray as xr
-    >>> extra_dims(xr.Dataset({"v": (("model", "bin"), [[1.0]])}), ("bin",))
+    >>> undrawn_dims(xr.Dataset({"v": (("model", "bin"), [[1.0]])}), ("bin",))
     ['model']
     """
     dims = list(obj.sizes) if hasattr(obj, "sizes") else list(obj.dims)
@@ -324,7 +331,7 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
     """
     import matplotlib.pyplot as plt
 
-    extra = extra_dims(obj[list(variables)] if variables else obj, core)
+    extra = undrawn_dims(obj[list(variables)] if variables else obj, core)
     col, row, hue = _assign(extra, col, row, lines, name)
     if col is None and row is None:
         ax = new_axes(ax, figsize=figsize)
@@ -387,7 +394,7 @@ def _figure_legend(fig, grid: np.ndarray, hue: str | None) -> None:
                    markerscale=1.5)
 
 
-def present_points(ds, E: str, uE: str, like=None):
+def without_absent_points(ds, E: str, uE: str, like=None):
     """``ds`` without the points where both ``E`` and ``uE`` (of ``like``, by default ``ds``
     itself: another Dataset over the same points) are NaN: the padding of sets of different
     lengths put together along an extra dimension (``xr.concat``).
@@ -396,7 +403,7 @@ def present_points(ds, E: str, uE: str, like=None):
     --------
     >>> import xarray as xr
     >>> ds = xr.Dataset({"E": ("sample", [1.0, np.nan]), "uE": ("sample", [1.0, np.nan])})
-    >>> present_points(ds, "E", "uE").sizes["sample"]
+    >>> without_absent_points(ds, "E", "uE").sizes["sample"]
     1
     """
     like = ds if like is None else like

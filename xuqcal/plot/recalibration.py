@@ -20,10 +20,10 @@ from xuqcal.plot.facets import (
     FacetGrid,
     Panel,
     check_placed,
-    extra_dims,
     facet,
-    present_points,
     slice_value,
+    undrawn_dims,
+    without_absent_points,
 )
 
 _SCAN_PANELS = (("nll", "NLL"), ("ence", "ENCE"), ("s_x", "S_x"),
@@ -79,8 +79,8 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one_before = before.isel(indexers)
-        one_after = present_points(after.isel(indexers), "E", "uE", like=one_before)
-        one_before = present_points(one_before, "E", "uE")
+        one_after = without_absent_points(after.isel(indexers), "E", "uE", like=one_before)
+        one_before = without_absent_points(one_before, "E", "uE")
         if by is None and "recalibration_bin" in one_after:
             index = one_after.recalibration_bin.values.astype(np.int64)
             n = int(one_after.attrs.get("recalibration_n_bins", index.max() + 1))
@@ -183,7 +183,7 @@ def scan(result: xr.Dataset, baseline: xr.Dataset | None = None,
             "xuqcal.recalibration.scan")
     from matplotlib import pyplot as plt
 
-    extra = extra_dims(result[[key for key, _ in _SCAN_PANELS]], ("n_bins", "by"))
+    extra = undrawn_dims(result[[key for key, _ in _SCAN_PANELS]], ("n_bins", "by"))
     check_placed(extra, row=row)
     if not extra:
         if axes is None:
@@ -371,7 +371,7 @@ def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=No
         x, y = x[keep], y[keep]
         if data is not None:
             points = data.isel({d: i for d, i in indexers.items() if d in data.dims})
-            points = present_points(points, "E", "uE")
+            points = without_absent_points(points, "E", "uE")
             e2 = points.E.values ** 2
             shown = e2 > 0
             ax.plot((points.uE.values ** 2)[shown], e2[shown], ".", ms=1, color="0.7",

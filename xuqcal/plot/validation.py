@@ -14,7 +14,7 @@ from xuqcal.core import defaults
 from xuqcal.core.generators import get_generator
 from xuqcal.io import by_role
 from xuqcal.plot._common import SCHEME_STYLE, require, series_colour
-from xuqcal.plot.facets import Panel, facet, present_points
+from xuqcal.plot.facets import Panel, facet, without_absent_points
 
 
 def zeta(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None = None):
@@ -148,7 +148,7 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENE
     data_vars = ds[[E, uE]]
 
     def draw(ax, indexers: dict, p: Panel) -> None:
-        one = present_points(ds.isel(indexers), E, uE)
+        one = without_absent_points(ds.isel(indexers), E, uE)
         check_data_variables(one, E, uE)
         errors = np.asarray(one[E].values)
         uncertainties = np.asarray(one[uE].values)
