@@ -137,3 +137,16 @@ def test_bins_round_trip_through_netcdf(tmp_path):
     xr.testing.assert_identical(back, bins)
     new = np.linspace(-4, 4, 50)
     np.testing.assert_array_equal(binning.apply_bins(back, new), binning.apply_bins(bins, new))
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=st.integers(1, 5000), n_bins=st.integers(1, 500))
+def test_points_per_bin_are_the_sizes_of_the_equal_count_bounds(m, n_bins):
+    """The warning's closed form (xuqcal.core.binning.points_per_bin) is the fewest and most
+    points of the bins that equal_count_bounds makes: the rule and the bins cannot drift."""
+    from xuqcal.core.binning import points_per_bin
+
+    if m < binning.MIN_POINTS_PER_BIN * n_bins:  # equal_count_bounds refuses these
+        return
+    sizes = np.diff(binning.equal_count_bounds(m, n_bins))
+    assert points_per_bin(m, n_bins) == (int(sizes.min()), int(sizes.max()))

@@ -26,6 +26,20 @@ def test_describe_recovers_the_nig_model():
     assert abs(d.kappa_cs.sel(variable="Z")) < 0.1
 
 
+def test_describe_warnings_point_at_the_caller():
+    """The warnings of describe name the user's line, not xuqcal's internals (a fixed
+    stacklevel pointed into xuqcal.analysis.lazy once describe went through analysis())."""
+    from xuqcal.analysis.diagnostics import DESCRIPTIONS, describe
+    from xuqcal.core.statistics import UndefinedStatisticWarning
+
+    ds = xuqcal.synthetic.nig(50, nu=6, seed=0)
+    with pytest.warns(UndefinedStatisticWarning, match="uE is constant") as record:
+        d = describe(ds.assign(uE=ds.uE * 0 + 1.0))
+    assert {w.filename for w in record} == {__file__}
+    assert all(d[name].attrs["description"] == DESCRIPTIONS[name] for name in d.data_vars)
+    assert set(DESCRIPTIONS) == set(d.data_vars)
+
+
 def test_student_t_fit_is_maximum_likelihood():
     from xuqcal.analysis.diagnostics import student_t_fit
 

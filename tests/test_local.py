@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import xarray as xr
 from scipy import stats
 
 import xuqcal
@@ -19,6 +20,7 @@ from xuqcal.analysis.local import (
 from xuqcal.core import defaults
 from xuqcal.core.binning import FewPointsPerBinWarning, points_per_bin, recommended_n_bins
 from xuqcal.core.intervals import bca_interval, wilson_interval
+from xuqcal.testing import count_computes
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +222,40 @@ def test_local_warns_for_min_count_strata_and_given_bins(small):
     with pytest.warns(FewPointsPerBinWarning,
                       match=r"^bins: the given bins \(n_bins=40\) of M=265 points hold 6 to 7 "):
         local(small, "zm", bins=bins)
+
+
+def test_value_dependent_bins_warn_once_and_eager_matches_lazy(small):
+    """Strata, group and grid bins are made (and checked) in one place, before the analysis:
+    one warning on either path, and the same result computed or lazy (the eager path recorded
+    the ``by`` argument, ``"uE"`` or a list, instead of the variables; the lazy path dropped
+    the group labels and the grid's cells and limits)."""
+    ds = small.assign(X2=small.E**2, G=("sample", np.arange(265) % 20)).rename(uE="sigma")
+    for kwargs in (dict(by="uE", binning="strata", min_count=5),
+                   dict(by="G", binning="groups"),
+                   dict(by=["uE", "X2"], binning="grid", n_bins=3)):
+        results = []
+        for data in (ds, ds.chunk({"sample": 100})):
+            with warnings.catch_warnings(record=True) as record:
+                warnings.simplefilter("always")
+                results.append(local(data, "zm", uE="sigma", **kwargs).compute())
+            assert len(_few(record)) == 1
+        eager, lazy = results
+        for result in results:
+            result.attrs.pop("created", None)
+        assert eager.attrs["by"] == lazy.attrs["by"] == ("G" if kwargs["by"] == "G" else
+                                                         "sigma" if kwargs["by"] == "uE" else
+                                                         "sigma,X2")
+        xr.testing.assert_identical(eager, lazy)
+
+
+def test_given_lazy_equal_count_bins_warn_without_computing(small):
+    lazy = small.chunk({"sample": 100})
+    bins = xuqcal.make_bins(lazy, "uE", n_bins=40)
+    with count_computes() as computes, pytest.warns(
+            FewPointsPerBinWarning, match=r"^bins: the given bins \(n_bins=40\) of M=265 "
+                                          r"points hold 6 to 7 "):
+        result = local(lazy, "zm", bins=bins)
+    assert computes.count == 0 and result.value.chunks is not None
 
 
 def test_the_rule_warns_before_computing_lazy_data(small):

@@ -200,7 +200,7 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
     target = TARGETS[statistic]
     band = 1.96 / math.sqrt(n_groups)
     f8 = np.float64
-    return template(
+    layout = template(
         {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),
          **{c: (("bin",), f8, dict(bins_layout[c].attrs))
             for c in ("bin_low", "bin_high", "bin_centre") if c in bins_layout.coords},
@@ -221,30 +221,44 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
         attrs={**{k: v for k, v in bins_layout.attrs.items() if k in ("min_count",
                                                                       "n_bins_requested")},
                **attrs, "acf_band": band, "n_bins": n_groups})
+    # what else the bins describe (group labels, the cells and limits of a grid), as the
+    # body keeps it: known values stay, lazy ones are computed with the result
+    extra = [name for name, variable in bins_layout.variables.items()
+             if name not in layout.variables and name not in ("bin_index", "upper_limit")
+             and "sample" not in variable.dims]
+    return layout.assign({name: bins_layout[name].variable for name in extra
+                          if name in bins_layout.data_vars}).assign_coords(
+        {name: bins_layout[name].variable for name in extra if name in bins_layout.coords})
 
 
-def _warn_bin_counts(bins: xr.Dataset, m: int, *, given: bool) -> None:
-    """The rule of :mod:`xuqcal.core.binning` for bins whose counts depend on the values
-    (strata, groups, a 2-D grid) or that were given: a
-    :class:`~xuqcal.core.binning.FewPointsPerBinWarning` when a bin holds fewer than
-    ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points (nothing when the counts are lazy)."""
-    if "count" in bins.data_vars:
-        counts = bins["count"]
-        if counts.chunks is not None:
-            return
-        counts = counts.values
-    elif bins["bin_index"].chunks is None:
-        counts = np.bincount(bins["bin_index"].values, minlength=bins.sizes["bin"])
-    else:
-        return
+def _warn_bins(bins: xr.Dataset, m: int, *, given: bool) -> None:
+    """The rule of :mod:`xuqcal.core.binning` for the bins of :func:`local` (made, given, or
+    the layout of equal-count bins): a :class:`~xuqcal.core.binning.FewPointsPerBinWarning`
+    when a bin holds fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points, naming what
+    decided the bins. No data are read when the counts are lazy: equal-count bins hold
+    ``points_per_bin(m, n_bins)`` points whatever the values; other lazy counts are not
+    checked."""
     n = bins.sizes["bin"]
     scheme = bins.attrs.get("scheme")
+    counts = bins["count"] if "count" in bins.data_vars else None
+    if counts is not None and counts.chunks is None:
+        counts = counts.values
+    elif counts is None and bins["bin_index"].chunks is None:
+        counts = np.bincount(bins["bin_index"].values, minlength=n)
+    elif scheme == "equal":
+        counts = None  # n equal-count bins of m points (xuqcal.core.binning)
+    else:
+        return
     minimum = defaults.MIN_POINTS_PER_BIN_LOCAL
+    mc = bins.attrs.get("min_count")
     if given:
-        argument, source, advice = ("bins", f"the given bins (n_bins={n})",
-                                    "use fewer, larger bins")
+        argument, source, advice = "bins", f"the given bins (n_bins={n})", "use fewer, larger bins"
+    elif scheme == "equal" and "n_bins_requested" not in bins.attrs:
+        argument, source, advice = "n_bins", None, None
+    elif scheme == "equal":  # min_count decided the number of bins
+        argument, source, advice = ("min_count", f"n_bins={n} bins (min_count={mc})",
+                                    f"use min_count >= {minimum}")
     elif scheme == "strata":
-        mc = bins.attrs.get("min_count")
         argument, source, advice = ("min_count", f"strata bins (min_count={mc}, n_bins={n})",
                                     f"use min_count >= {minimum}")
     elif scheme == "groups":
@@ -258,27 +272,12 @@ def _warn_bin_counts(bins: xr.Dataset, m: int, *, given: bool) -> None:
                             advice=advice)
 
 
-def _warn_equal_bins(m: int, n_bins: int, bins_layout: xr.Dataset) -> None:
-    """The rule of :mod:`xuqcal.core.binning` for ``n_bins`` equal-count bins (reduced by
-    ``min_count`` when the layout says so), before any computation."""
-    n = bins_layout.attrs.get("n_bins", n_bins)
-    if "n_bins_requested" in bins_layout.attrs:  # min_count decided the number of bins
-        mc = bins_layout.attrs["min_count"]
-        warn_few_points_per_bin(m, n, argument="min_count",
-                                source=f"n_bins={n} bins (min_count={mc})",
-                                advice=f"use min_count >= {defaults.MIN_POINTS_PER_BIN_LOCAL}")
-    else:
-        warn_few_points_per_bin(m, n)
-
-
 def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by, n_bins: int,
                 binning: str, min_count: int | None, n_boot: int, level: float, seed: int,
                 E: str, uE: str) -> xr.Dataset:
-    """:func:`local` on NumPy-backed data (the bins are made here when not given)."""
+    """:func:`local` on NumPy-backed data (equal-count bins are made here when not given)."""
     if bins is None:
         bins = make_bins(data, by, n_bins=n_bins, binning=binning, min_count=min_count, uE=uE)
-        if binning != "equal":  # equal-count bins were checked from n_bins by local()
-            _warn_bin_counts(bins, data.sizes["sample"], given=False)
     else:
         _check_bin_index(bins.bin_index.values, bins.sizes["bin"])
     n_groups = bins.sizes["bin"]
@@ -397,21 +396,14 @@ def local(
         name = variable_name(ds, names, uE, role="conditioning") if isinstance(names, str) \
             else names
         variables = [E, uE, *([name] if isinstance(name, str) else name)]
-        if binning != "equal" and is_lazy(ds, variables):  # sizes depend on the values
+        if binning != "equal":  # the number of bins depends on the values: made here
             bins = make_bins(ds, names, n_bins=n_bins, binning=binning, min_count=min_count,
                              uE=uE)
-    bins_layout = (bins if bins is not None else
-                   _equal_layout(m, n_bins, min_count, name, None) if binning == "equal"
-                   else None)
-    if bins is not None:  # given, or strata of Dask-backed data computed above
-        _warn_bin_counts(bins, m, given=given_bins)
-    elif binning == "equal":
-        _warn_equal_bins(m, n_bins, bins_layout)
+    bins_layout = bins if bins is not None else _equal_layout(m, n_bins, min_count, name, None)
+    _warn_bins(bins_layout, m, given=given_bins)
     attrs = provenance(
         statistic=statistic, target=TARGETS[statistic],
-        by=bins_layout.attrs.get("by", by) if bins_layout is not None else by,
-        binning=(bins_layout.attrs.get("scheme", binning) if bins_layout is not None
-                 else binning),
+        by=bins_layout.attrs.get("by", by), binning=bins_layout.attrs.get("scheme", binning),
         interval="student" if statistic == "zm" else "bca",
         n_boot=0 if statistic == "zm" else n_boot, level=level, seed=seed,
         target_fraction_valid=TARGET_FRACTION, random_streams=RNG_DESCRIPTION, E=E, uE=uE)

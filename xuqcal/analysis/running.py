@@ -21,7 +21,7 @@ import numbagg
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.lazy import is_lazy, lazy_result, template, with_layout_attrs
+from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
@@ -226,13 +226,10 @@ def running_statistics(
             edges="NaN where fewer than min_count points of the window exist",
             method="numbagg.move_mean (trailing) shifted by (window - 1) // 2",
             n_samples=m, E=E, uE=uE))
-    data = ds[names]
-    if SAMPLE_DIM not in data.coords:
-        data = data.assign_coords({SAMPLE_DIM: rows})
-    kwargs = dict(by=by, window=window, min_count=min_count, E=E, uE=uE)
-    if is_lazy(ds, names):
-        return lazy_result(_running_body, data, layout, **kwargs)
-    return with_layout_attrs(_running_body(data, **kwargs), layout)
+    if SAMPLE_DIM not in ds.coords:
+        ds = ds.assign_coords({SAMPLE_DIM: rows})
+    return analysis(_running_body, ds, names, lambda: layout, by=by, window=window,
+                    min_count=min_count, E=E, uE=uE)
 
 
 def _running_body(ds: xr.Dataset, *, by: str, window: int, min_count: int, E: str, uE: str
