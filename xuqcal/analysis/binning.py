@@ -31,6 +31,7 @@ from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binn
     check_n_bins,
     equal_count_bounds,
     equal_count_order,
+    recommended_n_bins,
 )
 from xuqcal.core.checks import variable_name
 from xuqcal.io import by_role
@@ -134,7 +135,7 @@ def equal_count(values, n_bins: int, *, min_count: int | None = None, tiebreak=N
         min_count = _check_min_count(min_count, m)
         if m // min_count < n_bins:
             attrs = {"n_bins_requested": int(n_bins), "min_count": min_count}
-            n_bins = max(m // min_count, 1)
+            n_bins = recommended_n_bins(m, n_bins, min_points=min_count)
     if min_count is None:
         check_n_bins(m, n_bins, variable=by)
     order = equal_count_order(values, tiebreak)
@@ -304,7 +305,7 @@ def _equal_layout(m: int, n_bins: int, min_count: int | None, by: str, sample) -
         min_count = _check_min_count(min_count, m)
         if m // min_count < n_bins:
             attrs.update(n_bins_requested=int(n_bins), min_count=min_count)
-            n_bins = max(m // min_count, 1)
+            n_bins = recommended_n_bins(m, n_bins, min_points=min_count)
     attrs["n_bins"] = int(n_bins)
     if min_count is None:
         check_n_bins(m, n_bins, variable=by)

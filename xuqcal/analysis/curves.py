@@ -33,7 +33,13 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import warn_few_points_per_bin
-from xuqcal.core.checks import check_generators, check_replicates, check_seed, variable_name
+from xuqcal.core.checks import (
+    check_generators,
+    check_replicates,
+    check_seed,
+    user_stacklevel,
+    variable_name,
+)
 from xuqcal.core.generators import Generator
 from xuqcal.core.intervals import check_level, wilson_interval
 from xuqcal.core.kernels import reference_curves, tail_curve
@@ -538,7 +544,8 @@ def calibration_curve(
         from xuqcal.core.statistics import UndefinedStatisticWarning
 
         warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
-                      f"levels p, got {levels.size}", UndefinedStatisticWarning, stacklevel=2)
+                      f"levels p, got {levels.size}", UndefinedStatisticWarning,
+                      stacklevel=user_stacklevel())
     attrs = provenance(generator=gen.name, level=level,
                        interval="|E| <= uE * q_D((1 + p) / 2)",
                        ci_method="Wilson score interval with continuity correction",

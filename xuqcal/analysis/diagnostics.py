@@ -19,7 +19,7 @@ from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
-from xuqcal.core.binning import _user_stacklevel
+from xuqcal.core.checks import user_stacklevel
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (
     UndefinedStatisticWarning,
@@ -47,13 +47,13 @@ def _ldexp(value: float, k: int, name: str) -> float:
         return math.ldexp(value, k)
     except OverflowError:
         warnings.warn(f"{name} is undefined: its value exceeds the float64 range",
-                      UndefinedStatisticWarning, stacklevel=_user_stacklevel())
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return math.copysign(math.inf, value)
 
 
 def _warn_constant(variable: str, names: str) -> None:
     warnings.warn(f"{names} of {variable} are undefined: {variable} is constant",
-                  UndefinedStatisticWarning, stacklevel=_user_stacklevel())
+                  UndefinedStatisticWarning, stacklevel=user_stacklevel())
 
 
 def student_t_fit(x: np.ndarray) -> tuple[float, float, float]:

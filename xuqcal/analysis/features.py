@@ -30,6 +30,7 @@ from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
+from xuqcal.core.checks import user_stacklevel
 from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM, by_role
 
@@ -441,7 +442,7 @@ def _rank_body(data: xr.Dataset, *, features: list[str], E: str, uE: str) -> xr.
         warnings.warn(
             f"rank_correlation: {', '.join(constant)} is constant; its correlations are NaN",
             _scipy_stats.ConstantInputWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     matrix = np.full((len(labels), len(labels)), np.nan)
     if len(varying) >= 2:

@@ -36,7 +36,13 @@ from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import warn_few_points_per_bin
-from xuqcal.core.checks import check_bool, check_replicates, check_seed, variable_name
+from xuqcal.core.checks import (
+    check_bool,
+    check_replicates,
+    check_seed,
+    user_stacklevel,
+    variable_name,
+)
 from xuqcal.core.intervals import (
     acceleration,
     bca_interval,
@@ -131,7 +137,7 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
         from xuqcal.core.statistics import UndefinedStatisticWarning
 
         warnings.warn("acf is undefined: the per-bin values are all equal (or not finite)",
-                      UndefinedStatisticWarning, stacklevel=2)
+                      UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return np.array([1.0] + [math.nan] * max_lag)
     return np.array([1.0] + [np.sum(d[:-k] * d[k:]) / denom for k in range(1, max_lag + 1)])
 

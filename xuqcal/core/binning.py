@@ -26,14 +26,12 @@ The default window of running statistics follows the same minimum
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
 from xuqcal.core import defaults
+from xuqcal.core.checks import user_stacklevel
 
 #: Smallest number of points per bin accepted by the binned statistics (each bin's mean needs a
 #: few points; a leave-one-out sample must still fill every bin).
@@ -140,17 +138,6 @@ def points_per_bin(m: int, n_bins: int) -> tuple[int, int]:
     return m // n_bins, -(-m // n_bins)
 
 
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` of :func:`warnings.warn` that points at the first caller outside
-    xuqcal (whatever decorators and helpers lie between), counted from the caller of this
-    function's caller."""
-    package = os.path.join(str(Path(__file__).resolve().parents[1]), "")
-    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
-    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
 def warn_few_points_per_bin(m: int, n_bins: int, *, counts=None, argument: str = "n_bins",
                             source: str | None = None, advice: str | None = None,
                             per: str = "bin",
@@ -213,5 +200,5 @@ def warn_few_points_per_bin(m: int, n_bins: int, *, counts=None, argument: str =
     warnings.warn(
         f"{argument}: {source} of M={m} points hold {held} points per {per}, fewer than the "
         f"{min_points} per {per} below which per-{per} intervals are unreliable; {advice}",
-        FewPointsPerBinWarning, stacklevel=_user_stacklevel())
+        FewPointsPerBinWarning, stacklevel=user_stacklevel())
     return True

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
@@ -314,3 +317,17 @@ def check_generators(generators: object, name: str = "generators") -> list:
         seen[gen.name] = g
         out.append(gen)
     return out
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of :func:`warnings.warn` that points at the first caller outside
+    xuqcal (whatever decorators and helpers lie between), counted from the caller of this
+    function's caller. Every warning of xuqcal uses it: the analyses are reached through
+    decorators (:func:`~xuqcal.io.by_role`, :func:`~xuqcal.analysis.slices.broadcast`), so a
+    fixed level points inside the package. In a Dask worker thread there is no caller of the
+    user's: the level then points at the scheduler."""
+    package = os.path.join(str(Path(__file__).resolve().parents[1]), "")
+    frame, level = sys._getframe(1), 1  # the function that calls warnings.warn
+    while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

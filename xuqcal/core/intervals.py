@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special, stats
 
 from xuqcal.core.checks import check_level as _check_level
+from xuqcal.core.checks import user_stacklevel
 
 METHODS = ("bca", "percentile", "student")
 
@@ -195,7 +196,7 @@ def _warn_undefined_replicates(has_nan: np.ndarray, replicates: np.ndarray, esti
         f"bootstrap interval undefined for {which}: the statistic is NaN or infinite on "
         "these resamples (e.g. cc when a resample's uE or |E| are all equal, zmse when a "
         "bin's errors are all 0); its bounds are NaN",
-        DegenerateIntervalWarning, stacklevel=3,
+        DegenerateIntervalWarning, stacklevel=user_stacklevel(),
     )
 
 
@@ -217,7 +218,7 @@ def _warn_degenerate(degenerate: np.ndarray, z0: np.ndarray, b: int,
         "one side of the estimate, so z0 is infinite; its bounds are NaN. "
         + ("The bootstrap bias of the statistic is several times its spread."
            if b >= 100 else f"{b} replicates are far too few for a BCa interval."),
-        DegenerateIntervalWarning, stacklevel=3,
+        DegenerateIntervalWarning, stacklevel=user_stacklevel(),
     )
 
 

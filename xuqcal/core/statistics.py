@@ -24,6 +24,7 @@ from scipy.stats.mstats import hdquantiles
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import check_n_bins, equal_count_order
+from xuqcal.core.checks import user_stacklevel
 
 #: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
 #: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
@@ -574,7 +575,7 @@ class PreparedData:
         if full and not np.isfinite(out).all():
             for code, why in self.undefined_reasons(codes, out).items():
                 warnings.warn(f"{_BY_CODE[code].key} is undefined: {why}",
-                              UndefinedStatisticWarning, stacklevel=2)
+                              UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return out
 
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

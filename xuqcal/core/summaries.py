@@ -10,6 +10,7 @@ from itertools import combinations
 
 import numpy as np
 
+from xuqcal.core.checks import user_stacklevel
 from xuqcal.core.intervals import quantile_sorted
 from xuqcal.core.statistics import UndefinedStatisticWarning
 
@@ -61,7 +62,7 @@ def summarize_replicates(replicates, names=None):
                     f"{int(bad.sum())} of {bad.size} synthetic sets of {count} generator(s) "
                     f"(e.g. cc when uE is constant, a statistic with units beyond the float64 "
                     f"range); its mean, se and quantiles are NaN or infinite",
-                    UndefinedStatisticWarning, stacklevel=2)
+                    UndefinedStatisticWarning, stacklevel=user_stacklevel())
     return mean, se, quantiles[..., 0], quantiles[..., 1]
 
 

@@ -27,7 +27,7 @@ from xuqcal.analysis.local import local
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
-from xuqcal.core.checks import check_replicates
+from xuqcal.core.checks import check_replicates, user_stacklevel
 from xuqcal.core.provenance import attach
 from xuqcal.core.statistics import (
     STATISTICS,
@@ -70,7 +70,7 @@ def _score_values(z2: np.ndarray, e2: np.ndarray, u2: np.ndarray, sum_lnu2: floa
         if not np.all(_ZMS.from_sums(bin_sums) > 0):
             warnings.warn(f"s_x is undefined for {name}: a bin has <Z²> = 0 (all its errors "
                           "are 0), so |ln <Z²>| is infinite", UndefinedStatisticWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
         ence.append(float(_ENCE.from_bin_sums(bin_sums)))
     # S_cal = |ln <Z²>| (ZMSE of one bin) with the scalar math.log: NumPy's vectorized log may
     # differ from it in the last bit, and the scores have always used the scalar one

@@ -46,6 +46,7 @@ from xuqcal.core.checks import (
     check_seed,
     float_list,
     int_list,
+    user_stacklevel,
 )
 from xuqcal.core.generators import Generator, generator_coords, get_generator
 from xuqcal.core.provenance import attach, created
@@ -130,7 +131,8 @@ def _summarize_named(replicates: np.ndarray, names: Sequence[str]):
                 warnings.warn(f"{name} reference is undefined in {cells} cell(s) of the cube: "
                               "the statistic is NaN or infinite on some synthetic sets (e.g. "
                               "cc when uE is constant, a statistic with units beyond the "
-                              "float64 range)", UndefinedStatisticWarning, stacklevel=2)
+                              "float64 range)", UndefinedStatisticWarning,
+                              stacklevel=user_stacklevel())
     return out
 
 

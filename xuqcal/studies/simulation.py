@@ -33,7 +33,14 @@ from xuqcal.analysis.resampling import bootstrap_prepared, check_count
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_replicates, check_seed, float_list, int_list
+from xuqcal.core.checks import (
+    check_bool,
+    check_replicates,
+    check_seed,
+    float_list,
+    int_list,
+    user_stacklevel,
+)
 from xuqcal.core.generators import get_generator
 from xuqcal.core.intervals import DegenerateIntervalWarning, check_level, wilson_interval, zeta
 from xuqcal.core.provenance import attach, provenance
@@ -473,7 +480,7 @@ def zero_bins_extrapolation(
     *,
     statistics: str | Iterable[str] = ("ence", "zmse"),
     n_bins: Iterable[int] = range(10, 151, 10),
-    min_points: int = 20,
+    min_points: int = defaults.MIN_POINTS_PER_BIN_LOCAL,
     fit_above: int = 20,
     level: float = defaults.LEVEL,
     E: str = defaults.E,
@@ -611,7 +618,7 @@ def _zero_bins_body(ds: xr.Dataset, *, chosen, used, x, in_fit, fit_above, level
         if math.isfinite(value) and not width > 0:
             warnings.warn(f"{key}: the zero-bins interval has zero width (the values do not "
                           "vary with the number of bins, e.g. constant E and uE), so zeta is "
-                          "infinite", DegenerateIntervalWarning, stacklevel=2)
+                          "infinite", DegenerateIntervalWarning, stacklevel=user_stacklevel())
     return _zero_bins_dataset(
         {"value": values, "intercept": intercept, "intercept_se": intercept_se,
          "intercept_low": low, "intercept_high": high, "slope": slope, "slope_se": slope_se,
