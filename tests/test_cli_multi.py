@@ -3,14 +3,8 @@ of results with extra dimensions, and the command line (``validate``/``report`` 
 files, ``--names``, ``--features``, Zarr stores, ``recalibrate --features/--by/--test-E``,
 ``python -m xuqcal``).
 
-Two kinds of tests:
-
-- most tests run today: the command's reading, stacking, printing and writing are checked
-  with ``validate`` replaced by :func:`per_slice_validate`, which validates each slice alone
-  and stacks the results (what the broadcasting ``xuqcal.validate`` returns by contract);
-- the tests named ``test_core_*`` run the real ``xuqcal.validate`` (and ``report``) on
-  stacked data and NetCDF inputs with extra dimensions: they pass once every analysis
-  broadcasts over the extra dimensions (``xuqcal/analysis/slices.py``).
+Every test runs the real, broadcasting ``xuqcal.validate`` (``xuqcal/analysis/slices.py``);
+the tests named ``test_core_*`` also compare its slices with the single-set calls.
 """
 
 from __future__ import annotations
@@ -44,37 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--n-boot", "200", "--n-mc", "60", "--statistics", "zms,rce,ence", "--no-progress"]
 OPTIONS = dict(n_boot=200, n_mc=60)
 STATISTICS = ["zms", "rce", "ence"]
-_validate_one = xuqcal.analysis.validation.validate  # the validation of one data set
-
-
-def per_slice_validate(ds, statistics=None, **kwargs):
-    """``xuqcal.validate`` of data with one extra dimension, slice by slice: each slice
-    without its absent points (E and uE both NaN), then the results stacked along the
-    dimension with the coordinate ``n_samples`` (the contract of the broadcasting
-    ``validate``)."""
-    dims = [d for d in ds["E"].dims if d != "sample"]
-    if not dims:
-        return _validate_one(ds, statistics, **kwargs)
-    (dim,) = dims
-    results = []
-    for label in ds[dim].values:
-        one = ds.sel({dim: label}, drop=True)
-        present = ~(np.isnan(one["E"].values) & np.isnan(one["uE"].values))
-        one = one.isel(sample=np.flatnonzero(present))
-        one = one.drop_vars([c for c in one.coords if c != "sample"])
-        results.append(_validate_one(one, statistics, **kwargs).assign_coords(
-            n_samples=one.sizes["sample"]))
-    return xr.concat(results, dim=pd.Index(ds[dim].values, name=dim), data_vars="all",
-                     coords="different", compat="equals", join="outer",
-                     combine_attrs="drop_conflicts")
-
-
-@pytest.fixture
-def slice_validate(monkeypatch):
-    """The command validates with :func:`per_slice_validate`."""
-    monkeypatch.setattr(cli, "validate", per_slice_validate)
-
-
 def _frame(m, seed, scale=1.0):
     ds = xuqcal.synthetic.nig(m, nu=6, seed=seed, uE_scale=scale)
     rng = np.random.default_rng(seed)
@@ -205,8 +168,8 @@ def test_stack_datasets_of_the_shared_sets(load_set):
 def two_results():
     sets = {"a": xuqcal.synthetic.nig(300, nu=6, seed=1),
             "b": xuqcal.synthetic.nig(200, nu=6, seed=2, uE_scale=0.7)}
-    singles = {name: _validate_one(ds, STATISTICS, **OPTIONS) for name, ds in sets.items()}
-    stacked = per_slice_validate(xuqcal.stack_datasets(sets), STATISTICS, **OPTIONS)
+    singles = {name: xuqcal.validate(ds, STATISTICS, **OPTIONS) for name, ds in sets.items()}
+    stacked = xuqcal.validate(xuqcal.stack_datasets(sets), STATISTICS, **OPTIONS)
     return singles, stacked
 
 
@@ -262,7 +225,7 @@ def test_tables_of_two_extra_dimensions(two_results):
 # --------------------------------------------------------------------------------------------
 
 
-def test_validate_several_files(three, tmp_path, capsys, slice_validate):
+def test_validate_several_files(three, tmp_path, capsys):
     out = tmp_path / "result.nc"
     files = [str(three[k]) for k in ("a", "b", "c")]
     assert main(["validate", *files, *COLUMNS, "--where", "uE > 0", *FAST, "-o",
@@ -282,13 +245,13 @@ def test_validate_several_files(three, tmp_path, capsys, slice_validate):
         assert result.attrs["where"] == "uE > 0" and result.attrs["source"] == ", ".join(files)
         assert result["n_samples"].values.tolist() == [400, 299, 250]
         for name, path in three.items():
-            alone = _validate_one(_read(path, where="uE > 0"), STATISTICS, **OPTIONS)
+            alone = xuqcal.validate(_read(path, where="uE > 0"), STATISTICS, **OPTIONS)
             for variable in ("estimate", "ci_low", "ci_high", "zeta"):
                 np.testing.assert_array_equal(result[variable].sel(dataset=name).values,
                                               alone[variable].values)
 
 
-def test_validate_names_and_one_named_file(three, tmp_path, capsys, slice_validate):
+def test_validate_names_and_one_named_file(three, tmp_path, capsys):
     files = [str(three["a"]), str(three["c"])]
     assert main(["validate", *files, *COLUMNS, "--names", "qm9,logP", *FAST]) == 0
     printed = capsys.readouterr().out
@@ -358,7 +321,7 @@ def test_validate_n_bins_names_the_smallest_file(three, capsys, no_validation):
                     f"per bin), but {three['c']} has 250; give --n-bins 125 or fewer")
 
 
-def test_validate_features_and_where_on_features(three, capsys, slice_validate):
+def test_validate_features_and_where_on_features(three, capsys):
     files = [str(three["a"]), str(three["c"])]
     args = argparse.Namespace(E="y - y_pred", uE="sqrt(var)", where="size > -1",
                               features=["y", "size=y*2"], names=None)
@@ -401,7 +364,27 @@ def test_validate_netcdf_files_with_different_features(tmp_path, capsys, no_vali
     assert "--features: for a NetCDF file, give variable names" in line
 
 
-def test_validate_netcdf_features_option_selects_variables(tmp_path, capsys, slice_validate):
+def test_netcdf_uncertainty_variable_named_E(tmp_path, capsys):
+    """A NetCDF input whose uncertainty variable is named E (--E err --uE E) is read, the
+    variables renamed E and uE; a variable E besides the two named is refused."""
+    one = xuqcal.synthetic.nig(200, nu=6, seed=1)
+    data = xr.Dataset({"err": ("sample", one.E.values), "E": ("sample", one.uE.values)})
+    xuqcal.to_netcdf(data, tmp_path / "a.nc")
+    args = argparse.Namespace(E="err", uE="E", where=None, features=None, names=None)
+    ds, expressions = cli_inputs.read_inputs([tmp_path / "a.nc"], args)
+    assert expressions == ("err", "E")
+    np.testing.assert_array_equal(ds["E"].values, one.E.values)
+    np.testing.assert_array_equal(ds["uE"].values, one.uE.values)
+    assert main(["validate", str(tmp_path / "a.nc"), "--E", "err", "--uE", "E", *FAST]) == 0
+    assert "M = 200" in capsys.readouterr().out
+    xuqcal.to_netcdf(data.assign(u=data["E"]), tmp_path / "b.nc")
+    line = _one_line(capsys, main(["validate", str(tmp_path / "b.nc"), "--E", "err", "--uE",
+                                   "u", *FAST]))
+    assert line.startswith(f"xuqcal validate: error: --E, --uE: {tmp_path / 'b.nc'}: the data "
+                           "set has a variable 'E' besides the error and uncertainty variables")
+
+
+def test_validate_netcdf_features_option_selects_variables(tmp_path, capsys):
     a = xuqcal.synthetic.nig(200, nu=6, seed=1)
     xuqcal.to_netcdf(a.assign(X=a.uE * 2, Y=a.uE).rename(E="err"), tmp_path / "a.nc")
     xuqcal.to_netcdf(xuqcal.synthetic.nig(150, nu=6, seed=2).pipe(
@@ -446,7 +429,7 @@ def test_zarr_store_is_read_lazily_by_role(tmp_path, capsys, monkeypatch):
     out = tmp_path / "result.nc"
     assert main(["validate", str(store), *FAST, "-o", str(out)]) == 0
     assert opened == [store] and "M = 300" in capsys.readouterr().out
-    alone = _validate_one(data, STATISTICS, E="err", uE="sigma", **OPTIONS)
+    alone = xuqcal.validate(data, STATISTICS, E="err", uE="sigma", **OPTIONS)
     with xr.open_dataset(out) as result:
         assert result.attrs["E_expression"] == "err" and result.attrs["uE_expression"] == "sigma"
         np.testing.assert_array_equal(result["zeta"].values, alone["zeta"].values)
@@ -471,8 +454,7 @@ def test_zarr_store_with_the_zarr_package(tmp_path, capsys):
 # --------------------------------------------------------------------------------------------
 
 
-def test_report_several_files_passes_the_stacked_set(three, tmp_path, capsys, monkeypatch,
-                                                     slice_validate):
+def test_report_several_files_passes_the_stacked_set(three, tmp_path, capsys, monkeypatch):
     import xuqcal.report.html as html
 
     calls = []
@@ -615,7 +597,7 @@ def test_python_dash_m_validates_several_files(module, three):
 
 
 # --------------------------------------------------------------------------------------------
-# End to end with the broadcasting xuqcal.validate (pass once the core lands)
+# End to end: the slices of the broadcasting xuqcal.validate against the single calls
 # --------------------------------------------------------------------------------------------
 
 
@@ -635,7 +617,7 @@ def test_core_validate_several_files(three, tmp_path, capsys):
     with xr.open_dataset(out) as result:
         assert result["n_samples"].values.tolist() == [400, 299, 250]
         for name, path in three.items():
-            _same_as_alone(result, name, _validate_one(_read(path, where="uE > 0"), STATISTICS,
+            _same_as_alone(result, name, xuqcal.validate(_read(path, where="uE > 0"), STATISTICS,
                                                        **OPTIONS))
 
 
@@ -652,7 +634,7 @@ def test_core_validate_the_shared_sets(load_set, tmp_path, capsys):
         assert f"dataset = {name} (M = {ds.sizes['sample']})" in printed
     with xr.open_dataset(out) as result:
         for name, ds in sets.items():
-            _same_as_alone(result, name, _validate_one(ds, STATISTICS, **OPTIONS))
+            _same_as_alone(result, name, xuqcal.validate(ds, STATISTICS, **OPTIONS))
 
 
 def test_core_validate_netcdf_with_a_model_dimension(tmp_path, capsys):
@@ -667,7 +649,7 @@ def test_core_validate_netcdf_with_a_model_dimension(tmp_path, capsys):
     with xr.open_dataset(out) as result:
         assert result["zeta"].dims == ("model", "statistic", "scheme")
         for name, ds in sets.items():
-            alone = _validate_one(ds, STATISTICS, **OPTIONS)
+            alone = xuqcal.validate(ds, STATISTICS, **OPTIONS)
             np.testing.assert_array_equal(result["zeta"].sel(model=name).values,
                                           alone["zeta"].values)
 
@@ -706,7 +688,7 @@ def test_core_report_several_files(three, tmp_path, capsys):
         assert result["n_samples"].values.tolist() == [400, 250]
         assert result["source"].values.tolist() == [str(three["a"]), str(three["c"])]
     for name in ("a", "c"):  # each section: the report of that file alone
-        alone = _validate_one(_read(three[name]), STATISTICS, **OPTIONS)
+        alone = xuqcal.validate(_read(three[name]), STATISTICS, **OPTIONS)
         with xr.open_dataset(out / "results" / f"dataset-{name}_validation.nc") as part:
             np.testing.assert_array_equal(part["zeta"].values, alone["zeta"].values)
         assert (out / "figures" / f"dataset-{name}_zscores_uE.png").is_file()

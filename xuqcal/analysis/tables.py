@@ -9,12 +9,10 @@ it. The functions read computed results (call ``.compute()`` on a lazy one first
 
 Examples
 --------
->>> import pandas as pd, xarray as xr, xuqcal
+>>> import xuqcal
 >>> sets = {"a": xuqcal.synthetic.nig(300, nu=6, seed=1),
 ...         "b": xuqcal.synthetic.nig(200, nu=6, seed=2)}
->>> results = [xuqcal.validate(ds, ["zms"], n_boot=200, n_mc=100).assign_coords(
-...     n_samples=ds.sizes["sample"]) for ds in sets.values()]
->>> result = xr.concat(results, dim=pd.Index(list(sets), name="dataset"))
+>>> result = xuqcal.validate(xuqcal.stack_datasets(sets), ["zms"], n_boot=200, n_mc=100)
 >>> [slice_title(labels, block) for labels, block in slice_blocks(result)]
 ['dataset = a (M = 300)', 'dataset = b (M = 200)']
 >>> slices_summary(result)[["dataset", "n_samples", "statistic", "verdict"]]
@@ -25,12 +23,13 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from xuqcal.io.schema import slice_positions
 
 __all__ = ["RESULT_DIMS", "slice_blocks", "slice_dims", "slice_size", "slice_title",
            "slices_summary", "slices_table"]
@@ -54,13 +53,6 @@ def slice_dims(result: xr.Dataset) -> list[str]:
         raise TypeError(f"result: expected an xarray.Dataset (a validate result), got "
                         f"{type(result).__name__}")
     return [str(d) for d in result.dims if d not in RESULT_DIMS]
-
-
-def _label(result: xr.Dataset, dim: str, position: int) -> Any:
-    if dim in result.indexes:
-        value = result.indexes[dim][position]
-        return value.item() if isinstance(value, np.generic) else value
-    return position
 
 
 def slice_blocks(result: xr.Dataset) -> list[tuple[dict[str, Any], xr.Dataset]]:
@@ -88,12 +80,8 @@ def slice_blocks(result: xr.Dataset) -> list[tuple[dict[str, Any], xr.Dataset]]:
     >>> [(labels, block.sizes["statistic"]) for labels, block in slice_blocks(r)]
     [({}, 1)]
     """
-    dims = slice_dims(result)
-    blocks = []
-    for positions in itertools.product(*(range(result.sizes[d]) for d in dims)):
-        labels = {d: _label(result, d, p) for d, p in zip(dims, positions, strict=True)}
-        blocks.append((labels, result.isel(dict(zip(dims, positions, strict=True)))))
-    return blocks
+    return [(labels, result.isel(positions))
+            for labels, positions in slice_positions(result, slice_dims(result))[1]]
 
 
 def slice_size(block: xr.Dataset) -> int | None:

@@ -36,11 +36,12 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from xuqcal import io
 from xuqcal._version import __version__
+from xuqcal.analysis.lazy import is_lazy
+from xuqcal.analysis.slices import extra_dims
 from xuqcal.analysis.tables import slice_blocks, slice_title, slices_table
 from xuqcal.analysis.validation import (
     DEFAULT_STATISTICS,
@@ -51,6 +52,7 @@ from xuqcal.analysis.validation import (
 from xuqcal.cli import inputs as _inputs
 from xuqcal.cli import recalibrate as _cli_recalibrate
 from xuqcal.cli.common import (
+    FEATURES_HELP,
     MAX_COUNT,
     Interrupted,
     feature_list,
@@ -67,6 +69,7 @@ from xuqcal.core.checks import check_generators
 from xuqcal.core.statistics import get_statistics
 from xuqcal.io import outputs as _outputs
 from xuqcal.io import synthetic
+from xuqcal.io.schema import slice_positions
 from xuqcal.options import OPTIONS
 from xuqcal.report.html import DPI_RANGE, FIGURE_FORMATS
 
@@ -238,14 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("files", type=Path, nargs="+", metavar="FILE",
                      help="CSV file; several files are read with the same options and "
                           "stacked along 'dataset' (labelled by file name or --names)")
-    rep.add_argument("--E", required=True, metavar="EXPR", help="error column or expression")
-    rep.add_argument("--uE", required=True, metavar="EXPR",
-                     help="uncertainty column or expression")
-    rep.add_argument("--where", metavar="EXPR", help="row filter")
-    rep.add_argument("--features", type=feature_list, metavar="LIST",
-                     help=FEATURES_HELP + " (the conditioning variables of the report)")
-    rep.add_argument("--names", type=name_list, metavar="LIST",
-                     help=NAMES_HELP)
+    _add_data_options(rep, features_note=" (the conditioning variables of the report)")
     rep.add_argument("--formula", metavar="COLUMN",
                      help="column of molecular formulas: adds the features X1 (mass) and X2 "
                           "(heteroatom fraction)")
@@ -277,15 +273,15 @@ def _add_page_options(parser: argparse.ArgumentParser) -> None:
                              f"{defaults.REPORT_FIGURE_FORMAT}; svg: vector graphics)")
 
 
-FEATURES_HELP = ("feature columns or NAME=EXPR (an expression over columns), comma-separated, "
-                 "e.g. 'y_pred,size2=size**2'")
 NAMES_HELP = ("labels of the data sets, comma-separated, one per FILE in order (default: the "
               "file names without suffix, which must then differ)")
 
 
-def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False) -> None:
+def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False,
+                      features_note: str = "") -> None:
     """``--E``, ``--uE``, ``--where``, ``--features`` and ``--names`` of a command reading
-    data files (``netcdf``: the files may also be NetCDF input datasets or Zarr stores)."""
+    data files (``netcdf``: the files may also be NetCDF input datasets or Zarr stores;
+    ``features_note`` ends the help of ``--features``)."""
     store = "; for NetCDF or Zarr a variable name" if netcdf else ""
     parser.add_argument("--E", metavar="EXPR", required=not netcdf,
                         help="error column or expression, e.g. 'E_ - prediction'"
@@ -299,8 +295,9 @@ def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False) 
                         help="row filter of a CSV file, e.g. 'uE > 1e-6 * std(E)' (may use "
                              "E, uE and the features)")
     parser.add_argument("--features", type=feature_list, metavar="LIST",
-                        help=FEATURES_HELP + ("; for NetCDF or Zarr the variables to keep "
-                                              "(default: all)" if netcdf else ""))
+                        help=FEATURES_HELP + features_note
+                        + ("; for NetCDF or Zarr the variables to keep (default: all)"
+                           if netcdf else ""))
     parser.add_argument("--names", type=name_list, metavar="LIST", help=NAMES_HELP)
 
 
@@ -435,24 +432,12 @@ def _slice_sizes(ds: xr.Dataset) -> list[tuple[dict, int]]:
     data over ``sample`` only; with other dimensions (``dataset``, ``model``...), a point whose
     ``E`` and ``uE`` are both NaN is absent from its slice. Dask-backed data are not read:
     each slice counts every position (the analyses check the points themselves)."""
-    dims = [str(d) for d in ds["E"].dims if d != "sample"]
-    dims += [str(d) for d in ds["uE"].dims if d != "sample" and d not in dims]
-    if not dims:
-        return [({}, ds.sizes["sample"])]
-    if any(type(ds[v].data).__module__.startswith("dask") for v in ("E", "uE")):
-        counts = xr.full_like(ds["E"].isel(sample=0, drop=True), ds.sizes["sample"],
-                              dtype=int).broadcast_like(ds["uE"].isel(sample=0, drop=True))
-    else:
-        counts = (ds["E"].notnull() | ds["uE"].notnull()).sum("sample")
-    counts = counts.transpose(*dims)
-    sizes = []
-    for position in np.ndindex(*counts.shape):
-        labels = {}
-        for dim, k in zip(dims, position, strict=True):
-            value = counts.indexes[dim][k] if dim in counts.indexes else k
-            labels[dim] = value.item() if isinstance(value, np.generic) else value
-        sizes.append((labels, int(counts.values[position])))
-    return sizes
+    dims = extra_dims(ds)
+    if is_lazy(ds, ["E", "uE"]):
+        return [(labels, ds.sizes["sample"]) for labels, _ in slice_positions(ds, dims)[1]]
+    counts = (ds["E"].notnull() | ds["uE"].notnull()).sum("sample")
+    return [(labels, int(counts.isel(positions)))
+            for labels, positions in slice_positions(ds, dims)[1]]
 
 
 def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
@@ -475,10 +460,9 @@ def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
         if report and m < 3:
             raise ValueError(f"{data}: a report needs at least 3 points, the data have {m}")
         if (given or report) and 2 * args.n_bins > m:
-            fix = (f"give --n-bins {m // 2} or fewer" if m >= 2 else "give more points")
             raise ValueError(f"--n-bins: {args.n_bins} bins need at least {2 * args.n_bins} "
                              f"points (2 per bin{', for the reliability diagram' if report else ''}"
-                             f"), but {data} has {m}; {fix}")
+                             f"), but {data} has {m}; give --n-bins {m // 2} or fewer")
 
 
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
@@ -553,7 +537,7 @@ def _data_name(args: argparse.Namespace, labels: dict | None = None) -> str:
         files = [files[names.index(label)]] if label in names else files
     text = ", ".join(os.fspath(f) for f in files) + where
     if labels:
-        text += " (" + ", ".join(f"{dim} = {value}" for dim, value in labels.items()) + ")"
+        text += f" ({slice_title(labels)})"
     return text
 
 
@@ -578,8 +562,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
         result = _run_validation(ds, args, f"Validation of {_files(args)}")
     result.attrs.update(source=_files(args), E_expression=args.E, uE_expression=args.uE,
                         where=args.where or "")
-    if "dataset" in result.dims and "dataset" in ds.dims and "source" in ds.coords:
-        result = result.assign_coords(source=ds["source"])
     if args.output is not None:
         path = io.to_netcdf(result, args.output, overwrite=args.overwrite)
         print(f"\nwritten: {path}")

@@ -131,6 +131,11 @@ def output_file(text: str) -> Path:
     return Path(text)
 
 
+FEATURES_HELP = ("feature columns or NAME=EXPR (an expression over columns), comma-separated, "
+                 "e.g. 'y_pred,size2=size**2'")
+"""The help of ``--features`` (``validate``, ``report``, ``recalibrate``)."""
+
+
 def feature_list(text: str) -> list[str]:
     """An argparse type: the value of ``--features``, comma-separated ``NAME`` (a column or
     variable) or ``NAME=EXPR`` (an expression over columns named ``NAME``).

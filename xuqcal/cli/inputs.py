@@ -28,15 +28,16 @@ import xarray as xr
 
 from xuqcal import io
 from xuqcal.cli.common import feature_specs
-
-#: The first bytes of NetCDF files: classic (CDF 1, 2, 5) and NetCDF-4 (HDF5).
-NETCDF_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+from xuqcal.core import defaults
+from xuqcal.io.netcdf import _netcdf_signature
+from xuqcal.io.schema import _record_roles
+from xuqcal.report.html import _standard_names
 
 #: Files that mark a folder as a Zarr store (Zarr format 2: .zgroup ...; format 3: zarr.json).
 ZARR_MARKERS = (".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json")
 
 #: The variables of an input as the commands use them (a CSV file's expressions give them).
-E_NAME, UE_NAME = "E", "uE"
+E_NAME, UE_NAME = defaults.E, defaults.UE
 
 
 def is_netcdf(path: Path) -> bool:
@@ -45,11 +46,9 @@ def is_netcdf(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-    except OSError:  # missing, a folder, unreadable: the CSV reader names the problem
+        return _netcdf_signature(path)
+    except OSError:  # unreadable: the CSV reader names the problem
         return False
-    return any(head.startswith(signature) for signature in NETCDF_SIGNATURES)
 
 
 def is_zarr(path: Path) -> bool:
@@ -105,9 +104,7 @@ def _open_zarr(path: Path, E: str | None, uE: str | None) -> xr.Dataset:
         ds = io.validate_dataset(ds, E=E, uE=uE)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    for name, role in ((E, "E"), (uE, "uE")):
-        ds[name].attrs[io.ROLE_ATTR] = role
-    return ds
+    return _record_roles(ds, E, uE)
 
 
 def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | None = None,
@@ -139,13 +136,11 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
             raise ValueError(f"--features: {path} has no variable {', '.join(unknown)} "
                              f"(variables: {', '.join(map(str, ds.data_vars))})")
         ds = ds[[*names, *specs]]
-    renames = dict(zip(names, (E_NAME, UE_NAME), strict=True))
-    clash = [new for old, new in renames.items() if old != new and new in ds.variables]
-    if clash:
-        raise ValueError(f"--E, --uE: {path} has variables named {', '.join(clash)} besides "
-                         "the error and uncertainty variables; rename them")
     # the commands work on the variables E and uE (as a CSV file's expressions give them)
-    return ds.rename({old: new for old, new in renames.items() if old != new}), names
+    try:
+        return _standard_names(ds, *names), names
+    except ValueError as error:  # another variable is named E or uE
+        raise ValueError(f"--E, --uE: {path}: {str(error).partition(': ')[2]}") from None
 
 
 def set_labels(files: Sequence[Path], names: Sequence[str] | None) -> list[str]:
@@ -208,13 +203,14 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
     E = args.E if E is None else E
     uE = args.uE if uE is None else uE
     features = getattr(args, "features", None)
-    if not csv_only and (is_netcdf(path) or is_zarr(path)):
+    netcdf = not csv_only and is_netcdf(path)
+    if netcdf or (not csv_only and is_zarr(path)):
         if formula:
             raise ValueError(f"--formula: reads a column of a CSV file; {path} is a "
-                             f"{'NetCDF file' if is_netcdf(path) else 'Zarr store'} (add the "
+                             f"{'NetCDF file' if netcdf else 'Zarr store'} (add the "
                              "features with xuqcal.add_formula_features before writing it)")
         return read_store_input(path, E=E, uE=uE, where=args.where, features=features,
-                                zarr=not is_netcdf(path))
+                                zarr=not netcdf)
     missing = [option for option, value in (("--E", E), ("--uE", uE)) if value is None]
     if missing:
         raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "

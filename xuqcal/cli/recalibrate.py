@@ -38,6 +38,7 @@ import xarray as xr
 
 from xuqcal import io
 from xuqcal.cli.common import (
+    FEATURES_HELP,
     feature_list,
     feature_specs,
     output_file,
@@ -91,10 +92,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "(default: --uE)")
     parser.add_argument("--where", metavar="EXPR", help="row filter applied to every file")
     parser.add_argument("--features", type=feature_list, metavar="LIST",
-                        help="feature columns or NAME=EXPR (an expression over columns), "
-                             "comma-separated, read from every file, e.g. 'y_pred': score "
-                             "variables of the evaluation and the losses, and variables --by "
-                             "may bin on")
+                        help=FEATURES_HELP + ", read from every file: score variables of "
+                             "the evaluation and the losses, and variables --by may bin on")
     parser.add_argument("--formula", metavar="COLUMN",
                         help="column of molecular formulas: adds the features X1 (mass) and "
                              "X2 (heteroatom fraction) used by the scores and the losses")

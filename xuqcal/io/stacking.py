@@ -55,10 +55,9 @@ def _check_labels(datasets: object, dim: object) -> list[str]:
     return labels
 
 
-def _roles_and_features(datasets: Mapping[str, xr.Dataset], dim: str
-                        ) -> tuple[str, str, list[str]]:
-    """The common error and uncertainty names and feature variables of the sets (a
-    ValueError naming the sets when they differ)."""
+def _common_roles(datasets: Mapping[str, xr.Dataset], dim: str) -> tuple[str, str]:
+    """The common error and uncertainty names of the sets, whose feature variables must be the
+    same too (a ValueError naming the sets when they differ)."""
     found = {}
     for label, ds in datasets.items():
         if dim in ds.dims or dim in ds.variables:
@@ -77,7 +76,7 @@ def _roles_and_features(datasets: Mapping[str, xr.Dataset], dim: str
             raise ValueError(f"datasets: set '{label}': {error}") from None
         features = [str(v) for v in ds.data_vars if v not in (E, uE)]
         found[label] = (E, uE, features)
-    first_label, (E, uE, features) = next(iter(found.items()))
+    first_label, (E, uE, _) = next(iter(found.items()))
     for label, (e, u, _) in found.items():
         if (e, u) != (E, uE):
             raise ValueError(
@@ -95,7 +94,7 @@ def _roles_and_features(datasets: Mapping[str, xr.Dataset], dim: str
             "datasets: the sets have different feature variables (" + "; ".join(differences)
             + "); every set needs the same features: select the common ones in every set "
             f"first, e.g. ds[['{E}', '{uE}', ...]]")
-    return E, uE, features
+    return E, uE
 
 
 def stack_datasets(datasets: Mapping[str, xr.Dataset], dim: str = "dataset") -> xr.Dataset:
@@ -147,7 +146,7 @@ def stack_datasets(datasets: Mapping[str, xr.Dataset], dim: str = "dataset") -> 
     ([0.5, -0.1, nan], [0, 1, -1])
     """
     labels = _check_labels(datasets, dim)
-    E, uE, _ = _roles_and_features(datasets, dim)
+    E, uE = _common_roles(datasets, dim)
     checked = {}
     for label in labels:
         try:

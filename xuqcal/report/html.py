@@ -36,7 +36,6 @@ the z-score plots use the default window of :func:`xuqcal.analysis.running.defau
 from __future__ import annotations
 
 import html
-import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -50,11 +49,18 @@ import xarray as xr
 
 from xuqcal import io
 from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
-from xuqcal.analysis.tables import slice_dims, slice_size, slice_title, slices_summary
+from xuqcal.analysis.tables import (
+    SIZE_COORD,
+    slice_dims,
+    slice_size,
+    slice_title,
+    slices_summary,
+)
 from xuqcal.core import defaults
 from xuqcal.core.binning import recommended_n_bins
 from xuqcal.core.provenance import provenance as _provenance
 from xuqcal.io import outputs as _outputs
+from xuqcal.io.schema import present_points, slice_positions
 from xuqcal.io.stacking import SOURCE_COORD
 
 #: CSS pixels per inch (the CSS reference pixel): a figure of w inches is shown w * 96 px wide.
@@ -343,19 +349,6 @@ class _Part:
     positions: dict[str, int] = field(default_factory=dict)
 
 
-def _units(ds: xr.Dataset, dims: Sequence[str]) -> list[tuple[dict[str, Any], dict[str, int]]]:
-    """The labels and positions of the slices of ``ds`` along ``dims`` (their product, the
-    first dimension outermost; a dimension without coordinate is labelled by position)."""
-    units = []
-    for index in itertools.product(*(range(ds.sizes[d]) for d in dims)):
-        labels = {}
-        for dim, k in zip(dims, index, strict=True):
-            value = ds.indexes[dim][k] if dim in ds.indexes else k
-            labels[dim] = value.item() if isinstance(value, np.generic) else value
-        units.append((labels, dict(zip(dims, index, strict=True))))
-    return units
-
-
 def _keys(all_labels: Sequence[dict[str, Any]]) -> list[str]:
     """A key per slice, unique even on a case-insensitive file system: ``dim-label`` for each
     dimension (letters and digits, other characters as ``-``), joined by ``_``.
@@ -390,15 +383,13 @@ def _parts(ds: xr.Dataset | xr.DataTree, E: str | None = None, uE: str | None = 
             raise ValueError("ds: the DataTree has no node holding data")
         units = []
         for path, node in nodes:
-            node_E, node_uE = io.roles(node, E, uE)
             units += [({DATASET_DIM: path, **labels}, node, positions) for labels, positions
-                      in _units(node, extra_dims(node, node_E, node_uE))]
+                      in slice_positions(node, extra_dims(node, E, uE))[1]]
     elif isinstance(ds, xr.Dataset):
-        E, uE = io.roles(ds, E, uE)
         dims = extra_dims(ds, E, uE)
         if not dims:
             return [_Part({}, "", ds)]
-        units = [(labels, ds, positions) for labels, positions in _units(ds, dims)]
+        units = [(labels, ds, positions) for labels, positions in slice_positions(ds, dims)[1]]
     else:
         raise TypeError(f"ds: expected an xarray.Dataset or xarray.DataTree, got "
                         f"{type(ds).__name__}")
@@ -419,13 +410,8 @@ def _slice_data(part: _Part, E: str = defaults.E, uE: str = defaults.UE) -> xr.D
     if not part.labels:
         return part.data
     sub = part.data.isel(part.positions) if part.positions else part.data
-    absent = np.isnan(np.asarray(sub[E].values)) & np.isnan(np.asarray(sub[uE].values))
-    if absent.all():
-        raise ValueError(f"{slice_label(part.labels)}: no points: E and uE are NaN at every "
-                         "sample of this slice (select the other slices, e.g. with "
-                         "ds.drop_sel)")
-    if absent.any():
-        sub = sub.isel({"sample": np.flatnonzero(~absent)})
+    # the page reads every value: a Dask-backed slice is loaded here, once
+    sub = present_points(sub.compute(), part.labels, E, uE)
     source = sub.coords.get(SOURCE_COORD)
     attrs = dict(sub.attrs)
     if source is not None and source.ndim == 0:
@@ -516,10 +502,16 @@ def check_options(*, title: object = None, dpi: object = defaults.REPORT_DPI,
     Traceback (most recent call last):
     ValueError: figure_format: expected one of png, svg, got 'pdf'
     """
-    _check_figure_format(figure_format)
-    _check_dpi(dpi)
+    _checked_options(title, dpi, figure_format)
+
+
+def _checked_options(title: object, dpi: object, figure_format: object) -> tuple[float, str]:
+    """The checks of :func:`check_options`; ``dpi`` and ``figure_format`` as used."""
+    figure_format = _check_figure_format(figure_format)
+    dpi = _check_dpi(dpi)
     if title is not None and (not isinstance(title, str) or not title.strip()):
         raise ValueError(f"title: expected a non-empty string, got {title!r}")
+    return dpi, figure_format
 
 
 def _check_validation_result(result: object) -> None:
@@ -867,7 +859,7 @@ def _block(summary: xr.Dataset | xr.DataTree, part: _Part, m: int) -> xr.Dataset
         raise ValueError(f"validation_result: {where}; pass the result of xuqcal.validate for "
                          "this data set (or none)")
     if recorded is None and part.labels:  # for its title, "dataset = b (M = 3834)"
-        block = block.assign_coords(n_samples=m)
+        block = block.assign_coords({SIZE_COORD: m})
     return block
 
 
@@ -1054,10 +1046,8 @@ def report(
     >>> page.name, sorted(p.suffix for p in (page.parent / "figures").iterdir())[0]
     ('index.html', '.svg')
     """
-    check_options(title=title, dpi=dpi, figure_format=figure_format)
+    dpi, figure_format = _checked_options(title, dpi, figure_format)
     _check_validation_result(validation_result)
-    figure_format = _check_figure_format(figure_format)
-    dpi = _check_dpi(dpi)
     options = _Options(features=None if features is None else list(features),
                        statistics=statistics, n_boot=n_boot, n_mc=n_mc,
                        n_bins=_check_bins_argument(n_bins, "n_bins"),
