@@ -30,8 +30,7 @@ from xuqcal import io
 from xuqcal.cli.common import feature_specs
 from xuqcal.core import defaults
 from xuqcal.io.netcdf import _netcdf_signature
-from xuqcal.io.schema import _record_roles
-from xuqcal.report.html import _standard_names
+from xuqcal.io.schema import _record_roles, standard_names
 
 #: Files that mark a folder as a Zarr store (Zarr format 2: .zgroup ...; format 3: zarr.json).
 ZARR_MARKERS = (".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json")
@@ -138,7 +137,7 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
         ds = ds[[*names, *specs]]
     # the commands work on the variables E and uE (as a CSV file's expressions give them)
     try:
-        return _standard_names(ds, *names), names
+        return standard_names(ds, *names), names
     except ValueError as error:  # another variable is named E or uE
         raise ValueError(f"--E, --uE: {path}: {str(error).partition(': ')[2]}") from None
 

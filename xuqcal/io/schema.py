@@ -171,6 +171,24 @@ def _record_roles(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
     return ds
 
 
+def standard_names(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
+    """``ds`` with its error and uncertainty variables ``E``, ``uE`` renamed to the defaults
+    (``"E"``, ``"uE"``), refusing another variable that already has one of those names.
+
+    Examples
+    --------
+    >>> ds = from_arrays([0.1, -0.2], [0.3, 0.2]).rename(E="err", uE="E")
+    >>> sorted(standard_names(ds, "err", "E").data_vars)
+    ['E', 'uE']
+    """
+    clash = [name for name in (defaults.E, defaults.UE) if name in ds.data_vars
+             and name not in (E, uE)]
+    if clash:
+        raise ValueError(f"{clash[0]}: the data set has a variable {clash[0]!r} besides the "
+                         f"error and uncertainty variables {E!r}, {uE!r}; rename it")
+    return ds.rename({E: "__E", uE: "__uE"}).rename({"__E": defaults.E, "__uE": defaults.UE})
+
+
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------

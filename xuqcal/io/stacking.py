@@ -16,13 +16,9 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.io.expressions import _list_names
-from xuqcal.io.schema import SAMPLE_DIM, _record_roles, roles, validate_dataset
+from xuqcal.io.schema import ROW_COORD, SAMPLE_DIM, _record_roles, roles, validate_dataset
 
 __all__ = ["ROW_COORD", "stack_datasets"]
-
-ROW_COORD = "row"
-"""Coordinate of a stacked dataset over ``(dataset, sample)``: the original row number of each
-point in its own set (the set's ``sample`` coordinate), ``-1`` where the set has no point."""
 
 SOURCE_COORD = "source"
 """Coordinate of a stacked dataset over ``dataset``: each set's attribute ``source`` (the file

@@ -60,7 +60,7 @@ from xuqcal.core import defaults
 from xuqcal.core.binning import recommended_n_bins
 from xuqcal.core.provenance import provenance as _provenance
 from xuqcal.io import outputs as _outputs
-from xuqcal.io.schema import present_points, slice_positions
+from xuqcal.io.schema import present_points, slice_positions, standard_names
 from xuqcal.io.stacking import SOURCE_COORD
 
 #: CSS pixels per inch (the CSS reference pixel): a figure of w inches is shown w * 96 px wide.
@@ -166,12 +166,13 @@ def _data_name(ds: xr.Dataset) -> str:
 
 
 def _bins_text(used: int, asked: int, m: int) -> str:
-    """``used`` bins, and why when fewer than ``asked``."""
+    """``used`` bins (:func:`~xuqcal.core.binning.recommended_n_bins`), and why when fewer than
+    ``asked``."""
     if used == asked:
         return str(used)
-    return (f"{used} ({asked} asked; at most M // {defaults.MIN_POINTS_PER_BIN_LOCAL} = "
-            f"{m // defaults.MIN_POINTS_PER_BIN_LOCAL} so that every bin holds at least "
-            f"{defaults.MIN_POINTS_PER_BIN_LOCAL} points)")
+    least = defaults.MIN_POINTS_PER_BIN_LOCAL
+    return (f"{used} ({asked} asked; at most {recommended_n_bins(m, asked)} for M = {m} so that "
+            f"every bin holds at least {least} points)")
 
 
 def _verdict_class(verdict: str) -> str:
@@ -280,16 +281,6 @@ class _Writer:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
             for sec, file, caption, width, height in self.figures if sec == section
         )
-
-
-def _standard_names(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
-    """``ds`` with its error and uncertainty variables named ``E`` and ``uE``."""
-    clash = [name for name in (defaults.E, defaults.UE) if name in ds.data_vars
-             and name not in (E, uE)]
-    if clash:
-        raise ValueError(f"{clash[0]}: the data set has a variable {clash[0]!r} besides the "
-                         f"error and uncertainty variables {E!r}, {uE!r}; rename it")
-    return ds.rename({E: "__E", uE: "__uE"}).rename({"__E": defaults.E, "__uE": defaults.UE})
 
 
 def _report_features(ds: xr.Dataset, features: Sequence[str] | None, E: str | None = None,
@@ -535,7 +526,7 @@ def _checked_input(ds: xr.Dataset | xr.DataTree, E: str | None, uE: str | None
                 node_E, node_uE = io.roles(data, E, uE)
                 data = io.validate_dataset(data, E=node_E, uE=node_uE)
                 if (node_E, node_uE) != (defaults.E, defaults.UE):
-                    data = _standard_names(data, node_E, node_uE)
+                    data = standard_names(data, node_E, node_uE)
             except ValueError as error:
                 raise ValueError(f"dataset={node.path!r}: {error}") from None
             nodes[node.path] = data
@@ -548,7 +539,7 @@ def _checked_input(ds: xr.Dataset | xr.DataTree, E: str | None, uE: str | None
     E, uE = io.roles(ds, E, uE)
     ds = io.validate_dataset(ds, E=E, uE=uE)
     if (E, uE) != (defaults.E, defaults.UE):  # the analyses below use the default names
-        ds = _standard_names(ds, E, uE)
+        ds = standard_names(ds, E, uE)
     return ds
 
 
