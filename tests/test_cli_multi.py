@@ -225,6 +225,12 @@ def test_tables_of_two_extra_dimensions(two_results):
 # --------------------------------------------------------------------------------------------
 
 
+def _same_as_alone(result, name, alone):
+    for variable in ("estimate", "ci_low", "ci_high", "zeta", "verdict"):
+        np.testing.assert_array_equal(result[variable].sel(dataset=name).values,
+                                      alone[variable].values, err_msg=f"{name}: {variable}")
+
+
 def test_validate_several_files(three, tmp_path, capsys):
     out = tmp_path / "result.nc"
     files = [str(three[k]) for k in ("a", "b", "c")]
@@ -245,10 +251,8 @@ def test_validate_several_files(three, tmp_path, capsys):
         assert result.attrs["where"] == "uE > 0" and result.attrs["source"] == ", ".join(files)
         assert result["n_samples"].values.tolist() == [400, 299, 250]
         for name, path in three.items():
-            alone = xuqcal.validate(_read(path, where="uE > 0"), STATISTICS, **OPTIONS)
-            for variable in ("estimate", "ci_low", "ci_high", "zeta"):
-                np.testing.assert_array_equal(result[variable].sel(dataset=name).values,
-                                              alone[variable].values)
+            _same_as_alone(result, name, xuqcal.validate(_read(path, where="uE > 0"),
+                                                       STATISTICS, **OPTIONS))
 
 
 def test_validate_names_and_one_named_file(three, tmp_path, capsys):
@@ -599,26 +603,6 @@ def test_python_dash_m_validates_several_files(module, three):
 # --------------------------------------------------------------------------------------------
 # End to end: the slices of the broadcasting xuqcal.validate against the single calls
 # --------------------------------------------------------------------------------------------
-
-
-def _same_as_alone(result, name, alone):
-    for variable in ("estimate", "ci_low", "ci_high", "zeta", "verdict"):
-        np.testing.assert_array_equal(result[variable].sel(dataset=name).values,
-                                      alone[variable].values, err_msg=f"{name}: {variable}")
-
-
-def test_core_validate_several_files(three, tmp_path, capsys):
-    out = tmp_path / "result.nc"
-    files = [str(three[k]) for k in ("a", "b", "c")]
-    assert main(["validate", *files, *COLUMNS, "--where", "uE > 0", *FAST, "-o",
-                 str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "dataset = b (M = 299)" in printed and "\nsummary: " in printed
-    with xr.open_dataset(out) as result:
-        assert result["n_samples"].values.tolist() == [400, 299, 250]
-        for name, path in three.items():
-            _same_as_alone(result, name, xuqcal.validate(_read(path, where="uE > 0"), STATISTICS,
-                                                       **OPTIONS))
 
 
 def test_core_validate_the_shared_sets(load_set, tmp_path, capsys):
