@@ -160,12 +160,15 @@ def simulate(
 
 def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[Generator], *,
                      n_mc: int, seed: int, n_bins: int, by: str, chunks, keep_replicates: bool,
-                     E: str, uE: str, warn_undefined: bool = True) -> xr.Dataset:
+                     E: str, uE: str, warn_undefined: bool = True,
+                     prepared=None) -> xr.Dataset:
     """:func:`simulate` of arguments already checked and normalised by ``_simulate_iv`` (for
-    callers that check their arguments once, such as :func:`xuqcal.validate`)."""
+    callers that check their arguments once, such as :func:`xuqcal.validate`). ``prepared``
+    is the (Delayed) :class:`PreparedData` of ``ds`` when the caller has one already."""
     gen_coords = generator_coords(gens)
     codes = codes_of(stats)
-    prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
+    if prepared is None:
+        prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
     replicates = xr.DataArray(
         da.stack([simulated_replicates(prepared, codes, g, n_mc, seed, chunks).T for g in gens],
                  axis=1),

@@ -48,14 +48,15 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
-from xuqcal.analysis.resampling import _bootstrap_iv, bootstrap_checked
+from xuqcal.analysis.resampling import _bootstrap_iv, bootstrap_checked, prepare_lazily
 from xuqcal.analysis.simulation import _simulate_iv, simulate_checked
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_generators
+from xuqcal.core.checks import check_bool, check_generators
+from xuqcal.core.generators import generator_coords
 from xuqcal.core.intervals import zeta
 from xuqcal.core.provenance import provenance
-from xuqcal.core.statistics import get_statistics
+from xuqcal.core.statistics import Statistic, get_statistics, statistic_coords
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
 
@@ -82,7 +83,7 @@ def scheme_suffix(generator: str) -> str:
 
 
 def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
-                 known_generator, level, by, chunks, E, uE):
+                 known_generator, level, by, chunks, E, uE, all_schemes=False):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -104,6 +105,7 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
     stats = get_statistics(statistics)
+    check_bool(all_schemes, "all_schemes")
     names = [g.name for g in check_generators(generators, "generators")]
     if known_generator is not None:
         known_generator = check_generators(known_generator, "known_generator")[0].name
@@ -137,6 +139,7 @@ def validate(
     generators: str | Iterable[str] = defaults.GENERATORS,
     known_generator: str | None = None,
     simulated_scheme: str | None = None,
+    all_schemes: bool = defaults.ALL_SCHEMES,
     level: float = defaults.LEVEL,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
@@ -176,6 +179,13 @@ def validate(
         unknown D). With a known generator, ``"Sim"`` rejects calibrated data far more often
         than 5 % for MAD-type statistics (``ence``, ``zmse``), whose bootstrap bias is large
         (see the design notes).
+    all_schemes : bool
+        Also simulate the references of the statistics that have a predefined reference
+        (``zms``, ``rce``, ``zm``, ``zv``, ``nll``), for their ``Sim`` and ``Sim2`` ζ (reported
+        for comparison; their verdict is always decided by ``BS``). By default only the
+        statistics whose verdict needs a simulated reference are simulated, and none at all
+        when every statistic has a predefined reference: their ``Sim``/``Sim2`` ζ, ``sim_*``
+        and ``u_ref`` are then NaN.
     level : float
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
@@ -216,19 +226,68 @@ def validate(
         _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
                      n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
-                     uE=uE)
+                     uE=uE, all_schemes=all_schemes)
+    simulated = simulated_statistics(stats, all_schemes)
     lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
-    lazy_reference = simulate_checked(ds, stats, gens, **simulate_arguments)
+    lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
-                     simulated_scheme, n_mc)
+                     simulated_scheme, n_mc if simulated else 0, simulated)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
     result = lazy_result(_validate_body, (lazy_bootstrap, lazy_reference, ds[uE].data), layout,
                          stats=stats, names=names, schemes=schemes,
                          known_generator=known_generator, simulated_scheme=simulated_scheme)
     return result if is_lazy(ds, [E, uE, by if by in ds.variables else uE]) else result.compute()
+
+
+def simulated_statistics(stats: Sequence[Statistic], all_schemes: bool = False
+                         ) -> list[Statistic]:
+    """The statistics whose simulated references :func:`validate` computes: those without a
+    predefined reference (their verdict needs one), or every statistic with ``all_schemes``.
+
+    Examples
+    --------
+    >>> from xuqcal.core.generators import generator_coords
+from xuqcal.core.statistics import Statistic, get_statistics, statistic_coords
+    >>> [s.key for s in simulated_statistics(get_statistics(["zms", "nll", "cc", "ence"]))]
+    ['cc', 'ence']
+    """
+    return list(stats) if all_schemes else [s for s in stats if not s.has_reference]
+
+
+def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[Statistic],
+                gens, simulate_arguments: dict) -> xr.Dataset:
+    """Simulated references of the ``simulated`` statistics, laid out over every statistic of
+    ``stats`` (NaN for the others; no simulation at all when none is simulated). The synthetic
+    sets of a statistic do not depend on which others are simulated with it: its values are
+    bit-identical to those of a simulation of every statistic."""
+    keys = [s.key for s in stats]
+    if simulated:
+        arguments = {**simulate_arguments,
+                     "prepared": prepare_lazily(ds, stats, n_bins=simulate_arguments["n_bins"],
+                                                by=simulate_arguments["by"],
+                                                E=simulate_arguments["E"],
+                                                uE=simulate_arguments["uE"])}
+        reference = simulate_checked(ds, simulated, gens, **arguments)
+        if len(simulated) == len(stats):
+            return reference
+        return reference.reindex(statistic=keys).assign_coords(statistic_coords(stats))
+    nan = np.full((len(stats), len(gens)), np.nan)
+    return xr.Dataset(
+        {name: (("statistic", "generator"), nan, {"long_name": text}) for name, text in
+         _REFERENCE_LONG_NAMES.items()},
+        coords={**statistic_coords(stats), **generator_coords(gens)})
+
+
+#: Long names of the simulated-reference variables (as :func:`~xuqcal.simulate` names them).
+_REFERENCE_LONG_NAMES = {
+    "mean": "simulated reference value (mean)",
+    "se": "standard error of the simulated mean",
+    "q025": "2.5 % quantile of the simulated values",
+    "q975": "97.5 % quantile of the simulated values",
+}
 
 
 _LONG_NAMES = {
@@ -241,7 +300,7 @@ _LONG_NAMES = {
 
 def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[str],
             names: list[str], known_generator: str | None, simulated_scheme: str | None,
-            n_mc: int) -> xr.Dataset:
+            n_mc: int, simulated_stats: Sequence[Statistic]) -> xr.Dataset:
     """The layout of a :func:`validate` result: the bootstrap result's variables, then the
     references, ζ-scores and verdicts (shapes known from the statistics and generators)."""
     n_stat = bootstrap_result.sizes["statistic"]
@@ -280,6 +339,7 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
         "known_generator": known_generator or "",
         "simulated_scheme": deciding_scheme(known_generator, simulated_scheme),
         "n_mc": n_mc,
+        "simulated_statistics": ", ".join(s.key for s in simulated_stats),
         "u_ref": "Sim schemes: U_ref = 2 se of the simulated mean",
         "validation_rule": "valid when |zeta| <= 1",
     })
@@ -460,7 +520,10 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
     >>> print(summary_table(v).splitlines()[0].split()[:5])
     ['statistic', 'estimate', 'ci_low', 'ci_high', 'ζ_BS']
     """
-    schemes = [str(s) for s in result.scheme.values]
+    # nothing simulated (only statistics with a predefined reference): no Sim columns
+    nothing_simulated = result.attrs.get("simulated_statistics", None) == ""
+    schemes = [str(s) for s in result.scheme.values
+               if not (nothing_simulated and str(s).startswith("Sim"))]
     table = result[["estimate", "ci_low", "ci_high"]].reset_coords(drop=True).to_dataframe()
     zetas = result["zeta"].reset_coords(drop=True).to_dataframe()["zeta"].unstack("scheme")
     table = table.join(zetas[schemes].rename(columns=lambda s: f"ζ_{s}"))

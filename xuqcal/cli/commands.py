@@ -120,6 +120,12 @@ def _add_compute_options(parser: argparse.ArgumentParser) -> None:
                              "reference: Sim (bootstrap BCa interval of the data) or Sim2 "
                              "(simulated 95%% range); auto (the default): Sim2 with "
                              "--known-generator, else Sim")
+    parser.add_argument("--all-schemes", action="store_true",
+                        help="also simulate the references of statistics with a predefined "
+                             "reference (zms, rce, zm, zv, nll) for their Sim and Sim2 "
+                             "zeta-scores (for comparison; BS decides their verdict); by "
+                             "default only the statistics whose verdict needs a simulated "
+                             "reference are simulated")
     parser.add_argument("--statistics", type=_statistics_list,
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
@@ -475,7 +481,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       seed=args.seed, n_bins=args.n_bins, generators=args.generators,
                       known_generator=args.known_generator,
                       simulated_scheme=(None if args.simulated_scheme == "auto"
-                                        else args.simulated_scheme))
+                                        else args.simulated_scheme),
+                      all_schemes=args.all_schemes)
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     elapsed = time.perf_counter() - start

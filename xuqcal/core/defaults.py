@@ -21,6 +21,9 @@ LEVEL = 0.95
 SEED = 0
 #: Generative distributions D of simulated references (normal and Student's t(6)).
 GENERATORS = ("normal", "t6")
+#: Whether :func:`xuqcal.validate` also simulates the references of statistics that have a
+#: predefined reference (their Sim/Sim2 ζ, for comparison only): no, only what verdicts need.
+ALL_SCHEMES = False
 
 #: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage.
 N_BINS = 20
