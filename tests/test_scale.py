@@ -57,3 +57,118 @@ def test_only_statistics_without_a_predefined_reference_are_simulated(nig):
     assert np.isfinite(everything.zeta.sel(statistic=PREDEFINED, scheme="SimN")).all()
     xr.testing.assert_identical(needed.drop_vars(SIM_VARIABLES).drop_attrs(),
                                 everything.drop_vars(SIM_VARIABLES).drop_attrs())
+
+
+# --------------------------------------------------------------- precision-driven counts
+
+from xuqcal.analysis import precision  # noqa: E402
+from xuqcal.core import defaults  # noqa: E402
+
+AUTO_ATTRS = ["created", "n_boot_requested", "n_mc_requested", "mc_precision", "mc_precision_reached",
+              "precision_rule"]
+
+
+def _without_auto_attrs(result):
+    result = result.copy()
+    for name in AUTO_ATTRS:
+        result.attrs.pop(name, None)
+    return result
+
+
+@pytest.fixture(scope="module")
+def auto_result(nig):
+    return xuqcal.validate(nig, n_boot="auto", n_mc="auto", seed=2)
+
+
+def test_auto_is_the_prefix_of_the_fixed_count_run(nig, auto_result):
+    n_boot, n_mc = auto_result.attrs["n_boot"], auto_result.attrs["n_mc"]
+    assert auto_result.attrs["n_boot_requested"] == "auto"
+    assert n_boot >= defaults.AUTO_FIRST and n_mc >= defaults.AUTO_FIRST
+    fixed = xuqcal.validate(nig, n_boot=n_boot, n_mc=n_mc, seed=2)
+    xr.testing.assert_identical(_without_auto_attrs(auto_result), _without_auto_attrs(fixed))
+    # another chunking of the rounds, the same values
+    rechunked = xuqcal.validate(nig, n_boot="auto", n_mc="auto", seed=2, chunks=37)
+    xr.testing.assert_identical(_without_auto_attrs(rechunked),
+                                _without_auto_attrs(auto_result))
+
+
+def test_auto_reaches_its_precision_or_the_ceiling(nig, monkeypatch):
+    loose = xuqcal.validate(nig, ["zms", "zm", "cc"], n_boot="auto", n_mc="auto",
+                            mc_precision=0.5)
+    assert loose.attrs["n_boot"] == defaults.AUTO_FIRST  # the first round is precise enough
+    assert loose.attrs["mc_precision_reached"] <= 0.5
+    monkeypatch.setattr(defaults, "N_BOOT", 1300)
+    monkeypatch.setattr(defaults, "N_MC", 900)
+    tight = xuqcal.validate(nig, ["zms", "zm", "cc"], n_boot="auto", n_mc="auto",
+                            mc_precision=1e-4)
+    assert (tight.attrs["n_boot"], tight.attrs["n_mc"]) == (1300, 900)  # the ceilings
+    assert tight.attrs["mc_precision_reached"] > 1e-4  # and it says it did not get there
+
+
+def test_auto_rule_grows_until_the_zeta_is_precise():
+    # rounds of a statistic whose zeta is near 1: the count grows beyond the first round, and
+    # the stopping count's zeta standard error (recomputed from its replicates) meets the rule
+    ds = xuqcal.synthetic.nig(3000, nu=6, seed=8)
+    ds["E"] = ds.E * 1.04
+    result = xuqcal.validate(ds, ["zms"], n_boot="auto", n_mc="auto", mc_precision=0.03)
+    n = result.attrs["n_boot"]
+    assert n > defaults.AUTO_FIRST
+    assert result.attrs["mc_precision_reached"] <= 0.03
+    bs = xuqcal.bootstrap(ds, ["zms"], n_boot=n).compute()
+    np.testing.assert_array_equal(bs.ci_low.values, result.ci_low.values)
+    zeta = result.zeta.sel(scheme="BS").values
+    assert 0.5 < abs(float(zeta[0])) < 2
+
+
+def test_quantile_standard_error_matches_theory():
+    rng = np.random.default_rng(1)
+    values = np.sort(rng.standard_normal((200, 4000)), axis=-1)
+    p = np.broadcast_to([0.025, 0.5], (200, 2))
+    se = precision.quantile_mc_se(values, p).mean(axis=0)
+    # asymptotic sd of a sample quantile: sqrt(p (1 - p) / n) / pdf(quantile)
+    from scipy import stats as sps
+    theory = np.sqrt(np.array([0.025 * 0.975, 0.25]) / 4000) / sps.norm.pdf(
+        sps.norm.ppf([0.025, 0.5]))
+    np.testing.assert_allclose(se, theory, rtol=0.1)
+    # and the spread of the quantile over the 200 samples agrees
+    actual = precision.quantile_sorted(values, p).std(axis=0, ddof=1)
+    np.testing.assert_allclose(actual, theory, rtol=0.2)
+
+
+def test_rounds_grow_to_the_projected_count():
+    calls = []
+
+    def compute(start, stop):
+        calls.append((start, stop))
+        return np.zeros((1, stop - start))
+
+    rounds = precision.Rounds(compute, "auto", ceiling=5000, first=500)
+    assert rounds.grow(np.array([2.0, 0.5]))  # se ~ 1/sqrt(n): 4 n, 10 % margin
+    assert rounds.n == 2200 and calls == [(0, 500), (500, 2200)]
+    assert not rounds.grow(np.array([0.9, np.nan]))
+    fixed = precision.Rounds(compute, 300, ceiling=5000)
+    assert fixed.n == 300 and not fixed.grow(np.array([10.0]))
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (dict(n_boot="fast"), "n_boot: expected a number of replicates or 'auto'"),
+    (dict(n_mc="Auto "), "n_mc: expected a number of replicates or 'auto'"),
+    (dict(n_boot="auto", mc_precision=1.5), "mc_precision: expected a fraction in"),
+    (dict(n_boot="auto", n_mc="auto", chunks=[250, 250]), "chunks: a sequence of chunk sizes"),
+])
+def test_auto_argument_errors(nig, arguments, message):
+    with pytest.raises(ValueError, match=message):
+        xuqcal.validate(nig, ["zms", "cc"], **arguments)
+
+
+def test_auto_over_slices_of_lazy_data(nig):
+    # two data sets stacked along "model", Dask-backed: each slice stops at its own counts,
+    # and each equals the one-data-set run
+    other = xuqcal.synthetic.nig(1200, nu=6, seed=12)
+    stacked = xuqcal.stack_datasets({"a": nig, "b": other}, dim="model").chunk()
+    result = xuqcal.validate(stacked, ["zms", "cc"], n_boot="auto", n_mc="auto", seed=3)
+    for name, data in (("a", nig), ("b", other)):
+        alone = xuqcal.validate(data, ["zms", "cc"], n_boot="auto", n_mc="auto", seed=3)
+        np.testing.assert_array_equal(result.zeta.sel(model=name).values, alone.zeta.values)
+        np.testing.assert_array_equal(result.ci_low.sel(model=name).values,
+                                      alone.ci_low.values)

@@ -95,18 +95,20 @@ def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, 
 
 
 def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
-                           width: int | tuple[int, ...], *args, name: str = "n_boot") -> da.Array:
+                           width: int | tuple[int, ...], *args, name: str = "n_boot",
+                           first: int = 0) -> da.Array:
     """Lazy ``(n_replicates, *width)`` array, one Dask task per chunk of replicates.
 
     Each task calls ``function(prepared, *args, start, stop)``, which returns the
     ``(stop - start, *width)`` values of replicates ``start .. stop - 1``; ``prepared`` (a
     :class:`PreparedData` or a Delayed that computes one, or any shared input) is a single node
-    shared by all tasks.
+    shared by all tasks. The replicates are ``first .. first + n_replicates - 1`` (a later
+    round of a precision-driven run, :mod:`xuqcal.analysis.precision`).
     """
     prepared = _as_delayed(prepared)
     tail = (width,) if isinstance(width, int | np.integer) else tuple(width)
     blocks = []
-    start = 0
+    start = first
     for size in replicate_chunks(n_replicates, chunks, name=name):
         block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
         blocks.append(da.from_delayed(block, shape=(size, *tail), dtype=np.float64))
@@ -115,14 +117,16 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
 
 
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
-                         chunks: int | Sequence[int] | None = None) -> da.Array:
-    """Lazy ``(n_boot, len(codes))`` array of bootstrap replicates, one task per chunk.
+                         chunks: int | Sequence[int] | None = None, first: int = 0
+                         ) -> da.Array:
+    """Lazy ``(n_boot, len(codes))`` array of bootstrap replicates ``first ..
+    first + n_boot - 1``, one task per chunk.
 
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
     key = stream_key(seed, "bootstrap")
     return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0],
-                                  codes, key)
+                                  codes, key, first=first)
 
 
 def _spearman_jackknife(prepared: PreparedData) -> np.ndarray:
@@ -354,18 +358,8 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     callers that check their arguments once, such as :func:`xuqcal.validate`)."""
     codes = codes_of(stats)
     m = ds.sizes["sample"]
-    attrs = {
-        "method": method,
-        "level": level,
-        "n_boot": n_boot if method != "student" else 0,
-        "seed": seed,
-        "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
-        "by": by,
-        "n_samples": m,
-        "quantiles": "linear interpolation (Hyndman-Fan type 7)",
-        "jackknife": "exact leave-one-out" if method == "bca" else "",
-        "random_streams": RNG_DESCRIPTION if method != "student" else "",
-    }
+    attrs = bootstrap_attrs(stats, method=method, level=level, n_boot=n_boot, seed=seed,
+                            n_bins=n_bins, by=by, m=m)
     coords = statistic_coords(stats)
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)
@@ -380,12 +374,43 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
         bootstrap_replicates(prepared, codes, n_boot, seed, chunks).T,
         dims=("statistic", "replicate"),
     )
-    gathered = replicates.chunk({"replicate": -1})
-    arguments = [gathered, estimate]
+    jack = (xr.DataArray(jackknife(prepared, codes, m).T, dims=("statistic", "jackknife"))
+            if method == "bca" else None)
+    return bootstrap_result(estimate, replicates, jack, stats=stats, method=method,
+                            level=level, attrs=attrs, keep_replicates=keep_replicates)
+
+
+def bootstrap_attrs(stats: Sequence[Statistic], *, method: str, level: float, n_boot: int,
+                    seed: int, n_bins: int, by: str, m: int) -> dict:
+    """The attributes of a :func:`bootstrap` result (how it was computed)."""
+    return {
+        "method": method,
+        "level": level,
+        "n_boot": n_boot if method != "student" else 0,
+        "seed": seed,
+        "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
+        "by": by,
+        "n_samples": m,
+        "quantiles": "linear interpolation (Hyndman-Fan type 7)",
+        "jackknife": "exact leave-one-out" if method == "bca" else "",
+        "random_streams": RNG_DESCRIPTION if method != "student" else "",
+    }
+
+
+def bootstrap_result(estimate: xr.DataArray, replicates: xr.DataArray,
+                     jack: xr.DataArray | None, *, stats: Sequence[Statistic], method: str,
+                     level: float, attrs: dict, keep_replicates: bool) -> xr.Dataset:
+    """The :func:`bootstrap` result from the estimates, the replicates (``statistic ×
+    replicate``) and, for BCa, the jackknife values (``statistic × jackknife``): lazy for
+    Dask-backed inputs, computed for NumPy-backed ones (the replicates of a
+    precision-driven bootstrap, :mod:`xuqcal.analysis.precision`), the same summaries."""
+    def gathered(values: xr.DataArray, dim: str) -> xr.DataArray:
+        return values.chunk({dim: -1}) if values.chunks is not None else values
+
+    arguments = [gathered(replicates, "replicate"), estimate]
     core_dims = [["replicate"], []]
     if method == "bca":
-        jack = xr.DataArray(jackknife(prepared, codes, m).T, dims=("statistic", "jackknife"))
-        arguments.append(jack.chunk({"jackknife": -1}))
+        arguments.append(gathered(jack, "jackknife"))
         core_dims.append(["jackknife"])
     bias, se, ci_low, ci_high = xr.apply_ufunc(
         _summarize, *arguments,
@@ -403,7 +428,7 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
             "ci_low": ci_low,
             "ci_high": ci_high,
         },
-        coords=coords,
+        coords=statistic_coords(stats),
     )
     if keep_replicates:
         result["replicates"] = replicates

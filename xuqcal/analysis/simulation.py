@@ -61,12 +61,14 @@ def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code:
 
 
 def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n_mc: int, seed: int,
-                         chunks: int | Sequence[int] | None = None) -> da.Array:
-    """Lazy ``(n_mc, len(codes))`` statistics of synthetic error sets drawn with
-    ``generator``."""
+                         chunks: int | Sequence[int] | None = None, first: int = 0
+                         ) -> da.Array:
+    """Lazy ``(n_mc, len(codes))`` statistics of the synthetic error sets ``first ..
+    first + n_mc - 1`` drawn with ``generator``."""
     key = stream_key(seed, f"reference:{generator.name}")  # the purpose keeps its old name
     return blocks_along_replicate(_simulation_block, prepared, n_mc, chunks, codes.shape[0],
-                                  codes, generator.code, generator.parameter, key, name="n_mc")
+                                  codes, generator.code, generator.parameter, key, name="n_mc",
+                                  first=first)
 
 
 def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, keep_replicates,
@@ -165,7 +167,6 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     """:func:`simulate` of arguments already checked and normalised by ``_simulate_iv`` (for
     callers that check their arguments once, such as :func:`xuqcal.validate`). ``prepared``
     is the (Delayed) :class:`PreparedData` of ``ds`` when the caller has one already."""
-    gen_coords = generator_coords(gens)
     codes = codes_of(stats)
     if prepared is None:
         prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -174,8 +175,21 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
                  axis=1),
         dims=("statistic", "generator", "replicate"),
     )
+    return reference_result(replicates, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
+                            by=by, m=ds.sizes["sample"], keep_replicates=keep_replicates,
+                            warn_undefined=warn_undefined)
+
+
+def reference_result(replicates: xr.DataArray, stats: Sequence[Statistic],
+                     gens: Sequence[Generator], *, n_mc: int, seed: int, n_bins: int, by: str,
+                     m: int, keep_replicates: bool, warn_undefined: bool) -> xr.Dataset:
+    """The :func:`simulate` result from the simulated values (``statistic × generator ×
+    replicate``): lazy for Dask-backed values, computed for NumPy-backed ones (those of a
+    precision-driven simulation, :mod:`xuqcal.analysis.precision`), the same summaries."""
+    gathered = (replicates.chunk({"replicate": -1}) if replicates.chunks is not None
+                else replicates)
     mean, se, q025, q975 = xr.apply_ufunc(
-        summarize_replicates, replicates.chunk({"replicate": -1}),
+        summarize_replicates, gathered,
         kwargs={"names": [s.key for s in stats] if warn_undefined else None},
         input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
         dask="parallelized", output_dtypes=[np.float64] * 4,
@@ -187,7 +201,7 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
             "q025": q025.assign_attrs(long_name="2.5 % quantile of the simulated values"),
             "q975": q975.assign_attrs(long_name="97.5 % quantile of the simulated values"),
         },
-        coords={**statistic_coords(stats), **gen_coords},
+        coords={**statistic_coords(stats), **generator_coords(gens)},
     )
     attach(result, {
         "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
@@ -195,7 +209,7 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
         "seed": seed,
         "n_bins": n_bins if any(s.needs_bins for s in stats) else 0,
         "by": by,
-        "n_samples": ds.sizes["sample"],
+        "n_samples": m,
         "quantiles": "linear interpolation (Hyndman-Fan type 7)",
         "random_streams": RNG_DESCRIPTION,
     })

@@ -42,21 +42,49 @@ what to do instead; a *not usable* verdict's note lists the next steps.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
+import dask.array as da
 import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
-from xuqcal.analysis.resampling import _bootstrap_iv, bootstrap_checked, prepare_lazily
-from xuqcal.analysis.simulation import _simulate_iv, simulate_checked
+from xuqcal.analysis.precision import (
+    AUTO,
+    Rounds,
+    bootstrap_shortfall,
+    check_precision,
+    computed,
+    computes_when_auto,
+    count_or_ceiling,
+    describe,
+    is_auto,
+    reference_shortfall,
+    round_chunks,
+)
+from xuqcal.analysis.resampling import (
+    _bootstrap_iv,
+    bootstrap_attrs,
+    bootstrap_checked,
+    bootstrap_replicates,
+    bootstrap_result,
+    jackknife,
+    prepare_lazily,
+)
+from xuqcal.analysis.simulation import (
+    _simulate_iv,
+    reference_result,
+    simulate_checked,
+    simulated_replicates,
+)
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_generators
+from xuqcal.core.checks import check_bool, check_generators, user_stacklevel
 from xuqcal.core.generators import generator_coords
 from xuqcal.core.intervals import zeta
 from xuqcal.core.provenance import provenance
-from xuqcal.core.statistics import Statistic, get_statistics, statistic_coords
+from xuqcal.core.statistics import Statistic, codes_of, get_statistics, statistic_coords
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
 
@@ -83,7 +111,8 @@ def scheme_suffix(generator: str) -> str:
 
 
 def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
-                 known_generator, level, by, chunks, E, uE, all_schemes=False):
+                 known_generator, level, by, chunks, E, uE, all_schemes=False,
+                 mc_precision=defaults.MC_PRECISION):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -105,6 +134,10 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
     stats = get_statistics(statistics)
+    for name, count in (("n_boot", n_boot), ("n_mc", n_mc)):
+        if isinstance(count, str) and not is_auto(count):
+            raise ValueError(f"{name}: expected a number of replicates or {AUTO!r} (a count "
+                             f"driven by the precision mc_precision), got {count!r}")
     check_bool(all_schemes, "all_schemes")
     names = [g.name for g in check_generators(generators, "generators")]
     if known_generator is not None:
@@ -112,12 +145,24 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
         if known_generator not in names:
             names.append(known_generator)
     keys = [s.key for s in stats]
+    requested_boot, requested_mc = n_boot, n_mc
+    if is_auto(n_boot) or is_auto(n_mc):
+        check_precision(mc_precision)
+        if chunks is not None and not isinstance(chunks, int | np.integer):
+            raise ValueError(f"chunks: a sequence of chunk sizes {chunks!r} fixes the number "
+                             "of replicates; give one integer (replicates per task) with "
+                             "n_boot='auto' or n_mc='auto'")
     _, n_boot, _, level, seed, chunks, by_checked = _bootstrap_iv(
-        ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, chunks=chunks,
-        n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE, n_name="n_boot")
+        ds, keys, n_boot=count_or_ceiling(n_boot, defaults.N_BOOT), method="bca", level=level,
+        seed=seed, chunks=chunks, n_bins=n_bins, by=by, keep_replicates=False, E=E, uE=uE,
+        n_name="n_boot")
     _, gens, n_mc, _, _ = _simulate_iv(
-        ds, keys, generators=names, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
-        keep_replicates=False, E=E, uE=uE, n_name="n_mc", generator_name="generators")
+        ds, keys, generators=names, n_mc=count_or_ceiling(n_mc, defaults.N_MC), seed=seed,
+        n_bins=n_bins, by=by, chunks=chunks, keep_replicates=False, E=E, uE=uE, n_name="n_mc",
+        generator_name="generators")
+    if is_auto(requested_boot) or is_auto(requested_mc):
+        n_boot = AUTO if is_auto(requested_boot) else n_boot
+        n_mc = AUTO if is_auto(requested_mc) else n_mc
     bootstrap_arguments = dict(n_boot=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by_checked,
                                keep_replicates=False, E=E, uE=uE)
@@ -126,20 +171,22 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
 
 
+@computes_when_auto
 @broadcast
 @by_role
 def validate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = None,
     *,
-    n_boot: int = defaults.N_BOOT,
-    n_mc: int = defaults.N_MC,
+    n_boot: int | str = defaults.N_BOOT,
+    n_mc: int | str = defaults.N_MC,
     seed: int = defaults.SEED,
     n_bins: int = defaults.N_BINS,
     generators: str | Iterable[str] = defaults.GENERATORS,
     known_generator: str | None = None,
     simulated_scheme: str | None = None,
     all_schemes: bool = defaults.ALL_SCHEMES,
+    mc_precision: float = defaults.MC_PRECISION,
     level: float = defaults.LEVEL,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
@@ -154,11 +201,14 @@ def validate(
         Input over ``sample`` with ``E`` and ``uE``.
     statistics : str or sequence of str, optional
         Statistic keys (default: ``zms rce zm zv nll cc ence zmse``).
-    n_boot : int
+    n_boot : int or "auto"
         Bootstrap replicates for the BCa intervals, at least ``ceil(2 / (1 - level))`` (40 at
-        95 %: each tail beyond the interval must hold one replicate on average).
-    n_mc : int
-        Synthetic error sets per generator for the simulated references.
+        95 %: each tail beyond the interval must hold one replicate on average); ``"auto"``:
+        as many as the precision ``mc_precision`` needs (see :mod:`xuqcal.analysis.precision`),
+        at most ``defaults.N_BOOT``.
+    n_mc : int or "auto"
+        Synthetic error sets per generator for the simulated references; ``"auto"``: as many
+        as ``mc_precision`` needs, at most ``defaults.N_MC``.
     seed : int
         Seed of every random draw (bootstrap and simulation use independent streams).
     n_bins, by : int, str
@@ -186,6 +236,13 @@ def validate(
         statistics whose verdict needs a simulated reference are simulated, and none at all
         when every statistic has a predefined reference: their ``Sim``/``Sim2`` ζ, ``sim_*``
         and ``u_ref`` are then NaN.
+    mc_precision : float
+        With ``n_boot="auto"`` or ``n_mc="auto"``: the largest Monte Carlo standard error of a
+        quantity entering a verdict (a BCa bound, a simulated mean, a Sim2 quantile), as a
+        fraction of the half-width of the interval it is compared with. The replicates are
+        computed in rounds until it is reached (or the ceiling); they are the first ones of the
+        fixed-count run, so the result equals that of the fixed count it stopped at, bit for
+        bit.
     level : float
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
@@ -198,8 +255,10 @@ def validate(
     xarray.Dataset
         Lazy for Dask-backed data (one graph: the bootstrap, the simulated references and
         the verdicts built from them are computed together by ``.compute()``), computed for
-        NumPy-backed data. Over ``statistic``: ``estimate``, ``bias``, ``se``, ``ci_low``,
-        ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``,
+        NumPy-backed data, and computed with ``"auto"`` counts (each round's count depends on
+        the previous rounds' values; Dask-backed data are loaded first: the bootstrap needs all
+        points of a data set in one task anyway). Over ``statistic``: ``estimate``, ``bias``,
+        ``se``, ``ci_low``, ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``,
         ``estimate_outside_interval`` (the estimate lies outside its own bootstrap interval:
         the ζ-scores built on that interval are then unreliable) and ``verdict_note`` (empty,
         or what the verdict rests on when it needs saying and what to do next, e.g. for a
@@ -226,12 +285,18 @@ def validate(
         _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
                      n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
-                     uE=uE, all_schemes=all_schemes)
+                     uE=uE, all_schemes=all_schemes, mc_precision=mc_precision)
     simulated = simulated_statistics(stats, all_schemes)
-    lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
-    lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
+    n_boot, n_mc = bootstrap_arguments["n_boot"], simulate_arguments["n_mc"]
+    if is_auto(n_boot) or is_auto(n_mc):
+        return _validate_precise(ds, stats, simulated, gens, names, schemes,
+                                 bootstrap_arguments, simulate_arguments,
+                                 known_generator=known_generator,
+                                 simulated_scheme=simulated_scheme, mc_precision=mc_precision)
+    lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
+    lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
                      simulated_scheme, n_mc if simulated else 0, simulated)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
@@ -249,8 +314,7 @@ def simulated_statistics(stats: Sequence[Statistic], all_schemes: bool = False
 
     Examples
     --------
-    >>> from xuqcal.core.generators import generator_coords
-from xuqcal.core.statistics import Statistic, get_statistics, statistic_coords
+    >>> from xuqcal.core.statistics import get_statistics
     >>> [s.key for s in simulated_statistics(get_statistics(["zms", "nll", "cc", "ence"]))]
     ['cc', 'ence']
     """
@@ -263,22 +327,127 @@ def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[
     ``stats`` (NaN for the others; no simulation at all when none is simulated). The synthetic
     sets of a statistic do not depend on which others are simulated with it: its values are
     bit-identical to those of a simulation of every statistic."""
-    keys = [s.key for s in stats]
     if simulated:
         arguments = {**simulate_arguments,
                      "prepared": prepare_lazily(ds, stats, n_bins=simulate_arguments["n_bins"],
                                                 by=simulate_arguments["by"],
                                                 E=simulate_arguments["E"],
                                                 uE=simulate_arguments["uE"])}
-        reference = simulate_checked(ds, simulated, gens, **arguments)
-        if len(simulated) == len(stats):
-            return reference
-        return reference.reindex(statistic=keys).assign_coords(statistic_coords(stats))
+        return _over_every_statistic(simulate_checked(ds, simulated, gens, **arguments),
+                                     stats)
+    return _no_reference(stats, gens)
+
+
+def _over_every_statistic(reference: xr.Dataset, stats: Sequence[Statistic]) -> xr.Dataset:
+    """The simulated references of some statistics laid out over all of ``stats`` (NaN for
+    the others)."""
+    if reference.sizes["statistic"] == len(stats):
+        return reference
+    return reference.reindex(statistic=[s.key for s in stats]).assign_coords(
+        statistic_coords(stats))
+
+
+def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
+    """The simulated references when nothing is simulated: NaN over statistic × generator."""
     nan = np.full((len(stats), len(gens)), np.nan)
     return xr.Dataset(
         {name: (("statistic", "generator"), nan, {"long_name": text}) for name, text in
          _REFERENCE_LONG_NAMES.items()},
         coords={**statistic_coords(stats), **generator_coords(gens)})
+
+
+def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_arguments,
+                      simulate_arguments, *, known_generator, simulated_scheme,
+                      mc_precision) -> xr.Dataset:
+    """:func:`validate` with ``n_boot="auto"`` or ``n_mc="auto"`` (see
+    :mod:`xuqcal.analysis.precision`). Bootstrap replicates and synthetic sets are computed in
+    rounds until the ζ-scores that decide verdicts are precise enough (``BS``; the deciding
+    ``Sim`` or ``Sim2`` of a usable simulated statistic) and every simulated mean is precise
+    against its simulated range; each round's summaries are those of the fixed-count run of
+    that size, and the result is built by the same functions as the fixed-count one."""
+    b, r = bootstrap_arguments, simulate_arguments
+    E, uE, seed, chunks, level = b["E"], b["uE"], b["seed"], b["chunks"], b["level"]
+    prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE).compute()
+    codes = codes_of(stats)
+    estimate = prepared.evaluate(codes)
+    jack = computed(jackknife(prepared, codes, prepared.size)).T
+    deciding = deciding_scheme(known_generator, simulated_scheme)
+    rows = [stats.index(s) for s in simulated]
+    sim_codes = codes_of(simulated) if simulated else codes[:0]
+
+    def bootstrap_rounds(start: int, stop: int) -> np.ndarray:
+        return computed(bootstrap_replicates(prepared, codes, stop - start, seed,
+                                             round_chunks(stop - start, chunks),
+                                             first=start)).T
+
+    def simulation_rounds(start: int, stop: int) -> np.ndarray:
+        return computed(da.stack(
+            [simulated_replicates(prepared, sim_codes, g, stop - start, seed,
+                                  round_chunks(stop - start, chunks), first=start).T
+             for g in gens], axis=1))
+
+    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT)
+    sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
+    uE_values = np.asarray(ds[uE].values)
+    predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan
+                           for s in stats])
+    # the generator whose Sim or Sim2 zeta decides a simulated statistic's verdict
+    decider = names.index(known_generator) if known_generator is not None else 0
+    while True:
+        with warnings.catch_warnings(record=True) as caught:  # said once, of the last round
+            warnings.simplefilter("always")
+            bootstrap = bootstrap_result(
+                xr.DataArray(estimate, dims="statistic"),
+                xr.DataArray(boot.values, dims=("statistic", "replicate")),
+                xr.DataArray(jack, dims=("statistic", "jackknife")), stats=stats,
+                method="bca", level=level, keep_replicates=False,
+                attrs=bootstrap_attrs(stats, method="bca", level=level, n_boot=boot.n,
+                                      seed=seed, n_bins=b["n_bins"], by=b["by"],
+                                      m=prepared.size))
+        # the reference each bootstrap interval is compared with in a deciding zeta: the
+        # predefined one (BS), the deciding generator's simulated mean (Sim, unless the
+        # statistic is not usable: its generators' references differ), else none (NaN)
+        reference_value, u_ref = predefined.copy(), np.zeros(len(stats))
+        if sims is not None:
+            reference = reference_result(
+                xr.DataArray(sims.values, dims=("statistic", "generator", "replicate")),
+                simulated, gens, n_mc=sims.n, seed=seed, n_bins=r["n_bins"], by=r["by"],
+                m=prepared.size, keep_replicates=False, warn_undefined=False)
+            mean, se = reference["mean"].values, reference["se"].values
+            usable = (np.full(len(simulated), True) if known_generator is not None
+                      else ~generator_sensitive(mean, se))
+            scheme = np.full(mean.shape, "", dtype=object)
+            scheme[usable, decider] = deciding
+            if deciding == "Sim":
+                reference_value[rows] = np.where(usable, mean[:, decider], np.nan)
+                u_ref[rows] = U_REF_FACTOR * se[:, decider]
+        grew_boot = boot.grow(bootstrap_shortfall(boot.values, estimate, jack, level,
+                                                  reference_value, u_ref, mc_precision))
+        grew_sims = sims is not None and sims.grow(reference_shortfall(
+            sims.values, mc_precision, estimate=estimate[rows],
+            low=bootstrap.ci_low.values[rows], high=bootstrap.ci_high.values[rows],
+            scheme=scheme))
+        if not (grew_boot or grew_sims):
+            break
+    for caught_warning in caught:
+        warnings.warn(caught_warning.message, caught_warning.category,
+                      stacklevel=user_stacklevel())
+    if sims is None:
+        reference, n_mc, mc_worst = _no_reference(stats, gens), 0, 0.0
+    else:
+        reference = _over_every_statistic(reference, stats)
+        n_mc, mc_worst = sims.n, sims.worst
+    layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
+                     n_mc, simulated)
+    layout.attrs.update({
+        "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
+        "mc_precision": mc_precision,
+        "mc_precision_reached": float(max(boot.worst, mc_worst) * mc_precision),
+        "precision_rule": describe([b["n_boot"], r["n_mc"]])})
+    return lazy_result(_validate_body, (bootstrap, reference, uE_values), layout,
+                       stats=stats, names=names, schemes=schemes,
+                       known_generator=known_generator,
+                       simulated_scheme=simulated_scheme).compute()
 
 
 #: Long names of the simulated-reference variables (as :func:`~xuqcal.simulate` names them).

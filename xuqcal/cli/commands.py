@@ -36,11 +36,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 
 from xuqcal import io
 from xuqcal._version import __version__
 from xuqcal.analysis.lazy import is_lazy
+from xuqcal.analysis.precision import AUTO
 from xuqcal.analysis.slices import extra_dims
 from xuqcal.analysis.tables import slice_blocks, slice_title, slices_table
 from xuqcal.analysis.validation import (
@@ -55,10 +57,12 @@ from xuqcal.cli.common import (
     FEATURES_HELP,
     MAX_COUNT,
     Interrupted,
+    count_or_auto,
     feature_list,
     feature_options,
     feature_specs,
     format_level,
+    fraction,
     name_list,
     option_message,
     output_file,
@@ -94,19 +98,35 @@ def _generator_list(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(re.sub(r"^\w+: ", "", str(error))) from None
 
 
-def _add_compute_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-boot", type=positive_int, default=defaults.N_BOOT, metavar="N",
+def _add_compute_options(parser: argparse.ArgumentParser, *, auto: bool = False) -> None:
+    """The options of the commands that validate; with ``auto`` (``xuqcal validate``),
+    ``--n-boot`` and ``--n-mc`` also take ``auto`` (their default there) and
+    ``--mc-precision`` sets its target."""
+    if auto:
+        counts = dict(type=count_or_auto, default=AUTO, metavar="N|auto")
+        note = "; auto (the default): as many as --mc-precision needs, at most {}"
+        parser.add_argument("--mc-precision", type=fraction, default=defaults.MC_PRECISION,
+                            metavar="F",
+                            help="with --n-boot auto or --n-mc auto: the largest Monte Carlo "
+                                 "standard error of a bound, simulated mean or quantile that "
+                                 "enters a verdict, as a fraction of the half-width of the "
+                                 f"interval it is compared with (default: "
+                                 f"{defaults.MC_PRECISION})")
+    else:
+        counts = dict(type=positive_int, metavar="N")
+        note = ""  # no "auto": the report's and the demo's counts are fixed
+    parser.add_argument("--n-boot", **{"default": defaults.N_BOOT, **counts},
                         help="bootstrap replicates for the BCa intervals "
-                             f"(default: {defaults.N_BOOT})")
+                             f"(default: {defaults.N_BOOT}){note.format(defaults.N_BOOT)}")
     parser.add_argument("--seed", type=int, default=defaults.SEED,
                         help="seed of every random draw")
     parser.add_argument("--level", type=float, default=defaults.LEVEL, help="confidence level")
     parser.add_argument("--n-bins", type=positive_int, default=None, metavar="N",
                         help=f"bins of the binned statistics (default: {defaults.N_BINS}; at "
                              "least 2 points per bin)")
-    parser.add_argument("--n-mc", type=positive_int, default=defaults.N_MC, metavar="N",
+    parser.add_argument("--n-mc", **{"default": defaults.N_MC, **counts},
                         help="synthetic error sets per generator for the simulated references "
-                             f"(default: {defaults.N_MC})")
+                             f"(default: {defaults.N_MC}){note.format(defaults.N_MC)}")
     parser.add_argument("--generators", type=_generator_list, default=list(defaults.GENERATORS),
                         metavar="LIST",
                         help="generative distributions of the simulated references "
@@ -220,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "several files, over the dimension dataset")
     val.add_argument("--overwrite", action="store_true",
                      help="allow replacing an existing output file")
-    _add_compute_options(val)
+    _add_compute_options(val, auto=True)
 
     demo = commands.add_parser(
         "demo", help="validate built-in synthetic data (calibrated and mis-calibrated)",
@@ -471,6 +491,26 @@ def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
                              f"), but {data} has {m}; give --n-bins {m // 2} or fewer")
 
 
+def _counts(result: xr.Dataset, name: str) -> str:
+    """The replicate count ``name`` of a validation (per slice when it differs: an ``"auto"``
+    count stops where each slice's precision is reached), e.g. ``"2900 (auto)"``."""
+    values = result.attrs.get(name)
+    if values is None and name in result.coords:  # differing between slices
+        values = np.unique(result[name].values)
+        text = f"{int(values.min())}–{int(values.max())}"
+    else:
+        text = str(values)
+    return text + (" (auto)" if result.attrs.get(f"{name}_requested") == AUTO else "")
+
+
+def _simulated_settings(result: xr.Dataset, args: argparse.Namespace) -> str:
+    """What the settings line says of the simulated references."""
+    if result.attrs.get("simulated_statistics", None) == "":
+        return "no simulated reference needed"
+    return (f"simulated references from {_counts(result, 'n_mc')} sets per generator "
+            f"({', '.join(args.generators)})")
+
+
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
     """Validate ``ds`` with the options of ``args`` and print the result: one table, or, for
     data with several slices (files stacked along ``dataset``, a NetCDF input over ``model``),
@@ -482,15 +522,15 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       known_generator=args.known_generator,
                       simulated_scheme=(None if args.simulated_scheme == "auto"
                                         else args.simulated_scheme),
-                      all_schemes=args.all_schemes)
+                      all_schemes=args.all_schemes,
+                      mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION))
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     elapsed = time.perf_counter() - start
     blocks = slice_blocks(result)
-    settings = (f"BCa {format_level(args.level)} intervals from {args.n_boot} "
-                f"bootstrap replicates, simulated references from {args.n_mc} sets per "
-                f"generator ({', '.join(args.generators)}), {args.n_bins} bins, seed "
-                f"{args.seed} ({elapsed:.1f} s)")
+    settings = (f"BCa {format_level(args.level)} intervals from {_counts(result, 'n_boot')} "
+                f"bootstrap replicates, {_simulated_settings(result, args)}, {args.n_bins} "
+                f"bins, seed {args.seed} ({elapsed:.1f} s)")
     print(f"\n{title}")
     if len(blocks) == 1 and not blocks[0][0]:
         print(f"M = {ds.sizes['sample']}, {settings}")

@@ -10,6 +10,7 @@ that raised decides (``(parameter, function)`` keys, see :func:`option_message`)
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import traceback
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,8 @@ _COMPUTE = {
     "n_boot": "--n-boot", "n_mc": "--n-mc", "seed": "--seed", "level": "--level",
     "n_bins": "--n-bins", "generators": "--generators", "generator": "--generators",
     "statistics": "--statistics", "known_generator": "--known-generator",
-    "simulated_scheme": "--simulated-scheme", "E": "--E", "uE": "--uE", "where": "--where",
+    "simulated_scheme": "--simulated-scheme", "mc_precision": "--mc-precision",
+    "all_schemes": "--all-schemes", "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
     "names": "--names",
 }
@@ -104,6 +106,48 @@ def count(text: str, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
     if value is None or not minimum <= value <= maximum:
         raise argparse.ArgumentTypeError(f"expected an integer from {minimum} to {maximum}, "
                                          f"got {text!r}")
+    return value
+
+
+def count_or_auto(text: str) -> int | str:
+    """An argparse type: a replicate count (:func:`positive_int`) or ``auto`` (a count driven
+    by the target precision, :mod:`xuqcal.analysis.precision`).
+
+    Examples
+    --------
+    >>> count_or_auto("auto"), count_or_auto("500")
+    ('auto', 500)
+    >>> count_or_auto("fast")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected an integer >= 1 or 'auto', got 'fast'
+    """
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(str(error).replace(", got", " or 'auto', got", 1)
+                                         ) from None
+
+
+def fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1.
+
+    Examples
+    --------
+    >>> fraction("0.05")
+    0.05
+    >>> fraction("1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a number between 0 and 1 (exclusive), got '1'
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got "
+                                         f"{text!r}")
     return value
 
 

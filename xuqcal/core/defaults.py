@@ -15,6 +15,13 @@ BY = "uE"
 N_BOOT = 10_000
 #: Simulated data sets of a simulated reference (METHODS §5).
 N_MC = 10_000
+#: ``n_boot="auto"`` / ``n_mc="auto"`` (:mod:`xuqcal.analysis.precision`): the largest Monte
+#: Carlo standard error of a quantity entering a verdict, as a fraction of the half-width of
+#: the interval it is compared with; the ceilings are N_BOOT and N_MC.
+MC_PRECISION = 0.05
+#: Replicates of the first round of a precision-driven run, and the least growth of a round.
+AUTO_FIRST = 500
+AUTO_STEP = 250
 #: Confidence level of every interval.
 LEVEL = 0.95
 #: Seed of the counter-based random streams.

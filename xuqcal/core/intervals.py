@@ -67,6 +67,23 @@ def bias_correction(replicates: np.ndarray, estimate: np.ndarray) -> np.ndarray:
     return special.ndtri(below)
 
 
+def bca_levels(z0: np.ndarray, a: np.ndarray, level: float) -> np.ndarray:
+    """The adjusted levels ``α_± = Φ(z0 + (z0 + z_±) / (1 - a (z0 + z_±)))`` of a BCa interval
+    (last axis: lower, upper), from the bias correction ``z0`` and the acceleration ``a``.
+
+    Examples
+    --------
+    >>> bca_levels(np.array(0.0), np.array(0.0), 0.95).round(3).tolist()
+    [0.025, 0.975]
+    """
+    z = special.ndtri(np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
+    z0 = np.asarray(z0, dtype=np.float64)
+    a = np.asarray(a, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        zs = z0[..., np.newaxis] + z
+        return special.ndtr(z0[..., np.newaxis] + zs / (1.0 - a[..., np.newaxis] * zs))
+
+
 def acceleration(jackknife: np.ndarray) -> np.ndarray:
     """BCa acceleration ``a = Σ (m - J_i)³ / (6 (Σ (m - J_i)²)^1.5)`` from jackknife values.
 
@@ -163,10 +180,7 @@ def bca_interval(replicates: np.ndarray, estimate: np.ndarray,
         a = acceleration(jackknife)
     else:
         raise ValueError("jackknife: give the jackknife values or acceleration_value")
-    z = special.ndtri(np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0]))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        zs = z0[..., np.newaxis] + z
-        alphas = special.ndtr(z0[..., np.newaxis] + zs / (1.0 - a[..., np.newaxis] * zs))
+    alphas = bca_levels(z0, a, level)
     ordered = np.sort(replicates, axis=-1)
     with np.errstate(invalid="ignore"):
         bounds = quantile_sorted(ordered, alphas)
