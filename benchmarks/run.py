@@ -24,14 +24,17 @@ documented subset and extrapolated linearly; the row then says ``"extrapolated":
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import inspect
+import io
 import json
 import math
 import os
 import platform
 import resource
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -42,6 +45,7 @@ from typing import Any
 
 import dask
 import numpy as np
+import pandas as pd
 import scipy
 import scipy.stats
 import xarray as xr
@@ -1152,6 +1156,174 @@ def bench_bootstrap_memory(cfg: Config) -> Measurement:
     )
 
 
+# ------------------------------------------------------------------ issue 14: scale
+
+
+def _synthetic_csv(folder: Path, m: int) -> Path:
+    """A CSV of M synthetic calibrated NIG points (nu = 6, seed 0), as a user would have."""
+    path = folder / f"nig_{m}.csv"
+    ds = xuqcal.synthetic.nig(m, nu=6, seed=0)
+    pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
+    return path
+
+
+def _cli_validate(csv: Path, output: Path, *options: str) -> tuple[float, xr.Dataset]:
+    """``xuqcal validate csv --E E --uE uE [options] -o output`` in this process: its wall
+    time and its result (read back from the NetCDF it wrote)."""
+    from xuqcal.cli.commands import main
+
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        status = main(["validate", str(csv), "--E", "E", "--uE", "uE", "--no-progress",
+                       "-o", str(output), "--overwrite", *options])
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"xuqcal validate {csv} {' '.join(options)} exited with {status}")
+    with xr.open_dataset(output) as result:
+        return seconds, result.load()
+
+
+def zeta_agreement(auto: xr.Dataset, fixed: xr.Dataset, tolerance: float) -> dict[str, Any]:
+    """The deciding zeta of every statistic (the one its verdict rests on) within
+    ``tolerance`` of ``fixed``, and the same verdicts. The largest difference over every zeta
+    is reported too: the reported-only zetas of a statistic that is not usable (its simulated
+    references differ between generators) are not held to the precision target (see
+    xuqcal.analysis.precision) and may differ more."""
+    difference = np.abs(auto.zeta.values - fixed.zeta.values)
+    both = np.isfinite(auto.zeta.values) & np.isfinite(fixed.zeta.values)
+    same_nan = bool((np.isnan(auto.zeta.values) == np.isnan(fixed.zeta.values)).all())
+    deciding = []
+    for i, key in enumerate(auto.statistic.values):
+        scheme = str(fixed.verdict_scheme.values[i])
+        if scheme:
+            deciding.append((str(key), scheme, float(auto.zeta.sel(statistic=key,
+                                                                    scheme=scheme)),
+                             float(fixed.zeta.sel(statistic=key, scheme=scheme))))
+    worst_deciding = max((abs(a - f) for _, _, a, f in deciding), default=0.0)
+    verdicts_equal = bool((auto.verdict.values == fixed.verdict.values).all())
+    worst = float(difference[both].max()) if both.any() else 0.0
+    return {
+        "checked": True,
+        "ok": bool(worst_deciding <= tolerance and verdicts_equal and same_nan),
+        "tolerance": tolerance,
+        "max_abs_deciding_zeta_difference": worst_deciding,
+        "max_abs_zeta_difference_every_scheme": worst,
+        "verdicts_equal": verdicts_equal,
+        "deciding": [{"statistic": k, "scheme": sc, "auto": a, "fixed": f}
+                     for k, sc, a, f in deciding],
+        "zeta_auto": auto.zeta.to_pandas().round(4).to_dict(),
+        "zeta_fixed": fixed.zeta.to_pandas().round(4).to_dict(),
+    }
+
+
+@register(
+    "validate_default_2e6",
+    "Default `xuqcal validate` (n_boot and n_mc 'auto', 8 statistics, normal and t6) on a CSV "
+    "of M = 2 x 10^6 synthetic NIG points (nu = 6): <= 2 minutes on 2 cores, every deciding "
+    "zeta within +-0.05 and every verdict equal to the fixed-count run n_boot = n_mc = 10 000 "
+    "on the same file, measured in the same run (47 min 54 s before issue 14)",
+    goal_seconds=120.0,
+)
+def bench_validate_default_2e6(cfg: Config) -> Measurement:
+    m = 20_000 if cfg.quick else 2_000_000
+    with tempfile.TemporaryDirectory() as folder:
+        csv = _synthetic_csv(Path(folder), m)
+        auto_times, auto = [], None
+        for _ in range(max(1, cfg.repeat)):
+            seconds, auto = _cli_validate(csv, Path(folder) / "auto.nc")
+            auto_times.append(seconds)
+        fixed_seconds, fixed = _cli_validate(csv, Path(folder) / "fixed.nc", "--n-boot",
+                                             "10000", "--n-mc", "10000")
+    return Measurement(
+        xuqcal_times=auto_times,
+        baseline="the same command with --n-boot 10000 --n-mc 10000 (explicit counts)",
+        baseline_times=[fixed_seconds],
+        agreement=zeta_agreement(auto, fixed, 0.05),
+        params={"M": m, "n_boot_auto": int(auto.attrs["n_boot"]),
+                "n_mc_auto": int(auto.attrs["n_mc"]),
+                "mc_precision": float(auto.attrs["mc_precision"]),
+                "mc_precision_reached": float(auto.attrs["mc_precision_reached"]),
+                "simulated_statistics": auto.attrs["simulated_statistics"]},
+        notes=[f"auto stopped at n_boot = {auto.attrs['n_boot']}, n_mc = {auto.attrs['n_mc']} "
+               f"(precision reached {float(auto.attrs['mc_precision_reached']):.3g})"],
+    )
+
+
+@register(
+    "validate_zms_rce_1e6",
+    "`xuqcal validate --statistics zms,rce` on a CSV of M = 10^6 synthetic NIG points: <= 30 s "
+    "(no simulation: both have a predefined reference; n_boot 'auto'), against the same with "
+    "--n-boot 10000 in the same run",
+    goal_seconds=30.0,
+)
+def bench_validate_zms_rce_1e6(cfg: Config) -> Measurement:
+    m = 20_000 if cfg.quick else 1_000_000
+    with tempfile.TemporaryDirectory() as folder:
+        csv = _synthetic_csv(Path(folder), m)
+        times, auto = [], None
+        for _ in range(max(1, cfg.repeat)):
+            seconds, auto = _cli_validate(csv, Path(folder) / "auto.nc", "--statistics",
+                                          "zms,rce")
+            times.append(seconds)
+        fixed_seconds, fixed = _cli_validate(csv, Path(folder) / "fixed.nc", "--statistics",
+                                             "zms,rce", "--n-boot", "10000")
+    return Measurement(
+        xuqcal_times=times,
+        baseline="the same command with --n-boot 10000",
+        baseline_times=[fixed_seconds],
+        agreement=zeta_agreement(auto, fixed, 0.05),
+        params={"M": m, "n_boot_auto": int(auto.attrs["n_boot"]),
+                "n_mc": int(auto.attrs["n_mc"])},
+    )
+
+
+_VALIDATE_MEMORY_CHILD = """
+import json, sys, time
+import xuqcal
+
+def high_water_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+m = int(sys.argv[1])
+ds = xuqcal.synthetic.nig(m, nu=6, seed=0)
+before = high_water_mb()
+start = time.perf_counter()
+result = xuqcal.validate(ds, n_boot="auto", n_mc="auto")
+seconds = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "peak_mb": high_water_mb(), "peak_before_mb": before,
+                  "n_boot": int(result.attrs["n_boot"]), "n_mc": int(result.attrs["n_mc"]),
+                  "verdicts": [str(v) for v in result.verdict.values]}))
+"""
+
+
+@register(
+    "validate_default_1e7",
+    "Default validation (n_boot and n_mc 'auto', 8 statistics, normal and t6) of M = 10^7 "
+    "synthetic NIG points: completes, peak memory <= 4 GB",
+    goal_memory_mb=4096.0,
+)
+def bench_validate_default_1e7(cfg: Config) -> Measurement:
+    import subprocess
+
+    m = 50_000 if cfg.quick else 10_000_000
+    done = subprocess.run([sys.executable, "-c", _VALIDATE_MEMORY_CHILD, str(m)],
+                          capture_output=True, text=True, check=True)
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    return Measurement(
+        xuqcal_times=[measured["seconds"]],
+        baseline="none (goal in memory)",
+        baseline_times=[],
+        agreement={"checked": False, "ok": None, "reason": "memory row"},
+        params={"M": m, **measured},
+        peak_memory_mb=measured["peak_mb"],
+        notes=[f"peak RSS {measured['peak_mb']:.0f} MB of the whole process (data and imports "
+               f"included; {measured['peak_before_mb']:.0f} MB before the validation)"],
+    )
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -1241,6 +1413,11 @@ def agreement_lines(a: dict[str, Any]) -> list[str]:
     if a.get("checked") is False:
         return [f"    intervals not compared: {a['reason']}"]
     lines = []
+    if "max_abs_deciding_zeta_difference" in a:
+        lines.append(f"    deciding zetas: max |delta| {a['max_abs_deciding_zeta_difference']:.3f} "
+                     f"<= {a['tolerance']}, verdicts "
+                     f"{'equal' if a['verdicts_equal'] else 'DIFFER'}; every scheme: max "
+                     f"|delta| {a['max_abs_zeta_difference_every_scheme']:.3f}")
     for one in a.get("statistics", [a] if "xuqcal_interval" in a else []):
         lines.append(
             f"    {one['statistic']}: xuqcal [{one['xuqcal_interval'][0]:.5f}, "
