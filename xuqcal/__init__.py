@@ -20,6 +20,7 @@ from xuqcal.analysis.diagnostics import describe
 from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.analysis.labelled import zeta
 from xuqcal.analysis.local import adversarial_groups, local, order_sensitivity, reliability
+from xuqcal.analysis.outofcore import reduce_statistics
 from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
 from xuqcal.analysis.simulation import simulate
@@ -35,6 +36,7 @@ from xuqcal.core.intervals import (
     student_interval,
     wilson_interval,
 )
+from xuqcal.core.memory import DataTooLargeError
 from xuqcal.core.statistics import (
     STATISTICS,
     UndefinedStatisticWarning,
@@ -57,6 +59,7 @@ from xuqcal.recalibration import Recalibrator
 
 __all__ = [
     "STATISTICS",
+    "DataTooLargeError",
     "DegenerateIntervalWarning",
     "FewPointsPerBinWarning",
     "Recalibrator",
@@ -87,6 +90,7 @@ __all__ = [
     "rank_correlation",
     "read_csv",
     "recalibration",
+    "reduce_statistics",
     "reliability",
     "report",
     "roles",

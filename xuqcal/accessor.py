@@ -24,6 +24,7 @@ from xuqcal.analysis import curves as _curves
 from xuqcal.analysis import diagnostics as _diagnostics
 from xuqcal.analysis import features as _features
 from xuqcal.analysis import local as _local
+from xuqcal.analysis import outofcore as _outofcore
 from xuqcal.analysis import resampling as _resampling
 from xuqcal.analysis import running as _running
 from xuqcal.analysis import simulation as _simulation
@@ -95,6 +96,8 @@ class UQCalAccessor:
         return PlotAccessor(self)
 
     stats = delegate(_stats.stats, "Point estimates over ``statistic``")
+    reduce_statistics = delegate(_outofcore.reduce_statistics,
+                                 "Exact out-of-core statistics with analytic intervals")
     bootstrap = delegate(_resampling.bootstrap, "Lazy bootstrap intervals")
     simulate = delegate(_simulation.simulate, "Lazy simulated references")
     validate = delegate(_validation.validate, "ζ-scores per scheme and verdicts")

@@ -26,6 +26,7 @@ OPTIONS: dict[str, Any] = {
     "progress_log_interval": 5.0,
     "scheduler_timeout": 10.0,
     "study_batch_size": 50,
+    "task_memory_limit": None,
 }
 
 _DESCRIPTIONS = {
@@ -40,6 +41,10 @@ _DESCRIPTIONS = {
                          "(a positive finite number)",
     "study_batch_size": "synthetic data sets per task of the simulation studies "
                         "(a positive integer)",
+    "task_memory_limit": "bytes one task may use, for the analyses that need all the points "
+                         "of a data set in one task (a positive integer, or None: the "
+                         "smallest worker memory_limit of the dask.distributed client, else "
+                         "the memory available on this machine)",
 }
 
 
@@ -59,6 +64,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "progress_log_interval": _positive_number,
     "scheduler_timeout": _positive_number,
     "study_batch_size": _positive_int,
+    "task_memory_limit": lambda value: value is None or _positive_int(value),
 }
 
 
@@ -92,6 +98,11 @@ class set_options:
         Seconds to wait for a ``dask.distributed`` scheduler given by address.
     study_batch_size : int, default 50
         Synthetic data sets per task of the simulation studies.
+    task_memory_limit : int or None, default None
+        Bytes one task may use, for the analyses that need all the points of a data set in one
+        task (:func:`xuqcal.core.memory.check_fits_in_one_task`). ``None``: the smallest
+        ``memory_limit`` of the workers of the active ``dask.distributed`` client, else the
+        memory available on this machine.
 
     Examples
     --------

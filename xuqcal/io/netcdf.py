@@ -1,5 +1,6 @@
 """NetCDF files: :func:`to_netcdf` (atomic writes), :func:`open_dataset` (a checked input
-dataset) and the opening of any NetCDF file written by xuqcal with clear errors."""
+dataset, from a NetCDF file or a Zarr store, in memory or lazily in chunks) and the opening of
+any NetCDF file written by xuqcal with clear errors."""
 
 from __future__ import annotations
 
@@ -13,9 +14,28 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["open_dataset", "read_netcdf", "to_netcdf"]
+__all__ = ["ZARR_MARKERS", "is_zarr_store", "open_dataset", "read_netcdf", "to_netcdf"]
 
 PathLike = str | os.PathLike[str]
+
+#: Files that mark a folder as a Zarr store (Zarr format 2: .zgroup ...; format 3: zarr.json).
+ZARR_MARKERS = (".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json")
+
+
+def is_zarr_store(path: PathLike) -> bool:
+    """Whether ``path`` is a folder that looks like a Zarr store: named ``*.zarr`` or holding
+    Zarr metadata (:data:`ZARR_MARKERS`).
+
+    Examples
+    --------
+    >>> is_zarr_store("no/such/store.zarr"), is_zarr_store(".")
+    (False, False)
+    """
+    folder = pathlib.Path(path)
+    if not folder.is_dir():
+        return False
+    return folder.suffix.lower() == ".zarr" or any((folder / name).exists()
+                                                  for name in ZARR_MARKERS)
 
 
 def _check_input_file(path: PathLike, what: str, *, pipe: bool = False) -> None:
@@ -205,46 +225,125 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     return path
 
 
-def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None) -> xr.Dataset:
-    """Read an input dataset from a NetCDF file and check it.
+def _check_chunks(chunks: object) -> None:
+    if chunks is None or (isinstance(chunks, int | str | dict | tuple) and not isinstance(
+            chunks, bool)):
+        return
+    raise ValueError(f"chunks: expected None, an integer, 'auto', or a mapping such as "
+                     f"{{'sample': 1_000_000}} (points per chunk along each dimension), got "
+                     f"{chunks!r}")
 
-    The file is loaded into memory and closed (so it can be overwritten afterwards). Times and
-    time deltas are not decoded: a variable with ``units="s"`` stays a number. The roles of the
-    two variables are recorded in their attribute ``xuqcal_role`` (see
-    :func:`xuqcal.io.roles`).
+
+def _open_zarr(path: PathLike, chunks: object) -> xr.Dataset:
+    """A Zarr store, lazily (Dask-backed), with clear errors."""
+    import importlib.util
+
+    shown = os.fspath(path)
+    if importlib.util.find_spec("zarr") is None:
+        raise ValueError(f"{shown} is a Zarr store; reading it needs the zarr package, which is "
+                         "not installed: pip install zarr (or write the data to a NetCDF file "
+                         "with xuqcal.to_netcdf)")
+    try:
+        return xr.open_zarr(path, chunks="auto" if chunks is None else chunks,
+                            decode_times=False, decode_timedelta=False).drop_encoding()
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        raise ValueError(f"{shown} cannot be read as a Zarr store ({reason})") from None
+
+
+def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset:
+    """A NetCDF file opened (not loaded) with Dask chunks, with the errors of
+    :func:`read_netcdf`."""
+    _check_input_file(path, what)
+    shown = os.fspath(path)
+    if os.path.getsize(path) == 0:
+        raise ValueError(f"{shown} is empty, not {what}")
+    try:
+        return xr.open_dataset(path, engine="netcdf4", chunks=chunks, decode_times=False,
+                               decode_timedelta=False).drop_encoding()
+    except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+        if isinstance(err, PermissionError):
+            raise PermissionError(f"{shown}: permission denied") from None
+        if not _netcdf_signature(path):
+            raise ValueError(f"{shown} is not a NetCDF file (expected {what})") from None
+        raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
+                         f"expected {what}") from None
+
+
+def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
+                 chunks: int | str | dict | None = None) -> xr.Dataset:
+    """Read an input dataset from a NetCDF file or a Zarr store and check it.
+
+    A NetCDF file is loaded into memory and closed (so it can be overwritten afterwards), unless
+    ``chunks`` is given: it is then opened lazily, Dask-backed in those chunks (e.g.
+    ``{"sample": 1_000_000}``), for data larger than memory (:func:`xuqcal.reduce_statistics`
+    reduces them chunk by chunk); keep the file in place while the dataset is used. A Zarr
+    store (a folder named ``*.zarr`` or holding Zarr metadata; needs the ``zarr`` package) is
+    always opened lazily (:func:`xarray.open_zarr`), in Dask's automatic chunks (whole
+    multiples of the store's chunks) unless ``chunks`` is given. Times and time
+    deltas are not decoded: a variable with ``units="s"`` stays a number. The roles of the two
+    variables are recorded in their attribute ``xuqcal_role`` (see :func:`xuqcal.io.roles`).
 
     Parameters
     ----------
     path : str or path-like
-        The NetCDF file, e.g. written by :func:`to_netcdf`.
+        The NetCDF file (e.g. written by :func:`to_netcdf`) or Zarr store (e.g. written by
+        ``ds.chunk(...).to_zarr(path)``).
     E, uE : str, optional
         Names of the error and uncertainty variables; by default the variables whose roles the
         file records (a dataset built by xuqcal, even renamed), else ``"E"`` and ``"uE"``.
         Every other data variable is a feature.
+    chunks : int, str, dict or None
+        Dask chunks, passed to :func:`xarray.open_dataset` or :func:`xarray.open_zarr`.
+        ``None``: a NetCDF file is loaded into memory, a Zarr store is opened with
+        ``chunks="auto"``.
 
     Returns
     -------
     xarray.Dataset
-        The checked dataset.
+        The checked dataset. Loaded data are checked at once (names, dimensions, dtypes and
+        values). Lazy data are checked for their structure only (names, dimensions, dtypes,
+        rows): their values are checked by each analysis as it reads them (chunk by chunk in
+        :func:`xuqcal.reduce_statistics`), so that no check ties the chunks together.
 
     Raises
     ------
     FileNotFoundError, IsADirectoryError
-        If ``path`` does not exist or is a folder.
+        If ``path`` does not exist, or is a folder that is not a Zarr store.
     ValueError
-        If the file is empty, truncated, corrupted or not NetCDF, or if the content is not a
-        valid input dataset; the message starts with the path.
+        If the file is empty, truncated, corrupted or not NetCDF, a Zarr store cannot be read
+        (or zarr is not installed), or the content is not a valid input dataset; the message
+        starts with the path.
 
     Examples
     --------
     >>> ds = open_dataset("set1.nc")  # doctest: +SKIP
+    >>> lazy = open_dataset("big.zarr", chunks={"sample": 1_000_000})  # doctest: +SKIP
     """
-    from xuqcal.io.schema import _record_roles, roles, validate_dataset
+    from xuqcal.io.schema import (
+        _check_structure,
+        _record_roles,
+        extra_dims,
+        roles,
+        validate_dataset,
+    )
 
-    ds = read_netcdf(path, "a NetCDF file of an input dataset")
+    _check_chunks(chunks)
+    what = "a NetCDF file of an input dataset"
+    if is_zarr_store(path):
+        ds = _open_zarr(path, chunks)
+    elif chunks is not None:
+        ds = _open_netcdf_lazily(path, chunks, what)
+    else:
+        ds = read_netcdf(path, what)
     try:
         E, uE = roles(ds, E, uE)
-        ds = validate_dataset(ds, E=E, uE=uE)
+        lazy = any(var.chunks is not None for var in ds.data_vars.values())
+        if lazy and not extra_dims(ds, E, uE):
+            _check_structure(ds, E, uE, None)  # the values are checked where they are read
+        else:  # (data with extra dimensions: validate_dataset checks lazy ones' structure)
+            ds = validate_dataset(ds, E=E, uE=uE)
     except ValueError as err:
         raise ValueError(f"{os.fspath(path)}: {err}") from None
     return _record_roles(ds, E, uE)
