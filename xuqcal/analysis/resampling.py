@@ -38,6 +38,7 @@ from xuqcal.core.intervals import (
     percentile_interval,
     student_interval,
 )
+from xuqcal.core.memory import TASK_BYTES_PER_POINT, check_fits_in_one_task
 from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
@@ -187,8 +188,13 @@ def _as_delayed(obj):
 
 
 def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: int, by: str,
-                   E: str = defaults.E, uE: str = defaults.UE):
-    """A Delayed :class:`PreparedData` for ``ds`` (lazy when the data are Dask arrays)."""
+                   E: str = defaults.E, uE: str = defaults.UE, analysis: str = "bootstrap"):
+    """A Delayed :class:`PreparedData` for ``ds`` (lazy when the data are Dask arrays).
+
+    All the points go into one task: data that would not fit in the memory one task may use
+    raise :class:`~xuqcal.DataTooLargeError` here, before any work, naming ``analysis``
+    (:func:`xuqcal.core.memory.check_fits_in_one_task`)."""
+    check_fits_in_one_task(int(ds.sizes["sample"]), TASK_BYTES_PER_POINT, analysis)
     needs_bins = any(s.needs_bins for s in statistics)
     by = variable_name(ds, by, uE)
     if needs_bins:

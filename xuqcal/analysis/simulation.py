@@ -169,7 +169,8 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     is the (Delayed) :class:`PreparedData` of ``ds`` when the caller has one already."""
     codes = codes_of(stats)
     if prepared is None:
-        prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
+        prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
+                                  analysis="simulate")
     replicates = xr.DataArray(
         da.stack([simulated_replicates(prepared, codes, g, n_mc, seed, chunks).T for g in gens],
                  axis=1),

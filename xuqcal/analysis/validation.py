@@ -367,7 +367,8 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
     that size, and the result is built by the same functions as the fixed-count one."""
     b, r = bootstrap_arguments, simulate_arguments
     E, uE, seed, chunks, level = b["E"], b["uE"], b["seed"], b["chunks"], b["level"]
-    prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE).compute()
+    prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
+                              analysis="validate").compute()
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     jack = computed(jackknife(prepared, codes, prepared.size)).T
