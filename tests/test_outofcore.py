@@ -500,7 +500,8 @@ def test_analyses_needing_one_task_refuse_data_too_large_before_any_work(monkeyp
                             "bootstrap"),
                            (lambda: xuqcal.validate(ds, ["zms"], n_boot="auto"), "validate")):
             with pytest.raises(xuqcal.DataTooLargeError,
-                               match=rf"^{name}: 5,000 points need about .*xuqcal.reduce_statistics"):
+                               match=rf"^{name}: 5,000 points need about .*"
+                                     r"xuqcal\.reduce_statistics"):
                 call()
         # the out-of-core reduction of the same data is not refused
         result = xuqcal.reduce_statistics(ds, ["zms"]).compute()

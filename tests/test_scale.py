@@ -64,8 +64,8 @@ def test_only_statistics_without_a_predefined_reference_are_simulated(nig):
 from xuqcal.analysis import precision  # noqa: E402
 from xuqcal.core import defaults  # noqa: E402
 
-AUTO_ATTRS = ["created", "n_boot_requested", "n_mc_requested", "mc_precision", "mc_precision_reached",
-              "precision_rule"]
+AUTO_ATTRS = ["created", "n_boot_requested", "n_mc_requested", "mc_precision",
+              "mc_precision_reached", "precision_rule"]
 
 
 def _without_auto_attrs(result):
