@@ -20,6 +20,7 @@ import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.delayed import Delayed
 
 
 def is_lazy(ds: xr.Dataset, names: Iterable[str]) -> bool:
@@ -151,3 +152,30 @@ def with_layout_attrs(result: xr.Dataset, layout: xr.Dataset) -> xr.Dataset:
             result[name].attrs = dict(variable.attrs)
     result.attrs = dict(layout.attrs)
     return result
+
+
+def shared(value: Any) -> Any:
+    """``value`` as an input of Dask graphs: itself, or, when a ``dask.distributed`` client
+    is active and ``value`` is a large in-memory object (a NumPy array, a prepared data set),
+    a Future of it scattered once to the workers, so that the graphs that use it (each round
+    of a precision-driven run, every slice) do not carry its bytes to the scheduler again
+    (``UserWarning: Sending large graph``).
+
+    Examples
+    --------
+    >>> shared(np.arange(3)).tolist()  # no client: the value itself
+    [0, 1, 2]
+    """
+    from xuqcal.core.memory import active_client
+
+    client = active_client()
+    if client is None or isinstance(value, da.Array | Delayed):
+        return value
+    size = getattr(value, "nbytes", None)
+    if size is not None and size < _SCATTER_BYTES:
+        return value
+    return client.scatter(value, broadcast=True, hash=False)
+
+
+#: Arrays smaller than this travel inside the graph (scattering has its own cost).
+_SCATTER_BYTES = 1_000_000

@@ -19,6 +19,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import check_n_bins
+from xuqcal.analysis.lazy import shared
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_input
 from xuqcal.core import defaults
@@ -199,9 +200,9 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     by = variable_name(ds, by, uE)
     if needs_bins:
         check_n_bins(ds.sizes["sample"], n_bins, variable=by)
-    by_values = None if by == uE else ds[by].data
+    by_values = None if by == uE else shared(ds[by].data)
     return dask.delayed(PreparedData.from_arrays, pure=True)(
-        ds[E].data, ds[uE].data, by_values=by_values, by=by, n_bins=n_bins,
+        shared(ds[E].data), shared(ds[uE].data), by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=needs_bins,
     )
 

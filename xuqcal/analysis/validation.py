@@ -49,7 +49,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.lazy import is_lazy, lazy_result, template
+from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
     Rounds,
@@ -371,19 +371,20 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
                               analysis="validate").compute()
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
-    jack = computed(jackknife(prepared, codes, prepared.size)).T
+    in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
+    jack = computed(jackknife(in_graph, codes, prepared.size)).T
     deciding = deciding_scheme(known_generator, simulated_scheme)
     rows = [stats.index(s) for s in simulated]
     sim_codes = codes_of(simulated) if simulated else codes[:0]
 
     def bootstrap_rounds(start: int, stop: int) -> np.ndarray:
-        return computed(bootstrap_replicates(prepared, codes, stop - start, seed,
+        return computed(bootstrap_replicates(in_graph, codes, stop - start, seed,
                                              round_chunks(stop - start, chunks),
                                              first=start)).T
 
     def simulation_rounds(start: int, stop: int) -> np.ndarray:
         return computed(da.stack(
-            [simulated_replicates(prepared, sim_codes, g, stop - start, seed,
+            [simulated_replicates(in_graph, sim_codes, g, stop - start, seed,
                                   round_chunks(stop - start, chunks), first=start).T
              for g in gens], axis=1))
 

@@ -59,7 +59,7 @@ def _format_bytes(value: float) -> str:
     return f"{int(value)} B"
 
 
-def _client() -> Any:
+def active_client() -> Any:
     """The active ``dask.distributed`` client, or None (no client, or no distributed)."""
     try:
         from distributed import get_client
@@ -90,7 +90,7 @@ def task_memory_limit() -> tuple[int, str]:
     option = OPTIONS["task_memory_limit"]
     if option is not None:
         return int(option), "the option task_memory_limit"
-    client = _client()
+    client = active_client()
     if client is not None:
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
         limits = {address: int(info.get("memory_limit") or 0)
