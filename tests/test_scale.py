@@ -172,3 +172,16 @@ def test_auto_over_slices_of_lazy_data(nig):
         np.testing.assert_array_equal(result.zeta.sel(model=name).values, alone.zeta.values)
         np.testing.assert_array_equal(result.ci_low.sel(model=name).values,
                                       alone.ci_low.values)
+
+
+def test_auto_on_a_distributed_cluster_is_bit_identical(nig):
+    from distributed import Client, LocalCluster
+
+    local = xuqcal.validate(nig, ["zms", "cc"], n_boot="auto", n_mc="auto", seed=5)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster):
+        remote = xuqcal.validate(nig, ["zms", "cc"], n_boot="auto", n_mc="auto", seed=5)
+        fixed = xuqcal.validate(nig, ["zms", "cc"], n_boot=remote.attrs["n_boot"],
+                                n_mc=remote.attrs["n_mc"], seed=5)
+    xr.testing.assert_identical(_without_auto_attrs(remote), _without_auto_attrs(local))
+    xr.testing.assert_identical(_without_auto_attrs(fixed), _without_auto_attrs(local))
