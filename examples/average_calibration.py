@@ -3,8 +3,9 @@
 For every shared set: <Z²> (ZMS) and RCE with their 95 % BCa intervals from B = 10 000
 bootstrap replicates, their ζ-scores against the predefined references (ZMS = 1, RCE = 0) and
 the verdicts (scheme ``BS``; the simulated schemes, n_mc = 10 000, are kept in the results for
-comparison). The table of ``../shared/spec/TARGETS.md`` (sets 1, 2, 3 and 7) is printed with
-the published values side by side. Needs the shared data folder (``../shared/data`` beside the
+comparison: ``all_schemes=True``, since ZMS and RCE need no simulated reference). The table
+of ``../shared/spec/TARGETS.md`` (sets 1, 2, 3 and 7) is printed with the published values
+side by side. Needs the shared data folder (``../shared/data`` beside the
 repository, or ``XUQCAL_SHARED_DATA``). About 10 s on 2 cores::
 
     python examples/average_calibration.py [--output DIR] [--overwrite] [--quick]
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     with Timer(f"validation of {len(sets)} data sets (BCa B = {n_boot}, n_mc = {n_mc})"):
         for label, ds in sets.items():
             results[label] = xuqcal.validate(ds, list(STATISTICS), n_boot=n_boot, n_mc=n_mc,
-                                             seed=args.seed)
+                                             seed=args.seed, all_schemes=True)
     result = combine(results, [ds.sizes["sample"] for ds in sets.values()])
     result.attrs.update(description="average calibration of the shared data sets: ZMS and "
                                     "RCE with BCa intervals, ζ-scores and verdicts",

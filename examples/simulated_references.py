@@ -6,7 +6,8 @@ n_mc=10_000, n_bins=20)``: the estimates with their BCa intervals (5000 replicat
 simulated references with D = normal (``SimN``, ``Sim2N``) and D = t6 (``SimT``, ``Sim2T``) on
 the set's own uncertainties (n_mc = 10 000), ζ under every scheme and the verdict of the
 recommended workflow (``not usable`` when the references of the two generators disagree). ZMS,
-with its predefined reference, is validated alongside for comparison (NetCDF and figures). The
+with its predefined reference, is validated alongside for comparison (NetCDF and figures;
+``all_schemes=True`` simulates its references too). The
 table of ``../shared/spec/TARGETS.md`` (sets 1 and 7) is printed with the published values side
 by side. Needs the shared data folder (``../shared/data`` beside the repository, or
 ``XUQCAL_SHARED_DATA``). About 20 s on 2 cores::
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
                f"{N_BINS} bins)"):
         for label, ds in sets.items():
             results[label] = xuqcal.validate(ds, list(STATISTICS), n_boot=n_boot, n_mc=n_mc,
-                                             n_bins=N_BINS, seed=args.seed)
+                                             n_bins=N_BINS, seed=args.seed, all_schemes=True)
     result = xr.concat(list(results.values()), dim="dataset", combine_attrs="drop_conflicts")
     result = result.assign_coords(
         dataset=list(results),
