@@ -105,6 +105,7 @@ def test_student_method(data):
         xuqcal.bootstrap(data, ["zms", "rce"], method="student")
 
 
+@pytest.mark.slow  # a study of hundreds of data sets (pytest -m slow)
 def test_bca_coverage_of_zms_on_calibrated_nig():
     """BCa 95 % intervals of ZMS cover 1 in a fraction of data sets compatible with 0.95."""
     n_sets = 300

@@ -178,6 +178,7 @@ def _pass_fractions(n_sets: int, how: str) -> dict[str, tuple[int, float, float]
             for (k, h), n in counts.items() if h == how}
 
 
+@pytest.mark.slow  # a study of hundreds of data sets (pytest -m slow)
 def test_the_sim_scheme_failure_is_the_bootstrap_bias():
     """What docs/design.md says of the SimN scheme on calibrated data (ENCE, ZMSE, 20 bins):
     it passes far fewer than 95 % of the sets, because the bootstrap bias is about 2 se; an
