@@ -59,6 +59,22 @@ WORKLOADS = {
         "E='E_ - prediction', uE='sqrt(uncertainty_total)').chunk({'sample': 2000})",
         'ds.uqcal.validate(["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000).compute()',
     ),
+    # issue 14 (large-M kernels): the radix sort and ranks of simulated cc, the bootstrap walk
+    # (batched, prefetched draws) at M = 10^6 - 2e6; percentile intervals, no jackknife
+    "simulate_cc_nig_1e6": (
+        "ds = xuqcal.synthetic.nig(1_000_000, nu=6, seed=0)",
+        'simulate(ds, ["cc"], **generators(["normal"]), **replicates("n_mc", 20)).compute()',
+    ),
+    "bootstrap_eight_nig_1e6": (
+        "ds = xuqcal.synthetic.nig(1_000_000, nu=6, seed=0)",
+        'xuqcal.bootstrap(ds, ["zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse"], '
+        'method="percentile", **replicates("n_boot", 200)).compute()',
+    ),
+    "bootstrap_zms_rce_nig_2e6": (
+        "ds = xuqcal.synthetic.nig(2_000_000, nu=6, seed=0)",
+        'xuqcal.bootstrap(ds, ["zms", "rce"], method="percentile", '
+        '**replicates("n_boot", 100)).compute()',
+    ),
 }
 
 _RUNNER = """

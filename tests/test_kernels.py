@@ -211,3 +211,184 @@ def test_jackknife_of_a_dominant_point_does_not_cancel():
         keep = np.arange(3) != row
         direct = PreparedData.from_arrays(E[keep], uE[keep], n_bins=1).evaluate(codes)
         np.testing.assert_allclose(jack[position], direct, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ issue 14: large-M kernels
+
+
+def _stable_radix_argsort(values):
+    """The simulated sets' radix argsort on ``values`` (non-negative doubles), as the kernels
+    call it: ``(permutation, sorted keys)``."""
+    m = values.shape[0]
+    keys = np.ascontiguousarray(values, dtype=np.float64).copy().view(np.uint64)
+    order, sorted_keys = K._radix_argsort(
+        keys, np.empty(m, np.uint64), np.empty(m, np.int32), np.empty(m, np.int32),
+        np.empty((K._RADIX_DIGITS, K._RADIX_SIZE), np.uint64))
+    return np.array(order), np.array(sorted_keys).view(np.float64)
+
+
+_SPECIAL = [0.0, 5e-324, 1e-320, 2.0**-1022, 1.0, 1.0 + 2.0**-52, 2.0, 3.5, 1e300, np.inf]
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(st.one_of(st.sampled_from(_SPECIAL),
+                                 st.floats(0.0, 1e308, allow_subnormal=True)), max_size=600))
+def test_radix_argsort_is_the_stable_argsort(values):
+    """The LSD radix argsort of |E~| and uE² gives NumPy's stable argsort: ties (repeated
+    values) in row order, zeros, subnormals, infinities, every size from 0 on — hence the
+    same ranks, tie flags and cc as any exact stable sort."""
+    values = np.abs(np.array(values, dtype=np.float64))
+    order, sorted_values = _stable_radix_argsort(values)
+    want = np.argsort(values, kind="stable")
+    np.testing.assert_array_equal(order, want)
+    np.testing.assert_array_equal(sorted_values.view(np.uint64), values[want].view(np.uint64))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(0, 5000), levels=st.integers(1, 50),
+       scale=st.sampled_from([1e-310, 1e-3, 1.0, 1e200]), spread=st.booleans())
+def test_radix_argsort_with_heavy_ties(seed, m, levels, scale, spread):
+    """Many rows share each value (few levels), one level or a wide exponent range: digits
+    every key shares are skipped, and the passes that remain keep tied rows in row order."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, levels, m) * scale
+    if spread:
+        values = values * 2.0 ** rng.integers(-60, 60, m)
+    order, _ = _stable_radix_argsort(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+
+
+@pytest.mark.parametrize("values", [[], [0.0], [2.0], [1.0, 1.0], [2.0, 1.0], [0.0, 5e-324],
+                                    [5e-324, 0.0]])
+def test_radix_argsort_of_tiny_inputs(values):
+    values = np.array(values, dtype=np.float64)
+    order, sorted_values = _stable_radix_argsort(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    np.testing.assert_array_equal(sorted_values, np.sort(values, kind="stable"))
+
+
+def _sequential_sum(values):
+    total = 0.0
+    for x in values.tolist():  # left to right, one rounding per addition (as the kernel)
+        total += x
+    return total
+
+
+#: Points from which the walk of the six moment columns (rows of 64 bytes) is batched.
+_BATCHED_FROM = K._PLAIN_WALK_BYTES // 64 + 1
+
+
+def _check_walk_sums_in_draw_order(seed, m, start, size, keys):
+    from xuqcal.core import random as _random
+
+    E, uE = _data(seed, m, ties=bool(seed % 2))
+    prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
+    codes = codes_of(get_statistics(keys))
+    key = _random.stream_key(seed, "bootstrap")
+    out = _bootstrap_block(prepared, codes, key, start, start + size)
+    draws = np.empty(m, dtype=np.int32)
+    packed = prepared.packed
+    for i, r in enumerate(range(start, start + size)):
+        _random.fill_draws(key, r, draws)
+        sums = [_sequential_sum(packed[draws, c]) for c in range(6)]
+        want = [K.finalize_moment(code, float(m), *sums, prepared.z_shift) for code in codes]
+        np.testing.assert_array_equal(out[i], want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 300), start=st.integers(0, 20),
+       size=st.integers(1, 4), keys=st.sampled_from([["zms"], ["rce"], ["zms", "rce", "zv"],
+                                                    ["mse", "mv", "zm", "zv", "nll"]]))
+def test_bootstrap_walk_sums_in_draw_order(seed, m, start, size, keys):
+    """Each moment sum of a replicate is the left-to-right sum of the values that its stream
+    draws, in draw order, bit for bit (the plain walk of data that fit in the caches)."""
+    _check_walk_sums_in_draw_order(seed, m, start, size, keys)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), extra=st.integers(0, 2 * K._BATCH), start=st.integers(0, 9))
+def test_batched_bootstrap_walk_sums_in_draw_order(seed, extra, start):
+    """Beyond the caches the walk draws a batch of indices (prefetching their rows), then sums
+    them: the same sums bit for bit, for every remainder of M by the batch size."""
+    _check_walk_sums_in_draw_order(seed, _BATCHED_FROM + extra, start, 2,
+                                   ["mse", "mv", "zm", "zv", "nll"])
+
+
+def _bin_sums_in_memory(counts, e2, u2, z2, n_bins):
+    """The binned walk before issue 14: every copy added to the bin arrays in memory."""
+    b_n, b_e2, b_u2, b_z2 = (np.zeros(n_bins) for _ in range(4))
+    n_total = int(counts.sum())
+    b, pos = 0, 0
+    next_start = n_total // n_bins
+    for p, c in enumerate(counts.tolist()):
+        while c > 0:
+            while pos >= next_start:
+                b += 1
+                next_start = (b + 1) * n_total // n_bins
+            take = min(c, next_start - pos)
+            b_n[b] += take
+            b_e2[b] += take * e2[p]
+            b_u2[b] += take * u2[p]
+            b_z2[b] += take * z2[p]
+            pos += take
+            c -= take
+    return b_n, b_e2, b_u2, b_z2
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 200), n_bins=st.integers(1, 12),
+       zeros=st.floats(0.0, 0.9), infinite=st.booleans())
+def test_bin_sums_in_registers_equal_the_walk_in_memory(seed, m, n_bins, zeros, infinite):
+    """_bin_sums keeps the current bin's sums in registers and adds +0.0 for points of count
+    0 without a branch: bit for bit the sums of the walk in memory, with many zero counts,
+    runs across several bins, and infinite values at points of count 0 (no 0 * inf NaN)."""
+    rng = np.random.default_rng(seed)
+    n_bins = min(n_bins, m)
+    counts = rng.multinomial(m, np.ones(m) / m).astype(np.int32)
+    counts[rng.random(m) < zeros] = 0
+    if counts.sum() == 0:
+        counts[0] = 1
+    e2, u2, z2 = rng.random(m) * 3.0, rng.random(m), rng.random(m) * 2.0
+    if infinite:
+        e2[counts == 0] = np.inf
+        z2[counts == 0] = np.inf
+    got = tuple(np.zeros(n_bins) for _ in range(4))
+    K._bin_sums(counts, e2, u2, z2, n_bins, *got)
+    for g, w in zip(got, _bin_sums_in_memory(counts, e2, u2, z2, n_bins), strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 400), levels=st.integers(1, 20))
+def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
+    """Average ranks of unit weights without reading counts equal _average_ranks with ones;
+    the Spearman sums without a branch on zero counts equal those that skip them."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, levels, m).astype(float)
+    order = np.argsort(values, kind="stable")
+    tie = np.zeros(m, np.bool_)
+    tie[1:] = values[order][1:] == values[order][:-1]
+    unit, ones = np.empty(m), np.empty(m)
+    K._average_unit_ranks(order, tie, unit)
+    K._average_ranks(order, tie, np.ones(m, np.int32), ones)
+    np.testing.assert_array_equal(unit, ones)
+
+    other = rng.integers(0, levels, m).astype(float)
+    order_e = np.argsort(other, kind="stable")
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = other[order_e][1:] == other[order_e][:-1]
+    counts = rng.multinomial(m, np.ones(m) / m).astype(np.int32)
+    rank_u, rank_e = np.empty(m), np.empty(m)
+    got = K._spearman(counts, order, tie, order_e, tie_e, rank_u, rank_e)
+    centre = 0.5 * (float(counts.sum()) + 1.0)
+    sab = saa = sbb = 0.0
+    for c, ru, re in zip(counts.tolist(), rank_u.tolist(), rank_e.tolist(), strict=True):
+        if c == 0:
+            continue
+        a, b = ru - centre, re - centre
+        sab += c * a * b
+        saa += c * a * a
+        sbb += c * b * b
+    denominator = np.sqrt(saa * sbb)
+    want = sab / denominator if denominator > 0.0 else np.nan
+    np.testing.assert_array_equal(got, want)
