@@ -42,7 +42,6 @@ import xarray as xr
 
 from xuqcal.core import defaults
 from xuqcal.core.intervals import (
-    acceleration,
     bca_levels,
     bias_correction,
     quantile_sorted,
@@ -135,8 +134,9 @@ def _side_distance(estimate, reference, low, high):
     return distance, upper.astype(np.int64), (low <= estimate) & (estimate <= high)
 
 
-def bootstrap_shortfall(replicates: np.ndarray, estimate: np.ndarray, jack: np.ndarray,
-                        level: float, reference_value: np.ndarray, u_ref: np.ndarray,
+def bootstrap_shortfall(replicates: np.ndarray, estimate: np.ndarray,
+                        acceleration_value: np.ndarray, level: float,
+                        reference_value: np.ndarray, u_ref: np.ndarray,
                         precision: float) -> np.ndarray:
     """Per statistic, :func:`zeta_precision_ratio` of the ζ-score that compares the BCa
     interval with ``reference_value`` (expanded uncertainty ``u_ref``; ``BS``: the predefined
@@ -146,7 +146,10 @@ def bootstrap_shortfall(replicates: np.ndarray, estimate: np.ndarray, jack: np.n
     estimate to that bound. When the estimate lies outside its own interval (ζ unreliable, see
     :func:`xuqcal.analysis.validation.estimate_outside_interval`), ``d`` is the half-width.
 
-    ``replicates`` is ``(statistic, replicate)``. An interval that is undefined whatever the
+    ``replicates`` is ``(statistic, replicate)``; ``acceleration_value`` is the BCa
+    acceleration of each statistic (:func:`~xuqcal.core.intervals.acceleration` of its
+    jackknife values, computed once by the caller: it does not change between rounds). An
+    interval that is undefined whatever the
     count (a statistic NaN on some resamples) or degenerate (every replicate on one side of
     the estimate: infinite ``z0``, NaN bounds) gives 0: more replicates would not make it
     precise (it is reported as such, with its warning). A NaN reference gives 0.
@@ -154,7 +157,7 @@ def bootstrap_shortfall(replicates: np.ndarray, estimate: np.ndarray, jack: np.n
     replicates = np.ascontiguousarray(replicates)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         z0 = bias_correction(replicates, estimate)
-        alphas = bca_levels(z0, acceleration(np.ascontiguousarray(jack)), level)
+        alphas = bca_levels(z0, acceleration_value, level)
         ordered = np.sort(replicates, axis=-1)
         bounds = quantile_sorted(ordered, alphas)
         se_bounds = quantile_mc_se(ordered, alphas)

@@ -82,7 +82,7 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_bool, check_generators, user_stacklevel
 from xuqcal.core.generators import generator_coords
-from xuqcal.core.intervals import zeta
+from xuqcal.core.intervals import acceleration, zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import Statistic, codes_of, get_statistics, statistic_coords
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
@@ -372,7 +372,10 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
-    jack = computed(jackknife(in_graph, codes, prepared.size)).T
+    # C order once (the summaries of every round would copy an (M, statistic) transpose, 640 MB
+    # for eight statistics at M = 10^7), and the acceleration once: it does not change
+    jack = np.ascontiguousarray(computed(jackknife(in_graph, codes, prepared.size)).T)
+    accelerations = acceleration(jack)
     deciding = deciding_scheme(known_generator, simulated_scheme)
     rows = [stats.index(s) for s in simulated]
     sim_codes = codes_of(simulated) if simulated else codes[:0]
@@ -423,7 +426,7 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
             if deciding == "Sim":
                 reference_value[rows] = np.where(usable, mean[:, decider], np.nan)
                 u_ref[rows] = U_REF_FACTOR * se[:, decider]
-        grew_boot = boot.grow(bootstrap_shortfall(boot.values, estimate, jack, level,
+        grew_boot = boot.grow(bootstrap_shortfall(boot.values, estimate, accelerations, level,
                                                   reference_value, u_ref, mc_precision))
         grew_sims = sims is not None and sims.grow(reference_shortfall(
             sims.values, mc_precision, estimate=estimate[rows],
