@@ -1266,7 +1266,8 @@ def _default_validation_row(cfg: Config, m: int) -> Measurement:
     "Default `xuqcal validate` (n_boot and n_mc 'auto', 8 statistics, normal and t6) on a CSV "
     "of M = 2 x 10^6 synthetic NIG points (nu = 6): <= 2 minutes on 2 cores, every deciding "
     "zeta within +-0.05 and every verdict equal to the fixed-count run n_boot = n_mc = 10 000 "
-    "on the same file in the same run (run when --baseline-limit allows it: about an hour) "
+    "on the same file in the same run (run when --baseline-limit allows it: estimated at "
+    "1669 s in results-issue14-2e6-2026-11-23.json) "
     "(47 min 54 s before issue 14)",
     goal_seconds=120.0,
 )
@@ -1278,7 +1279,7 @@ def bench_validate_default_2e6(cfg: Config) -> Measurement:
     "validate_default_2e5",
     "The agreement of the default `xuqcal validate` ('auto' counts) with the fixed-count run "
     "n_boot = n_mc = 10 000 at M = 2 x 10^5 (a tenth of the 2 x 10^6 row, whose fixed-count "
-    "run takes about an hour): every deciding zeta within +-0.05, every verdict equal "
+    "run was estimated at 1669 s): every deciding zeta within +-0.05, every verdict equal "
     "(run with --baseline-limit 1000)",
     goal_seconds=60.0,
 )
