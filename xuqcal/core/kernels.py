@@ -869,7 +869,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     counts = np.zeros(m if need_counts else 0, np.int32)
     batch = np.empty(_BATCH, np.int64)
     # the batched walk pays off once the randomly read arrays outgrow the caches; below that
-    # the plain walk is faster (measured 0.23 against 0.30 ms per replicate of zms at M = 1e5)
+    # the plain walk is faster (zms at M = 1e5: benchmarks/ab_revisions.py bootstrap_zms_nig_1e5)
     footprint = 8 * m * np.int64(stride) + (4 * m if need_counts else 0)
     batched = footprint > _PLAIN_WALK_BYTES
     sums = work[0]
@@ -1244,7 +1244,7 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
 # write streams thrash the L1 and the TLB), and no pass gathers ``keys[order[i]]`` at random.
 # The keys are sorted as ``key - min`` (same order), so that digits above the span of the keys
 # are skipped, as are digits that every key shares. (A first MSD pass into cache-sized buckets
-# was not faster: a pass costs about 2 ns per point in the L2 cache as from memory.)
+# was not faster: a pass costs about as much in the L2 cache as from memory.)
 _RADIX_BITS = 8
 _RADIX_SIZE = 1 << _RADIX_BITS
 _RADIX_DIGITS = 64 // _RADIX_BITS
