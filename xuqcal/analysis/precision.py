@@ -41,6 +41,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.core import defaults
+from xuqcal.core.checks import check_fraction
 from xuqcal.core.intervals import (
     bca_levels,
     bias_correction,
@@ -77,11 +78,7 @@ def check_precision(precision: object, name: str = "mc_precision") -> float:
     ...
     ValueError: mc_precision: expected a fraction in (0, 1) of the interval half-width, got 0
     """
-    if isinstance(precision, bool) or not isinstance(precision, int | float | np.floating) \
-            or not 0.0 < float(precision) < 1.0:
-        raise ValueError(f"{name}: expected a fraction in (0, 1) of the interval half-width, "
-                         f"got {precision!r}")
-    return float(precision)
+    return check_fraction(precision, name, "a fraction in (0, 1) of the interval half-width")
 
 
 def quantile_mc_se(sorted_values: np.ndarray, probabilities: np.ndarray) -> np.ndarray:

@@ -166,11 +166,24 @@ def check_level(level: object, name: str = "level") -> float:
     Traceback (most recent call last):
     ValueError: level: expected a confidence level in (0, 1) such as 0.95, got 95
     """
-    if (isinstance(level, bool) or not isinstance(level, int | float | np.integer | np.floating)
-            or not 0.0 < float(level) < 1.0):
-        raise ValueError(f"{name}: expected a confidence level in (0, 1) such as 0.95, "
-                         f"got {level!r}")
-    return float(level)
+    return check_fraction(level, name, "a confidence level in (0, 1) such as 0.95")
+
+
+def check_fraction(value: object, name: str, expected: str) -> float:
+    """A real number strictly between 0 and 1; the message says what was ``expected``.
+
+    Examples
+    --------
+    >>> check_fraction(0.05, "mc_precision", "a fraction in (0, 1)")
+    0.05
+    >>> check_fraction(True, "mc_precision", "a fraction in (0, 1)")
+    Traceback (most recent call last):
+    ValueError: mc_precision: expected a fraction in (0, 1), got True
+    """
+    if (isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating)
+            or not 0.0 < float(value) < 1.0):
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    return float(value)
 
 
 def minimum_replicates(level: float) -> int:
