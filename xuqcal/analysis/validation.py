@@ -69,7 +69,7 @@ from xuqcal.analysis.resampling import (
     bootstrap_checked,
     bootstrap_replicates,
     bootstrap_result,
-    jackknife,
+    jackknife_values,
     prepare_lazily,
 )
 from xuqcal.analysis.simulation import (
@@ -372,9 +372,9 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
-    # C order once (the summaries of every round would copy an (M, statistic) transpose, 640 MB
-    # for eight statistics at M = 10^7), and the acceleration once: it does not change
-    jack = np.ascontiguousarray(computed(jackknife(in_graph, codes, prepared.size)).T)
+    # in C order, its only copy (the summaries of every round would copy an (M, statistic)
+    # transpose, 640 MB for eight statistics at M = 10^7), and the acceleration once
+    jack = jackknife_values(in_graph, codes, prepared.size)
     accelerations = acceleration(jack)
     deciding = deciding_scheme(known_generator, simulated_scheme)
     rows = [stats.index(s) for s in simulated]
