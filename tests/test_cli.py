@@ -214,3 +214,26 @@ def test_validate_netcdf_input_errors_name_the_option(tmp_path, capsys, extra, m
 def test_validate_csv_needs_e_and_ue(csv_file, capsys):
     assert main(["validate", str(csv_file), "--E", "y - y_pred"]) == 2
     assert "--uE: required for a CSV file" in capsys.readouterr().err
+
+
+def test_heavy_tail_threshold_option(tmp_path, capsys):
+    # z-scores from Student-t(2.2): beta_GM(Z²) above the default threshold 0.85 (issue 15)
+    rng = np.random.default_rng(4)
+    path = tmp_path / "heavy.csv"
+    pd.DataFrame({"err": rng.standard_t(2.2, 3000), "u": np.ones(3000)}).to_csv(path,
+                                                                               index=False)
+    args = ["validate", str(path), "--E", "err", "--uE", "u", "--statistics", "zms,rce",
+            "--n-boot", "300", "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "not testable: heavy tails (β_GM(Z²) = " in printed
+    assert "(heavy-tail screening of zms above 0.85)" in printed
+    assert main([*args, "--heavy-tail-threshold", "none"]) == 0
+    printed = capsys.readouterr().out
+    assert "not testable" not in printed and "(no heavy-tail screening)" in printed
+    assert main([*args, "--heavy-tail-threshold", "0.99"]) == 0
+    assert "not testable" not in capsys.readouterr().out
+    assert main([*args, "--heavy-tail-threshold", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--heavy-tail-threshold: expected a number between 0 and 1" in err
+    assert len(err.strip().splitlines()) == 1

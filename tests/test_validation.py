@@ -109,7 +109,11 @@ def test_known_generator_is_respected():
 
 def test_summary_table(result):
     _, v = result
-    table, _, notes = summary_table(v).partition("\n\n")
+    table, _, rest = summary_table(v).partition("\n\n")
+    # below the table: the heavy-tail screen (issue 15), then the notes
+    screen, _, notes = rest.partition("\n\n")
+    assert screen == (f"β_GM(Z²) = {float(v.beta_gm_z2):.3f} (heavy-tail screening of zms "
+                      "above 0.85)")
     lines = table.splitlines()
     assert len(lines) == 1 + v.sizes["statistic"]
     # the notes below the table: one line per statistic with a verdict note (issue 11)
@@ -239,3 +243,81 @@ def test_undefined_bca_interval_gives_an_undecided_verdict():
     with pytest.warns(DegenerateIntervalWarning):
         v2 = xuqcal.validate(ds, ["ence", "zmse"], **kwargs)
     assert set(v2.verdict.values.tolist()) <= {"pass", "fail"}
+
+
+# ------------------------------------------------------------------ heavy-tail screening (issue 15)
+
+
+def _student_errors(nu: float, m: int = 4000, seed: int = 0) -> xr.Dataset:
+    """Calibrated data whose z-scores are Student-t(ν) scaled to unit variance (ν > 2)."""
+    rng = np.random.default_rng(seed)
+    u = rng.uniform(0.5, 2.0, m)
+    return xuqcal.from_arrays(E=u * rng.standard_t(nu, m) / np.sqrt(nu / (nu - 2.0)), uE=u)
+
+
+def test_beta_gm_of_normal_z2_is_that_of_chi2_1():
+    # β_GM of χ²(1): (1 - median) / E|X - median| = 0.6358 (numerical integration)
+    from scipy import integrate, stats
+
+    median = stats.chi2(1).median()
+    mad = sum(integrate.quad(lambda x: abs(x - median) * stats.chi2(1).pdf(x), a, b)[0]
+              for a, b in ((0.0, median), (median, 200.0)))
+    exact = (1.0 - median) / mad
+    z = np.random.default_rng(1).standard_normal(200_000)
+    beta = xuqcal.analysis.validation.robust_skewness_z2(z, np.ones_like(z))
+    assert abs(beta - exact) < 0.01 and abs(exact - 0.6358) < 1e-4
+
+
+def test_heavy_tails_make_zms_not_testable():
+    heavy = _student_errors(2.2)
+    v = xuqcal.validate(heavy, ["zms", "rce"], n_boot=400, seed=1)
+    beta = float(v.beta_gm_z2)
+    assert beta > 0.85
+    verdict = str(v.verdict.sel(statistic="zms").values)
+    assert verdict == f"not testable: heavy tails (β_GM(Z²) = {beta:.3f} > 0.85)"
+    assert "heavy-tailed" in str(v.verdict_note.sel(statistic="zms").values)
+    # only the tail-sensitive statistic is screened; its zeta is still there
+    assert str(v.verdict.sel(statistic="rce").values) in ("pass", "fail")
+    assert np.isfinite(v.zeta.sel(statistic="zms", scheme="BS"))
+    assert v.attrs["heavy_tail_threshold"] == 0.85
+    assert v.attrs["heavy_tail_screening"] == "zms"
+    # no screening: the ordinary verdict, the same numbers
+    off = xuqcal.validate(heavy, ["zms", "rce"], n_boot=400, seed=1, heavy_tail_threshold=None)
+    assert str(off.verdict.sel(statistic="zms").values) in ("pass", "fail")
+    assert off.attrs["heavy_tail_threshold"] == "none"
+    xr.testing.assert_identical(off.zeta, v.zeta)
+    assert float(off.beta_gm_z2) == beta
+    # a threshold above the data's value does not screen either
+    high = xuqcal.validate(heavy, ["zms"], n_boot=400, seed=1, heavy_tail_threshold=0.99)
+    assert str(high.verdict.values[0]) in ("pass", "fail")
+
+
+@pytest.mark.parametrize("nu", [4.0, 20.0])
+def test_moderate_tails_are_not_screened(nu):
+    v = xuqcal.validate(_student_errors(nu), ["zms"], n_boot=400, seed=1)
+    assert float(v.beta_gm_z2) < 0.85
+    assert str(v.verdict.values[0]) in ("pass", "fail")
+
+
+def test_heavy_tail_screening_lazy_auto_and_many_sets_agree():
+    heavy = _student_errors(2.2, m=2000)
+    eager = xuqcal.validate(heavy, ["zms"], n_boot=400, seed=2)
+    lazy = xuqcal.validate(heavy.chunk(), ["zms"], n_boot=400, seed=2).compute()
+    assert float(lazy.beta_gm_z2) == float(eager.beta_gm_z2)
+    assert lazy.verdict.values.tolist() == eager.verdict.values.tolist()
+    auto = xuqcal.validate(heavy, ["zms"], n_boot="auto", seed=2)
+    assert float(auto.beta_gm_z2) == float(eager.beta_gm_z2)
+    assert str(auto.verdict.values[0]).startswith("not testable")
+    both = xr.concat([heavy, _student_errors(20.0, m=2000)], dim="model")
+    many = xuqcal.validate(both, ["zms"], n_boot=400, seed=2)
+    assert many.beta_gm_z2.dims == ("model",)
+    assert float(many.beta_gm_z2[0]) == float(eager.beta_gm_z2)
+    assert str(many.verdict.isel(model=0).values[0]).startswith("not testable")
+    assert str(many.verdict.isel(model=1).values[0]) in ("pass", "fail")
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, 1.5, -0.2, "0.8", True])
+def test_heavy_tail_threshold_errors(bad):
+    ds = _student_errors(6.0, m=100)
+    with pytest.raises(ValueError, match="^heavy_tail_threshold: expected None or a robust"):
+        xuqcal.validate(ds, ["zms"], n_boot=100, heavy_tail_threshold=bad)

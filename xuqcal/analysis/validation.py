@@ -42,6 +42,7 @@ what to do instead; a *not usable* verdict's note lists the next steps.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable, Sequence
 
@@ -84,7 +85,14 @@ from xuqcal.core.checks import check_bool, check_generators, user_stacklevel
 from xuqcal.core.generators import generator_coords
 from xuqcal.core.intervals import acceleration, zeta
 from xuqcal.core.provenance import provenance
-from xuqcal.core.statistics import Statistic, codes_of, get_statistics, statistic_coords
+from xuqcal.core.statistics import (
+    Statistic,
+    beta_gm,
+    codes_of,
+    get_statistics,
+    point_columns,
+    statistic_coords,
+)
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
 
@@ -97,6 +105,8 @@ FAIL = "fail"
 SIMULATED_SCHEMES = ("Sim", "Sim2")
 UNDECIDED = "undecided: the interval of the deciding scheme is undefined"
 NOT_USABLE = "not usable for validation: reference depends on the generator"
+#: The verdict of a tail-sensitive statistic (``zms``) of heavy-tailed z-scores.
+NOT_TESTABLE = "not testable: heavy tails (β_GM(Z²) = {beta:.3f} > {threshold:g})"
 
 
 def scheme_suffix(generator: str) -> str:
@@ -112,7 +122,8 @@ def scheme_suffix(generator: str) -> str:
 
 def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                  known_generator, level, by, chunks, E, uE, all_schemes=False,
-                 mc_precision=defaults.MC_PRECISION):
+                 mc_precision=defaults.MC_PRECISION,
+                 heavy_tail_threshold=defaults.HEAVY_TAIL_THRESHOLD):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -139,6 +150,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
             raise ValueError(f"{name}: expected a number of replicates or {AUTO!r} (a count "
                              f"driven by the precision mc_precision), got {count!r}")
     check_bool(all_schemes, "all_schemes")
+    check_heavy_tail_threshold(heavy_tail_threshold)
     names = [g.name for g in check_generators(generators, "generators")]
     if known_generator is not None:
         known_generator = check_generators(known_generator, "known_generator")[0].name
@@ -187,6 +199,7 @@ def validate(
     simulated_scheme: str | None = None,
     all_schemes: bool = defaults.ALL_SCHEMES,
     mc_precision: float = defaults.MC_PRECISION,
+    heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     level: float = defaults.LEVEL,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
@@ -243,6 +256,11 @@ def validate(
         computed in rounds until it is reached (or the ceiling); they are the first ones of the
         fixed-count run, so the result equals that of the fixed count it stopped at, bit for
         bit.
+    heavy_tail_threshold : float or None
+        Heavy-tail screening: the robust skewness β_GM of Z² (reported as ``beta_gm_z2``) above
+        which a statistic that heavy tails make unreliable (``zms``) is *not testable* (its
+        verdict says so, with the value) instead of pass or fail; its ζ are still reported.
+        ``None`` reports β_GM(Z²) without screening.
     level : float
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
@@ -264,7 +282,8 @@ def validate(
         or what the verdict rests on when it needs saying and what to do next, e.g. for a
         statistic *not usable* because its reference depends on the generator). Over
         ``statistic × generator``: ``sim_mean``, ``sim_se``, ``sim_q025``, ``sim_q975``. Over
-        ``statistic × scheme``: ``reference``, ``u_ref``, ``zeta``, ``valid``.
+        ``statistic × scheme``: ``reference``, ``u_ref``, ``zeta``, ``valid``. A scalar:
+        ``beta_gm_z2``, the robust skewness of Z².
 
     Examples
     --------
@@ -285,7 +304,8 @@ def validate(
         _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
                      n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
-                     uE=uE, all_schemes=all_schemes, mc_precision=mc_precision)
+                     uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
+                     heavy_tail_threshold=heavy_tail_threshold)
     simulated = simulated_statistics(stats, all_schemes)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
@@ -294,16 +314,20 @@ def validate(
         return _validate_precise(ds, stats, simulated, gens, names, schemes,
                                  bootstrap_arguments, simulate_arguments,
                                  known_generator=known_generator,
-                                 simulated_scheme=simulated_scheme, mc_precision=mc_precision)
+                                 simulated_scheme=simulated_scheme, mc_precision=mc_precision,
+                                 heavy_tail_threshold=heavy_tail_threshold)
     lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
     lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
-                     simulated_scheme, n_mc if simulated else 0, simulated)
+                     simulated_scheme, n_mc if simulated else 0, simulated,
+                     heavy_tail_threshold)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
-    result = lazy_result(_validate_body, (lazy_bootstrap, lazy_reference, ds[uE].data), layout,
+    result = lazy_result(_validate_body,
+                         (lazy_bootstrap, lazy_reference, ds[uE].data, ds[E].data), layout,
                          stats=stats, names=names, schemes=schemes,
-                         known_generator=known_generator, simulated_scheme=simulated_scheme)
+                         known_generator=known_generator, simulated_scheme=simulated_scheme,
+                         heavy_tail_threshold=heavy_tail_threshold)
     return result if is_lazy(ds, [E, uE, by if by in ds.variables else uE]) else result.compute()
 
 
@@ -358,7 +382,7 @@ def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
 
 def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_arguments,
                       simulate_arguments, *, known_generator, simulated_scheme,
-                      mc_precision) -> xr.Dataset:
+                      mc_precision, heavy_tail_threshold) -> xr.Dataset:
     """:func:`validate` with ``n_boot="auto"`` or ``n_mc="auto"`` (see
     :mod:`xuqcal.analysis.precision`). Bootstrap replicates and synthetic sets are computed in
     rounds until the ζ-scores that decide verdicts are precise enough (``BS``; the deciding
@@ -443,16 +467,17 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
         reference = _over_every_statistic(reference, stats)
         n_mc, mc_worst = sims.n, sims.worst
     layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
-                     n_mc, simulated)
+                     n_mc, simulated, heavy_tail_threshold)
     layout.attrs.update({
         "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
         "mc_precision": mc_precision,
         "mc_precision_reached": float(max(boot.worst, mc_worst) * mc_precision),
         "precision_rule": describe([b["n_boot"], r["n_mc"]])})
-    return lazy_result(_validate_body, (bootstrap, reference, uE_values), layout,
+    return lazy_result(_validate_body, (bootstrap, reference, uE_values,
+                                        np.asarray(ds[E].values)), layout,
                        stats=stats, names=names, schemes=schemes,
-                       known_generator=known_generator,
-                       simulated_scheme=simulated_scheme).compute()
+                       known_generator=known_generator, simulated_scheme=simulated_scheme,
+                       heavy_tail_threshold=heavy_tail_threshold).compute()
 
 
 #: Long names of the simulated-reference variables (as :func:`~xuqcal.simulate` names them).
@@ -474,7 +499,8 @@ _LONG_NAMES = {
 
 def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[str],
             names: list[str], known_generator: str | None, simulated_scheme: str | None,
-            n_mc: int, simulated_stats: Sequence[Statistic]) -> xr.Dataset:
+            n_mc: int, simulated_stats: Sequence[Statistic],
+            heavy_tail_threshold: float | None) -> xr.Dataset:
     """The layout of a :func:`validate` result: the bootstrap result's variables, then the
     references, ζ-scores and verdicts (shapes known from the statistics and generators)."""
     n_stat = bootstrap_result.sizes["statistic"]
@@ -498,7 +524,11 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
                         "zeta-scores that use this interval (BS, Sim) are then unreliable"}),
          "verdict_note": (("statistic",), object, {
              "long_name": "what the verdict rests on, when it needs saying, and what to do "
-                          "next"})},
+                          "next"}),
+         "beta_gm_z2": ((), f8, {
+             "long_name": "robust skewness beta_GM of the squared z-scores",
+             "comment": "(mean - median) / mean |Z^2 - median|, Harrell-Davis median; about "
+                        "0.64 for normal errors, larger for heavier tails"})},
         {"statistic": n_stat, "scheme": len(schemes), "generator": len(names)},
         {"scheme": ("scheme", schemes), "scheme_generator": ("scheme", ["", *names, *names]),
          "generator": simulated.generator.values})
@@ -516,6 +546,11 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
         "simulated_statistics": ", ".join(s.key for s in simulated_stats),
         "u_ref": "Sim schemes: U_ref = 2 se of the simulated mean",
         "validation_rule": "valid when |zeta| <= 1",
+        "heavy_tail_threshold": ("none" if heavy_tail_threshold is None
+                                 else float(heavy_tail_threshold)),
+        "heavy_tail_screening": ", ".join(
+            s.key for s in get_statistics(bootstrap_result.statistic.values.tolist())
+            if s.tail_sensitive),
     })
     return layout
 
@@ -534,11 +569,11 @@ def sim2_zeta(estimate, mean, q025, q975):
     return zeta(-np.asarray(mean), -np.asarray(estimate), -np.asarray(q975), -np.asarray(q025))
 
 
-def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme
-                   ) -> xr.Dataset:
-    """The result of :func:`validate` from the computed bootstrap and simulation results and
-    the uncertainties (one task of the graph)."""
-    result, simulated, uE_values = parts
+def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme,
+                   heavy_tail_threshold) -> xr.Dataset:
+    """The result of :func:`validate` from the computed bootstrap and simulation results, the
+    uncertainties and the errors (one task of the graph)."""
+    result, simulated, uE_values, E_values = parts
     estimate = result.estimate.values
     uE_values = np.asarray(uE_values)
     reference_value = np.full((len(stats), len(schemes)), np.nan)
@@ -578,9 +613,52 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic")
     outside = estimate_outside_interval(result)
     result["estimate_outside_interval"] = xr.DataArray(outside, dims="statistic")
+    beta = robust_skewness_z2(E_values, uE_values)
+    result["beta_gm_z2"] = xr.DataArray(beta)
+    if heavy_tail_threshold is not None and beta > heavy_tail_threshold:
+        screened = [s.tail_sensitive for s in stats]
+        text = NOT_TESTABLE.format(beta=beta, threshold=heavy_tail_threshold)
+        result["verdict"] = result["verdict"].copy(
+            data=np.where(screened, text, result["verdict"].values).astype(object))
     result["verdict_note"] = xr.DataArray(
         np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic")
     return result
+
+
+def robust_skewness_z2(E: np.ndarray, uE: np.ndarray) -> float:
+    """β_GM of the squared z-scores (:func:`xuqcal.beta_gm`), the heavy-tail screen of
+    :func:`validate`; NaN for fewer than two points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(20_000, nu=6, seed=1)  # normal z-scores: Z² ~ χ²(1)
+    >>> abs(robust_skewness_z2(ds.E.values, ds.uE.values) - 0.636) < 0.02  # χ²(1): 0.636
+    True
+    """
+    z2 = point_columns(np.asarray(E, dtype=np.float64), np.asarray(uE, dtype=np.float64),
+                       ["z2"])["z2"]
+    return beta_gm(z2) if z2.size >= 2 else math.nan
+
+
+def check_heavy_tail_threshold(threshold) -> None:
+    """``heavy_tail_threshold`` of :func:`validate`: ``None`` or a number in (0, 1) (β_GM of
+    the positive Z² lies between -1 and 1, above 0 for any right-skewed distribution).
+
+    Examples
+    --------
+    >>> check_heavy_tail_threshold(1.5)
+    Traceback (most recent call last):
+    ValueError: heavy_tail_threshold: expected None or a robust skewness beta_GM(Z^2) in (0, 1) \
+(about 0.64 for normal errors; default 0.85), got 1.5
+    """
+    if threshold is None:
+        return
+    if (isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number)
+            or not 0.0 < float(threshold) < 1.0):
+        raise ValueError(f"heavy_tail_threshold: expected None or a robust skewness "
+                         f"beta_GM(Z^2) in (0, 1) (about 0.64 for normal errors; default "
+                         f"{defaults.HEAVY_TAIL_THRESHOLD}), got {threshold!r}")
 
 
 def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = None) -> str:
@@ -662,6 +740,14 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
                               zip(result.generator.values, r.sim_mean.values, strict=True))
             parts.append(f"The simulated references differ between generators ({means}) "
                          f"beyond their uncertainty. {_next_steps(s)}")
+        if verdict.startswith(NOT_TESTABLE.split(":")[0] + ":"):
+            zeta_text = float(r.zeta.sel(scheme=scheme)) if scheme else math.nan
+            parts.append(f"The z-scores are heavy-tailed: the robust skewness of Z² exceeds "
+                         f"the threshold (heavy_tail_threshold), where the {s.key.upper()} "
+                         f"test is unreliable (P. Pernot, arXiv 2408.13089, 2024); its "
+                         f"{scheme} zeta ({zeta_text:.3g}) is reported for information only. "
+                         f"Next: look at the tails (xuqcal.describe), and validate with "
+                         f"statistics that heavy tails affect less.")
         if outside[i]:
             low, high = float(r.ci_low), float(r.ci_high)
             text = (f"The estimate {float(r.estimate):.4g} lies outside its own interval "
@@ -721,6 +807,12 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
     lines = text.splitlines()
     strip = min(len(line) - len(line.lstrip()) for line in lines)
     table = "\n".join(line[strip:].rstrip() for line in lines)
+    if "beta_gm_z2" in result and result["beta_gm_z2"].ndim == 0:
+        threshold = result.attrs.get("heavy_tail_threshold", "none")
+        screen = ("no heavy-tail screening" if threshold == "none" else
+                  f"heavy-tail screening of {result.attrs.get('heavy_tail_screening', '')} "
+                  f"above {threshold:g}")
+        table += f"\n\nβ_GM(Z²) = {float(result['beta_gm_z2']):.3f} ({screen})"
     notes = verdict_notes(result)
     if notes:
         table += "\n\nnotes (* in the verdict column):\n" + "\n".join(

@@ -63,6 +63,7 @@ from xuqcal.cli.common import (
     feature_specs,
     format_level,
     fraction,
+    fraction_or_none,
     name_list,
     option_message,
     output_file,
@@ -112,6 +113,12 @@ def _add_compute_options(parser: argparse.ArgumentParser, *, auto: bool = False)
                                  "enters a verdict, as a fraction of the half-width of the "
                                  f"interval it is compared with (default: "
                                  f"{defaults.MC_PRECISION})")
+        parser.add_argument("--heavy-tail-threshold", type=fraction_or_none,
+                            default=defaults.HEAVY_TAIL_THRESHOLD, metavar="B|none",
+                            help="heavy-tail screening: above this robust skewness beta_GM of "
+                                 "Z^2, ZMS is 'not testable' instead of pass or fail (default: "
+                                 f"{defaults.HEAVY_TAIL_THRESHOLD}; about 0.64 for normal "
+                                 "errors); none: report beta_GM(Z^2) without screening")
     else:
         counts = dict(type=positive_int, metavar="N")
         note = ""  # no "auto": the report's and the demo's counts are fixed
@@ -523,7 +530,9 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       simulated_scheme=(None if args.simulated_scheme == "auto"
                                         else args.simulated_scheme),
                       all_schemes=args.all_schemes,
-                      mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION))
+                      mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
+                      heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
+                                                   defaults.HEAVY_TAIL_THRESHOLD))
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     elapsed = time.perf_counter() - start

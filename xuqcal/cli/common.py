@@ -21,7 +21,8 @@ _COMPUTE = {
     "n_bins": "--n-bins", "generators": "--generators", "generator": "--generators",
     "statistics": "--statistics", "known_generator": "--known-generator",
     "simulated_scheme": "--simulated-scheme", "mc_precision": "--mc-precision",
-    "all_schemes": "--all-schemes", "E": "--E", "uE": "--uE", "where": "--where",
+    "all_schemes": "--all-schemes", "heavy_tail_threshold": "--heavy-tail-threshold",
+    "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
     "names": "--names",
 }
@@ -128,6 +129,17 @@ def count_or_auto(text: str) -> int | str:
     except argparse.ArgumentTypeError as error:
         raise argparse.ArgumentTypeError(str(error).replace(", got", " or 'auto', got", 1)
                                          ) from None
+
+
+def fraction_or_none(text: str) -> float | None:
+    """An argparse type: ``none``, or a number strictly between 0 and 1 (:func:`fraction`).
+
+    Examples
+    --------
+    >>> fraction_or_none("0.85"), fraction_or_none("none")
+    (0.85, None)
+    """
+    return None if text.strip().lower() == "none" else fraction(text)
 
 
 def fraction(text: str) -> float:

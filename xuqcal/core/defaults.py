@@ -31,6 +31,10 @@ GENERATORS = ("normal", "t6")
 #: Whether :func:`xuqcal.validate` also simulates the references of statistics that have a
 #: predefined reference (their Sim/Sim2 ζ, for comparison only): no, only what verdicts need.
 ALL_SCHEMES = False
+#: Heavy-tail screening of :func:`xuqcal.validate`: above this robust skewness β_GM of Z²
+#: the statistics that heavy tails make unreliable (ZMS) are "not testable" instead of pass or
+#: fail (P. Pernot, arXiv 2408.13089, 2024). β_GM(Z²) is about 0.64 for normal errors.
+HEAVY_TAIL_THRESHOLD = 0.85
 
 #: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage.
 N_BINS = 20

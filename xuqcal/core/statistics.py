@@ -74,6 +74,10 @@ class Statistic:
     unit_power : int
         The power of the data unit the statistic carries (2 for ``mse``, 1 for ``rmse``, 0 for
         the scale-free statistics).
+    tail_sensitive : bool
+        Whether heavy tails of Z make the statistic's test unreliable (``zms``): above the
+        robust skewness threshold of :func:`xuqcal.validate` (``heavy_tail_threshold``) its
+        verdict is *not testable* instead of pass or fail.
 
     The per-point columns (:attr:`columns`) are ``e2`` (E²), ``u2`` (uE²), ``z2`` (Z²),
     ``lnu2`` (ln uE²), ``zd`` (Z - z_shift) and ``zd2`` ((Z - z_shift)²), ``z_shift`` being any
@@ -97,6 +101,7 @@ class Statistic:
     is_mean: bool = False
     reference_note: str = field(default="", compare=False)
     unit_power: int = 0
+    tail_sensitive: bool = False
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -183,7 +188,8 @@ _ALL = [
     Statistic("mv", K.MV, "mean variance", "<uE²>", "moment", unit_power=2),
     Statistic("rmv", K.RMV, "root mean variance", "sqrt(<uE²>)", "moment", unit_power=1),
     Statistic("zm", K.ZM, "mean of z-scores", "<Z>", "moment", 0.0, is_mean=True),
-    Statistic("zms", K.ZMS, "mean squared z-score", "<Z²>", "moment", 1.0, is_mean=True),
+    Statistic("zms", K.ZMS, "mean squared z-score", "<Z²>", "moment", 1.0, is_mean=True,
+              tail_sensitive=True),
     Statistic("zv", K.ZV, "variance of z-scores", "Var(Z) (n - 1)", "moment", 1.0),
     Statistic("rce", K.RCE, "relative calibration error", "(RMV - RMSE) / RMV", "moment", 0.0),
     Statistic(
