@@ -319,5 +319,5 @@ def test_heavy_tail_screening_lazy_auto_and_many_sets_agree():
 @pytest.mark.parametrize("bad", [0.0, 1.0, 1.5, -0.2, "0.8", True])
 def test_heavy_tail_threshold_errors(bad):
     ds = _student_errors(6.0, m=100)
-    with pytest.raises(ValueError, match="^heavy_tail_threshold: expected None or a robust"):
+    with pytest.raises(ValueError, match=r"^heavy_tail_threshold: expected None or a robust"):
         xuqcal.validate(ds, ["zms"], n_boot=100, heavy_tail_threshold=bad)
