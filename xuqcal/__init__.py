@@ -16,11 +16,13 @@ from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.analysis import curves, features
 from xuqcal.analysis.binning import make_bins
+from xuqcal.analysis.coverage import interval_coverage, quantile_coverage
 from xuqcal.analysis.diagnostics import describe
 from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.analysis.labelled import zeta
 from xuqcal.analysis.local import adversarial_groups, local, order_sensitivity, reliability
 from xuqcal.analysis.outofcore import reduce_statistics
+from xuqcal.analysis.probabilistic import pit, pit_test, proper_scores
 from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
 from xuqcal.analysis.simulation import simulate
@@ -46,6 +48,8 @@ from xuqcal.core.statistics import (
 from xuqcal.io import (
     from_arrays,
     from_dataframe,
+    from_ensemble,
+    from_quantiles,
     open_dataset,
     read_csv,
     roles,
@@ -76,17 +80,24 @@ __all__ = [
     "features",
     "from_arrays",
     "from_dataframe",
+    "from_ensemble",
     "from_formula",
+    "from_quantiles",
     "generators",
     "get_generator",
     "get_options",
+    "interval_coverage",
     "kappa_cs",
     "local",
     "make_bins",
     "open_dataset",
     "order_sensitivity",
     "percentile_interval",
+    "pit",
+    "pit_test",
     "plot",
+    "proper_scores",
+    "quantile_coverage",
     "rank_correlation",
     "read_csv",
     "recalibration",

@@ -20,11 +20,13 @@ import xarray as xr
 from xuqcal import plot as _plot
 from xuqcal import recalibration as _recalibration
 from xuqcal.analysis import binning as _binning
+from xuqcal.analysis import coverage as _coverage
 from xuqcal.analysis import curves as _curves
 from xuqcal.analysis import diagnostics as _diagnostics
 from xuqcal.analysis import features as _features
 from xuqcal.analysis import local as _local
 from xuqcal.analysis import outofcore as _outofcore
+from xuqcal.analysis import probabilistic as _probabilistic
 from xuqcal.analysis import resampling as _resampling
 from xuqcal.analysis import running as _running
 from xuqcal.analysis import simulation as _simulation
@@ -118,6 +120,14 @@ class UQCalAccessor:
                                  "Observed against expected coverage")
     local_coverage = delegate(_curves.local_coverage,
                               "Coverage of the p-interval per bin of ``by``")
+    interval_coverage = delegate(_coverage.interval_coverage,
+                                 "PICP of a predicted interval, its Wilson interval and width")
+    quantile_coverage = delegate(_coverage.quantile_coverage,
+                                 "Observed fraction below each predicted quantile")
+    proper_scores = delegate(_probabilistic.proper_scores,
+                             "Mean CRPS and NLL of normal and Student-t predictives")
+    pit = delegate(_probabilistic.pit, "Probability integral transform values")
+    pit_test = delegate(_probabilistic.pit_test, "PIT histogram and uniformity tests")
     zero_bins_extrapolation = delegate(_studies.zero_bins_extrapolation,
                                        "ENCE/ZMSE extrapolated to zero bins")
     recalibrate = delegate(_fit_recalibrator, "Fit a post-hoc recalibrator on this data set")

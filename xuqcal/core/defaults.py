@@ -36,6 +36,16 @@ ALL_SCHEMES = False
 #: fail (P. Pernot, arXiv 2408.13089, 2024). β_GM(Z²) is about 0.64 for normal errors.
 HEAVY_TAIL_THRESHOLD = 0.85
 
+#: Nominal coverage levels of interval-based validation (PICP, local coverage) and of
+#: conformal recalibration: the ±1σ and ±1.96σ levels of a normal distribution.
+COVERAGE_LEVELS = (0.683, 0.95)
+#: A coverage is valid when its interval overlaps [p - COVERAGE_TOLERANCE, p + COVERAGE_TOLERANCE]
+#: (P. Pernot, arXiv 2408.13089, 2024).
+COVERAGE_TOLERANCE = 0.005
+
+#: Bins of a PIT histogram and of its chi-square uniformity test.
+N_BINS_PIT = 10
+
 #: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage.
 N_BINS = 20
 #: Bins of local z-score analyses (LZM, LZMS, ...; METHODS §6).

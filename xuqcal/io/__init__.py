@@ -11,6 +11,11 @@ plus any feature variables. The package is split by job:
 - :mod:`xuqcal.io.tabular`: :func:`read_csv`, :func:`read_table` and :func:`from_dataframe`;
 - :mod:`xuqcal.io.netcdf`: :func:`to_netcdf` and :func:`open_dataset`;
 - :mod:`xuqcal.io.stacking`: :func:`stack_datasets` (several sets along ``dataset``);
+- :mod:`xuqcal.io.ensembles` and :mod:`xuqcal.io.quantiles`: predicted distributions beyond
+  ``uE``: :func:`from_ensemble` (member predictions: ``E``, ``uE`` and the member errors),
+  :func:`from_quantiles` (predicted quantiles of the error); a predicted interval of the error
+  is given to :func:`from_arrays` or :func:`read_csv` with ``lower=``, ``upper=`` and
+  ``interval_level=`` (roles :data:`PROBABILISTIC_ROLES`);
 - :mod:`xuqcal.io.outputs` (output folders and their manifest) and :mod:`xuqcal.io.synthetic`
   (synthetic data sets).
 
@@ -25,9 +30,12 @@ Examples
 ('err', 'uE')
 """
 
+from xuqcal.io.ensembles import from_ensemble
 from xuqcal.io.expressions import evaluate_expression
 from xuqcal.io.netcdf import open_dataset, to_netcdf
+from xuqcal.io.quantiles import from_quantiles, variable_with_role
 from xuqcal.io.schema import (
+    PROBABILISTIC_ROLES,
     ROLE_ATTR,
     SAMPLE_DIM,
     by_role,
@@ -39,12 +47,15 @@ from xuqcal.io.stacking import stack_datasets
 from xuqcal.io.tabular import from_dataframe, read_csv, read_table
 
 __all__ = [
+    "PROBABILISTIC_ROLES",
     "ROLE_ATTR",
     "SAMPLE_DIM",
     "by_role",
     "evaluate_expression",
     "from_arrays",
     "from_dataframe",
+    "from_ensemble",
+    "from_quantiles",
     "open_dataset",
     "read_csv",
     "read_table",
@@ -52,4 +63,5 @@ __all__ = [
     "stack_datasets",
     "to_netcdf",
     "validate_dataset",
+    "variable_with_role",
 ]

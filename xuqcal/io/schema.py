@@ -40,13 +40,23 @@ from xuqcal.io.expressions import (
     _series_to_numpy,
 )
 
-__all__ = ["ROLE_ATTR", "SAMPLE_DIM", "from_arrays", "roles", "validate_dataset"]
+__all__ = ["PROBABILISTIC_ROLES", "ROLE_ATTR", "SAMPLE_DIM", "from_arrays", "roles",
+           "validate_dataset"]
 
 SAMPLE_DIM = "sample"
 """Name of the dimension along which the data points of an input dataset lie."""
 
 ROLE_ATTR = "xuqcal_role"
-"""The variable attribute recording a variable's role (``"E"`` or ``"uE"``)."""
+"""The variable attribute recording a variable's role (``"E"`` or ``"uE"``, or one of
+:data:`PROBABILISTIC_ROLES`)."""
+
+PROBABILISTIC_ROLES = ("members", "quantiles", "interval_lower", "interval_upper")
+"""The roles of the variables that describe a predicted distribution beyond ``uE``: the member
+errors of an ensemble (:func:`~xuqcal.io.ensembles.from_ensemble`), predicted quantiles of the
+error (:func:`~xuqcal.io.quantiles.from_quantiles`) and the bounds of a predicted interval of
+the error (``lower=``, ``upper=`` of :func:`from_arrays` and :func:`~xuqcal.io.read_csv`).
+Such a variable is not a feature: :func:`validate_dataset` leaves it out of the default
+features, and the constructors keep its role."""
 
 ROW_COORD = "row"
 """Coordinate of a stacked dataset over ``(dataset, sample)``: the original row number of each
@@ -161,8 +171,10 @@ def by_role(function: Callable | None = None, *, data: str = "ds") -> Callable:
 
 def _record_roles(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
     """Record the roles in the variable attributes of ``ds`` (in place; no other variable keeps
-    a role attribute) and return ``ds``."""
+    a role attribute, except the :data:`PROBABILISTIC_ROLES`) and return ``ds``."""
     for name, var in ds.data_vars.items():
+        if var.attrs.get(ROLE_ATTR) in PROBABILISTIC_ROLES and name not in (E, uE):
+            continue
         var.attrs.pop(ROLE_ATTR, None)
         if name == E:
             var.attrs[ROLE_ATTR] = "E"
@@ -352,7 +364,8 @@ def _check_structure(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> 
                 f"{role} parameter, rename it: ds.rename({{'name': '{role}'}}))"
             )
     if features is None:
-        feature_names = [v for v in variables if v not in (E, uE)]
+        feature_names = [v for v in variables if v not in (E, uE)
+                         and ds[v].attrs.get(ROLE_ATTR) not in PROBABILISTIC_ROLES]
     else:
         feature_names = [features] if isinstance(features, str) else _names_list(features)
         for feature in feature_names:
@@ -486,7 +499,9 @@ def validate_dataset(
         Names of the error and uncertainty variables; by default the variables recorded with
         these roles, else ``"E"`` and ``"uE"`` (see :func:`roles`).
     features : str or sequence of str, optional
-        The feature variables to check. By default every other data variable is a feature.
+        The feature variables to check. By default every other data variable is a feature,
+        except the variables of the :data:`PROBABILISTIC_ROLES` (member errors, quantiles,
+        interval bounds: their constructors check them).
 
     Returns
     -------
@@ -740,8 +755,12 @@ def _to_1d(values: Any, var: str) -> Any:
 
 def from_arrays(
     E: npt.ArrayLike | xr.DataArray,
-    uE: npt.ArrayLike | xr.DataArray,
+    uE: npt.ArrayLike | xr.DataArray | None = None,
     *,
+    lower: npt.ArrayLike | xr.DataArray | None = None,
+    upper: npt.ArrayLike | xr.DataArray | None = None,
+    interval_level: float | None = None,
+    uE_from_interval: bool = False,
     name: str | None = None,
     units: str | None = None,
     **features: npt.ArrayLike | xr.DataArray,
@@ -754,35 +773,76 @@ def from_arrays(
         Prediction errors and standard uncertainties (``uE > 0``), 1-D, one value per data point.
         A DataArray may use any dimension name (it becomes ``sample``); its coordinates are
         dropped, the values are taken in order. Dask-backed DataArrays stay lazy: nothing is
-        computed, the value checks run when the data are computed.
+        computed, the value checks run when the data are computed. ``uE`` may be left out when
+        a predicted interval is given: the dataset then has no ``uE`` (unless
+        ``uE_from_interval=True``), only what the interval analyses need.
+    lower, upper : array_like or xarray.DataArray, optional
+        A predicted interval **of the error** ``E = observed - prediction`` at the nominal level
+        ``interval_level``, one pair of bounds per data point (``lower <= upper``, finite),
+        stored as the variables ``lower`` and ``upper`` (roles ``interval_lower``,
+        ``interval_upper``, attribute ``interval_level``; see
+        :func:`xuqcal.analysis.coverage.interval_coverage`). From a predicted interval
+        ``[L, U]`` of the target around the prediction ``ŷ``: ``lower = L - ŷ``,
+        ``upper = U - ŷ`` (``observed`` lies in ``[L, U]`` exactly when ``E`` lies in
+        ``[lower, upper]``).
+    interval_level : float, optional
+        The nominal level of the interval, in (0, 1); required with ``lower`` and ``upper``.
+    uE_from_interval : bool
+        Derive ``uE = (upper - lower) / (2 z)`` with ``z = Φ⁻¹((1 + interval_level) / 2)``,
+        the standard deviation of a normal distribution whose central interval at that level
+        has the given width (attribute ``expression`` of ``uE``). Only on request: by default
+        no ``uE`` is derived, and ``uE`` and ``uE_from_interval=True`` cannot both be given.
     name : str, optional
         A name for the dataset (attribute ``name``).
     units : str, optional
-        Units of ``E`` and ``uE`` (attribute ``units`` of both variables).
+        Units of ``E`` and ``uE`` (attribute ``units`` of both variables, and of the bounds).
     **features : array_like or xarray.DataArray
         Feature variables (numeric or boolean), one value per data point. A feature cannot be
-        named ``name``, ``units``, ``E``, ``uE`` or ``sample``.
+        named ``name``, ``units``, ``E``, ``uE``, ``sample`` or like the interval arguments.
 
     Returns
     -------
     xarray.Dataset
-        Variables ``E``, ``uE`` (float64) and the features over ``sample`` = 0, 1, ..., M-1.
+        Variables ``E``, ``uE`` (float64; absent when neither given nor derived), ``lower`` and
+        ``upper`` (with an interval) and the features over ``sample`` = 0, 1, ..., M-1.
 
     Raises
     ------
     ValueError
         For inputs of different lengths, non-numeric values, zero rows, NaN or infinite values,
-        or ``uE <= 0`` (see :func:`validate_dataset`).
+        or ``uE <= 0`` (see :func:`validate_dataset`); before any work, for a missing ``uE``
+        without an interval, an interval without both bounds or without its level, or ``uE``
+        with ``uE_from_interval=True``; for bounds that are not finite or with ``lower > upper``,
+        naming the rows.
 
     Examples
     --------
     >>> ds = from_arrays([0.1, -0.3, 0.2], [0.2, 0.25, 0.1], units="eV", X=[1.0, 2.0, 3.0])
     >>> ds.sizes["sample"], list(ds.data_vars)
     (3, ['E', 'uE', 'X'])
+    >>> ds = from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], interval_level=0.9)
+    >>> list(ds.data_vars), ds.lower.attrs["interval_level"]
+    (['E', 'lower', 'upper'], 0.9)
+    >>> from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], interval_level=0.9,
+    ...             uE_from_interval=True).uE.values.round(3).tolist()
+    [0.243, 0.152]
     """
-    inputs = {"E": E, "uE": uE}
+    from xuqcal.io.quantiles import (
+        check_points,
+        check_without_uE,
+        interval_arguments,
+        interval_attrs,
+        interval_checks,
+        uE_expression,
+        uE_from_bounds,
+    )
+
+    level = interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
+    inputs = {"E": E} if uE is None else {"E": E, "uE": uE}
     for feature in features:
         inputs[_check_feature_name(feature)] = features[feature]
+    if level is not None:
+        inputs.update(lower=lower, upper=upper)
     data = {var: _to_1d(values, var) for var, values in inputs.items()}
     lengths = {var: d.shape[0] for var, d in data.items()}
     if len(set(lengths.values())) > 1:
@@ -792,15 +852,29 @@ def from_arrays(
             "per data point"
         )
     n = lengths["E"]
+    expressions = {var: var for var in data}
+    if level is not None and uE_from_interval:
+        data["uE"] = uE_from_bounds(data["lower"], data["upper"], level)
+        expressions["uE"] = uE_expression(level)
+    attrs = {var: _variable_attrs(var, expressions[var], units) for var in data}
+    if level is not None:
+        attrs.update({bound: interval_attrs(bound, bound, units, level)
+                      for bound in ("lower", "upper")})
     ds = xr.Dataset(
-        {
-            var: xr.Variable(SAMPLE_DIM, d, _variable_attrs(var, var, units))
-            for var, d in data.items()
-        },
+        {var: xr.Variable(SAMPLE_DIM, data[var], attrs[var])
+         for var in ["E", *(["uE"] if "uE" in data else []),
+                     *(v for v in data if v not in ("E", "uE"))]},
         coords={SAMPLE_DIM: _sample_coord(np.arange(n))},
         attrs=_dataset_attrs(
-            source="arrays", E="E", uE="uE", where="", n_rows_read=n, n_rows_dropped=0, name=name
+            source="arrays", E="E", uE=expressions.get("uE", ""), where="", n_rows_read=n,
+            n_rows_dropped=0, name=name
         ),
     )
-    return validate_dataset(ds)
-
+    if level is None:
+        return validate_dataset(ds)
+    # the bounds first: a crossed interval would else show as uE <= 0 when uE is derived
+    ds = check_points(ds, interval_checks(ds))
+    if "uE" in ds.data_vars:
+        return validate_dataset(ds)
+    return check_without_uE(ds, [str(v) for v in ds.data_vars if v not in ("lower", "upper")],
+                            hint="")

@@ -17,6 +17,15 @@ import xarray as xr
 
 from xuqcal.io.expressions import _Expression, _series_to_numpy, evaluate_expression
 from xuqcal.io.netcdf import PathLike, _binary, _check_input_file, _netcdf_signature
+from xuqcal.io.quantiles import (
+    check_points,
+    check_without_uE,
+    interval_arguments,
+    interval_attrs,
+    interval_checks,
+    uE_expression,
+    uE_from_bounds,
+)
 from xuqcal.io.schema import (
     _WHERE_HINT,
     SAMPLE_DIM,
@@ -95,12 +104,16 @@ def from_dataframe(
     df: pd.DataFrame,
     *,
     E: str,
-    uE: str,
+    uE: str | None = None,
     features: FeatureSpec = None,
     where: str | None = None,
     name: str | None = None,
     units: str | None = None,
     source: str | None = None,
+    lower: str | None = None,
+    upper: str | None = None,
+    interval_level: float | None = None,
+    uE_from_interval: bool = False,
 ) -> xr.Dataset:
     """Build a validated input dataset from the columns of a DataFrame.
 
@@ -112,7 +125,8 @@ def from_dataframe(
         Column names or expressions over columns (see :func:`evaluate_expression`), e.g.
         ``E="logP - y_pred"``, ``uE="sqrt(uncertainty_total)"``. A string that is exactly a
         column name is that column, even if it is not a Python identifier; otherwise column names
-        that are not identifiers are written in backticks (```E (eV)` - pred``).
+        that are not identifiers are written in backticks (```E (eV)` - pred``). ``uE`` may be
+        left out when a predicted interval is given (see ``lower``, ``upper``).
     features : str, sequence of str or mapping of str to str, optional
         Feature variables: column names (the variable is named after the column) or a mapping
         ``{name: expression}``; an expression that is not a bare column name needs the mapping
@@ -128,11 +142,27 @@ def from_dataframe(
         Units of ``E`` and ``uE``.
     source : str, optional
         Provenance recorded in the attribute ``source`` (default ``"dataframe"``).
+    lower, upper : str, optional
+        A predicted interval **of the error** at the level ``interval_level``: column names or
+        expressions, like ``E``. From predicted bounds ``y_lo``, ``y_hi`` of the target around
+        the prediction ``y_pred``, with ``E="y - y_pred"``: ``lower="y_lo - y_pred"``,
+        ``upper="y_hi - y_pred"`` (``y`` lies in ``[y_lo, y_hi]`` exactly when ``E`` lies in
+        ``[lower, upper]``). Stored as the variables ``lower``, ``upper`` (roles
+        ``interval_lower``, ``interval_upper``, attribute ``interval_level``); the filter
+        ``where`` can use them. Bounds must be finite with ``lower <= upper``.
+    interval_level : float, optional
+        The nominal level of the interval, in (0, 1); required with ``lower`` and ``upper``.
+    uE_from_interval : bool
+        Derive ``uE = (upper - lower) / (2 z)``, ``z = Φ⁻¹((1 + interval_level) / 2)`` (a
+        normal distribution with that central interval), before the filter ``where``. Only on
+        request: by default no ``uE`` is derived, and the dataset has no ``uE`` when none is
+        given.
 
     Returns
     -------
     xarray.Dataset
-        Variables ``E``, ``uE`` (float64) and the features over ``sample``, whose coordinate is
+        Variables ``E``, ``uE`` (float64; absent when neither given nor derived), the features,
+        and ``lower``, ``upper`` (with an interval) over ``sample``, whose coordinate is
         the 0-based position of each kept row in ``df`` (not ``df.index``). The attributes record
         the expressions, the filter, the numbers of rows read and dropped, the version and time.
 
@@ -151,9 +181,15 @@ def from_dataframe(
     >>> ds = from_dataframe(df, E="logP - y_pred", uE="uq", where="uE > 0")
     >>> ds["sample"].values.tolist(), ds.attrs["n_rows_dropped"]
     ([0, 1], 1)
+    >>> df["lo"], df["hi"] = [0.8, 1.5, 2.9], [1.4, 2.1, 3.5]
+    >>> ds = from_dataframe(df, E="logP - y_pred", lower="lo - y_pred", upper="hi - y_pred",
+    ...                     interval_level=0.9)
+    >>> list(ds.data_vars), ds.lower.values.round(2).tolist()
+    (['E', 'lower', 'upper'], [-0.3, -0.3, -0.4])
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"expected a pandas.DataFrame, got {type(df).__name__}")
+    level = interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
     if df.columns.duplicated().any():
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise ValueError(f"duplicated column names: {', '.join(dup)}; give each column a name")
@@ -164,16 +200,30 @@ def from_dataframe(
         raise ValueError(f"empty data: {source} has 0 rows")
     columns = _Columns(df)
     feature_specs = _feature_specs(features, columns)
-    specs = {"E": E, "uE": uE, **feature_specs}
+    specs = {"E": E, **({"uE": uE} if uE is not None else {}), **feature_specs}
+    if level is not None:
+        for bound in ("lower", "upper"):
+            if bound in feature_specs:
+                raise ValueError(f"features: a feature cannot be named '{bound}' with a "
+                                 f"predicted interval (the variable of its {bound} bound); "
+                                 f"choose another name with the mapping form, e.g. "
+                                 f"features={{'{bound}_': ...}}")
+        specs.update(lower=lower, upper=upper)
     values = {
         var: evaluate_expression(_column_expression(spec, columns), columns, variable=var)
         for var, spec in specs.items()
     }
-    for var in ("E", "uE"):
-        if values[var].dtype == np.bool_:
+    for var in ("E", "uE", "lower", "upper"):
+        if var in values and values[var].dtype == np.bool_:
             raise ValueError(
                 f"{var}: expression '{specs[var]}' gives true/false values, not numbers"
             )
+    if level is not None and uE_from_interval:
+        derived = uE_from_bounds(values["lower"], values["upper"], level)
+        specs = {"E": E, "uE": uE_expression(level), **{k: v for k, v in specs.items()
+                                                        if k != "E"}}
+        values = {"E": values["E"], "uE": derived, **{k: v for k, v in values.items()
+                                                      if k != "E"}}
     keep = np.ones(n_rows, dtype=bool)
     if where:
         keep = evaluate_expression(where, ChainMap(values, columns), variable="where")
@@ -194,23 +244,38 @@ def from_dataframe(
                 )
             raise ValueError(message)
     rows = np.flatnonzero(keep)
+    attrs = {var: _variable_attrs(var, specs[var], units) for var in values}
+    if level is not None:
+        attrs.update({bound: interval_attrs(bound, specs[bound], units, level)
+                      for bound in ("lower", "upper")})
     ds = xr.Dataset(
         {
-            var: xr.Variable(SAMPLE_DIM, v[keep], _variable_attrs(var, specs[var], units))
+            var: xr.Variable(SAMPLE_DIM, v[keep], attrs[var])
             for var, v in values.items()
         },
         coords={SAMPLE_DIM: _sample_coord(rows)},
         attrs=_dataset_attrs(
             source=source,
             E=E,
-            uE=uE,
+            uE=specs.get("uE", ""),
             where=where,
             n_rows_read=n_rows,
             n_rows_dropped=n_rows - rows.size,
             name=name,
         ),
     )
-    return _check_dataset(ds, "E", "uE", None, hint=_WHERE_HINT)
+    if level is None:
+        return _check_dataset(ds, "E", "uE", None, hint=_WHERE_HINT)
+    ds.attrs.update(lower_expression=lower, upper_expression=upper)
+    # the bounds first: a crossed interval would else show as uE <= 0 when uE is derived
+    ds = check_points(ds, interval_checks(ds), hint=_INTERVAL_HINT)
+    if "uE" in ds.data_vars:
+        return _check_dataset(ds, "E", "uE", None, hint=_WHERE_HINT)
+    return check_without_uE(ds, [str(v) for v in ds.data_vars if v not in ("lower", "upper")])
+
+
+_INTERVAL_HINT = ("hint: fix the source data, or drop such rows with the where argument, e.g. "
+                  'where="isfinite(lower) & isfinite(upper) & (lower <= upper)"')
 
 
 def read_table(path: PathLike, **read_csv_kwargs: Any) -> pd.DataFrame:
@@ -281,11 +346,15 @@ def read_csv(
     path: PathLike,
     *,
     E: str,
-    uE: str,
+    uE: str | None = None,
     features: FeatureSpec = None,
     where: str | None = None,
     name: str | None = None,
     units: str | None = None,
+    lower: str | None = None,
+    upper: str | None = None,
+    interval_level: float | None = None,
+    uE_from_interval: bool = False,
     **read_csv_kwargs: Any,
 ) -> xr.Dataset:
     """Read a CSV file into a validated input dataset.
@@ -300,6 +369,10 @@ def read_csv(
         The CSV file.
     E, uE, features, where, name, units
         As in :func:`from_dataframe`.
+    lower, upper, interval_level, uE_from_interval
+        A predicted interval of the error at a stated level, as in :func:`from_dataframe`
+        (e.g. ``E="y - y_pred", lower="y_lo - y_pred", upper="y_hi - y_pred",
+        interval_level=0.9``); ``uE`` may then be left out.
     **read_csv_kwargs
         Passed to :func:`pandas.read_csv` (e.g. ``sep=";"``).
 
@@ -325,6 +398,7 @@ def read_csv(
     ...               where="uE > 1e-6 * std(E)")
     """
     source = os.fspath(path) if isinstance(path, str | os.PathLike) else "<stream>"
+    interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
     df = read_table(path, **read_csv_kwargs)
     return from_dataframe(
         df,
@@ -335,6 +409,10 @@ def read_csv(
         name=name,
         units=units,
         source=source,
+        lower=lower,
+        upper=upper,
+        interval_level=interval_level,
+        uE_from_interval=uE_from_interval,
     )
 
 

@@ -21,6 +21,7 @@ from xuqcal.plot.local import (
     order_sensitivity,
     reliability,
 )
+from xuqcal.plot.pit import plot_pit
 from xuqcal.plot.recalibration import bin_zms, isotonic_map, scales
 from xuqcal.plot.recalibration import scan as recalibration_scan
 from xuqcal.plot.studies import (
@@ -47,6 +48,7 @@ __all__ = [
     "local",
     "local_coverage",
     "order_sensitivity",
+    "plot_pit",
     "rank_correlation",
     "recalibration_scan",
     "reliability",

@@ -1,6 +1,6 @@
 """Post-hoc recalibration of prediction uncertainties (METHODS §8).
 
-Three recalibrators, each with a **fit / apply** split:
+Four recalibrators, each with a **fit / apply** split:
 
 ``temperature``
     ``uE -> s uE`` with ``s = sqrt(<Z²>)`` on the training data (uniform variance scaling).
@@ -14,6 +14,13 @@ Three recalibrators, each with a **fit / apply** split:
     A monotone non-decreasing map from ``uE²`` to ``E²`` fitted by isotonic regression
     (:func:`scipy.optimize.isotonic_regression`) and applied to new ``uE²`` by linear
     interpolation, clipped at the ends.
+``conformal``
+    Normalised split conformal intervals (:mod:`xuqcal.recalibration.conformal`): the
+    ``⌈(n + 1) p⌉``-th smallest training score ``|E|/uE`` is the quantile ``q_p`` of each
+    coverage level ``p`` (``levels``); applying gives the half-widths ``q_p uE`` over ``level``
+    and the uE ``q_p uE / z_p`` of the first level. With ``by=`` one quantile per learned bin
+    (Mondrian), bins as for ``bvs``. :func:`conformal_coverage` evaluates the intervals (PICP
+    per level, overall and per bin, with Wilson intervals).
 
 **The fitted recalibrator is a labelled** :class:`xarray.Dataset` (attribute
 ``xuqcal_object = "recalibrator"``): its method and parameters as variables (``scale``,
@@ -65,6 +72,7 @@ of ``x`` (stable sort); ``S_con = S_cal + S_u``, ``S_ada = S_cal + Σ_j S_Xj``,
 from __future__ import annotations
 
 from xuqcal.recalibration.common import BINNINGS, DEFAULT_FEATURES, LOSSES, METHODS
+from xuqcal.recalibration.conformal import conformal_coverage
 from xuqcal.recalibration.recalibrator import Recalibrator, apply, fit, learned_bins
 from xuqcal.recalibration.scores import evaluate, evaluation_table, scan, scores
 
@@ -75,6 +83,7 @@ __all__ = [
     "METHODS",
     "Recalibrator",
     "apply",
+    "conformal_coverage",
     "evaluate",
     "evaluation_table",
     "fit",

@@ -31,8 +31,13 @@ from xuqcal.recalibration.common import (
     _positive_int,
     _training_provenance,
 )
+from xuqcal.recalibration.conformal import METHOD as CONFORMAL
+from xuqcal.recalibration.conformal import apply_conformal, fit_conformal
 from xuqcal.recalibration.isotonic import fit_isotonic
 from xuqcal.recalibration.scaling import fit_scaling
+
+#: Every method of :func:`fit`: :data:`~xuqcal.recalibration.METHODS` and ``conformal``.
+ALL_METHODS = (*METHODS, CONFORMAL)
 
 
 @broadcast
@@ -41,18 +46,21 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
         n_bins: int | Sequence[int] | None = None, binning: str | None = None,
         loss: str = "nll", features: Sequence[str] = DEFAULT_FEATURES,
         n_bins_scores: int = defaults.N_BINS_SCORES, seed: int = defaults.SEED,
-        maxfun: int | None = None, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+        maxfun: int | None = None, levels: float | Sequence[float] | None = None,
+        E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Fit a recalibrator on training data.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Training data over ``sample`` with ``E``, ``uE`` and the variables used.
-    method : {"temperature", "bvs", "isotonic"}
-        Uniform scaling, bin-wise variance scaling, or the isotonic variance map.
+    method : {"temperature", "bvs", "isotonic", "conformal"}
+        Uniform scaling, bin-wise variance scaling, the isotonic variance map, or split
+        conformal intervals (:mod:`xuqcal.recalibration.conformal`).
     by : str or pair of str, optional
         BVS binning variable (default: ``uE``) (``uE``, a feature, a categorical variable with
-        ``binning="groups"``), or two variables for a 2-D grid. Must be ``"uE"`` for the
+        ``binning="groups"``), or two variables for a 2-D grid. Conformal: unset for global
+        quantiles, one variable for Mondrian quantiles per bin. Must be ``"uE"`` for the
         other methods.
     n_bins : int or pair of int, optional
         Number of BVS bins requested (default
@@ -60,7 +68,7 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
         are ``n_x × n_y``). Not used with ``binning="groups"`` nor by the other methods.
     binning : {"equal", "grid", "groups"}, optional
         Default: ``"grid"`` when ``by`` is a pair, else ``"equal"`` (equal-count bins kept as
-        value limits, see the module documentation).
+        value limits, see the module documentation). Conformal: ``"equal"`` or ``"groups"``.
     loss : {"nll", "s_tot", "s_con", "s_ada"}
         ``nll``: the analytic factors ``sqrt(<Z²>_b)``. Otherwise the factors minimize that
         score of the recalibrated training data (temperature and BVS only).
@@ -74,6 +82,9 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
     maxfun : int, optional
         Evaluation budget of the DIRECT search (default ``max(500, 25 × (n_factors + 1))``);
         L-BFGS-B then runs at most 200 iterations.
+    levels : float or sequence of float, optional
+        Coverage levels of ``method="conformal"`` (default ``(0.683, 0.95)``), distinct, in
+        (0, 1); the first one sets the recalibrated ``uE``. Only for that method.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -96,9 +107,15 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
     >>> z2.groupby(new.recalibration_bin).mean().round(12).values.tolist()  # <Z²>_b = 1
     [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
     """
-    method = _choice(method, METHODS, "method")
+    method = _choice(method, ALL_METHODS, "method")
     loss = _choice(loss, LOSSES, "loss")
     features = _check_features(features, E=E, uE=uE)
+    if method == CONFORMAL:
+        return fit_conformal(ds, levels=levels, by=by, n_bins=n_bins, binning=binning,
+                             loss=loss, seed=seed, E=E, uE=uE)
+    if levels is not None:
+        raise ValueError(f"levels: method={method!r} has no coverage levels (levels is for "
+                         "'conformal')")
     names = _names(uE if by is None else by, "by")
     if not 1 <= len(names) <= 2:
         raise ValueError(f"by: expected one variable or a pair (2-D grid), got {list(names)}")
@@ -178,7 +195,7 @@ def learned_bins(recalibrator: xr.Dataset) -> xr.Dataset:
     ('equal', 5)
     """
     _check_recalibrator(recalibrator)
-    if recalibrator.attrs["method"] != "bvs":
+    if BINS_PREFIX + "scheme" not in recalibrator.attrs:
         raise ValueError(f"recalibrator: method {recalibrator.attrs['method']!r} has no bins")
     names = [v for v in recalibrator.variables if str(v).startswith(BINS_PREFIX)]
     bins = recalibrator[names].rename({v: str(v)[len(BINS_PREFIX):] for v in names})
@@ -196,7 +213,7 @@ def _check_recalibrator(recalibrator: Any) -> None:
             recalibrator.attrs.get("xuqcal_object") != RECALIBRATOR:
         raise ValueError("recalibrator: expected a Dataset made by xuqcal.recalibration.fit "
                          "(attribute xuqcal_object = 'recalibrator')")
-    if recalibrator.attrs.get("method") not in METHODS:
+    if recalibrator.attrs.get("method") not in ALL_METHODS:
         raise ValueError(f"recalibrator: unknown method {recalibrator.attrs.get('method')!r}")
 
 
@@ -220,8 +237,10 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
     xarray.Dataset
         A copy of ``ds`` with the recalibrated ``uE``; the input ``uE`` is kept as
         ``uE_uncalibrated`` (``<uE>_uncalibrated`` for another name; when ``ds`` already has
-        it, e.g. applying twice, the existing one, the original, is kept); for BVS
-        ``recalibration_bin`` holds the bin of every point.
+        it, e.g. applying twice, the existing one, the original, is kept); for BVS (and
+        Mondrian conformal) ``recalibration_bin`` holds the bin of every point. Conformal also
+        gives the interval half-widths ``conformal_half_width`` over ``(sample, level)``
+        (:mod:`xuqcal.recalibration.conformal`).
         Attributes ``recalibration_*`` record the method, loss, bins and training source.
 
     Examples
@@ -235,6 +254,9 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
     """
     _check_recalibrator(recalibrator)
     method = recalibrator.attrs["method"]
+    if method == CONFORMAL:
+        bins = learned_bins(recalibrator) if recalibrator.attrs.get("by") else None
+        return apply_conformal(recalibrator, ds, bins, E=E, uE=uE)
     bins = None
     if method == "bvs":
         bins = learned_bins(recalibrator)
@@ -312,7 +334,7 @@ class Recalibrator:
 
     @property
     def method(self) -> str:
-        """The method (``temperature``, ``bvs`` or ``isotonic``)."""
+        """The method (``temperature``, ``bvs``, ``isotonic`` or ``conformal``)."""
         return str(self.dataset.attrs["method"])
 
     def apply(self, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
@@ -326,7 +348,10 @@ class Recalibrator:
     def __repr__(self) -> str:
         a = self.dataset.attrs
         detail = f", by={a.get('by')!r}, n_bins={self.dataset.sizes.get('bin', 0)}" \
-            if self.method == "bvs" else ""
+            if self.method == "bvs" or (self.method == CONFORMAL and a.get("by")) else ""
+        if self.method == CONFORMAL:
+            levels = ", ".join(f"{p:g}" for p in self.dataset["level"].values.tolist())
+            detail = f", levels=({levels}){detail}"
         dims = [d.strip() for d in str(a.get("slice_dims", "")).split(",") if d.strip()]
         per_slice = (", per slice of " + " × ".join(f"{d} ({self.dataset.sizes[d]})"
                                                     for d in dims if d in self.dataset.sizes)

@@ -1,0 +1,453 @@
+"""Proper scores and the probability integral transform of data sets (METHODS §9).
+
+The labelled layer over :mod:`xuqcal.core.scores`: each function takes a Dataset with ``E`` and
+``uE`` over ``sample``, checks its arguments and the structure of the data before any work
+(:func:`_probabilistic_iv`) and the values before any computation (NumPy-backed data at once,
+Dask-backed data in the graph, with the same message naming the variable, the problem and the
+rows: :func:`xuqcal.io.validate_dataset`), and is
+
+- **lazy** on Dask-backed data: the ``sample`` dimension, whatever its chunks, is gathered into
+  one task, as every analysis of xuqcal does (O(M) memory; :mod:`xuqcal.analysis.lazy`);
+- **broadcast** over every extra dimension of ``E`` and ``uE`` (``model``, ``task``, ...): each
+  slice is analysed alone on its present points (:mod:`xuqcal.analysis.slices`), with its own
+  fitted ν.
+
+**The predictive distributions.** ``E`` is predicted by ``N(0, uE²)`` (``"normal"``) or by the
+Student-t(ν) whose standard deviation is ``uE`` (``"student"``, scale ``uE sqrt((ν - 2)/ν)``),
+the generative model of METHODS §1 with a normal or a Student-t ``eps``. When ``nu`` is not
+given it is *fitted*: the degrees of freedom of the maximum-likelihood fit of a shifted, scaled
+Student-t to ``Z = E / uE``, the ``nu_eff`` of Z reported by :func:`xuqcal.describe` (the same
+function, :func:`xuqcal.analysis.diagnostics.student_t_fit`). A fitted ν ≤ 2 (infinite
+variance: no Student-t has standard deviation ``uE``) or constant Z leaves the Student
+results undefined: NaN with an :class:`~xuqcal.UndefinedStatisticWarning` naming the cause.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from xuqcal.analysis.diagnostics import MIN_POINTS, student_t_fit
+from xuqcal.analysis.lazy import analysis, template
+from xuqcal.analysis.slices import broadcast
+from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import defaults
+from xuqcal.core import scores as S
+from xuqcal.core.checks import check_choice, check_count, check_level, user_stacklevel
+from xuqcal.core.provenance import provenance
+from xuqcal.core.statistics import UndefinedStatisticWarning, check_values, compute
+from xuqcal.io import SAMPLE_DIM, by_role, validate_dataset
+
+__all__ = ["DISTRIBUTIONS", "pit", "pit_test", "proper_scores"]
+
+DISTRIBUTIONS = ("normal", "student")
+"""The predictive distributions of ``E``: ``N(0, uE²)`` and the Student-t(ν) with standard
+deviation ``uE``."""
+
+BIN_DIM = "bin"
+"""Dimension of the histogram counts of :func:`pit_test`."""
+
+#: How ν is fitted when not given (the ``nu_source`` attribute of the results).
+NU_FITTED = ("fitted: degrees of freedom of a maximum-likelihood shifted, scaled Student-t fit "
+             "of Z = E / uE (xuqcal.describe's nu_eff of Z)")
+NU_GIVEN = "given"
+
+#: ``long_name`` and ``description`` of every result variable.
+DESCRIPTIONS = {
+    "crps_normal": ("mean CRPS of N(0, uE²)",
+                    "mean over the points of the CRPS of the predictive N(0, uE²) for E, closed "
+                    "form uE (z (2Φ(z) - 1) + 2φ(z) - 1/√π), z = E / uE; units of E, lower is "
+                    "better"),
+    "crps_student": ("mean CRPS of the Student-t(nu) with standard deviation uE",
+                     "mean over the points of the CRPS of the predictive Student-t(ν) scaled "
+                     "to standard deviation uE (scale uE sqrt((ν - 2)/ν)), closed form "
+                     "(Gneiting & Raftery 2007); units of E, lower is better"),
+    "nll_normal": ("mean NLL of N(0, uE²)",
+                   "½ (<Z²> + <ln uE²> + ln 2π): the nll statistic of xuqcal.stats; lower is "
+                   "better"),
+    "nll_student": ("mean NLL of the Student-t(nu) with standard deviation uE",
+                    "mean over the points of -ln f_ν(E / s) + ln s, s = uE sqrt((ν - 2)/ν), "
+                    "no constant dropped (comparable with nll_normal); lower is better"),
+    "nu": ("degrees of freedom of the Student-t predictive",
+           "ν of the Student-t predictive: given, or fitted to Z (attribute nu_source)"),
+    "pit": ("probability integral transform of E",
+            "the predictive CDF at E: Φ(E / uE) (normal) or F_ν(E / s) (Student-t); uniform "
+            "on (0, 1) for calibrated predictive distributions"),
+    "chi2_statistic": ("chi-square statistic of the PIT histogram",
+                       "Pearson's statistic of the equal-width bin counts against equal "
+                       "expected counts"),
+    "chi2_pvalue": ("p-value of the chi-square test of uniformity",
+                    "chi-square distribution with n_bins - 1 degrees of freedom (asymptotic); "
+                    "small values reject uniformity"),
+    "ks_statistic": ("Kolmogorov-Smirnov statistic of the PIT against U(0, 1)",
+                     "sup |F_n(p) - p| over p in [0, 1]"),
+    "ks_pvalue": ("p-value of the Kolmogorov-Smirnov test of uniformity",
+                  "scipy.stats.kstest against U(0, 1); small values reject uniformity"),
+    "count": ("PIT values per bin", "counts of the equal-width bins of [0, 1]"),
+    "expected_count": ("expected count per bin", "n / n_bins under uniformity"),
+    "band_low": ("lower bound of the per-bin band",
+                 "quantile (1 - level)/2 of Binomial(n, 1/n_bins): the band of a bin's count "
+                 "under uniformity (per bin, not simultaneous)"),
+    "band_high": ("upper bound of the per-bin band", "quantile (1 + level)/2 of "
+                  "Binomial(n, 1/n_bins)"),
+}
+
+
+def _attrs(name: str) -> dict[str, str]:
+    long_name, description = DESCRIPTIONS[name]
+    return {"long_name": long_name, "description": description}
+
+
+# ------------------------------------------------------------------------- argument checks
+
+
+def _check_nu(nu: object, distribution: str | None) -> float | None:
+    """``nu`` given (a finite number > 2), or ``None`` (fitted); refused with ``"normal"``."""
+    if nu is None:
+        return None
+    if distribution == "normal":
+        raise ValueError(f"nu: only used with distribution='student', got nu={nu!r} with "
+                         "distribution='normal'")
+    if (isinstance(nu, bool) or not isinstance(nu, int | float | np.integer | np.floating)
+            or not (math.isfinite(float(nu)) and float(nu) > 2.0)):
+        raise ValueError(f"nu: expected a finite number > 2 (the degrees of freedom of a "
+                         f"Student-t whose standard deviation is uE), or None to fit it to Z, "
+                         f"got {nu!r}")
+    return float(nu)
+
+
+def _probabilistic_iv(ds: object, *, E: object, uE: object, distribution: object = "student",
+                      nu: object = None, n_bins: object = None, level: object = None
+                      ) -> tuple[str, str, float | None]:
+    """Argument checks of the entry points (names, dimensions, dtypes, sizes, scalars; no data
+    are read): the names of ``E`` and ``uE`` and the given ν (``None`` when fitted)."""
+    E, uE = check_data_variables(ds, E, uE)
+    check_choice(distribution, "distribution", DISTRIBUTIONS)
+    nu = _check_nu(nu, distribution)  # type: ignore[arg-type]
+    if n_bins is not None:
+        check_count(n_bins, "n_bins", minimum=2)
+    if level is not None:
+        check_level(level)
+    m = ds.sizes[SAMPLE_DIM]  # type: ignore[attr-defined]
+    if distribution == "student" and nu is None and m < MIN_POINTS:
+        raise ValueError(f"ds: fitting nu needs at least {MIN_POINTS} points, but the data have "
+                         f"{m}; pass nu=")
+    return E, uE, nu
+
+
+# ------------------------------------------------------------------------------ the bodies
+
+
+def _arrays(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
+    errors = np.asarray(ds[E].values, dtype=np.float64)
+    uncertainties = np.asarray(ds[uE].values, dtype=np.float64)
+    check_values(errors, uncertainties)  # NaN/inf, uE <= 0, overflowing z: named errors
+    return errors, uncertainties
+
+
+def _student_nu(z: np.ndarray, nu: float | None, undefined: str) -> float:
+    """ν given, or fitted to Z; NaN (constant Z) or ≤ 2 with an UndefinedStatisticWarning
+    saying that ``undefined`` are undefined."""
+    if nu is not None:
+        return nu
+    if np.all(z == z[0]):
+        warnings.warn(f"{undefined} and nu are undefined: Z is constant (no Student-t can be "
+                      "fitted); pass nu=", UndefinedStatisticWarning,
+                      stacklevel=user_stacklevel())
+        return math.nan
+    fitted, _, _ = student_t_fit(z)
+    if not fitted > 2.0:
+        warnings.warn(f"{undefined} are undefined: the Student-t fitted to Z has nu = "
+                      f"{fitted:.3g} <= 2 (infinite variance: no Student-t has standard "
+                      "deviation uE); pass nu= to use a given value", UndefinedStatisticWarning,
+                      stacklevel=user_stacklevel())
+    return fitted
+
+
+def _pit_values(errors: np.ndarray, uncertainties: np.ndarray, distribution: str,
+                nu: float | None) -> tuple[np.ndarray, float]:
+    """PIT values and ν (NaN for the normal distribution)."""
+    if distribution == "normal":
+        return np.asarray(S.pit_normal(errors, uncertainties)), math.nan
+    nu_used = _student_nu(errors / uncertainties, nu, "the Student-t PIT values")
+    if not nu_used > 2.0:
+        return np.full(errors.shape, math.nan), nu_used
+    return np.asarray(S.pit_student(errors, uncertainties, nu_used)), nu_used
+
+
+def _sample_coords(ds: xr.Dataset) -> dict[str, Any]:
+    """The coordinates of ``ds`` over ``sample`` only (kept by the results over ``sample``)."""
+    return {name: coord.variable for name, coord in ds.coords.items()
+            if coord.dims == (SAMPLE_DIM,)}
+
+
+def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None) -> xr.Dataset:
+    """:func:`proper_scores` on NumPy-backed data."""
+    errors, uncertainties = _arrays(ds, E, uE)
+    nu_used = _student_nu(errors / uncertainties, nu, "crps_student and nll_student")
+    values = {
+        "crps_normal": float(np.mean(S.crps_normal(errors, uncertainties))),
+        "nll_normal": float(compute(errors, uncertainties, ["nll"])[0]),
+        "crps_student": math.nan, "nll_student": math.nan, "nu": nu_used,
+    }
+    if nu_used > 2.0:
+        values["crps_student"] = float(np.mean(S.crps_student(errors, uncertainties, nu_used)))
+        values["nll_student"] = float(np.mean(S.nll_student(errors, uncertainties, nu_used)))
+    return xr.Dataset({name: xr.DataArray(value) for name, value in values.items()})
+
+
+def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None
+              ) -> xr.Dataset:
+    """:func:`pit` on NumPy-backed data."""
+    errors, uncertainties = _arrays(ds, E, uE)
+    values, nu_used = _pit_values(errors, uncertainties, distribution, nu)
+    result = xr.Dataset({"pit": (SAMPLE_DIM, values)}, coords=_sample_coords(ds))
+    if distribution == "student":
+        result["nu"] = xr.DataArray(nu_used)
+    return result
+
+
+def _test_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,
+               n_bins: int, level: float) -> xr.Dataset:
+    """:func:`pit_test` on NumPy-backed data."""
+    errors, uncertainties = _arrays(ds, E, uE)
+    values, nu_used = _pit_values(errors, uncertainties, distribution, nu)
+    test = S.pit_uniformity(values, n_bins=n_bins)
+    m = errors.size
+    low, high = S.pit_histogram_band(m, n_bins, level)
+    result = xr.Dataset({
+        "chi2_statistic": xr.DataArray(float(test.chi2_statistic)),
+        "chi2_pvalue": xr.DataArray(float(test.chi2_pvalue)),
+        "ks_statistic": xr.DataArray(float(test.ks_statistic)),
+        "ks_pvalue": xr.DataArray(float(test.ks_pvalue)),
+        "count": (BIN_DIM, np.asarray(test.counts, dtype=np.int64)),
+        "expected_count": xr.DataArray(m / n_bins),
+        "band_low": (BIN_DIM, low), "band_high": (BIN_DIM, high),
+    }, coords=_bin_coords(n_bins))
+    if distribution == "student":
+        result["nu"] = xr.DataArray(nu_used)
+    return result
+
+
+def _bin_coords(n_bins: int) -> dict[str, Any]:
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    return {BIN_DIM: (BIN_DIM, np.arange(n_bins, dtype=np.int64)),
+            "bin_low": (BIN_DIM, edges[:-1], {"long_name": "lower edge of the PIT bin"}),
+            "bin_high": (BIN_DIM, edges[1:], {"long_name": "upper edge of the PIT bin"})}
+
+
+def _checked(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
+    """``ds[[E, uE]]`` with its values checked: at once when NumPy-backed (rows named by the
+    ``sample`` coordinate), in the graph when Dask-backed."""
+    return validate_dataset(ds[[E, uE]], E=E, uE=uE, features=())
+
+
+def _nu_attrs(nu: float | None) -> dict[str, Any]:
+    return {"nu_source": NU_GIVEN if nu is not None else NU_FITTED}
+
+
+# ------------------------------------------------------------------------------ entry points
+
+
+@broadcast
+@by_role
+def proper_scores(ds: xr.Dataset, *, nu: float | None = None, E: str = defaults.E,
+                  uE: str = defaults.UE) -> xr.Dataset:
+    """Mean proper scores of the predictive distributions of ``E``: CRPS and NLL of
+    ``N(0, uE²)`` and of the Student-t(ν) with standard deviation ``uE``.
+
+    The CRPS (continuous ranked probability score) rewards both calibration and sharpness and
+    has the unit of ``E``; the NLL is the negative log predictive density. Both are *proper*:
+    their expectation is smallest for the true predictive distribution, so they rank models
+    (or uncertainty estimators) on the same data. Neither has a reference value that says
+    "calibrated": use them to compare, and the PIT (:func:`pit_test`) or the statistics of
+    :func:`xuqcal.validate` to validate.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
+    nu : float, optional
+        Degrees of freedom (> 2) of the Student-t predictive; default: fitted to Z (see the
+        module documentation), per slice.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars (per slice): ``crps_normal``, ``crps_student``, ``nll_normal`` (the ``nll``
+        statistic of :func:`xuqcal.stats`), ``nll_student`` and ``nu``, each with a
+        ``long_name`` and a ``description``; attributes ``nu_source``, ``n_samples``, ``E``,
+        ``uE``, ``xuqcal_version``, ``created``. Lazy on Dask-backed data.
+
+    Raises
+    ------
+    ValueError
+        Before any work, for a ``ds`` without ``E`` or ``uE``, ``nu <= 2``, or fewer than 3
+        points when ν is fitted; for NaN, infinite or non-positive values (naming the rows:
+        at once for NumPy-backed data, when computed for Dask-backed data).
+
+    Warns
+    -----
+    UndefinedStatisticWarning
+        When the fitted ν is ≤ 2 or Z is constant (the Student results are then NaN).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> s = proper_scores(xuqcal.synthetic.nig(2000, nu=6, seed=0), nu=6)
+    >>> sorted(s.data_vars)
+    ['crps_normal', 'crps_student', 'nll_normal', 'nll_student', 'nu']
+    >>> bool(s.crps_normal > 0), float(s.nu)
+    (True, 6.0)
+    """
+    E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu)
+    f8 = np.float64
+    names = ("crps_normal", "crps_student", "nll_normal", "nll_student", "nu")
+    layout = template({name: ((), f8, _attrs(name)) for name in names}, {},
+                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE,
+                                       **_nu_attrs(nu)))
+    return analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
+                    nu=nu)
+
+
+@broadcast
+@by_role
+def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
+        E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+    """Probability integral transform of every point: the predictive CDF at ``E``.
+
+    ``Φ(E / uE)`` for ``distribution="normal"``, ``F_ν(E / s)`` with ``s = uE sqrt((ν - 2)/ν)``
+    for ``"student"``. For calibrated predictive distributions the values are uniform on
+    (0, 1): a U-shaped histogram means uncertainties too small, a hump too large, a slope a
+    bias (:func:`pit_test`, :func:`xuqcal.plot.pit.plot_pit`). ``E`` is the predicted quantity:
+    with ``E = prediction - observation`` the PIT of the observation is ``1 - pit``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
+    distribution : {"normal", "student"}
+        The predictive distribution.
+    nu : float, optional
+        Degrees of freedom (> 2) of ``"student"``; default: fitted to Z, per slice.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``pit`` over ``sample`` (with the ``sample`` coordinates of ``ds``; NaN at absent
+        points of a slice) and, for ``"student"``, the scalar ``nu``; attributes
+        ``distribution``, ``nu_source`` (Student), ``n_samples``. Lazy on Dask-backed data.
+
+    Raises
+    ------
+    ValueError
+        As :func:`proper_scores`, and for an unknown ``distribution`` or ``nu`` given with
+        ``"normal"``.
+
+    Warns
+    -----
+    UndefinedStatisticWarning
+        As :func:`proper_scores` (the Student PIT values are then NaN).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> p = pit(xuqcal.synthetic.nig(1000, nu=6, seed=0))
+    >>> p.pit.dims, bool(0 < p.pit.min() and p.pit.max() < 1)
+    (('sample',), True)
+    """
+    E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, distribution=distribution, nu=nu)
+    f8 = np.float64
+    variables: dict[str, Any] = {"pit": ((SAMPLE_DIM,), f8, _attrs("pit"))}
+    if distribution == "student":
+        variables["nu"] = ((), f8, _attrs("nu"))
+    attrs = {"distribution": str(distribution),
+             **(_nu_attrs(nu) if distribution == "student" else {})}
+    layout = template(variables, {SAMPLE_DIM: ds.sizes[SAMPLE_DIM]}, _sample_coords(ds),
+                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs))
+    return analysis(_pit_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
+                    distribution=distribution, nu=nu)
+
+
+@broadcast
+@by_role
+def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
+             n_bins: int = S.N_BINS_PIT, level: float = defaults.LEVEL, E: str = defaults.E,
+             uE: str = defaults.UE) -> xr.Dataset:
+    """Uniformity tests of the PIT (:func:`pit`): chi-square test of the histogram counts and
+    Kolmogorov–Smirnov test against U(0, 1) (:func:`xuqcal.core.scores.pit_uniformity`),
+    with the histogram and its per-bin band.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
+    distribution : {"normal", "student"}
+        The predictive distribution.
+    nu : float, optional
+        Degrees of freedom (> 2) of ``"student"``; default: fitted to Z, per slice.
+    n_bins : int
+        Number of equal-width bins of the histogram and of the chi-square test.
+    level : float
+        Probability of the per-bin band of the counts under uniformity
+        (:func:`xuqcal.core.scores.pit_histogram_band`).
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``chi2_statistic``, ``chi2_pvalue``, ``ks_statistic``, ``ks_pvalue``,
+        ``expected_count`` (and ``nu`` for ``"student"``); over ``bin`` (coordinates
+        ``bin_low``, ``bin_high``): ``count``, ``band_low``, ``band_high``. Lazy on
+        Dask-backed data.
+
+    Raises
+    ------
+    ValueError
+        As :func:`pit`, and for ``n_bins < 2`` or a level outside (0, 1).
+
+    Warns
+    -----
+    FewPointsPerBinWarning
+        With fewer than 5 expected points per bin (the chi-square p-value is approximate).
+    UndefinedStatisticWarning
+        As :func:`proper_scores` (the Student results are then NaN).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> t = pit_test(xuqcal.synthetic.nig(2000, nu=6, seed=0))
+    >>> int(t["count"].sum()), bool(t.chi2_pvalue > 0.01 and t.ks_pvalue > 0.01)
+    (2000, True)
+    >>> small = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.7)  # uE 30 % too small
+    >>> bool(pit_test(small).ks_pvalue < 1e-6)
+    True
+    """
+    E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, distribution=distribution, nu=nu,
+                                  n_bins=n_bins, level=level)
+    f8 = np.float64
+    variables: dict[str, Any] = {
+        name: ((), f8, _attrs(name)) for name in (
+            "chi2_statistic", "chi2_pvalue", "ks_statistic", "ks_pvalue", "expected_count")}
+    variables.update({"count": ((BIN_DIM,), np.int64, _attrs("count")),
+                      "band_low": ((BIN_DIM,), f8, _attrs("band_low")),
+                      "band_high": ((BIN_DIM,), f8, _attrs("band_high"))})
+    if distribution == "student":
+        variables["nu"] = ((), f8, _attrs("nu"))
+    attrs = {"distribution": str(distribution), "n_bins": int(n_bins), "level": float(level),
+             "tests": "chi-square (scipy.stats.chisquare, n_bins - 1 degrees of freedom) and "
+                      "Kolmogorov-Smirnov (scipy.stats.kstest) against U(0, 1)",
+             **(_nu_attrs(nu) if distribution == "student" else {})}
+    layout = template(variables, {BIN_DIM: n_bins}, _bin_coords(n_bins),
+                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs))
+    return analysis(_test_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
+                    distribution=distribution, nu=nu, n_bins=n_bins, level=level)
