@@ -1267,8 +1267,7 @@ def _default_validation_row(cfg: Config, m: int) -> Measurement:
     "of M = 2 x 10^6 synthetic NIG points (nu = 6): <= 2 minutes on 2 cores, every deciding "
     "zeta within +-0.05 and every verdict equal to the fixed-count run n_boot = n_mc = 10 000 "
     "on the same file in the same run (run when --baseline-limit allows it: estimated at "
-    "1669 s in results-issue14-2e6-2026-11-23.json) "
-    "(47 min 54 s before issue 14)",
+    "1669 s in results-issue14-2e6-2026-11-23.json)",
     goal_seconds=120.0,
 )
 def bench_validate_default_2e6(cfg: Config) -> Measurement:

@@ -14,8 +14,7 @@ chunks, so neither does its rounding: a result is bit-identical whatever the chu
 
 Shewchuk's expansions (the partials of :func:`math.fsum`) give the same correctly rounded sums;
 the accumulator is used instead for speed (fsum's loop branches on the data; the accumulator
-adds each value to fixed integer slots, several times faster in the helper's measurements of
-issue 14, not kept in the repository) and because its size is fixed (no renormalization
+adds each value to fixed integer slots) and because its size is fixed (no renormalization
 when partials pile up). Non-finite values are counted in an extra slot of the accumulator and
 make the sum NaN.
 

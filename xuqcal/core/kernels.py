@@ -885,7 +885,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
         a5 = 0.0
         n_draws = 0
         # the two walks below have the same body, written out twice: an inlined helper taking
-        # the arrays made every draw 10x slower (reference counting of its array arguments)
+        # the arrays made every draw slower (reference counting of its array arguments)
         for _ in range(0 if batched else m):
             j, state = next_below(state, m)
             if need_counts:
@@ -969,12 +969,11 @@ _PLAIN_WALK_BYTES = 2 << 20
 def _compact_rows(packed, columns):
     """The moment columns ``columns`` of ``packed``, one row per point: ``(flat, stride)``
     with column ``c`` of point ``j`` at ``flat[j * stride + c]``; ``stride`` is unsigned, and
-    so are the indices of the walk (no negative-index wraparound code per load: the walk of
-    cached data was measured 20 % slower with signed indices).
+    so are the indices of the walk (no negative-index wraparound code per load).
 
     Rows are padded to 1, 2, 4 or 8 doubles in storage aligned to 64 bytes, so that a draw
     touches one cache line: rows of 3 (or 5, 6) doubles straddle two lines for 1 in 4 (or 1 in
-    2) points, and the walk was measured 20-40 % slower with them at M = 2e6. Without columns
+    2) points, which slows the walk. Without columns
     the stride is 0 and ``flat`` one element: the walk reads ``flat[0]`` (a sum never used)
     instead of testing for columns at every draw."""
     m = packed.shape[0]
@@ -1240,8 +1239,8 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
 # stable argsort exactly: the ranks, the tie flags and hence ``cc`` follow from the
 # permutation, and any exact stable sort gives the same one. LSD passes of 8-bit digits move
 # (key, index) pairs: each pass reads its input sequentially and writes into 256 streams, which
-# stay in the L1 cache (9 to 16-bit digits measured 2-3x slower per pass at M = 2e6: their
-# write streams thrash the L1 and the TLB), and no pass gathers ``keys[order[i]]`` at random.
+# stay in the L1 cache (wider digits have more write streams, which thrash the L1 and the
+# TLB), and no pass gathers ``keys[order[i]]`` at random.
 # The keys are sorted as ``key - min`` (same order), so that digits above the span of the keys
 # are skipped, as are digits that every key shares. (A first MSD pass into cache-sized buckets
 # was not faster: a pass costs about as much in the L2 cache as from memory.)
@@ -1249,8 +1248,7 @@ _RADIX_BITS = 8
 _RADIX_SIZE = 1 << _RADIX_BITS
 _RADIX_DIGITS = 64 // _RADIX_BITS
 _RADIX_MASK = np.uint64(_RADIX_SIZE - 1)
-#: The permutations are int32 (4 bytes moved per point and pass instead of 8: int64 passes
-#: measured 15 % slower).
+#: The permutations are int32 (4 bytes moved per point and pass instead of 8).
 _MAX_SORTED = 2**31 - 1
 
 
