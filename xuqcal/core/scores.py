@@ -132,6 +132,24 @@ def _scalar(result: np.ndarray) -> Any:
     return result[()] if result.ndim == 0 else result
 
 
+def _normal_inputs(E: Any, uE: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``E`` and ``uE`` checked and broadcast together (a normal predictive)."""
+    E, uE = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")))
+    _check_uE(uE)
+    return E, uE
+
+
+def _student_inputs(E: Any, uE: Any, nu: Any
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``E``, ``uE`` and ``nu`` checked and broadcast together, and the scale
+    ``s = uE sqrt((ν - 2) / ν)`` of the Student-t(ν) whose standard deviation is ``uE``."""
+    E, uE, nu = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")),
+                           ("nu", _check_nu(nu)))
+    _check_uE(uE)
+    with np.errstate(invalid="ignore"):  # a NaN ν gives NaN
+        return E, uE, nu, uE * np.sqrt((nu - 2.0) / nu)
+
+
 def student_scale(uE: Any, nu: Any) -> Any:
     """Scale ``s = uE sqrt((ν - 2) / ν)`` of the Student-t(ν) whose standard deviation is
     ``uE``.
@@ -142,9 +160,7 @@ def student_scale(uE: Any, nu: Any) -> Any:
     True
     """
     uE = _as_array(uE, "uE")
-    _check_uE(uE)
-    nu = _check_nu(nu)
-    return _scalar(np.asarray(uE * np.sqrt((nu - 2.0) / nu)))
+    return _scalar(np.asarray(_student_inputs(np.zeros_like(uE), uE, nu)[3]))
 
 
 # ---------------------------------------------------------------------------------- CRPS
@@ -178,8 +194,7 @@ def crps_normal(E: Any, uE: Any) -> Any:
     >>> crps_normal([0.5, -2.0], [1.0, 2.0]).round(4).tolist()
     [0.3314, 1.2049]
     """
-    E, uE = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")))
-    _check_uE(uE)
+    E, uE = _normal_inputs(E, uE)
     with np.errstate(invalid="ignore"):
         z = E / uE
         result = E * special.erf(z / math.sqrt(2.0)) + uE * (2.0 * stats.norm.pdf(z)
@@ -249,11 +264,8 @@ def crps_student(E: Any, uE: Any, nu: Any) -> Any:
     >>> bool(abs(crps_student(0.5, 1.0, 1e8) - crps_normal(0.5, 1.0)) < 1e-7)
     True
     """
-    E, uE, nu = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")),
-                           ("nu", _check_nu(nu)))
-    _check_uE(uE)
+    E, uE, nu, s = _student_inputs(E, uE, nu)
     with np.errstate(invalid="ignore", divide="ignore"):
-        s = uE * np.sqrt((nu - 2.0) / nu)
         z = E / s
         t = stats.t(nu)
         # f(z) (ν + z²) = exp(log f(z) + log(ν + z²)), log(ν + z²) = logaddexp(log ν, 2 log|z|)
@@ -381,11 +393,8 @@ def nll_student(E: Any, uE: Any, nu: Any) -> Any:
     >>> bool(abs(nll_student(1.5, 1.0, 1e9) - normal) < 1e-7)
     True
     """
-    E, uE, nu = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")),
-                           ("nu", _check_nu(nu)))
-    _check_uE(uE)
+    E, uE, nu, s = _student_inputs(E, uE, nu)
     with np.errstate(invalid="ignore"):
-        s = uE * np.sqrt((nu - 2.0) / nu)
         result = np.log(s) - _student_logpdf(E / s, nu)
     return _scalar(np.asarray(result))
 
@@ -512,8 +521,7 @@ def pit_normal(E: Any, uE: Any) -> Any:
     >>> pit_normal([0.0, 1.96], [1.0, 1.0]).round(3).tolist()
     [0.5, 0.975]
     """
-    E, uE = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")))
-    _check_uE(uE)
+    E, uE = _normal_inputs(E, uE)
     return _scalar(np.asarray(special.ndtr(E / uE)))
 
 
@@ -542,11 +550,8 @@ def pit_student(E: Any, uE: Any, nu: Any) -> Any:
     >>> round(float(pit_student(0.0, 1.0, 4.0)), 3), round(float(pit_student(1.0, 1.0, 4.0)), 3)
     (0.5, 0.885)
     """
-    E, uE, nu = _broadcast(("E", _as_array(E, "E")), ("uE", _as_array(uE, "uE")),
-                           ("nu", _check_nu(nu)))
-    _check_uE(uE)
+    E, uE, nu, s = _student_inputs(E, uE, nu)
     with np.errstate(invalid="ignore"):
-        s = uE * np.sqrt((nu - 2.0) / nu)
         return _scalar(np.asarray(stats.t.cdf(E / s, nu)))
 
 
