@@ -16,6 +16,7 @@ from scipy import stats
 
 import xuqcal
 from xuqcal.analysis.probabilistic import NU_FITTED, NU_GIVEN, pit, pit_test, proper_scores
+from xuqcal.core import defaults
 from xuqcal.core import scores as S
 from xuqcal.plot.facets import FacetGrid
 from xuqcal.plot.pit import plot_pit
@@ -74,7 +75,7 @@ def test_calibrated_gaussian_pit_is_rejected_at_the_nominal_rate(calibrated_test
 def test_the_rate_tolerance_excludes_wrong_methods(calibrated_tests):
     """The acceptance regions are narrow enough that wrong methods fall outside them."""
     test, (E, uE) = calibrated_tests
-    for df in (S.N_BINS_PIT, S.N_BINS_PIT - 2):  # the right one is N_BINS_PIT - 1
+    for df in (defaults.N_BINS_PIT, defaults.N_BINS_PIT - 2):  # the right one: N_BINS_PIT - 1
         wrong = stats.chi2.sf(test.chi2_statistic, df)
         outside = [alpha for alpha in LEVELS if not (
             acceptance_region(alpha)[0] <= (wrong < alpha).sum() <= acceptance_region(alpha)[1])]
@@ -299,3 +300,12 @@ def test_plot_pit_facets_an_extra_dimension(models, tmp_path):
 def test_plot_pit_refuses_what_is_not_pit_values(values, message):
     with pytest.raises(ValueError, match=message):
         plot_pit(values)
+
+
+def test_plot_accessor_draws_the_pit_of_its_data():
+    ds = xuqcal.synthetic.nig(800, nu=6, seed=2)
+    ax = ds.uqcal.plot.pit(distribution="student", nu=6.0, n_bins=8)
+    direct = plot_pit(pit(ds, distribution="student", nu=6.0), n_bins=8)
+    assert [b.get_height() for b in ax.patches[:8]] == [b.get_height() for b in
+                                                         direct.patches[:8]]
+    assert ax.get_title() == direct.get_title()

@@ -220,6 +220,13 @@ class PlotAccessor:
         return _plot.calibration_curve(self._parent.calibration_curve(**kwargs), ax=ax,
                                        col=col, row=row)
 
+    def pit(self, *, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
+            ax=None, col: str | None = None, row: str | None = None, **kwargs):
+        """PIT histogram with its per-bin band and the uniformity tests (runs
+        :meth:`UQCalAccessor.pit`); see :func:`xuqcal.plot.plot_pit`."""
+        return _plot.plot_pit(self._parent.pit(**kwargs), n_bins=n_bins, level=level, ax=ax,
+                              col=col, row=row)
+
     def local_coverage(self, *, ax=None, col: str | None = None, row: str | None = None,
                        **kwargs):
         """Local coverage probability; see :func:`xuqcal.plot.local_coverage`."""

@@ -380,7 +380,7 @@ def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None
 @broadcast
 @by_role
 def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
-             n_bins: int = S.N_BINS_PIT, level: float = defaults.LEVEL, E: str = defaults.E,
+             n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL, E: str = defaults.E,
              uE: str = defaults.UE) -> xr.Dataset:
     """Uniformity tests of the PIT (:func:`pit`): chi-square test of the histogram counts and
     Kolmogorov–Smirnov test against U(0, 1) (:func:`xuqcal.core.scores.pit_uniformity`),

@@ -42,7 +42,6 @@ from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.checks import check_count, check_level, check_seed, user_stacklevel
 
 __all__ = [
-    "N_BINS_PIT",
     "UniformityTest",
     "crps_ensemble",
     "crps_normal",
@@ -58,8 +57,6 @@ __all__ = [
     "student_scale",
 ]
 
-#: Default number of equal-width bins of a PIT histogram and of its chi-square test.
-N_BINS_PIT = defaults.N_BINS_PIT
 #: Least expected count per bin for which the chi-square p-value (its asymptotic
 #: distribution) is trusted; below it :func:`pit_uniformity` warns.
 MIN_EXPECTED_COUNT = 5
@@ -658,7 +655,7 @@ def _bin_counts(values: np.ndarray, n_bins: int) -> np.ndarray:
     return counts.reshape(*values.shape[:-1], n_bins)
 
 
-def pit_uniformity(pit: Any, n_bins: int = N_BINS_PIT) -> UniformityTest:
+def pit_uniformity(pit: Any, n_bins: int = defaults.N_BINS_PIT) -> UniformityTest:
     """Tests of the uniformity of PIT values on (0, 1), along the last axis.
 
     Two tests, which look at different departures: Pearson's **chi-square** test of the counts
@@ -727,7 +724,7 @@ def pit_uniformity(pit: Any, n_bins: int = N_BINS_PIT) -> UniformityTest:
                           counts, _scalar(n_points))
 
 
-def pit_histogram_band(n_points: Any, n_bins: int = N_BINS_PIT,
+def pit_histogram_band(n_points: Any, n_bins: int = defaults.N_BINS_PIT,
                        level: float = defaults.LEVEL) -> tuple[np.ndarray, np.ndarray]:
     """Per-bin band of the counts of a PIT histogram under uniformity.
 

@@ -9,7 +9,7 @@ import xarray as xr
 
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_count, check_level
-from xuqcal.core.scores import N_BINS_PIT, pit_histogram_band, pit_uniformity
+from xuqcal.core.scores import pit_histogram_band, pit_uniformity
 from xuqcal.io import SAMPLE_DIM
 from xuqcal.plot.facets import Panel, facet
 
@@ -42,7 +42,7 @@ def _pit_array(pit_values: Any) -> xr.DataArray:
     return pit_values
 
 
-def plot_pit(pit_values: Any, n_bins: int = N_BINS_PIT, level: float = defaults.LEVEL,
+def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
              ax=None, *, col: str | None = None, row: str | None = None):
     """Histogram of PIT values with the per-bin band of the counts under uniformity.
 
