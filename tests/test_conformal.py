@@ -234,7 +234,7 @@ def test_mondrian_on_a_feature_covers_in_every_learned_bin():
 def test_conformal_coverage_is_the_naive_computation():
     train, test = heavy(800, 4), heavy(3000, 5)
     new = rc.apply(rc.fit(train, "conformal", levels=[0.8, 0.95, 0.5]), test)
-    cov = conformal_coverage(new, by="X", n_bins=6, tol=0.01, confidence=0.9)
+    cov = conformal_coverage(new, by="X", n_bins=6, tol=0.01, level=0.9)
     e = np.abs(test.E.values)
     hw = new.conformal_half_width.values
     inside = e[:, None] <= hw
@@ -261,7 +261,7 @@ def test_conformal_coverage_is_the_naive_computation():
     np.testing.assert_array_equal(cov.fraction_valid.values, cov.bin_valid.mean("bin").values)
     np.testing.assert_array_equal(cov.bin_low.values, bins.bin_low.values)
     # a wider tolerance can only validate more bins
-    wide = conformal_coverage(new, by="X", n_bins=6, tol=0.2, confidence=0.9)
+    wide = conformal_coverage(new, by="X", n_bins=6, tol=0.2, level=0.9)
     assert np.all(wide.bin_valid.values >= cov.bin_valid.values)
     assert np.all(wide.fraction_valid.values == 1.0)
     # uncalibrated Gaussian intervals of the raw uE, evaluated by the same function: poor
@@ -376,7 +376,7 @@ def test_too_few_points_and_other_errors():
         rc.learned_bins(rc.fit(ds, "conformal"))
     new = rc.apply(rc.fit(ds, "conformal"), ds)
     for kwargs, match in [(dict(tol=-0.1), "tol"), (dict(tol=1.0), "tol"),
-                          (dict(confidence=1.5), "confidence"), (dict(binning="grid"), "binning"),
+                          (dict(level=1.5), "level"), (dict(binning="grid"), "binning"),
                           (dict(by="group", binning="groups", n_bins=3), "n_bins"),
                           (dict(by="nope"), "by: the binning variable 'nope'"),
                           (dict(n_bins=200), "n_bins=200 needs")]:

@@ -526,3 +526,11 @@ def test_wilson_cc_equals_scipy_wilsoncc(n, level):
     for k, lo, hi in zip(counts, low, high, strict=True):
         expected = stats.binomtest(k, n).proportion_ci(level, method="wilsoncc")
         assert (lo, hi) == pytest.approx((expected.low, expected.high), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, "0.01", True])
+def test_coverage_tolerance_is_checked(bad):
+    ds = io.from_arrays(E=[0.1, -0.3, 0.2], lower=[-1.0] * 3, upper=[1.0] * 3,
+                        interval_level=0.9)
+    with pytest.raises(ValueError, match=r"^tol: expected a tolerance in \[0, 1\)"):
+        interval_coverage(ds, tol=bad)

@@ -23,8 +23,8 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_level
-from xuqcal.core.intervals import wilson_interval
+from xuqcal.core.checks import check_level, check_tolerance
+from xuqcal.core.intervals import coverage_validity
 from xuqcal.core.provenance import provenance
 from xuqcal.io.expressions import _list_names
 from xuqcal.io.quantiles import (
@@ -59,26 +59,16 @@ def _check_variable(ds: xr.Dataset, name: str, argument: str) -> xr.DataArray:
     return var
 
 
-def _wilson(successes: np.ndarray, trials: np.ndarray, level: float
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """The Wilson-cc interval of ``successes / trials``, NaN where ``trials == 0``."""
-    successes, trials = np.asarray(successes), np.asarray(trials)
-    counted = trials > 0
-    low, high = wilson_interval(np.where(counted, successes, 0), np.where(counted, trials, 1),
-                                level)
-    return np.where(counted, low, np.nan), np.where(counted, high, np.nan)
-
-
 def _fractions(count: xr.DataArray, n: xr.DataArray, nominal: xr.DataArray | float,
                level: float, tol: float) -> dict[str, xr.DataArray]:
     """The observed fraction ``count / n``, its Wilson-cc interval and whether the interval
-    overlaps ``[nominal - tol, nominal + tol]`` (elementwise; lazy on Dask-backed counts)."""
-    observed = count / n.where(n > 0)
-    low, high = xr.apply_ufunc(_wilson, count, n, kwargs={"level": level},
-                               output_core_dims=[[], []], dask="parallelized",
-                               output_dtypes=[np.float64, np.float64])
-    return {"observed": observed, "ci_low": low, "ci_high": high,
-            "valid": (low <= nominal + tol) & (nominal - tol <= high)}
+    overlaps ``[nominal - tol, nominal + tol]`` (:func:`~xuqcal.core.intervals.coverage_validity`,
+    elementwise; lazy on Dask-backed counts)."""
+    observed, low, high, valid = xr.apply_ufunc(
+        coverage_validity, count, n, nominal, kwargs={"level": level, "tol": tol},
+        output_core_dims=[[], [], [], []], dask="parallelized",
+        output_dtypes=[np.float64, np.float64, np.float64, bool])
+    return {"observed": observed, "ci_low": low, "ci_high": high, "valid": valid}
 
 
 def _below(errors: np.ndarray, quantiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -152,6 +142,7 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     ([0.1, 0.51, 0.9], True)
     """
     level = check_level(level)
+    tol = check_tolerance(tol)
     errors = _check_variable(ds, E, "E")
     name = variable_with_role(ds, "quantiles", quantiles)
     predicted = _check_variable(ds, name, "quantiles")
@@ -188,7 +179,7 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     for key, text in long_names.items():
         result[key].attrs = {"long_name": text}
     result = result.transpose(dim, ...)
-    result.attrs = provenance(level=level, ci_method=_CI_METHOD, definition="E <= q_p",
+    result.attrs = provenance(level=level, tol=tol, ci_method=_CI_METHOD, definition="E <= q_p",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, quantiles=name)
     return result
 
@@ -246,6 +237,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     (0.5, 0.45, True)
     """
     level = check_level(level)
+    tol = check_tolerance(tol)
     errors = _check_variable(ds, E, "E")
     names = {bound: variable_with_role(ds, f"interval_{bound}", given)
              for bound, given in (("lower", lower), ("upper", upper))}
@@ -285,7 +277,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     units = errors.attrs.get("units")
     if units is not None:
         result["mean_width"].attrs["units"] = units
-    result.attrs = provenance(interval_level=interval_level, level=level,
+    result.attrs = provenance(interval_level=interval_level, level=level, tol=tol,
                               ci_method=_CI_METHOD, definition="lower <= E <= upper",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, lower=names["lower"],
                               upper=names["upper"])

@@ -186,6 +186,24 @@ def check_fraction(value: object, name: str, expected: str) -> float:
     return float(value)
 
 
+def check_tolerance(tol: object) -> float:
+    """``tol`` of a coverage's validation rule (its interval must overlap ``[p - tol,
+    p + tol]``): a real number in [0, 1).
+
+    Examples
+    --------
+    >>> check_tolerance(0.005)
+    0.005
+    >>> check_tolerance(1.0)
+    Traceback (most recent call last):
+    ValueError: tol: expected a tolerance in [0, 1) such as 0.005, got 1.0
+    """
+    if (isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating)
+            or not 0.0 <= float(tol) < 1.0):
+        raise ValueError(f"tol: expected a tolerance in [0, 1) such as 0.005, got {tol!r}")
+    return float(tol)
+
+
 def minimum_replicates(level: float) -> int:
     """Least number of bootstrap replicates for an interval at ``level``: ``ceil(2 / (1 -
     level))``, so that each tail beyond the interval holds at least one replicate on average

@@ -391,3 +391,26 @@ def wilson_interval(successes, trials, level: float = 0.95, *, continuity: bool 
         lo = (centre - spread) / denom
         hi = (centre + spread) / denom
     return lo[()], hi[()]
+
+
+def coverage_validity(successes, trials, nominal, level: float, tol: float):
+    """The observed fraction ``successes / trials`` of a coverage, its Wilson interval with
+    continuity correction (:func:`wilson_interval`) and whether that interval overlaps
+    ``[nominal - tol, nominal + tol]`` (the validation rule of P. Pernot, arXiv 2408.13089);
+    NaN and ``False`` where ``trials == 0``. Arrays broadcast together.
+
+    Examples
+    --------
+    >>> f, lo, hi, ok = coverage_validity(np.array([94, 80]), 100, 0.95, 0.95, 0.005)
+    >>> f.tolist(), ok.tolist()
+    ([0.94, 0.8], [True, False])
+    """
+    successes, trials, nominal = np.broadcast_arrays(np.asarray(successes),
+                                                     np.asarray(trials), np.asarray(nominal))
+    counted = trials > 0
+    low, high = wilson_interval(np.where(counted, successes, 0), np.where(counted, trials, 1),
+                                level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(counted, successes / np.where(counted, trials, 1), np.nan)
+    low, high = np.where(counted, low, np.nan), np.where(counted, high, np.nan)
+    return fraction, low, high, (low <= nominal + tol) & (nominal - tol <= high)

@@ -53,8 +53,14 @@ from xuqcal.analysis.binning import apply_bins, equal_count, groups
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.binning import warn_few_points_per_bin
-from xuqcal.core.checks import check_fraction, check_level, check_seed, variable_name
-from xuqcal.core.intervals import wilson_interval
+from xuqcal.core.checks import (
+    check_fraction,
+    check_level,
+    check_seed,
+    check_tolerance,
+    variable_name,
+)
+from xuqcal.core.intervals import coverage_validity
 from xuqcal.core.provenance import attach, provenance
 from xuqcal.io import by_role
 from xuqcal.recalibration.common import (
@@ -411,24 +417,18 @@ def apply_conformal(recalibrator: xr.Dataset, ds: xr.Dataset, bins: xr.Dataset |
 # --------------------------------------------------------------------------------------------
 
 
-def _wilson(successes: np.ndarray, trials: np.ndarray,
-            confidence: float) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = wilson_interval(successes, trials, confidence)
-    return np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
-
-
 @broadcast
 @by_role
 def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | None = None,
                        binning: str = "equal", tol: float = DEFAULT_TOLERANCE,
-                       confidence: float = defaults.LEVEL, half_width: str = HALF_WIDTH,
+                       level: float = defaults.LEVEL, half_width: str = HALF_WIDTH,
                        E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Coverage of conformal intervals on (test) data: the PICP per level, overall and per bin.
 
     The PICP (prediction-interval coverage probability) at level ``p`` is the fraction of
     points with ``|E| <= h_p`` (``h_p``: the half-widths made by
     :func:`xuqcal.recalibration.apply`). Each PICP gets the Wilson interval with continuity
-    correction (:func:`xuqcal.core.intervals.wilson_interval`) at ``confidence``. Per bin of
+    correction (:func:`xuqcal.core.intervals.coverage_validity`) at ``level``. Per bin of
     ``by`` (local coverage) a bin is **valid** when its Wilson interval overlaps
     ``[p - tol, p + tol]``; ``fraction_valid`` is the fraction of valid bins (with its own
     Wilson interval).
@@ -449,9 +449,10 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
         Equal-count bins, or one bin per distinct value (label) of ``by``.
     tol : float
         Half-width of the accepted band ``[p - tol, p + tol]``, in [0, 1) (default 0.005).
-    confidence : float
-        Confidence level of the Wilson intervals (the ``level`` of the library's other
-        intervals; ``level`` here is the coverage-level dimension).
+    level : float
+        Confidence level of the Wilson intervals (as in
+        :func:`xuqcal.analysis.coverage.interval_coverage`; the coverage levels p are the
+        ``level`` dimension of the half-widths).
     half_width : str
         Name of the half-width variable (default ``conformal_half_width``).
     E, uE : str
@@ -477,11 +478,8 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
     >>> cov.picp.round(3).values.tolist(), cov.sizes["bin"]
     ([0.679, 0.949], 10)
     """
-    confidence = check_level(confidence, "confidence")
-    if isinstance(tol, bool) or not isinstance(tol, int | float | np.integer | np.floating) \
-            or not 0.0 <= float(tol) < 1.0:
-        raise ValueError(f"tol: expected a tolerance in [0, 1) such as 0.005, got {tol!r}")
-    tol = float(tol)
+    confidence = check_level(level)
+    tol = check_tolerance(tol)
     binning = _choice(binning, _BINNINGS, "binning")
     if binning == "groups" and n_bins is not None:
         raise ValueError("n_bins: group binning has one bin per label (leave n_bins unset)")
@@ -519,12 +517,11 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
                         for j in range(levels.size)]).astype(np.int64)
     bin_hw = np.stack([np.bincount(index, weights=hw[:, j], minlength=n_bins)
                        for j in range(levels.size)]) / counts
-    lo, hi = _wilson(n_cov, np.full(levels.size, m), confidence)
-    b_lo, b_hi = _wilson(bin_cov, np.broadcast_to(counts, bin_cov.shape), confidence)
-    p = levels[:, np.newaxis]
-    valid = (b_lo <= p + tol) & (b_hi >= p - tol)
+    _, lo, hi, _ = coverage_validity(n_cov, m, levels, confidence, tol)
+    bin_picp, b_lo, b_hi, valid = coverage_validity(bin_cov, counts, levels[:, np.newaxis],
+                                                    confidence, tol)
     n_valid = valid.sum(axis=1)
-    fv_lo, fv_hi = _wilson(n_valid, np.full(levels.size, n_bins), confidence)
+    _, fv_lo, fv_hi, _ = coverage_validity(n_valid, n_bins, levels, confidence, tol)
     coords: dict[str, Any] = {LEVEL: (LEVEL, levels, ds[LEVEL].attrs), "bin": np.arange(n_bins)}
     for c in ("bin_low", "bin_high", "bin_centre", "label"):
         if c in bins.coords:
@@ -540,7 +537,7 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
                           {"long_name": "points with |E| <= h_p"}),
             "mean_half_width": (LEVEL, hw.mean(axis=0), {"long_name": "mean half-width h_p"}),
             "count": ((), m, {"long_name": "number of points"}),
-            "bin_picp": (lb, bin_cov / counts, {"long_name": "PICP in the bin"}),
+            "bin_picp": (lb, bin_picp, {"long_name": "PICP in the bin"}),
             "bin_picp_low": (lb, b_lo, {"long_name": f"lower bound ({wilson})"}),
             "bin_picp_high": (lb, b_hi, {"long_name": f"upper bound ({wilson})"}),
             "bin_n_covered": (lb, bin_cov, {"long_name": "points of the bin with |E| <= h_p"}),
@@ -556,7 +553,7 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
         coords=coords,
         attrs=provenance({
             "by": by, "binning": binning, "n_bins": int(n_bins), "tol": tol,
-            "confidence": confidence, "half_width": half_width, "n_samples": m,
+            "level": confidence, "half_width": half_width, "n_samples": m,
             "ci_method": "Wilson score interval with continuity correction",
             "valid": "the bin's Wilson interval overlaps [p - tol, p + tol]",
             "E": E, "uE": uE,
