@@ -49,7 +49,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from xuqcal.analysis.binning import apply_bins, equal_count, groups
+from xuqcal.analysis.binning import equal_count, groups
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.binning import warn_few_points_per_bin
@@ -61,7 +61,7 @@ from xuqcal.core.checks import (
     variable_name,
 )
 from xuqcal.core.intervals import coverage_validity
-from xuqcal.core.provenance import attach, provenance
+from xuqcal.core.provenance import provenance
 from xuqcal.io import by_role
 from xuqcal.recalibration.common import (
     BINS_PREFIX,
@@ -81,7 +81,7 @@ DEFAULT_LEVELS = defaults.COVERAGE_LEVELS
 #: Default tolerance of :func:`conformal_coverage`: a bin is valid when the Wilson interval of
 #: its coverage overlaps ``[p - tol, p + tol]`` (:data:`defaults.COVERAGE_TOLERANCE`).
 DEFAULT_TOLERANCE = defaults.COVERAGE_TOLERANCE
-#: Names of the outputs of :func:`apply_conformal`: the half-widths and their dimension.
+#: Names of the outputs of :func:`conformal_intervals`: the half-widths and their dimension.
 HALF_WIDTH = "conformal_half_width"
 LEVEL = "level"
 _BINNINGS = ("equal", "groups")
@@ -339,11 +339,12 @@ def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins:
     return rec
 
 
-def apply_conformal(recalibrator: xr.Dataset, ds: xr.Dataset, bins: xr.Dataset | None, *,
-                    E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
-    """Conformal intervals and the recalibrated uE of ``ds``; called by
-    :func:`xuqcal.recalibration.apply` (``bins``: the recalibrator's learned bins, ``None``
-    for global quantiles). See the module documentation for the outputs.
+def conformal_intervals(recalibrator: xr.Dataset, out: xr.Dataset, u: np.ndarray,
+                        index: np.ndarray | None) -> tuple[xr.Dataset, np.ndarray]:
+    """The conformal part of :func:`xuqcal.recalibration.apply`: ``out`` with the half-widths
+    ``q_p uE`` over ``(sample, level)`` (replacing those of an earlier application), and the
+    recalibrated ``uE × scale`` (``index``: the learned bin of every point, ``None`` for
+    global quantiles). See the module documentation for the outputs.
 
     Examples
     --------
@@ -358,23 +359,11 @@ def apply_conformal(recalibrator: xr.Dataset, ds: xr.Dataset, bins: xr.Dataset |
     >>> covered.mean("sample").round(2).values.tolist()
     [0.68, 0.95]
     """
-    if bins is not None:
-        name = str(bins.attrs["by"])
-        numeric = [name] if bins.attrs["scheme"] != "groups" else []
-        ds = _checked(ds, numeric, [name] if not numeric else [], what="by", E=E, uE=uE)
-    else:
-        ds = _checked(ds, E=E, uE=uE)
-    uE_name, u = uE, np.asarray(ds[uE].values, dtype=np.float64)
     quantile = np.asarray(recalibrator["score_quantile"].values, dtype=np.float64)
     scale = np.asarray(recalibrator["scale"].values, dtype=np.float64)
-    if bins is None:
+    if index is None:
         index = np.zeros(u.size, dtype=np.int64)
         quantile, scale = quantile[np.newaxis, :], scale.reshape(1)
-    else:
-        index = apply_bins(bins, ds[name].values)
-    half = u[:, np.newaxis] * quantile[index]
-    new = u * scale[index]
-    out = ds.copy()
     if HALF_WIDTH in out.variables:  # applied before: the new intervals replace the old ones
         out = out.drop_vars([v for v in (HALF_WIDTH, LEVEL) if v in out.variables])
     elif LEVEL in out.variables or LEVEL in out.dims:
@@ -382,34 +371,9 @@ def apply_conformal(recalibrator: xr.Dataset, ds: xr.Dataset, bins: xr.Dataset |
                          "conformal half-widths; rename it")
     out = out.assign_coords({LEVEL: (LEVEL, recalibrator[LEVEL].values, {
         "long_name": "coverage level p of the conformal interval"})})
-    out[HALF_WIDTH] = (("sample", LEVEL), half, {
+    out[HALF_WIDTH] = (("sample", LEVEL), u[:, np.newaxis] * quantile[index], {
         "long_name": "half-width h_p = q_p uE of the conformal interval E in [-h_p, h_p]"})
-    if bins is not None:
-        out["recalibration_bin"] = ("sample", index.astype(np.int64), {
-            "long_name": "recalibration bin of the point (learned limits)"})
-    before = f"{uE_name}_uncalibrated"
-    if before not in out:
-        out[before] = ds[uE_name].copy()
-        out[before].attrs = {**ds[uE_name].attrs,
-                             "long_name": "prediction uncertainty before recalibration"}
-    uE_level = float(recalibrator.attrs["uE_level"])
-    out[uE_name] = ("sample", new, {**ds[uE_name].attrs, "long_name": "recalibrated "
-                                    f"prediction uncertainty (conformal, q_p / z_p at p = "
-                                    f"{uE_level:g})"})
-    levels = ", ".join(f"{p:g}" for p in recalibrator[LEVEL].values.tolist())
-    n_bins = int(recalibrator.sizes["bin"]) if bins is not None else 0
-    step = f"conformal (levels {levels}" + (
-        f"; by {recalibrator.attrs.get('by')}, {n_bins} bins)" if bins is not None else ")")
-    history = str(ds.attrs.get("recalibration_history", ""))
-    return attach(out, {
-        "recalibration_method": METHOD,
-        "recalibration_loss": str(recalibrator.attrs.get("loss")),
-        "recalibration_by": str(recalibrator.attrs.get("by", "")),
-        "recalibration_n_bins": n_bins,
-        "recalibration_uE_level": uE_level,
-        "recalibration_training": str(recalibrator.attrs.get("training_source", "")),
-        "recalibration_history": f"{history}; {step}" if history else step,
-    })
+    return out, u * scale[index]
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from xuqcal.recalibration.common import (
     _training_provenance,
 )
 from xuqcal.recalibration.conformal import METHOD as CONFORMAL
-from xuqcal.recalibration.conformal import apply_conformal, fit_conformal
+from xuqcal.recalibration.conformal import conformal_intervals, fit_conformal
 from xuqcal.recalibration.isotonic import fit_isotonic
 from xuqcal.recalibration.scaling import fit_scaling
 
@@ -254,12 +254,9 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
     """
     _check_recalibrator(recalibrator)
     method = recalibrator.attrs["method"]
-    if method == CONFORMAL:
-        bins = learned_bins(recalibrator) if recalibrator.attrs.get("by") else None
-        return apply_conformal(recalibrator, ds, bins, E=E, uE=uE)
-    bins = None
-    if method == "bvs":
-        bins = learned_bins(recalibrator)
+    # bins: BVS, and conformal with by= (Mondrian)
+    bins = learned_bins(recalibrator) if BINS_PREFIX + "scheme" in recalibrator.attrs else None
+    if bins is not None:
         names = str(bins.attrs["by"]).split(",")
         numeric = names if bins.attrs["scheme"] != "groups" else []
         ds = _checked(ds, numeric, names if not numeric else [], what="by", E=E, uE=uE)
@@ -267,16 +264,23 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
         ds = _checked(ds, E=E, uE=uE)
     uE_name, uE = uE, np.asarray(ds[uE].values, dtype=np.float64)
     out = ds.copy()
+    index = apply_bins(bins, *[ds[n].values for n in names]) if bins is not None else None
+    n_bins = int(recalibrator.scale.size) if bins is not None else 0
+    described, extra = method, {}
     if method == "temperature":
         new = uE * float(recalibrator.scale.values)
     elif method == "isotonic":
         variance = np.interp(uE * uE, recalibrator.knot_variance_in.values,
                              recalibrator.knot_variance_out.values)
         new = np.sqrt(variance)
+    elif method == CONFORMAL:
+        out, new = conformal_intervals(recalibrator, out, uE, index)
+        uE_level = float(recalibrator.attrs["uE_level"])
+        described = f"conformal, q_p / z_p at p = {uE_level:g}"
+        extra = {"recalibration_uE_level": uE_level}
     else:
-        values = [ds[n].values for n in names]
-        index = apply_bins(bins, *values)
         new = uE * recalibrator.scale.values[index]
+    if index is not None:
         out["recalibration_bin"] = ("sample", index.astype(np.int64), {
             "long_name": "recalibration bin of the point (learned limits)"})
     before = f"{uE_name}_uncalibrated"
@@ -285,16 +289,21 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
         out[before].attrs = {**ds[uE_name].attrs,
                              "long_name": "prediction uncertainty before recalibration"}
     out[uE_name] = ("sample", new, {**ds[uE_name].attrs, "long_name": "recalibrated "
-                                    f"prediction uncertainty ({method})"})
+                                    f"prediction uncertainty ({described})"})
     history = str(ds.attrs.get("recalibration_history", ""))
-    step = f"{method} (loss {recalibrator.attrs.get('loss')}" + (
-        f", by {recalibrator.attrs.get('by')}, {recalibrator.scale.size} bins)"
-        if method == "bvs" else ")")
+    if method == CONFORMAL:
+        levels = ", ".join(f"{p:g}" for p in recalibrator["level"].values.tolist())
+        step = f"conformal (levels {levels}" + (
+            f"; by {recalibrator.attrs.get('by')}, {n_bins} bins)" if bins is not None else ")")
+    else:
+        step = f"{method} (loss {recalibrator.attrs.get('loss')}" + (
+            f", by {recalibrator.attrs.get('by')}, {n_bins} bins)" if bins is not None else ")")
     return attach(out, {
         "recalibration_method": method,
         "recalibration_loss": str(recalibrator.attrs.get("loss")),
         "recalibration_by": str(recalibrator.attrs.get("by", "")),
-        "recalibration_n_bins": int(recalibrator.scale.size) if method == "bvs" else 0,
+        "recalibration_n_bins": n_bins,
+        **extra,
         "recalibration_training": str(recalibrator.attrs.get("training_source", "")),
         "recalibration_history": f"{history}; {step}" if history else step,
     })
