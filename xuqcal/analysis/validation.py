@@ -106,7 +106,8 @@ SIMULATED_SCHEMES = ("Sim", "Sim2")
 UNDECIDED = "undecided: the interval of the deciding scheme is undefined"
 NOT_USABLE = "not usable for validation: reference depends on the generator"
 #: The verdict of a tail-sensitive statistic (``zms``) of heavy-tailed z-scores.
-NOT_TESTABLE = "not testable: heavy tails (β_GM(Z²) = {beta:.3f} > {threshold:g})"
+NOT_TESTABLE_PREFIX = "not testable: heavy tails"
+NOT_TESTABLE = NOT_TESTABLE_PREFIX + " (β_GM(Z²) = {beta:.3f} > {threshold:g})"
 
 
 def scheme_suffix(generator: str) -> str:
@@ -608,19 +609,18 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result = result.assign_coords(df=simulated.df)
     sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
     result["generator_sensitive"] = xr.DataArray(sensitive, dims="statistic")
+    beta = robust_skewness_z2(E_values, uE_values)
+    result["beta_gm_z2"] = xr.DataArray(beta)
+    # tail-sensitive statistics of heavy-tailed z-scores are not testable (their zeta stays)
+    heavy_tails = heavy_tail_threshold is not None and beta > heavy_tail_threshold
+    not_testable = NOT_TESTABLE.format(beta=beta, threshold=heavy_tail_threshold) \
+        if heavy_tails else None
     verdicts, used = _verdicts(stats, result, sensitive, names, known_generator,
-                               simulated_scheme)
+                               simulated_scheme, not_testable)
     result["verdict"] = xr.DataArray(np.array(verdicts, dtype=object), dims="statistic")
     result["verdict_scheme"] = xr.DataArray(np.array(used, dtype=object), dims="statistic")
     outside = estimate_outside_interval(result)
     result["estimate_outside_interval"] = xr.DataArray(outside, dims="statistic")
-    beta = robust_skewness_z2(E_values, uE_values)
-    result["beta_gm_z2"] = xr.DataArray(beta)
-    if heavy_tail_threshold is not None and beta > heavy_tail_threshold:
-        screened = [s.tail_sensitive for s in stats]
-        text = NOT_TESTABLE.format(beta=beta, threshold=heavy_tail_threshold)
-        result["verdict"] = result["verdict"].copy(
-            data=np.where(screened, text, result["verdict"].values).astype(object))
     result["verdict_note"] = xr.DataArray(
         np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic")
     return result
@@ -679,7 +679,10 @@ def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = 
     return "Sim2" if known_generator is not None else "Sim"
 
 
-def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme):
+def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme,
+              not_testable: str | None = None):
+    """The verdict and deciding scheme of every statistic; ``not_testable``: the verdict of
+    the tail-sensitive statistics when the z-scores are heavy-tailed (else ``None``)."""
     verdicts, used = [], []
     simulated_scheme = deciding_scheme(known_generator, simulated_scheme)
     for i, s in enumerate(stats):
@@ -694,7 +697,10 @@ def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme
         else:
             scheme = f"{simulated_scheme}{scheme_suffix(names[0])}"
         z = float(result["zeta"].isel(statistic=i).sel(scheme=scheme))
-        verdicts.append(UNDECIDED if np.isnan(z) else PASS if abs(z) <= 1.0 else FAIL)
+        if not_testable is not None and s.tail_sensitive:
+            verdicts.append(not_testable)
+        else:
+            verdicts.append(UNDECIDED if np.isnan(z) else PASS if abs(z) <= 1.0 else FAIL)
         used.append(scheme)
     return verdicts, used
 
@@ -745,7 +751,7 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
                               zip(result.generator.values, r.sim_mean.values, strict=True))
             parts.append(f"The simulated references differ between generators ({means}) "
                          f"beyond their uncertainty. {_next_steps(s)}")
-        if verdict.startswith(NOT_TESTABLE.split(":")[0] + ":"):
+        if verdict.startswith(NOT_TESTABLE_PREFIX):
             zeta_text = float(r.zeta.sel(scheme=scheme)) if scheme else math.nan
             parts.append(f"The z-scores are heavy-tailed: the robust skewness of Z² exceeds "
                          f"the threshold (heavy_tail_threshold), where the {s.key.upper()} "
