@@ -30,6 +30,7 @@ SCRIPTS = {
     "zero_bins": (True, ["zero_bins_summary.nc", "zero_bins_set1.nc", "zero_bins_set2.nc",
                          "zero_bins_ence.png", "zero_bins_zmse.png"]),
     "average_calibration": (True, ["average_calibration.nc", "average_calibration_zeta.png"]),
+    "interval_validation": (True, ["interval_validation.nc", "interval_validation.png"]),
     "simulated_references": (True, ["simulated_references.nc",
                                     *(f"simulated_references_zeta_set{k}.png"
                                       for k in range(1, 10))]),

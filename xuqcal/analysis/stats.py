@@ -119,7 +119,7 @@ def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, 
 def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     """Argument checks of :func:`stats` (no data are read): the statistics, the binning
     variable and whether bins are needed."""
-    chosen = get_statistics(statistics)
+    chosen = get_statistics(statistics, coverage=True)
     by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE)
     check_sizes(chosen, m)
     return chosen, by, any(s.needs_bins for s in chosen)
@@ -148,7 +148,8 @@ def stats(
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE``.
     statistics : str or sequence of str or None
-        Statistic keys (``None``: all of the registry).
+        Statistic keys (``None``: all of the registry), including the coverage statistics
+        (PICP: ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` for both default levels).
     n_bins : int
         Number of equal-count bins of the binned statistics.
     by : str

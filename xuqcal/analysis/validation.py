@@ -81,9 +81,10 @@ from xuqcal.analysis.simulation import (
 )
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_generators, user_stacklevel
+from xuqcal.core.checks import check_bool, check_generators, check_tolerance, user_stacklevel
+from xuqcal.core.coverage import band_zeta
 from xuqcal.core.generators import generator_coords
-from xuqcal.core.intervals import acceleration, zeta
+from xuqcal.core.intervals import acceleration, coverage_validity, zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (
     Statistic,
@@ -92,6 +93,7 @@ from xuqcal.core.statistics import (
     get_statistics,
     point_columns,
     statistic_coords,
+    undefined_factor_reason,
 )
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
@@ -124,7 +126,8 @@ def scheme_suffix(generator: str) -> str:
 def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                  known_generator, level, by, chunks, E, uE, all_schemes=False,
                  mc_precision=defaults.MC_PRECISION,
-                 heavy_tail_threshold=defaults.HEAVY_TAIL_THRESHOLD):
+                 heavy_tail_threshold=defaults.HEAVY_TAIL_THRESHOLD,
+                 tol=defaults.COVERAGE_TOLERANCE):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -145,7 +148,8 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
     ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
-    stats = get_statistics(statistics)
+    stats = get_statistics(statistics, coverage=True)
+    check_tolerance(tol)
     for name, count in (("n_boot", n_boot), ("n_mc", n_mc)):
         if isinstance(count, str) and not is_auto(count):
             raise ValueError(f"{name}: expected a number of replicates or {AUTO!r} (a count "
@@ -157,7 +161,10 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
         known_generator = check_generators(known_generator, "known_generator")[0].name
         if known_generator not in names:
             names.append(known_generator)
-    keys = [s.key for s in stats]
+    # the bootstrap and simulation arguments are checked with the kernel statistics (with
+    # coverage statistics only, with zm: the checks of counts, level, seed and chunks need a
+    # statistic, and zm needs no more points than a coverage and its jackknife)
+    keys = [s.key for s in stats if not s.is_coverage] or ["zm"]
     requested_boot, requested_mc = n_boot, n_mc
     if is_auto(n_boot) or is_auto(n_mc):
         check_precision(mc_precision)
@@ -201,6 +208,7 @@ def validate(
     all_schemes: bool = defaults.ALL_SCHEMES,
     mc_precision: float = defaults.MC_PRECISION,
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
+    tol: float = defaults.COVERAGE_TOLERANCE,
     level: float = defaults.LEVEL,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
@@ -214,7 +222,15 @@ def validate(
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE``.
     statistics : str or sequence of str, optional
-        Statistic keys (default: ``zms rce zm zv nll cc ence zmse``).
+        Statistic keys (default: ``zms rce zm zv nll cc ence zmse``), including the coverage
+        statistics (PICP, :func:`~xuqcal.core.statistics.coverage_statistic`: ``picp95``,
+        ``picp68.3``, ``picpt95``; ``picp`` for the levels of
+        ``defaults.COVERAGE_LEVELS``). A coverage statistic gets the Wilson interval with
+        continuity correction of its count (at ``level``) instead of a bootstrap one (its
+        ``bias`` is NaN and ``se`` the binomial ``sqrt(p̂ (1 - p̂) / n)``), its nominal level as
+        ``BS`` reference, and ζ against the nearer edge of ``[p - tol, p + tol]`` (0 inside):
+        it passes when its interval overlaps that band. Its factor k and the ν it rests on are
+        reported (``coverage_factor``, ``nu_fitted``).
     n_boot : int or "auto"
         Bootstrap replicates for the BCa intervals, at least ``ceil(2 / (1 - level))`` (40 at
         95 %: each tail beyond the interval must hold one replicate on average); ``"auto"``:
@@ -262,6 +278,9 @@ def validate(
         which a statistic that heavy tails make unreliable (``zms``) is *not testable* (its
         verdict says so, with the value) instead of pass or fail; its ζ are still reported.
         ``None`` reports β_GM(Z²) without screening.
+    tol : float
+        Tolerance of the coverage statistics: valid when the Wilson interval overlaps
+        ``[p - tol, p + tol]`` (P. Pernot, arXiv 2408.13089, 2024).
     level : float
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
@@ -284,7 +303,9 @@ def validate(
         statistic *not usable* because its reference depends on the generator). Over
         ``statistic × generator``: ``sim_mean``, ``sim_se``, ``sim_q025``, ``sim_q975``. Over
         ``statistic × scheme``: ``reference``, ``u_ref``, ``zeta``, ``valid``. A scalar:
-        ``beta_gm_z2``, the robust skewness of Z².
+        ``beta_gm_z2``, the robust skewness of Z². With coverage statistics, over
+        ``statistic`` (NaN for the others): ``coverage_factor`` (k) and ``nu_fitted`` (the ν
+        of a Student factor, ``inf`` for the normal one).
 
     Examples
     --------
@@ -306,8 +327,11 @@ def validate(
                      n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
                      uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
-                     heavy_tail_threshold=heavy_tail_threshold)
-    simulated = simulated_statistics(stats, all_schemes)
+                     heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+    # the bootstrap and the simulations are those of the kernel statistics; the coverage
+    # statistics (PICP) are counted when the verdicts are made (_validate_body)
+    kernel = [s for s in stats if not s.is_coverage]
+    simulated = simulated_statistics(kernel, all_schemes)
     schemes = ["BS", *[f"Sim{scheme_suffix(g)}" for g in names],
                *[f"Sim2{scheme_suffix(g)}" for g in names]]
     n_boot, n_mc = bootstrap_arguments["n_boot"], simulate_arguments["n_mc"]
@@ -316,19 +340,21 @@ def validate(
                                  bootstrap_arguments, simulate_arguments,
                                  known_generator=known_generator,
                                  simulated_scheme=simulated_scheme, mc_precision=mc_precision,
-                                 heavy_tail_threshold=heavy_tail_threshold)
-    lazy_bootstrap = bootstrap_checked(ds, stats, **bootstrap_arguments)
+                                 heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+    lazy_bootstrap = _with_coverage_rows(_over_all_statistics(
+        bootstrap_checked(ds, kernel, **bootstrap_arguments) if kernel else None, stats,
+        bootstrap_arguments, ds.sizes["sample"]), stats)
     lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
                      simulated_scheme, n_mc if simulated else 0, simulated,
-                     heavy_tail_threshold)
+                     heavy_tail_threshold, tol)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
     result = lazy_result(_validate_body,
                          (lazy_bootstrap, lazy_reference, ds[uE].data, ds[E].data), layout,
                          stats=stats, names=names, schemes=schemes,
                          known_generator=known_generator, simulated_scheme=simulated_scheme,
-                         heavy_tail_threshold=heavy_tail_threshold)
+                         heavy_tail_threshold=heavy_tail_threshold, tol=tol)
     return result if is_lazy(ds, [E, uE, by if by in ds.variables else uE]) else result.compute()
 
 
@@ -337,13 +363,16 @@ def simulated_statistics(stats: Sequence[Statistic], all_schemes: bool = False
     """The statistics whose simulated references :func:`validate` computes: those without a
     predefined reference (their verdict needs one), or every statistic with ``all_schemes``.
 
+    Coverage statistics are never simulated (their reference is their nominal level).
+
     Examples
     --------
     >>> from xuqcal.core.statistics import get_statistics
     >>> [s.key for s in simulated_statistics(get_statistics(["zms", "nll", "cc", "ence"]))]
     ['cc', 'ence']
     """
-    return list(stats) if all_schemes else [s for s in stats if not s.has_reference]
+    kernel = [s for s in stats if not s.is_coverage]
+    return kernel if all_schemes else [s for s in kernel if not s.has_reference]
 
 
 def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[Statistic],
@@ -354,7 +383,8 @@ def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[
     bit-identical to those of a simulation of every statistic."""
     if simulated:
         arguments = {**simulate_arguments,
-                     "prepared": prepare_lazily(ds, stats, n_bins=simulate_arguments["n_bins"],
+                     "prepared": prepare_lazily(ds, [s for s in stats if not s.is_coverage],
+                                                n_bins=simulate_arguments["n_bins"],
                                                 by=simulate_arguments["by"],
                                                 E=simulate_arguments["E"],
                                                 uE=simulate_arguments["uE"])}
@@ -372,6 +402,39 @@ def _over_every_statistic(reference: xr.Dataset, stats: Sequence[Statistic]) -> 
         statistic_coords(stats))
 
 
+def _over_all_statistics(bootstrap_result: xr.Dataset | None, stats: Sequence[Statistic],
+                         bootstrap_arguments: dict, m: int) -> xr.Dataset:
+    """The bootstrap result of the kernel statistics laid out over all of ``stats`` (NaN for
+    the coverage statistics, whose Wilson intervals :func:`_validate_body` fills in);
+    ``None`` (coverage statistics only: nothing is bootstrapped) gives NaN everywhere and
+    ``n_boot = 0``."""
+    if bootstrap_result is not None and bootstrap_result.sizes["statistic"] == len(stats):
+        return bootstrap_result
+    if bootstrap_result is None:
+        b = bootstrap_arguments
+        nan = np.full(len(stats), np.nan)
+        return xr.Dataset(
+            {name: ("statistic", nan.copy()) for name in ("estimate", "bias", "se",
+                                                             "ci_low", "ci_high")},
+            coords=statistic_coords(stats),
+            attrs=bootstrap_attrs(stats, method="bca", level=b["level"], n_boot=0,
+                                  seed=b["seed"], n_bins=b["n_bins"], by=b["by"], m=m))
+    return bootstrap_result.reindex(statistic=[s.key for s in stats]).assign_coords(
+        statistic_coords(stats))
+
+
+def _with_coverage_rows(bootstrap_result: xr.Dataset, stats: Sequence[Statistic]
+                        ) -> xr.Dataset:
+    """A computed bootstrap result whose coverage rows :func:`_validate_body` fills in, made
+    Dask-backed so that :func:`~xuqcal.analysis.lazy.lazy_result` takes its variables from
+    the body (it keeps the layout's computed values as known in advance); unchanged without
+    coverage statistics."""
+    if any(s.is_coverage for s in stats) and any(
+            v.chunks is None for v in bootstrap_result.data_vars.values()):
+        return bootstrap_result.chunk()
+    return bootstrap_result
+
+
 def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
     """The simulated references when nothing is simulated: NaN over statistic × generator."""
     nan = np.full((len(stats), len(gens)), np.nan)
@@ -381,9 +444,9 @@ def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
         coords={**statistic_coords(stats), **generator_coords(gens)})
 
 
-def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_arguments,
+def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_arguments,
                       simulate_arguments, *, known_generator, simulated_scheme,
-                      mc_precision, heavy_tail_threshold) -> xr.Dataset:
+                      mc_precision, heavy_tail_threshold, tol) -> xr.Dataset:
     """:func:`validate` with ``n_boot="auto"`` or ``n_mc="auto"`` (see
     :mod:`xuqcal.analysis.precision`). Bootstrap replicates and synthetic sets are computed in
     rounds until the ζ-scores that decide verdicts are precise enough (``BS``; the deciding
@@ -392,6 +455,13 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
     that size, and the result is built by the same functions as the fixed-count one."""
     b, r = bootstrap_arguments, simulate_arguments
     E, uE, seed, chunks, level = b["E"], b["uE"], b["seed"], b["chunks"], b["level"]
+    stats = [s for s in all_stats if not s.is_coverage]  # the coverage ones: _validate_body
+    if not stats:
+        return _validate_coverage_only(ds, all_stats, gens, names, schemes, b, r,
+                                       known_generator=known_generator,
+                                       simulated_scheme=simulated_scheme,
+                                       mc_precision=mc_precision,
+                                       heavy_tail_threshold=heavy_tail_threshold, tol=tol)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate").compute()
     codes = codes_of(stats)
@@ -463,13 +533,15 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
         warnings.warn(caught_warning.message, caught_warning.category,
                       stacklevel=user_stacklevel())
     if sims is None:
-        reference, n_mc, mc_worst = _no_reference(stats, gens), 0, 0.0
+        reference, n_mc, mc_worst = _no_reference(all_stats, gens), 0, 0.0
     else:
-        reference = _over_every_statistic(reference, stats)
+        reference = _over_every_statistic(reference, all_stats)
         n_mc, mc_worst = sims.n, sims.worst
     del jack  # 640 MB for eight statistics at M = 10^7: freed before the verdicts' step
+    bootstrap = _with_coverage_rows(_over_all_statistics(bootstrap, all_stats, b,
+                                                         prepared.size), all_stats)
     layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
-                     n_mc, simulated, heavy_tail_threshold)
+                     n_mc, simulated, heavy_tail_threshold, tol)
     layout.attrs.update({
         "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
         "mc_precision": mc_precision,
@@ -477,9 +549,30 @@ def _validate_precise(ds, stats, simulated, gens, names, schemes, bootstrap_argu
         "precision_rule": describe([b["n_boot"], r["n_mc"]])})
     return lazy_result(_validate_body, (bootstrap, reference, uE_values,
                                         np.asarray(ds[E].values)), layout,
+                       stats=all_stats, names=names, schemes=schemes,
+                       known_generator=known_generator, simulated_scheme=simulated_scheme,
+                       heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
+
+
+def _validate_coverage_only(ds, stats, gens, names, schemes, b, r, *, known_generator,
+                            simulated_scheme, mc_precision, heavy_tail_threshold, tol
+                            ) -> xr.Dataset:
+    """:func:`validate` with ``"auto"`` counts of coverage statistics only: nothing is
+    bootstrapped or simulated (the counts asked for are recorded; none was needed)."""
+    uE_values, E_values = np.asarray(ds[b["uE"]].values), np.asarray(ds[b["E"]].values)
+    bootstrap = _with_coverage_rows(_over_all_statistics(None, stats, b, E_values.shape[0]),
+                                    stats)
+    layout = _layout(bootstrap, _no_reference(stats, gens), schemes, names, known_generator,
+                     simulated_scheme, 0, [], heavy_tail_threshold, tol)
+    layout.attrs.update({
+        "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
+        "mc_precision": mc_precision, "mc_precision_reached": 0.0,
+        "precision_rule": describe([b["n_boot"], r["n_mc"]])})
+    return lazy_result(_validate_body, (bootstrap, _no_reference(stats, gens), uE_values,
+                                        E_values), layout,
                        stats=stats, names=names, schemes=schemes,
                        known_generator=known_generator, simulated_scheme=simulated_scheme,
-                       heavy_tail_threshold=heavy_tail_threshold).compute()
+                       heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
 
 
 #: Long names of the simulated-reference variables (as :func:`~xuqcal.simulate` names them).
@@ -502,10 +595,12 @@ _LONG_NAMES = {
 def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[str],
             names: list[str], known_generator: str | None, simulated_scheme: str | None,
             n_mc: int, simulated_stats: Sequence[Statistic],
-            heavy_tail_threshold: float | None) -> xr.Dataset:
+            heavy_tail_threshold: float | None, tol: float) -> xr.Dataset:
     """The layout of a :func:`validate` result: the bootstrap result's variables, then the
     references, ζ-scores and verdicts (shapes known from the statistics and generators)."""
     n_stat = bootstrap_result.sizes["statistic"]
+    stats = get_statistics(bootstrap_result.statistic.values.tolist(), coverage=True)
+    coverage = [s.key for s in stats if s.is_coverage]
     f8 = np.float64
     sim_vars = {f"sim_{name}": (("statistic", "generator"), f8, {
         "long_name": f"simulated reference: {simulated[name].attrs.get('long_name', name)}"})
@@ -530,7 +625,8 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
          "beta_gm_z2": ((), f8, {
              "long_name": "robust skewness beta_GM of the squared z-scores",
              "comment": "(mean - median) / mean |Z^2 - median|, Harrell-Davis median; about "
-                        "0.64 for normal errors, larger for heavier tails"})},
+                        "0.64 for normal errors, larger for heavier tails"}),
+         **(_COVERAGE_VARIABLES if coverage else {})},
         {"statistic": n_stat, "scheme": len(schemes), "generator": len(names)},
         {"scheme": ("scheme", schemes), "scheme_generator": ("scheme", ["", *names, *names]),
          "generator": simulated.generator.values})
@@ -550,11 +646,28 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
         "validation_rule": "valid when |zeta| <= 1",
         "heavy_tail_threshold": ("none" if heavy_tail_threshold is None
                                  else float(heavy_tail_threshold)),
-        "heavy_tail_screening": ", ".join(
-            s.key for s in get_statistics(bootstrap_result.statistic.values.tolist())
-            if s.tail_sensitive),
+        "heavy_tail_screening": ", ".join(s.key for s in stats if s.tail_sensitive),
     })
+    if coverage:
+        layout.attrs.update({
+            "coverage_statistics": ", ".join(coverage),
+            "coverage_tolerance": float(tol),
+            "coverage_interval": "Wilson score interval with continuity correction of the "
+                                 "count of |Z| <= k, at the confidence level 'level'",
+            "coverage_rule": "valid when the interval overlaps [p - tol, p + tol]: zeta "
+                             "against the nearer edge of that band (0 inside it), |zeta| <= 1",
+        })
     return layout
+
+
+#: The variables a :func:`validate` result has when coverage statistics are validated.
+_COVERAGE_VARIABLES = {
+    "coverage_factor": (("statistic",), np.float64, {
+        "long_name": "coverage factor k of a coverage statistic (|Z| <= k)"}),
+    "nu_fitted": (("statistic",), np.float64, {
+        "long_name": "nu of the Student-t coverage factor (inf: the normal factor)",
+        "comment": "scaled F(1, nu) fit of Z^2"}),
+}
 
 
 def sim2_zeta(estimate, mean, q025, q975):
@@ -572,12 +685,15 @@ def sim2_zeta(estimate, mean, q025, q975):
 
 
 def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme,
-                   heavy_tail_threshold) -> xr.Dataset:
+                   heavy_tail_threshold, tol) -> xr.Dataset:
     """The result of :func:`validate` from the computed bootstrap and simulation results, the
     uncertainties and the errors (one task of the graph)."""
     result, simulated, uE_values, E_values = parts
-    estimate = result.estimate.values
     uE_values = np.asarray(uE_values)
+    coverage = [i for i, s in enumerate(stats) if s.is_coverage]
+    if coverage:
+        result = _with_coverage(result, stats, coverage, np.asarray(E_values), uE_values)
+    estimate = result.estimate.values
     reference_value = np.full((len(stats), len(schemes)), np.nan)
     u_ref = np.zeros_like(reference_value)
     z = np.full_like(reference_value, np.nan)
@@ -585,6 +701,10 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
         if s.has_reference:
             reference_value[i, 0] = s.reference_value(uE_values)
     z[:, 0] = zeta(estimate, reference_value[:, 0], result.ci_low.values, result.ci_high.values)
+    if coverage:  # against the band [p - tol, p + tol]: |zeta| <= 1 when the interval meets it
+        z[coverage, 0] = band_zeta(estimate[coverage], reference_value[coverage, 0], tol,
+                                   result.ci_low.values[coverage],
+                                   result.ci_high.values[coverage])
     for j, g in enumerate(names):
         sim = simulated.sel(generator=g)
         mean, se = sim["mean"].values, sim["se"].values
@@ -623,6 +743,34 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result["estimate_outside_interval"] = xr.DataArray(outside, dims="statistic")
     result["verdict_note"] = xr.DataArray(
         np.array(_verdict_notes(stats, result, outside), dtype=object), dims="statistic")
+    return result
+
+
+def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], rows: list[int],
+                   E_values: np.ndarray, uE_values: np.ndarray) -> xr.Dataset:
+    """``result`` with the estimates, Wilson-cc intervals (at the result's ``level``) and
+    binomial standard errors of the coverage statistics in ``rows``, and their factors."""
+    z = E_values / uE_values
+    m = z.shape[0]
+    level = float(result.attrs["level"])
+    result = result.copy()
+    columns = {name: result[name].values.copy() for name in ("estimate", "se", "ci_low",
+                                                            "ci_high")}
+    factor, nu_fitted = np.full(len(stats), np.nan), np.full(len(stats), np.nan)
+    for i in rows:
+        covered, factor[i], nu_fitted[i] = stats[i].coverage_counts(z)
+        if not math.isfinite(factor[i]):
+            continue  # a Student factor with nu <= 2: undefined, NaN (the note says why)
+        fraction, low, high, _ = coverage_validity(covered, m, stats[i].level, level, 0.0)
+        columns["estimate"][i] = stats[i].from_sums({"count": m, "covered": covered})
+        columns["ci_low"][i], columns["ci_high"][i] = low, high
+        columns["se"][i] = math.sqrt(fraction * (1.0 - fraction) / m)
+    for name, values in columns.items():
+        result[name] = result[name].copy(data=values)
+    result["coverage_factor"] = xr.DataArray(factor, dims="statistic",
+                                             attrs=_COVERAGE_VARIABLES["coverage_factor"][2])
+    result["nu_fitted"] = xr.DataArray(nu_fitted, dims="statistic",
+                                       attrs=_COVERAGE_VARIABLES["nu_fitted"][2])
     return result
 
 
@@ -751,6 +899,9 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
                               zip(result.generator.values, r.sim_mean.values, strict=True))
             parts.append(f"The simulated references differ between generators ({means}) "
                          f"beyond their uncertainty. {_next_steps(s)}")
+        if s.is_coverage and not np.isfinite(float(r.coverage_factor)):
+            parts.append(f"The coverage factor is undefined: "
+                         f"{undefined_factor_reason(float(r.nu_fitted))}.")
         if verdict.startswith(NOT_TESTABLE_PREFIX):
             zeta_text = float(r.zeta.sel(scheme=scheme)) if scheme else math.nan
             parts.append(f"The z-scores are heavy-tailed: the robust skewness of Z² exceeds "
@@ -818,17 +969,44 @@ def summary_table(result: xr.Dataset, *, digits: int = 4) -> str:
     lines = text.splitlines()
     strip = min(len(line) - len(line.lstrip()) for line in lines)
     table = "\n".join(line[strip:].rstrip() for line in lines)
-    if "beta_gm_z2" in result and result["beta_gm_z2"].ndim == 0:
-        threshold = result.attrs.get("heavy_tail_threshold", "none")
-        screen = ("no heavy-tail screening" if threshold == "none" else
-                  f"heavy-tail screening of {result.attrs.get('heavy_tail_screening', '')} "
-                  f"above {threshold:g}")
-        table += f"\n\nβ_GM(Z²) = {float(result['beta_gm_z2']):.3f} ({screen})"
+    rules = rule_lines(result)
+    if rules:
+        table += "\n\n" + "\n".join(rules)
     notes = verdict_notes(result)
     if notes:
         table += "\n\nnotes (* in the verdict column):\n" + "\n".join(
             f"  {key}: {note}" for key, note in notes.items())
     return table
+
+
+def rule_lines(result: xr.Dataset) -> list[str]:
+    """The lines under a validation table that say how verdicts were screened and decided
+    beyond ``|ζ| <= 1``: β_GM(Z²) and the heavy-tail screening (for a single data set), and
+    the rule of the coverage statistics (when there are any).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> v = validate(xuqcal.synthetic.nig(500, nu=6, seed=3), ["picp95"])
+    >>> for line in rule_lines(v):  # doctest: +NORMALIZE_WHITESPACE
+    ...     print(line)
+    β_GM(Z²) = 0.628 (heavy-tail screening of picp95 above 0.85)
+    coverage statistics (picp95): Wilson intervals with continuity correction, valid when they
+    overlap [p - 0.005, p + 0.005]
+    """
+    lines = []
+    if "beta_gm_z2" in result and result["beta_gm_z2"].ndim == 0:
+        threshold = result.attrs.get("heavy_tail_threshold", "none")
+        screen = ("no heavy-tail screening" if threshold == "none" else
+                  f"heavy-tail screening of {result.attrs.get('heavy_tail_screening', '')} "
+                  f"above {threshold:g}")
+        lines.append(f"β_GM(Z²) = {float(result['beta_gm_z2']):.3f} ({screen})")
+    if result.attrs.get("coverage_statistics"):
+        tol = result.attrs["coverage_tolerance"]
+        lines.append(f"coverage statistics ({result.attrs['coverage_statistics']}): Wilson "
+                     f"intervals with continuity correction, valid when they overlap "
+                     f"[p - {tol:g}, p + {tol:g}]")
+    return lines
 
 
 def verdict_notes(result: xr.Dataset) -> dict[str, str]:

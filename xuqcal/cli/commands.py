@@ -68,6 +68,7 @@ from xuqcal.cli.common import (
     option_message,
     output_file,
     positive_int,
+    tolerance,
 )
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators
@@ -79,14 +80,20 @@ from xuqcal.options import OPTIONS
 from xuqcal.report.html import DPI_RANGE, FIGURE_FORMATS
 
 
-def _statistics_list(text: str) -> list[str]:
+def _statistics_list(text: str, *, coverage: bool = False) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
     try:
-        get_statistics(keys)
+        get_statistics(keys, coverage=coverage)
     except ValueError as error:
         # argparse names the option already: drop the Python parameter's name
         raise argparse.ArgumentTypeError(re.sub(r"^\w+: ", "", str(error))) from None
     return keys
+
+
+def _validated_statistics(text: str) -> list[str]:
+    """``--statistics`` of the commands that validate: coverage statistics (``picp``,
+    ``picp95``, ``picpt95``) included."""
+    return _statistics_list(text, coverage=True)
 
 
 def _generator_list(text: str) -> list[str]:
@@ -153,10 +160,20 @@ def _add_compute_options(parser: argparse.ArgumentParser, *, auto: bool = False)
                              "zeta-scores (for comparison; BS decides their verdict); by "
                              "default only the statistics whose verdict needs a simulated "
                              "reference are simulated")
-    parser.add_argument("--statistics", type=_statistics_list,
+    parser.add_argument("--statistics", type=_validated_statistics,
                         default=list(DEFAULT_STATISTICS), metavar="LIST",
                         help="comma-separated statistic keys "
-                             f"(default: {','.join(DEFAULT_STATISTICS)})")
+                             f"(default: {','.join(DEFAULT_STATISTICS)}); the coverage "
+                             "statistics picp<percent> (e.g. picp95: the fraction of |Z| <= "
+                             "1.96) and picpt<percent> (Student-t factor, nu fitted to Z), "
+                             "picp for the levels "
+                             f"{', '.join(map(str, defaults.COVERAGE_LEVELS))}, are validated "
+                             "with Wilson intervals")
+    parser.add_argument("--tol", type=tolerance, default=defaults.COVERAGE_TOLERANCE,
+                        metavar="T",
+                        help="coverage statistics are valid when their Wilson interval "
+                             "overlaps [p - T, p + T] (default: "
+                             f"{defaults.COVERAGE_TOLERANCE})")
     _add_cluster_options(parser)
 
 
@@ -532,7 +549,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       all_schemes=args.all_schemes,
                       mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
                       heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
-                                                   defaults.HEAVY_TAIL_THRESHOLD))
+                                                   defaults.HEAVY_TAIL_THRESHOLD),
+                      tol=args.tol)
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     elapsed = time.perf_counter() - start

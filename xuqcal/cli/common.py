@@ -16,12 +16,15 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from xuqcal.core.checks import check_tolerance
+
 _COMPUTE = {
     "n_boot": "--n-boot", "n_mc": "--n-mc", "seed": "--seed", "level": "--level",
     "n_bins": "--n-bins", "generators": "--generators", "generator": "--generators",
     "statistics": "--statistics", "known_generator": "--known-generator",
     "simulated_scheme": "--simulated-scheme", "mc_precision": "--mc-precision",
     "all_schemes": "--all-schemes", "heavy_tail_threshold": "--heavy-tail-threshold",
+    "tol": "--tol",
     "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
     "names": "--names",
@@ -140,6 +143,25 @@ def fraction_or_none(text: str) -> float | None:
     (0.85, None)
     """
     return None if text.strip().lower() == "none" else fraction(text)
+
+
+def tolerance(text: str) -> float:
+    """An argparse type: a coverage tolerance in [0, 1)
+    (:func:`~xuqcal.core.checks.check_tolerance`).
+
+    Examples
+    --------
+    >>> tolerance("0")
+    0.0
+    >>> tolerance("1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a tolerance in [0, 1) such as 0.005, got '1'
+    """
+    try:
+        return check_tolerance(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a tolerance in [0, 1) such as 0.005, got "
+                                         f"{text!r}") from None
 
 
 def fraction(text: str) -> float:

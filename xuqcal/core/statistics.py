@@ -14,6 +14,7 @@ value and simulated reference is computed from it.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,13 @@ from scipy.stats.mstats import hdquantiles
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import check_n_bins, equal_count_order
-from xuqcal.core.checks import user_stacklevel
+from xuqcal.core.checks import check_level, user_stacklevel
+from xuqcal.core.coverage import (
+    count_covered,
+    fit_student_nu,
+    normal_coverage_factor,
+    student_coverage_factor,
+)
 
 #: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
 #: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
@@ -61,9 +68,12 @@ class Statistic:
         Human-readable name.
     formula : str
         The definition, as in METHODS §2.
-    kind : {"moment", "binned", "rank"}
+    kind : {"moment", "binned", "rank", "coverage"}
         How the kernel computes it (weighted sums; equal-count bins on the binning variable;
-        ranks).
+        ranks); ``"coverage"``: a prediction-interval coverage probability (PICP), the
+        fraction of points with ``|Z| <= k``, counted in NumPy (:mod:`xuqcal.core.coverage`)
+        and not by the kernels (its interval is the Wilson binomial interval, not a
+        bootstrap: see :func:`coverage_statistic`).
     reference : float or None
         The predefined reference value of calibrated data, ``None`` when there is none (a
         simulated reference is then needed). ``nll`` has a data-dependent reference, see
@@ -78,6 +88,11 @@ class Statistic:
         Whether heavy tails of Z make the statistic's test unreliable (``zms``): above the
         robust skewness threshold of :func:`xuqcal.validate` (``heavy_tail_threshold``) its
         verdict is *not testable* instead of pass or fail.
+    level : float or None
+        The nominal coverage ``p`` of a coverage statistic (its reference value).
+    coverage_factor : {"", "normal", "student"}
+        How a coverage statistic's factor ``k`` is chosen: the normal quantile
+        ``Φ⁻¹((1 + p) / 2)``, or that of a unit-variance Student-t with ν fitted to Z.
 
     The per-point columns (:attr:`columns`) are ``e2`` (E²), ``u2`` (uE²), ``z2`` (Z²),
     ``lnu2`` (ln uE²), ``zd`` (Z - z_shift) and ``zd2`` ((Z - z_shift)²), ``z_shift`` being any
@@ -102,11 +117,16 @@ class Statistic:
     reference_note: str = field(default="", compare=False)
     unit_power: int = 0
     tail_sensitive: bool = False
+    level: float | None = None
+    coverage_factor: str = ""
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The per-point columns whose sums (with ``"count"``) the statistic needs; empty for
-        the rank statistic ``cc``."""
+        the rank statistic ``cc``; ``covered`` (1 when ``|Z| <= k``) for a coverage
+        statistic."""
+        if self.kind == "coverage":
+            return ("covered",)
         used = K.MOMENT_COLUMNS.get(self.code, K.BIN_COLUMNS.get(self.code, ()))
         return tuple(K.COLUMNS[c] for c in used)
 
@@ -126,6 +146,14 @@ class Statistic:
         >>> float(STATISTICS["nll"].from_sums({"count": 2, "z2": 2.0, "lnu2": 0.0})) > 0
         True
         """
+        if self.kind == "coverage":
+            missing = [c for c in ("count", "covered") if c not in sums]
+            if missing:
+                raise ValueError(f"sums: {self.key} needs the sums "
+                                 f"{', '.join(map(repr, missing))}")
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return (np.asarray(sums["covered"], dtype=np.float64)
+                        / np.asarray(sums["count"], dtype=np.float64))
         if self.kind != "moment":
             raise ValueError(f"statistics: {self.key} is not a moment statistic; use "
                              "from_bin_sums")
@@ -164,6 +192,39 @@ class Statistic:
     def has_reference(self) -> bool:
         """Whether a predefined (not simulated) reference value exists."""
         return self.reference is not None or self.key == "nll"
+
+    @property
+    def is_coverage(self) -> bool:
+        """Whether the statistic is a coverage probability (PICP), outside the kernels."""
+        return self.kind == "coverage"
+
+    def factor(self, z: np.ndarray | None = None) -> tuple[float, float]:
+        """The coverage factor ``k`` of a coverage statistic and the ν it rests on (``inf``
+        for the normal factor; for ``"student"``, ν fitted to the z-scores ``z`` by
+        :func:`~xuqcal.core.coverage.fit_student_nu`; ``k`` is NaN when that ν is at most 2
+        or undefined).
+
+        Examples
+        --------
+        >>> k, nu = coverage_statistic(0.95).factor()
+        >>> round(k, 4), nu
+        (1.96, inf)
+        """
+        if not self.is_coverage:
+            raise ValueError(f"statistics: {self.key} is not a coverage statistic")
+        if self.coverage_factor == "normal":
+            return normal_coverage_factor(self.level), math.inf
+        if z is None:
+            raise ValueError(f"{self.key}: the Student coverage factor needs the z-scores")
+        nu = fit_student_nu(z)
+        if not nu > 2.0:
+            return math.nan, nu
+        return student_coverage_factor(self.level, nu), nu
+
+    def coverage_counts(self, z: np.ndarray) -> tuple[int, float, float]:
+        """``(covered, k, ν)``: the number of z-scores with ``|Z| <= k`` and the factor."""
+        k, nu = self.factor(z)
+        return (count_covered(z, k) if math.isfinite(k) else 0), k, nu
 
     def reference_value(self, uE: np.ndarray | None = None) -> float:
         """Predefined reference value for data with uncertainties ``uE`` (NaN when none).
@@ -211,15 +272,102 @@ _ALL = [
 STATISTICS: dict[str, Statistic] = {s.key: s for s in _ALL}
 _BY_CODE: dict[int, Statistic] = {s.code: s for s in _ALL}
 
+#: Coverage statistics (PICP) have no kernel code.
+NO_CODE = -1
+#: Keys of coverage statistics: ``picp<percent>`` (normal factor) or ``picpt<percent>``
+#: (Student-t factor, ν fitted to Z): ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` and
+#: ``picpt`` alone stand for every level of :data:`xuqcal.core.defaults.COVERAGE_LEVELS`.
+COVERAGE_KEY = re.compile(r"picp(t?)(\d+(?:\.\d+)?)?")
+_COVERAGE_NAMES = {"normal": "", "student": "t"}
 
-def get_statistics(keys: str | Iterable[str] | None, *,
-                   name: str = "statistics") -> tuple[Statistic, ...]:
-    """Look up statistics by key, keeping the order given; ``None`` means all of them.
+
+def coverage_key(level: float, coverage_factor: str = "normal") -> str:
+    """The key of the coverage statistic at ``level``: ``picp95``, ``picp68.3``, ``picpt95``.
+
+    Examples
+    --------
+    >>> coverage_key(0.95), coverage_key(0.683), coverage_key(0.9, "student")
+    ('picp95', 'picp68.3', 'picpt90')
+    """
+    percent = f"{round(100.0 * float(level), 10):g}"
+    return f"picp{_COVERAGE_NAMES[coverage_factor]}{percent}"
+
+
+def coverage_statistic(level: float, coverage_factor: str = "normal") -> Statistic:
+    """The coverage statistic (PICP) at nominal level ``level`` (METHODS §9): the fraction of
+    points with ``|Z| <= k``, ``k`` the half-width of the central ``level``-interval of the
+    unit-variance normal (``coverage_factor="normal"``) or of a unit-variance Student-t with ν
+    fitted to Z (``"student"``). Its reference is ``level``; :func:`xuqcal.validate` gives it
+    the Wilson interval with continuity correction and validates it when that interval
+    overlaps ``[level - tol, level + tol]``. It is tail-sensitive (screened by β_GM(Z²)).
+
+    Examples
+    --------
+    >>> s = coverage_statistic(0.95)
+    >>> s.key, s.reference, s.kind
+    ('picp95', 0.95, 'coverage')
+    """
+    level = check_level(level, "level")
+    if coverage_factor not in _COVERAGE_NAMES:
+        raise ValueError(f"coverage_factor: expected 'normal' or 'student', got "
+                         f"{coverage_factor!r}")
+    factor_text = ("Φ⁻¹((1 + p) / 2)" if coverage_factor == "normal" else
+                   "unit-variance Student-t(ν) quantile, ν fitted to Z")
+    return Statistic(
+        coverage_key(level, coverage_factor), NO_CODE,
+        f"prediction interval coverage probability at {level:g}"
+        + (" (Student-t factor)" if coverage_factor == "student" else ""),
+        f"<1{{|Z| <= k}}>, k = {factor_text}", "coverage", float(level),
+        tail_sensitive=True, level=float(level), coverage_factor=coverage_factor)
+
+
+def undefined_factor_reason(nu: float) -> str:
+    """Why a Student-t coverage factor is undefined, given the ν fitted to Z.
+
+    Examples
+    --------
+    >>> undefined_factor_reason(1.4).split(";")[0]
+    'the nu fitted to Z is 1.4 <= 2 (a Student-t of infinite variance has no unit-variance \
+quantile)'
+    """
+    fitted = ("could not be fitted (fewer than 3 points, or Z² constant)" if math.isnan(nu)
+              else f"is {nu:.3g} <= 2 (a Student-t of infinite variance has no unit-variance "
+                   "quantile)")
+    return f"the nu fitted to Z {fitted}; use the normal factor (picp<percent>)"
+
+
+def _parse_coverage(key: str) -> list[Statistic] | None:
+    """The coverage statistics a key names (``picp`` and ``picpt``: every default level),
+    ``None`` when it is not a coverage key."""
+    match = COVERAGE_KEY.fullmatch(key)
+    if match is None:
+        return None
+    factor = "student" if match.group(1) else "normal"
+    if match.group(2) is None:
+        return [coverage_statistic(p, factor) for p in defaults.COVERAGE_LEVELS]
+    percent = float(match.group(2))
+    if not 0.0 < percent < 100.0:
+        raise ValueError(f"statistics: {key!r}: the coverage level is a percentage in "
+                         f"(0, 100), e.g. 'picp95' (0.95) or 'picp68.3' (0.683)")
+    return [coverage_statistic(percent / 100.0, factor)]
+
+
+def get_statistics(keys: str | Iterable[str] | None, *, name: str = "statistics",
+                   coverage: bool = False) -> tuple[Statistic, ...]:
+    """Look up statistics by key, keeping the order given; ``None`` means all of the
+    registry (:data:`STATISTICS`, without the coverage statistics).
+
+    ``coverage=True`` also accepts the coverage statistics (PICP, :func:`coverage_statistic`:
+    ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` and ``picpt`` alone stand for the levels
+    of :data:`xuqcal.core.defaults.COVERAGE_LEVELS`), for the analyses that compute them
+    (:func:`xuqcal.stats`, :func:`xuqcal.validate`); the others refuse them by name.
 
     Examples
     --------
     >>> [s.key for s in get_statistics(["zms", "rce"])]
     ['zms', 'rce']
+    >>> [s.key for s in get_statistics(["zms", "picp"], coverage=True)]
+    ['zms', 'picp68.3', 'picp95']
     >>> get_statistics(3)
     Traceback (most recent call last):
     ValueError: statistics: expected a statistic key or a list of keys such as ['zms', 'rce'], \
@@ -241,15 +389,32 @@ got 3
     if not_str:
         raise ValueError(f"{name}: expected statistic keys (strings) such as 'zms', got "
                          f"{not_str[0]!r}")
-    unknown = [k for k in keys if k not in STATISTICS]
+    chosen = []
+    unknown = []
+    for k in keys:
+        if k in STATISTICS:
+            chosen.append(STATISTICS[k])
+            continue
+        parsed = _parse_coverage(k)
+        if parsed is None:
+            unknown.append(k)
+        elif not coverage:
+            raise ValueError(
+                f"{name}: {k!r} is a coverage statistic (PICP): its interval is the Wilson "
+                "binomial interval, not a bootstrap or simulated one, so it is computed by "
+                "xuqcal.stats, xuqcal.validate and xuqcal.local_coverage only")
+        else:
+            chosen.extend(parsed)
     if unknown:
         raise ValueError(
             f"{name}: unknown statistic {', '.join(map(repr, unknown))}; "
-            f"known statistics are {', '.join(STATISTICS)}"
+            f"known statistics are {', '.join(STATISTICS)}, and the coverage statistics "
+            "picp<percent> and picpt<percent> (e.g. picp95)"
         )
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"{name}: a statistic is listed twice in {keys}")
-    return tuple(STATISTICS[k] for k in keys)
+    chosen_keys = [s.key for s in chosen]
+    if len(set(chosen_keys)) != len(chosen_keys):
+        raise ValueError(f"{name}: a statistic is listed twice in {chosen_keys}")
+    return tuple(chosen)
 
 
 def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = False,
@@ -584,6 +749,24 @@ class PreparedData:
                               UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return out
 
+    def evaluate_statistics(self, statistics: Sequence[Statistic]) -> np.ndarray:
+        """Point estimates of ``statistics``: the kernel statistics by :meth:`evaluate`
+        (bit-identical to it), the coverage statistics (PICP) by their counts of
+        ``|Z| <= k``."""
+        out = np.full(len(statistics), np.nan)
+        kernel = [i for i, s in enumerate(statistics) if not s.is_coverage]
+        if kernel:
+            out[kernel] = self.evaluate(codes_of([statistics[i] for i in kernel]))
+        for i, s in enumerate(statistics):
+            if s.is_coverage:
+                covered, k, nu = s.coverage_counts(self.z)
+                if math.isfinite(k):
+                    out[i] = s.from_sums({"count": self.size, "covered": covered})
+                else:
+                    warnings.warn(f"{s.key} is undefined: {undefined_factor_reason(nu)}",
+                                  UndefinedStatisticWarning, stacklevel=user_stacklevel())
+        return out
+
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tie-group numbers and average ranks of ``uE`` and ``|E|`` (for the jackknife)."""
         groups = []
@@ -599,7 +782,11 @@ class PreparedData:
 
 
 def codes_of(statistics: Sequence[Statistic]) -> np.ndarray:
-    """Kernel codes of a sequence of statistics."""
+    """Kernel codes of a sequence of statistics (coverage statistics have none)."""
+    coverage = [s.key for s in statistics if s.is_coverage]
+    if coverage:
+        raise ValueError(f"statistics: the coverage statistics {', '.join(coverage)} are not "
+                         "computed by the kernels")
     return np.array([s.code for s in statistics], dtype=np.int64)
 
 
@@ -619,13 +806,13 @@ def compute(
     >>> compute(np.array([1.0, -2.0, 0.5, 1.5]), np.ones(4), ["zm", "zms"]).round(4).tolist()
     [0.25, 1.875]
     """
-    stats = get_statistics(statistics)
+    stats = get_statistics(statistics, coverage=True)
     check_sizes(stats, np.shape(E)[0] if np.ndim(E) else 0)
     prepared = PreparedData.from_arrays(
         E, uE, by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=any(s.needs_bins for s in stats),
     )
-    return prepared.evaluate(codes_of(stats))
+    return prepared.evaluate_statistics(stats)
 
 
 # --------------------------------------------------------------------- descriptive statistics

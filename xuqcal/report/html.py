@@ -617,6 +617,10 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     classes["statistic"] = "text"
     classes["verdict"] = [_verdict_class(str(v)) for v in verdicts["verdict"]]
     validation_table = _table(table, name("validation"), classes)
+    rules = validation.rule_lines(result)
+    if rules:
+        validation_table += "".join(f'<p class="notes">{html.escape(line)}</p>'
+                                    for line in rules)
     if notes:
         validation_table += ('<p class="notes">Notes (* in the verdict column):</p><ul>'
                              + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(n)}</li>"
