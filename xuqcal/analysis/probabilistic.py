@@ -33,13 +33,30 @@ import xarray as xr
 
 from xuqcal.analysis.diagnostics import MIN_POINTS, student_t_fit
 from xuqcal.analysis.lazy import analysis, template
+from xuqcal.analysis.resampling import RNG_DESCRIPTION, _summarize
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
+from xuqcal.core import kernels as K
 from xuqcal.core import scores as S
-from xuqcal.core.checks import check_choice, check_count, check_level, user_stacklevel
+from xuqcal.core.binning import equal_count_order
+from xuqcal.core.checks import (
+    check_choice,
+    check_count,
+    check_level,
+    check_replicates,
+    check_seed,
+    user_stacklevel,
+)
+from xuqcal.core.kernels import LOG_2PI
 from xuqcal.core.provenance import provenance
-from xuqcal.core.statistics import UndefinedStatisticWarning, check_values, compute
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import (
+    UndefinedStatisticWarning,
+    check_values,
+    compute,
+    log_square,
+)
 from xuqcal.io import SAMPLE_DIM, by_role, validate_dataset
 
 __all__ = ["DISTRIBUTIONS", "pit", "pit_test", "proper_scores"]
@@ -185,19 +202,63 @@ def _sample_coords(ds: xr.Dataset) -> dict[str, Any]:
             if coord.dims == (SAMPLE_DIM,)}
 
 
-def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None) -> xr.Dataset:
+#: The mean scores of :func:`proper_scores`, in the order of its ``score`` dimension.
+SCORES = ("crps_normal", "crps_student", "nll_normal", "nll_student")
+
+
+def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: int = 0,
+                 method: str = "bca", level: float = defaults.LEVEL,
+                 seed: int = defaults.SEED) -> xr.Dataset:
     """:func:`proper_scores` on NumPy-backed data."""
     errors, uncertainties = _arrays(ds, E, uE)
     nu_used = _student_nu(errors / uncertainties, nu, "crps_student and nll_student")
+    points = {"crps_normal": S.crps_normal(errors, uncertainties)}
     values = {
-        "crps_normal": float(np.mean(S.crps_normal(errors, uncertainties))),
+        "crps_normal": float(np.mean(points["crps_normal"])),
         "nll_normal": float(compute(errors, uncertainties, ["nll"])[0]),
         "crps_student": math.nan, "nll_student": math.nan, "nu": nu_used,
     }
     if nu_used > 2.0:
-        values["crps_student"] = float(np.mean(S.crps_student(errors, uncertainties, nu_used)))
-        values["nll_student"] = float(np.mean(S.nll_student(errors, uncertainties, nu_used)))
-    return xr.Dataset({name: xr.DataArray(value) for name, value in values.items()})
+        points["crps_student"] = S.crps_student(errors, uncertainties, nu_used)
+        points["nll_student"] = S.nll_student(errors, uncertainties, nu_used)
+        values["crps_student"] = float(np.mean(points["crps_student"]))
+        values["nll_student"] = float(np.mean(points["nll_student"]))
+    result = xr.Dataset({name: xr.DataArray(value) for name, value in values.items()})
+    if n_boot:
+        z = errors / uncertainties
+        points["nll_normal"] = 0.5 * (z * z + log_square(uncertainties) + LOG_2PI)
+        estimate = np.array([values[name] for name in SCORES])
+        summaries = _score_intervals(
+            {name: points.get(name) for name in SCORES}, estimate,
+            equal_count_order(uncertainties), n_boot=n_boot, method=method, level=level,
+            seed=seed)
+        result = result.assign({name: xr.DataArray(summary, dims="score")
+                                for name, summary in summaries.items()})
+    return result
+
+
+def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
+                     order: np.ndarray, *, n_boot: int, method: str, level: float,
+                     seed: int) -> dict[str, np.ndarray]:
+    """Bootstrap bias, standard error and interval of the mean of each per-point score
+    (``None``: undefined, NaN). The points are taken in ``order`` (the binning order of the
+    bootstrap of :func:`xuqcal.bootstrap`) and drawn from the bootstrap's streams
+    (:func:`~xuqcal.core.kernels.mean_block`), so replicate ``r`` resamples the points of the
+    replicate ``r`` of the data's statistics; the BCa acceleration uses the exact
+    leave-one-out means ``(Σ x - x_i) / (M - 1)``."""
+    defined = [i for i, name in enumerate(SCORES) if points[name] is not None]
+    columns = np.ascontiguousarray(np.stack([points[SCORES[i]][order] for i in defined], axis=1))
+    m = columns.shape[0]
+    replicates = np.empty((n_boot, len(defined)))
+    K.mean_block(stream_key(seed, "bootstrap"), 0, n_boot, columns, replicates)
+    jack = (columns.sum(axis=0) - columns) / (m - 1.0) if method == "bca" else None
+    bias, se, low, high = _summarize(replicates.T, estimate[defined],
+                                     None if jack is None else jack.T, method=method,
+                                     level=level, names=[SCORES[i] for i in defined])
+    out = {name: np.full(len(SCORES), np.nan) for name in ("bias", "se", "ci_low", "ci_high")}
+    for name, values in (("bias", bias), ("se", se), ("ci_low", low), ("ci_high", high)):
+        out[name][defined] = values
+    return out
 
 
 def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None
@@ -255,8 +316,9 @@ def _nu_attrs(nu: float | None) -> dict[str, Any]:
 
 @broadcast
 @by_role
-def proper_scores(ds: xr.Dataset, *, nu: float | None = None, E: str = defaults.E,
-                  uE: str = defaults.UE) -> xr.Dataset:
+def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
+                  method: str = "bca", level: float = defaults.LEVEL, seed: int = defaults.SEED,
+                  E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Mean proper scores of the predictive distributions of ``E``: CRPS and NLL of
     ``N(0, uE²)`` and of the Student-t(ν) with standard deviation ``uE``.
 
@@ -274,6 +336,19 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, E: str = defaults.
     nu : float, optional
         Degrees of freedom (> 2) of the Student-t predictive; default: fitted to Z (see the
         module documentation), per slice.
+    n_boot : int
+        Bootstrap replicates of the intervals of the four mean scores (0, the default: no
+        intervals; else at least ``ceil(2 / (1 - level))``). Each replicate resamples the
+        points as the replicate of the same number of :func:`xuqcal.bootstrap` does (same
+        ``seed``, same streams), so the scores' intervals and the statistics' intervals rest
+        on the same resamples. ν is not refitted per replicate (it is a parameter of the
+        predictive distribution, fitted once).
+    method : {"bca", "percentile"}
+        Interval method (BCa: exact leave-one-out means for the acceleration).
+    level : float
+        Confidence level of the intervals.
+    seed : int
+        Seed of the bootstrap streams.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -282,8 +357,10 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, E: str = defaults.
     xarray.Dataset
         Scalars (per slice): ``crps_normal``, ``crps_student``, ``nll_normal`` (the ``nll``
         statistic of :func:`xuqcal.stats`), ``nll_student`` and ``nu``, each with a
-        ``long_name`` and a ``description``; attributes ``nu_source``, ``n_samples``, ``E``,
-        ``uE``, ``xuqcal_version``, ``created``. Lazy on Dask-backed data.
+        ``long_name`` and a ``description``; with ``n_boot``, over ``score`` (the four mean
+        scores, :data:`SCORES`): ``bias``, ``se``, ``ci_low``, ``ci_high``; attributes
+        ``nu_source``, ``n_samples``, ``E``, ``uE``, ``xuqcal_version``, ``created`` (and
+        ``n_boot``, ``method``, ``level``, ``seed`` with intervals). Lazy on Dask-backed data.
 
     Raises
     ------
@@ -306,14 +383,32 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, E: str = defaults.
     >>> bool(s.crps_normal > 0), float(s.nu)
     (True, 6.0)
     """
-    E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu)
+    E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu, level=level)
+    check_choice(method, "method", ("bca", "percentile"))
+    n_boot = 0 if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) \
+        and n_boot == 0 else check_replicates(n_boot, level, "n_boot")
+    seed = check_seed(seed)
+    if n_boot and method == "bca" and ds.sizes[SAMPLE_DIM] < 2:
+        raise ValueError("ds: the BCa interval needs at least 2 points (leave-one-out means)")
     f8 = np.float64
     names = ("crps_normal", "crps_student", "nll_normal", "nll_student", "nu")
-    layout = template({name: ((), f8, _attrs(name)) for name in names}, {},
+    variables = {name: ((), f8, _attrs(name)) for name in names}
+    bootstrap = {}
+    if n_boot:
+        variables.update({name: (("score",), f8, {"long_name": text}) for name, text in (
+            ("bias", "bootstrap bias of the mean score"),
+            ("se", "bootstrap standard error of the mean score"),
+            ("ci_low", "lower bound of the interval of the mean score"),
+            ("ci_high", "upper bound of the interval of the mean score"))})
+        bootstrap = {"n_boot": n_boot, "method": method, "level": level, "seed": seed,
+                     "random_streams": RNG_DESCRIPTION}
+    layout = template(variables, {"score": len(SCORES)} if n_boot else {},
+                      coords={"score": ("score", list(SCORES))} if n_boot else None,
                       attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE,
-                                       **_nu_attrs(nu)))
-    return analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
-                    nu=nu)
+                                       **_nu_attrs(nu), **bootstrap))
+    result = analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
+                      nu=nu, n_boot=n_boot, method=method, level=level, seed=seed)
+    return result.assign_coords(score=list(SCORES)) if n_boot else result
 
 
 @broadcast

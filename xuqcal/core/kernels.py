@@ -1011,6 +1011,30 @@ def _moment_columns(codes):
     return np.flatnonzero(used)
 
 
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def mean_block(key, start, stop, values, out):
+    """Bootstrap replicates ``start .. stop - 1`` of the means of the columns of ``values``
+    (``M × k``, per-point quantities such as proper scores): ``out[r - start, c]``.
+
+    Replicate ``r`` draws the M positions of :func:`bootstrap_block` from the same stream
+    (with the key of the bootstrap, the same points as the replicate ``r`` of the data's
+    statistics) and sums the drawn rows in draw order, as that kernel sums a moment column:
+    the replicates of the mean of ``Z²`` are those of ``zms``, bit for bit.
+    """
+    m = values.shape[0]
+    k = values.shape[1]
+    total = np.zeros(k)
+    for r in range(start, stop):
+        state = stream_start(key, r)
+        total[:] = 0.0
+        for _ in range(m):
+            j, state = next_below(state, m)
+            for c in range(k):
+                total[c] += values[j, c]
+        for c in range(k):
+            out[r - start, c] = total[c] / m
+
+
 # ----------------------------------------------------------------------------- jackknife
 
 
