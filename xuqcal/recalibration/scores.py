@@ -29,6 +29,7 @@ from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core.checks import check_replicates, user_stacklevel
 from xuqcal.core.provenance import attach
+from xuqcal.core.scores import crps_normal
 from xuqcal.core.statistics import (
     STATISTICS,
     UndefinedStatisticWarning,
@@ -85,6 +86,7 @@ _SCALAR_SCORES = {
     "s_con": "consistency score S_con = S_cal + S_u",
     "s_ada": "adaptivity score S_ada = S_cal + Σ_j S_Xj",
     "s_tot": "total score S_tot = S_cal + S_u + Σ_j S_Xj",
+    "crps": "mean CRPS of N(0, uE²), in the unit of E (proper score, lower is better)",
 }
 _BY_SCORES = {
     "s_x": "S_x = (1/N) Σ_b |ln <Z²>_b| over equal-count bins of the variable",
@@ -134,7 +136,8 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     Returns
     -------
     xarray.Dataset
-        Scalars ``nll``, ``zms``, ``s_cal``, ``s_con``, ``s_ada``, ``s_tot``; over ``by``
+        Scalars ``nll``, ``zms``, ``s_cal``, ``s_con``, ``s_ada``, ``s_tot``, ``crps`` (the
+        mean Gaussian CRPS, :func:`xuqcal.core.scores.crps_normal`); over ``by``
         (``uE`` then the features): ``s_x`` (``S_u`` is ``s_x.sel(by="uE")``), ``ence`` and
         ``fraction_valid`` with its Wilson-cc bounds ``fraction_valid_low``/``_high``.
 
@@ -193,6 +196,8 @@ def _score_arrays(E: np.ndarray, uE: np.ndarray, *features: np.ndarray, names: S
     columns = point_columns(e, u, ("z2", "e2", "u2"))
     values = _combine(_score_values(columns["z2"], columns["e2"], columns["u2"], sum_lnu2,
                                     bins))
+    # the CRPS carries the unit of E: that of the rescaled data, scaled back exactly
+    values["crps"] = float(np.ldexp(np.mean(crps_normal(e, u)), scale))
     return (np.array([values[k] for k in _SCALAR_SCORES], dtype=np.float64), values["s_x"],
             values["ence"])
 
@@ -225,7 +230,7 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
     u2 = np.ldexp(uE, -scale) ** 2 if scale else uE * uE
     key = _random.stream_key(seed, "recalibration:simulated")
     eps = np.empty(uE.shape[0])
-    keys = ("nll", "zms", "s_cal", "s_con", "s_ada", "s_tot")
+    keys = tuple(_SCALAR_SCORES)
     scalars = np.empty((n_mc, len(keys)))
     s_x = np.empty((n_mc, len(bins.names)))
     ence = np.empty((n_mc, len(bins.names)))
@@ -233,6 +238,7 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
         _random.fill_variates(key, r, _random.NORMAL, math.nan, eps)
         z2 = eps * eps
         v = _combine(_score_values(z2, u2 * z2, u2, sum_lnu2, bins))
+        v["crps"] = float(np.mean(crps_normal(uE * eps, uE)))
         scalars[r] = [v[k] for k in keys]
         s_x[r], ence[r] = v["s_x"], v["ence"]
     mean = {k: scalars[:, i].mean() for i, k in enumerate(keys)}
@@ -356,15 +362,15 @@ def evaluation_table(table: xr.Dataset, *, digits: int = 3, simulated: bool = Tr
     """A plain-text table of an :func:`evaluate` (or :func:`scores`) result.
 
     One row per data set (and, with ``simulated``, one ``simulated`` row below it): NLL,
-    S_cal, S_x per variable, S_tot, ENCE per variable and f_v per variable.
+    CRPS, S_cal, S_x per variable, S_tot, ENCE per variable and f_v per variable.
 
     Examples
     --------
     >>> import xuqcal
     >>> ds = xuqcal.synthetic.nig(1000, nu=6, seed=0)
     >>> t = evaluate({"data": ds}, features=(), n_bins=10, n_mc=20, n_boot=200)
-    >>> evaluation_table(t).splitlines()[0].split()[:4]
-    ['dataset', 'NLL', 'S_cal', 'S_uE']
+    >>> evaluation_table(t).splitlines()[0].split()[:5]
+    ['dataset', 'NLL', 'CRPS', 'S_cal', 'S_uE']
     """
     if "dataset" not in table.dims:
         table = table.expand_dims(dataset=["data"])
@@ -374,10 +380,11 @@ def evaluation_table(table: xr.Dataset, *, digits: int = 3, simulated: bool = Tr
         kinds.append(("_simulated", "  simulated"))
     frames = []
     for suffix, label in kinds:
-        names = {f"{v}{suffix}": v for v in ("nll", "s_cal", "s_tot", "s_x", "ence",
+        names = {f"{v}{suffix}": v for v in ("nll", "crps", "s_cal", "s_tot", "s_x", "ence",
                                              "fraction_valid")}
         wide = table[list(names)].rename(names).to_dataframe().unstack("by")
-        columns = {"NLL": wide[("nll", by[0])], "S_cal": wide[("s_cal", by[0])],
+        columns = {"NLL": wide[("nll", by[0])], "CRPS": wide[("crps", by[0])],
+                   "S_cal": wide[("s_cal", by[0])],
                    **{f"S_{b}": wide[("s_x", b)] for b in by},
                    "S_tot": wide[("s_tot", by[0])],
                    **{f"ENCE_{b}": wide[("ence", b)] for b in by},
