@@ -91,3 +91,35 @@ def test_curve_plots_through_the_accessor(data, tmp_path, name, kwargs):
     ax = getattr(data.uqcal.plot, name)(**kwargs)
     assert ax.get_xlabel() and ax.get_ylabel()
     render(ax, tmp_path / f"{name}.png")
+
+
+def test_heavy_tailed_bins_greyed_through_the_accessor(tmp_path):
+    """The heavy-tail screening of the bins (ErrViewLib's skewup) reaches the figures drawn by
+    the accessor: grey markers and error bars with a "not testable" legend entry."""
+    import matplotlib.colors as mcolors
+    from matplotlib.container import ErrorbarContainer
+
+    rng = np.random.default_rng(3)
+    uE = np.exp(rng.uniform(0.0, np.log(10.0), 6000))
+    z = np.where(uE > np.median(uE), rng.standard_t(2.5, 6000) * np.sqrt(0.2),
+                 rng.standard_normal(6000))
+    ds = xuqcal.io.from_arrays(uE * z, uE)
+
+    def grey_labels(ax):
+        return [c.get_label() for c in ax.containers if isinstance(c, ErrorbarContainer)
+                and mcolors.to_rgb(c.lines[0].get_color()) == mcolors.to_rgb("0.7")]
+
+    ax = ds.uqcal.plot.local("zms", n_bins=12, n_boot=200)
+    assert grey_labels(ax) == ["β_GM(Z²) > 0.8 (not testable)"]
+    render(ax, tmp_path / "lzms.png")
+    ax = ds.uqcal.plot.local_coverage(n_bins=12, tol=0.01, heavy_tail_threshold=0.8)
+    assert grey_labels(ax) == ["β_GM(Z²) > 0.8 (not testable)"]
+    assert "target band p ± 0.01" in ax.get_legend_handles_labels()[1]
+    assert ax.get_xlabel() == "uE (bin centre)" and ax.get_ylabel().startswith("coverage")
+    render(ax, tmp_path / "lcp.png")
+    ax = ds.uqcal.plot.reliability(n_bins=12, n_boot=200)
+    assert grey_labels(ax) == ["β_GM(uE²) > 0.6 or β_GM(E²) > 0.8 (not testable)"]
+    render(ax, tmp_path / "rel.png")
+    ax = ds.uqcal.plot.local("zms", n_bins=12, n_boot=200, heavy_tail_threshold=None)
+    assert grey_labels(ax) == []
+    render(ax, tmp_path / "lzms_unscreened.png")

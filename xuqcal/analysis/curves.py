@@ -11,7 +11,9 @@ reference, ablation of the largest uncertainties, calibration curve and local co
 * :func:`calibration_curve`: the observed fraction ``mean(|E| <= uE q_D((1 + p) / 2))`` against
   the probability level ``p``, with Wilson-cc intervals and the miscalibration area
   ``∫ |observed - p| dp`` (trapezoid rule over the grid of ``p``).
-* :func:`local_coverage`: the coverage of the ``p``-interval per equal-count bin of a variable.
+* :func:`local_coverage`: the coverage of the ``p``-interval per equal-count bin of a variable
+  (or per given bin), valid when its Wilson-cc interval overlaps ``[p - tol, p + tol]``, with
+  the heavy-tail screen β_GM(Z²) per bin (METHODS §9).
 
 Replicate ``r`` of the confidence-curve reference draws ``eps`` from the stream
 ``(seed, "confidence_curve:D", r)``: exactly
@@ -21,13 +23,28 @@ Replicate ``r`` of the confidence-curve reference draws ``eps`` from the stream
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.binning import _values, check_n_bins, equal_count_bounds, equal_count_order
+from xuqcal.analysis.binning import (
+    _values,
+    check_n_bins,
+    equal_count_bounds,
+    equal_count_order,
+    members,
+)
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
+from xuqcal.analysis.local import (
+    _check_bin_index,
+    _check_bins,
+    _threshold_attr,
+    _warn_bins,
+    group_beta_gm,
+    heavy_tailed,
+)
 from xuqcal.analysis.resampling import bootstrap, check_count
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
@@ -37,11 +54,13 @@ from xuqcal.core.checks import (
     check_generators,
     check_replicates,
     check_seed,
+    check_skewness_threshold,
+    check_tolerance,
     user_stacklevel,
     variable_name,
 )
 from xuqcal.core.generators import Generator
-from xuqcal.core.intervals import check_level, wilson_interval
+from xuqcal.core.intervals import check_level, coverage_validity, wilson_interval
 from xuqcal.core.kernels import reference_curves, tail_curve
 from xuqcal.core.provenance import provenance
 from xuqcal.core.random import stream_key
@@ -49,6 +68,7 @@ from xuqcal.core.statistics import (
     check_values,
     compute,
     get_statistics,
+    point_columns,
     power_of_two_scale,
     statistic_coords,
 )
@@ -623,23 +643,41 @@ def local_coverage(
     n_bins: int = defaults.N_BINS,
     generator: str | Generator = defaults.GENERATORS[0],
     level: float = defaults.LEVEL,
+    tol: float = defaults.COVERAGE_TOLERANCE,
+    heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
+    bins: xr.Dataset | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
-    """Coverage of the central ``p``-interval per equal-count bin of a variable.
+    """Local coverage probability (LCP, METHODS §9): the coverage of the central
+    ``p``-interval per bin, validated bin by bin.
 
     The points are sorted by ``by`` (stable sort) and cut into ``n_bins`` equal-count bins
-    (sorted positions ``[floor(b M / N), floor((b + 1) M / N))``); in each bin the fraction of
-    points with ``|E| <= uE q_D((1 + p) / 2)`` gets a Wilson-cc interval, and the bin is
-    *valid* when that interval contains ``p``. The fraction of valid bins is reported with its
-    own Wilson-cc interval (to compare with ``level``).
+    (sorted positions ``[floor(b M / N), floor((b + 1) M / N))``), or grouped by given
+    ``bins`` (strata, groups, a grid: :func:`xuqcal.make_bins`). In each bin the fraction of
+    points with ``|E| <= k uE``, ``k = q_D((1 + p) / 2)`` (the PICP of the bin), gets a Wilson
+    interval with continuity correction, and the bin is *valid* when that interval
+    **overlaps** the band ``[p - tol, p + tol]`` (the rule of :func:`xuqcal.validate` for
+    PICP, P. Pernot, arXiv 2408.13089). The fraction of valid bins ``f_v`` is reported with
+    its own Wilson-cc interval.
+
+    Each bin also gets the robust skewness β_GM of its Z² (Harrell–Davis median, as the
+    heavy-tail screen of :func:`xuqcal.validate`); a bin above ``heavy_tail_threshold`` is
+    flagged ``heavy_tail``: its coverage test is not reliable ("not testable"), and
+    :func:`xuqcal.plot.local_coverage` draws it greyed out. Such bins still count in
+    ``f_v``; ``fraction_valid_testable`` is f_v over the other bins.
+
+    Until version 0.1 a bin was valid when its interval *contained* ``p``; ``tol=0`` gives
+    that rule exactly. With the default ``tol`` (0.005) a bin whose interval ends less than
+    0.005 short of ``p`` is now valid too.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E``, ``uE`` and the variable ``by``.
     by : str
-        Conditioning variable (``uE`` for consistency, a feature for adaptivity).
+        Conditioning variable (``uE`` for consistency, a feature for adaptivity); ignored when
+        ``bins`` are given.
     p : float
         Probability level of the interval, in (0, 1).
     n_bins : int
@@ -649,19 +687,47 @@ def local_coverage(
         :mod:`xuqcal.core.binning`; use at most
         :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
     generator : str or Generator
-        Generative distribution D.
+        Generative distribution D whose unit-variance quantile gives the coverage factor
+        ``k``: ``"normal"`` (``Φ⁻¹((1 + p) / 2)``, 1.96 at 0.95) or a Student-t ``"t<ν>"``
+        (the factor of a unit-variance t(ν), 1.998 for t6 at 0.95).
     level : float
         Confidence level of the Wilson intervals.
+    tol : float
+        Half-width of the target band ``[p - tol, p + tol]``, in [0, 1); default
+        ``defaults.COVERAGE_TOLERANCE`` (0.005). ``0`` asks the interval to contain ``p``.
+    heavy_tail_threshold : float or None
+        Threshold on β_GM(Z²) per bin, in (0, 1); default ``defaults.HEAVY_TAIL_THRESHOLD``
+        (0.85, that of :func:`xuqcal.validate` for ZMS and PICP; β_GM(Z²) is about 0.64 for
+        normal errors). ``None`` flags no bin.
+    bins : xarray.Dataset, optional
+        Precomputed bins of ``ds`` (from :func:`xuqcal.make_bins`: strata, groups, grid, ...);
+        overrides ``by`` and ``n_bins``. Empty cells of a grid have NaN coverage and are
+        left out of ``f_v``.
     E, uE : str
         Names of the error and uncertainty variables.
 
     Returns
     -------
     xarray.Dataset
-        Over ``bin`` (coordinates ``bin_low``, ``bin_high``: range of ``by`` in the bin;
-        ``bin_centre``: its mean): ``coverage``, ``count`` (points in the bin), ``n_inside``,
-        ``ci_low``, ``ci_high``, ``valid``; scalars ``fraction_valid``,
-        ``fraction_valid_low``, ``fraction_valid_high``.
+        Over ``bin`` (equal-count bins: coordinates ``bin_low``, ``bin_high``, the range of
+        ``by`` in the bin, and ``bin_centre``, its mean; given bins: their coordinates):
+        ``coverage``, ``count`` (points in the bin), ``n_inside``, ``ci_low``, ``ci_high``,
+        ``valid``, ``beta_gm_z2`` (NaN for constant Z²) and ``heavy_tail``. Scalars:
+        ``fraction_valid`` with ``fraction_valid_low`` / ``_high`` (Wilson-cc, over the
+        non-empty bins), ``n_heavy_tail`` (the number of heavy-tailed bins), and
+        ``fraction_valid_testable`` with ``fraction_valid_testable_low`` / ``_high`` (the
+        same over the bins not heavy-tailed; NaN when there is none). Attributes record ``p``,
+        ``tol``, the factor ``quantile`` = k, ``generator`` and ``heavy_tail_threshold``
+        (``"none"`` without screening).
+
+    Notes
+    -----
+    ``fraction_valid_testable`` answers "are the bins that can be tested calibrated?" when a
+    few bins are heavy-tailed (their coverage test, like ZMS, is unreliable there): it is f_v
+    without them. It is not a replacement for ``fraction_valid``: the bins it keeps are
+    selected on the data, its interval rests on fewer bins, and a model whose errors are
+    heavy-tailed where it is miscalibrated can look better by it. Read it with
+    ``n_heavy_tail``; with no heavy-tailed bin it equals ``fraction_valid``.
 
     Examples
     --------
@@ -669,92 +735,166 @@ def local_coverage(
     >>> lc = local_coverage(xuqcal.synthetic.nig(4000, nu=6, seed=0), n_bins=10)
     >>> lc.sizes["bin"], int(lc["count"].sum())
     (10, 4000)
+    >>> lc.attrs["tol"], lc.attrs["heavy_tail_threshold"], lc.heavy_tail.dtype
+    (0.005, 0.85, dtype('bool'))
+    >>> contains = local_coverage(xuqcal.synthetic.nig(4000, nu=6, seed=0), n_bins=10, tol=0)
+    >>> bool((lc.valid >= contains.valid).all())  # overlapping the band is the weaker rule
+    True
     """
     p = _probability(p)
     level = check_level(level)
+    tol = check_tolerance(tol)
+    threshold = check_skewness_threshold(heavy_tail_threshold, of="Z^2",
+                                         default=defaults.HEAVY_TAIL_THRESHOLD)
     gen = check_generators(generator, "generator")[0]
     check_data_variables(ds, E, uE)
-    by = variable_name(ds, by, uE)
     m = ds.sizes["sample"]
     _check_size(m, 2, "local_coverage")
-    check_n_bins(m, n_bins, variable=by)
-    warn_few_points_per_bin(m, n_bins)
+    if bins is None:
+        by = variable_name(ds, by, uE)
+        check_n_bins(m, n_bins, variable=by)
+        warn_few_points_per_bin(m, n_bins)
+        variables = list(dict.fromkeys([E, uE, by]))
+        n, by_label, scheme = n_bins, by, "equal"
+        binning = ("equal-count bins of the stable sort of by: sorted positions "
+                   "[floor(b M / N), floor((b + 1) M / N))")
+    else:
+        _check_bins(bins, m)
+        _warn_bins(bins, m, given=True)
+        variables = list(dict.fromkeys([E, uE]))
+        n, by = bins.sizes["bin"], None
+        by_label = str(bins.attrs.get("by", "bins"))
+        scheme = str(bins.attrs.get("scheme", "given"))
+        binning = f"the given bins ({scheme} bins of {by_label})"
     q = float(_interval_quantile(gen, np.array([p]))[0])
     attrs = provenance(
-        by=by, p=p, quantile=q, generator=gen.name, n_bins=n_bins, level=level,
-        interval="|E| <= uE * q_D((1 + p) / 2)",
-        binning="equal-count bins of the stable sort of by: sorted positions "
-                "[floor(b M / N), floor((b + 1) M / N))",
+        by=by_label, scheme=scheme, p=p, tol=tol, quantile=q, generator=gen.name, n_bins=n,
+        level=level, interval="|E| <= uE * q_D((1 + p) / 2)", binning=binning,
+        validity="the Wilson-cc interval of the coverage overlaps [p - tol, p + tol]",
+        heavy_tail_threshold=_threshold_attr(threshold),
+        heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold: not testable",
         ci_method="Wilson score interval with continuity correction", n_samples=m, E=E, uE=uE)
-    layout = _coverage_dataset(
-        {name: placeholder(() if name.startswith("fraction") else n_bins,
-                           np.int64 if name in ("count", "n_inside")
-                           else bool if name == "valid" else np.float64)
-         for name in _COVERAGE_NAMES}, p, by, n_bins, attrs)
-    variables = list(dict.fromkeys([E, uE, by]))
-    kwargs = dict(by=by, q=q, p=p, n_bins=n_bins, level=level, E=E, uE=uE)
+    placeholders = {name: placeholder(() if dims == () else n, dtype)
+                    for name, (dims, dtype, _) in _coverage_variables(p, tol, by_label).items()}
+    layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
+                               None if bins is None else _bins_description(bins))
+    kwargs = dict(by=by, bins=bins, q=q, p=p, tol=tol, threshold=threshold, n_bins=n,
+                  level=level, E=E, uE=uE)
     return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
 
 
-_COVERAGE_NAMES = ("coverage", "count", "n_inside", "ci_low", "ci_high", "valid",
-                   "fraction_valid", "fraction_valid_low", "fraction_valid_high", "bin_low",
-                   "bin_high", "bin_centre")
+#: The coordinates of a local coverage over equal-count bins (computed with the values).
+_COVERAGE_COORDS = ("bin_low", "bin_high", "bin_centre")
 
 
-def _coverage_body(data: xr.Dataset, *, by: str, q: float, p: float, n_bins: int,
-                   level: float, E: str, uE: str) -> xr.Dataset:
-    """:func:`local_coverage` on NumPy-backed data."""
-    errors, uncertainties = _arrays(data, E, uE, extra=[by])
+def _coverage_variables(p: float, tol: float, by: str) -> dict:
+    """``name: (dims, dtype, attrs)`` of the variables of a :func:`local_coverage` result."""
+    f8, i8 = np.float64, np.int64
+    band = f"[{p:g} - {tol:g}, {p:g} + {tol:g}]"
+    fraction = "over the non-empty bins"
+    return {
+        "coverage": ("bin", f8, {"long_name": f"fraction inside the {p:g}-interval"}),
+        "count": ("bin", i8, {"long_name": "number of points in the bin"}),
+        "n_inside": ("bin", i8, {"long_name": "number of points inside the interval"}),
+        "ci_low": ("bin", f8, {"long_name": "Wilson-cc interval of the coverage, lower"}),
+        "ci_high": ("bin", f8, {"long_name": "Wilson-cc interval of the coverage, upper"}),
+        "valid": ("bin", bool, {"long_name": f"the interval of the coverage overlaps {band}"}),
+        "beta_gm_z2": ("bin", f8, {"long_name": "robust skewness beta_GM of Z² in the bin "
+                                                "(Harrell-Davis median)"}),
+        "heavy_tail": ("bin", bool, {"long_name": "beta_GM(Z²) above heavy_tail_threshold: "
+                                                  "the coverage test of the bin is not "
+                                                  "reliable (not testable)"}),
+        "fraction_valid": ((), f8, {"long_name": f"fraction of valid bins ({fraction})"}),
+        "fraction_valid_low": ((), f8, {"long_name": "Wilson-cc interval of fraction_valid, "
+                                                     "lower"}),
+        "fraction_valid_high": ((), f8, {"long_name": "Wilson-cc interval of fraction_valid, "
+                                                      "upper"}),
+        "n_heavy_tail": ((), i8, {"long_name": "number of heavy-tailed bins"}),
+        "fraction_valid_testable": ((), f8, {"long_name": "fraction of valid bins among the "
+                                                          "bins not heavy-tailed"}),
+        "fraction_valid_testable_low": ((), f8, {"long_name": "Wilson-cc interval of "
+                                                              "fraction_valid_testable, lower"}),
+        "fraction_valid_testable_high": ((), f8, {"long_name": "Wilson-cc interval of "
+                                                               "fraction_valid_testable, upper"}),
+        "bin_low": ("bin", f8, {"long_name": f"smallest {by} in the bin"}),
+        "bin_high": ("bin", f8, {"long_name": f"largest {by} in the bin"}),
+        "bin_centre": ("bin", f8, {"long_name": f"mean {by} in the bin"}),
+    }
+
+
+def _bins_description(bins: xr.Dataset) -> xr.Dataset:
+    """What given bins describe besides their points (coordinates over ``bin``: ranges,
+    group labels, grid cells; a grid's limits), kept in a :func:`local_coverage` result as
+    :func:`xuqcal.local` keeps them."""
+    drop = [v for v in ("bin_index", "upper_limit", "count") if v in bins.variables]
+    description = bins.drop_vars(drop).drop_dims("sample", errors="ignore")
+    description.attrs = {}
+    return description
+
+
+def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None, q: float,
+                   p: float, tol: float, threshold: float | None, n_bins: int, level: float,
+                   E: str, uE: str) -> xr.Dataset:
+    """:func:`local_coverage` on NumPy-backed data (``by`` for equal-count bins, or given
+    ``bins``)."""
+    errors, uncertainties = _arrays(data, E, uE, extra=[by] if by is not None else [])
     m = errors.size
-    by_values = np.asarray(data[by].values, dtype=np.float64)
-    order = equal_count_order(by_values)
-    bounds = equal_count_bounds(m, n_bins)
-    inside = (np.abs(errors) <= uncertainties * q)[order]
-    sorted_by = by_values[order]
-    count = np.diff(bounds)
-    n_inside = np.add.reduceat(inside.astype(np.int64), bounds[:-1])
-    coverage = n_inside / count
-    ci_low, ci_high = wilson_interval(n_inside, count, level)
-    valid = (ci_low <= p) & (p <= ci_high)
-    n_valid = int(valid.sum())
-    fv_low, fv_high = wilson_interval(n_valid, n_bins, level)
-    centre = np.add.reduceat(sorted_by, bounds[:-1]) / count
-    return _coverage_dataset(
-        {"coverage": coverage, "count": count, "n_inside": n_inside, "ci_low": ci_low,
-         "ci_high": ci_high, "valid": valid, "fraction_valid": n_valid / n_bins,
-         "fraction_valid_low": float(fv_low), "fraction_valid_high": float(fv_high),
-         "bin_low": sorted_by[bounds[:-1]], "bin_high": sorted_by[bounds[1:] - 1],
-         "bin_centre": centre}, p, by, n_bins, {})
+    inside = np.abs(errors) <= uncertainties * q
+    z2 = point_columns(errors, uncertainties, ["z2"])["z2"]
+    values: dict = {}
+    if bins is None:
+        by_values = np.asarray(data[by].values, dtype=np.float64)
+        order = equal_count_order(by_values)
+        offsets = equal_count_bounds(m, n_bins)
+        sorted_by = by_values[order]
+        count = np.diff(offsets)
+        n_inside = np.add.reduceat(inside[order].astype(np.int64), offsets[:-1])
+        values.update(bin_low=sorted_by[offsets[:-1]], bin_high=sorted_by[offsets[1:] - 1],
+                      bin_centre=np.add.reduceat(sorted_by, offsets[:-1]) / count)
+        description = None
+    else:
+        index = np.asarray(bins.bin_index.values)
+        _check_bin_index(index, n_bins)
+        order, offsets = members(index, n_bins)
+        count = np.diff(offsets)
+        n_inside = np.bincount(index, weights=inside, minlength=n_bins).astype(np.int64)
+        description = _bins_description(bins)
+    coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, p, level, tol)
+    beta = group_beta_gm(z2, order, offsets)
+    heavy = heavy_tailed(beta, threshold)
+    counted = count > 0
+    fv, fv_low, fv_high = _fraction(int((valid & counted).sum()), int(counted.sum()), level)
+    testable = counted & ~heavy
+    fvt, fvt_low, fvt_high = _fraction(int((valid & testable).sum()), int(testable.sum()),
+                                       level)
+    values.update(
+        coverage=coverage, count=count, n_inside=n_inside, ci_low=ci_low, ci_high=ci_high,
+        valid=valid, beta_gm_z2=beta, heavy_tail=heavy, fraction_valid=fv,
+        fraction_valid_low=fv_low, fraction_valid_high=fv_high,
+        n_heavy_tail=int(heavy.sum()), fraction_valid_testable=fvt,
+        fraction_valid_testable_low=fvt_low, fraction_valid_testable_high=fvt_high)
+    return _coverage_dataset(values, p, tol, str(by), n_bins, {}, description)
 
 
-def _coverage_dataset(values: dict, p: float, by: str, n_bins: int, attrs: dict
-                      ) -> xr.Dataset:
-    """A :func:`local_coverage` result from its values (or placeholders: its layout)."""
-    v = values
-    return xr.Dataset(
-        {
-            "coverage": ("bin", v["coverage"], {"long_name": f"fraction inside the "
-                                                             f"{p:g}-interval"}),
-            "count": ("bin", v["count"], {"long_name": "number of points in the bin"}),
-            "n_inside": ("bin", v["n_inside"],
-                         {"long_name": "number of points inside the interval"}),
-            "ci_low": ("bin", v["ci_low"],
-                       {"long_name": "Wilson-cc interval of the coverage, lower"}),
-            "ci_high": ("bin", v["ci_high"],
-                        {"long_name": "Wilson-cc interval of the coverage, upper"}),
-            "valid": ("bin", v["valid"], {"long_name": "the interval of the coverage contains "
-                                                       "p"}),
-            "fraction_valid": ((), v["fraction_valid"], {"long_name": "fraction of valid bins"}),
-            "fraction_valid_low": ((), v["fraction_valid_low"],
-                                   {"long_name": "Wilson-cc interval of fraction_valid, lower"}),
-            "fraction_valid_high": ((), v["fraction_valid_high"],
-                                    {"long_name": "Wilson-cc interval of fraction_valid, upper"}),
-        },
-        coords={
-            "bin": ("bin", np.arange(n_bins)),
-            "bin_low": ("bin", v["bin_low"], {"long_name": f"smallest {by} in the bin"}),
-            "bin_high": ("bin", v["bin_high"], {"long_name": f"largest {by} in the bin"}),
-            "bin_centre": ("bin", v["bin_centre"], {"long_name": f"mean {by} in the bin"}),
-        },
-        attrs=attrs,
-    )
+def _fraction(k: int, n: int, level: float) -> tuple[float, float, float]:
+    """``k / n`` with its Wilson-cc interval; NaN for ``n = 0``."""
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    low, high = wilson_interval(k, n, level)
+    return k / n, float(low), float(high)
+
+
+def _coverage_dataset(values: dict, p: float, tol: float, by: str, n_bins: int, attrs: dict,
+                      description: xr.Dataset | None = None) -> xr.Dataset:
+    """A :func:`local_coverage` result from its values (or placeholders: its layout); the
+    coordinates of equal-count bins come with the values, those of given bins from their
+    ``description``."""
+    spec = _coverage_variables(p, tol, by)
+    data = {name: (dims, values[name], var_attrs) for name, (dims, _, var_attrs) in spec.items()
+            if name not in _COVERAGE_COORDS}
+    if description is None:
+        coords = {"bin": ("bin", np.arange(n_bins)),
+                  **{name: (spec[name][0], values[name], spec[name][2])
+                     for name in _COVERAGE_COORDS}}
+        return xr.Dataset(data, coords=coords, attrs=attrs)
+    return description.assign(data).assign_coords(bin=np.arange(n_bins)).assign_attrs(attrs)

@@ -7,6 +7,14 @@ bin, a statistic is compared with its target: ``<Z>`` (target 0, Student interva
 interval contains the target; the **fraction of valid bins** ``f_v`` (with a Wilson-cc
 interval) is compared with 0.95.
 
+**Heavy-tail screening** (METHODS §9, ErrViewLib's ``skewup``): every bin also gets the robust
+skewness β_GM (:func:`xuqcal.core.statistics.beta_gm`, Harrell–Davis median) of Z²; for the
+tail-sensitive statistic ``zms`` (LZMS) a bin above ``heavy_tail_threshold`` (default
+``defaults.HEAVY_TAIL_THRESHOLD_LOCAL`` = 0.8) is flagged ``heavy_tail`` and drawn greyed out:
+its interval rests on a few large Z² and its verdict is not reliable. The reliability diagram
+screens β_GM of uE² (0.6) and of E² (0.8) per bin the same way. The flags add variables only:
+``valid`` and ``f_v`` are unchanged.
+
 The per-bin bootstraps of all bins run in one Numba kernel call: bin ``b``'s replicate ``r``
 draws from the stream ``(seed, purpose, b, r)``, so results do not depend on scheduling.
 """
@@ -40,6 +48,7 @@ from xuqcal.core.checks import (
     check_bool,
     check_replicates,
     check_seed,
+    check_skewness_threshold,
     user_stacklevel,
     variable_name,
 )
@@ -53,7 +62,7 @@ from xuqcal.core.intervals import (
 from xuqcal.core.kernels import binomial_count, fill_permutation
 from xuqcal.core.provenance import provenance
 from xuqcal.core.random import fill_variates, stream_key
-from xuqcal.core.statistics import STATISTICS, PreparedData
+from xuqcal.core.statistics import STATISTICS, PreparedData, beta_gm
 from xuqcal.io import by_role
 
 #: Statistics of the local analyses and their targets.
@@ -142,6 +151,51 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     return np.array([1.0] + [np.sum(d[:-k] * d[k:]) / denom for k in range(1, max_lag + 1)])
 
 
+def group_beta_gm(values: np.ndarray, group_members: np.ndarray, offsets: np.ndarray
+                  ) -> np.ndarray:
+    """Robust skewness β_GM (:func:`xuqcal.core.statistics.beta_gm`, Harrell–Davis median) of
+    ``values`` in every group (``group_members[offsets[g]:offsets[g + 1]]``, as from
+    :func:`xuqcal.analysis.binning.members`); NaN for a group of fewer than 2 points or of
+    equal values (β_GM is 0 / 0 there), without NumPy warnings.
+
+    Examples
+    --------
+    >>> x = np.array([0.1, 0.2, 0.3, 10.0, 1.0, 2.0, 4.0, 9.0, 2.0, 2.0])
+    >>> group_beta_gm(x, np.arange(10), np.array([0, 4, 8, 10])).round(3).tolist()
+    [0.384, 0.197, nan]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    n_groups = offsets.shape[0] - 1
+    out = np.full(n_groups, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for g in range(n_groups):
+            x = values[group_members[offsets[g]:offsets[g + 1]]]
+            if x.size >= 2 and np.all(np.isfinite(x)) and not np.all(x == x[0]):
+                out[g] = beta_gm(x)
+    return out
+
+
+def heavy_tailed(beta: np.ndarray, threshold: float | None) -> np.ndarray:
+    """``beta > threshold`` per bin (``False`` where ``beta`` is NaN, and everywhere for
+    ``threshold=None``: no screening).
+
+    Examples
+    --------
+    >>> heavy_tailed(np.array([0.6, 0.9, np.nan]), 0.8).tolist()
+    [False, True, False]
+    """
+    beta = np.asarray(beta, dtype=np.float64)
+    if threshold is None:
+        return np.zeros(beta.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return beta > threshold
+
+
+def _threshold_attr(threshold: float | None) -> float | str:
+    """A threshold as a NetCDF-safe attribute ("none" for no screening)."""
+    return "none" if threshold is None else float(threshold)
+
+
 def _check_statistic(statistic: str) -> str:
     if not isinstance(statistic, str) or statistic not in TARGETS:
         raise ValueError(f"statistic: local analyses support {', '.join(TARGETS)}; "
@@ -215,6 +269,11 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
          "ci_high": (("bin",), f8, {"long_name": "upper bound of the interval"}),
          "valid": (("bin",), bool, {"long_name": f"the interval contains the target "
                                                  f"{target:g}"}),
+         "beta_gm_z2": (("bin",), f8, {"long_name": "robust skewness beta_GM of Z² in the bin "
+                                                    "(Harrell-Davis median)"}),
+         "heavy_tail": (("bin",), bool, {"long_name": "beta_GM(Z²) above heavy_tail_threshold "
+                                                     "(zms only): the bin's verdict is not "
+                                                     "reliable (not testable, greyed out)"}),
          "acf": (("lag",), f8, {"long_name": "autocorrelation of the per-bin values",
                                 "band": band}),
          "fraction_valid": ((), f8, {"long_name": "fraction of valid bins"}),
@@ -280,8 +339,9 @@ def _warn_bins(bins: xr.Dataset, m: int, *, given: bool) -> None:
 
 def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by, n_bins: int,
                 binning: str, min_count: int | None, n_boot: int, level: float, seed: int,
-                E: str, uE: str) -> xr.Dataset:
-    """:func:`local` on NumPy-backed data (equal-count bins are made here when not given)."""
+                E: str, uE: str, screen: float | None = None) -> xr.Dataset:
+    """:func:`local` on NumPy-backed data (equal-count bins are made here when not given);
+    ``screen``: the heavy-tail threshold applied (None: no bin flagged)."""
     if bins is None:
         bins = make_bins(data, by, n_bins=n_bins, binning=binning, min_count=min_count, uE=uE)
     else:
@@ -296,6 +356,7 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
     n_valid = int(valid.sum())
     fv_low, fv_high = wilson_interval(n_valid, n_groups)
     acf = autocorrelation(value)
+    beta = group_beta_gm(points.z2, group_members, offsets)
     everything = np.arange(points.z.size)
     global_value = np.empty((1, 1))
     K.group_statistics(everything, np.array([0, everything.size]),
@@ -305,6 +366,7 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
     result = result.drop_dims("sample", errors="ignore")
     return result.assign(
         value=("bin", value), ci_low=("bin", low), ci_high=("bin", high), valid=("bin", valid),
+        beta_gm_z2=("bin", beta), heavy_tail=("bin", heavy_tailed(beta, screen)),
         acf=("lag", acf), fraction_valid=((), n_valid / n_groups),
         fraction_valid_low=((), float(fv_low)), fraction_valid_high=((), float(fv_high)),
         global_value=((), float(global_value[0, 0])),
@@ -325,6 +387,7 @@ def local(
     level: float = defaults.LEVEL,
     seed: int = defaults.SEED,
     bins: xr.Dataset | None = None,
+    heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD_LOCAL,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -360,6 +423,15 @@ def local(
     bins : xarray.Dataset, optional
         Precomputed bins (from :func:`xuqcal.make_bins`); overrides ``n_bins``,
         ``binning`` and ``min_count``.
+    heavy_tail_threshold : float or None
+        Heavy-tail screening of the bins (ErrViewLib's ``skewup`` of ``plotLZMS``): for the
+        tail-sensitive statistic ``zms``, a bin whose robust skewness β_GM of Z² is above
+        this threshold, in (0, 1), is flagged ``heavy_tail`` (its interval rests on a few
+        large Z²: not testable) and drawn greyed out by :func:`xuqcal.plot.local`. Default
+        ``defaults.HEAVY_TAIL_THRESHOLD_LOCAL`` (0.8; about 0.64 for normal errors);
+        ``None`` flags no bin. The other statistics (``zm``, ``zv``, ``rce``) are not
+        screened, as in :func:`xuqcal.validate`: ``beta_gm_z2`` is reported for them, and
+        ``heavy_tail`` is all ``False``.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -367,9 +439,12 @@ def local(
     -------
     xarray.Dataset
         Over ``bin`` (coordinates ``bin_low``, ``bin_high``, ``bin_centre``: range and mean of
-        ``by`` in the bin): ``count``, ``value``, ``ci_low``, ``ci_high``, ``valid``. Over
+        ``by`` in the bin): ``count``, ``value``, ``ci_low``, ``ci_high``, ``valid``,
+        ``beta_gm_z2`` (β_GM of Z² in the bin; NaN for constant Z²) and ``heavy_tail``. Over
         ``lag``: ``acf`` of the per-bin values. Scalars: ``fraction_valid`` with
-        ``fraction_valid_low``/``_high`` (Wilson-cc), ``global_value``.
+        ``fraction_valid_low``/``_high`` (Wilson-cc; heavy-tailed bins count as usual),
+        ``global_value``. Attributes ``heavy_tail_threshold`` (``"none"`` without screening)
+        and ``heavy_tail_screening`` (``"zms"``, or ``""`` when no bin can be flagged).
 
     Warns
     -----
@@ -385,9 +460,14 @@ def local(
     >>> loc = local(xuqcal.synthetic.nig(5000, nu=6, seed=0), "zms", n_bins=20, n_boot=500)
     >>> loc.value.dims, float(loc.attrs["target"])
     (('bin',), 1.0)
+    >>> loc.beta_gm_z2.dims, loc.heavy_tail.dtype, loc.attrs["heavy_tail_threshold"]
+    (('bin',), dtype('bool'), 0.8)
     """
     level, n_boot, seed = _local_iv(ds, statistic, n_boot=n_boot, level=level, seed=seed, E=E,
                                     uE=uE)
+    heavy_tail_threshold = check_skewness_threshold(
+        heavy_tail_threshold, default=defaults.HEAVY_TAIL_THRESHOLD_LOCAL)
+    screen = heavy_tail_threshold if STATISTICS[statistic].tail_sensitive else None
     names = _binning_names(by, uE)
     m = ds.sizes["sample"]
     given_bins = bins is not None
@@ -412,9 +492,14 @@ def local(
         by=bins_layout.attrs.get("by", by), binning=bins_layout.attrs.get("scheme", binning),
         interval="student" if statistic == "zm" else "bca",
         n_boot=0 if statistic == "zm" else n_boot, level=level, seed=seed,
-        target_fraction_valid=TARGET_FRACTION, random_streams=RNG_DESCRIPTION, E=E, uE=uE)
+        target_fraction_valid=TARGET_FRACTION, random_streams=RNG_DESCRIPTION,
+        heavy_tail_threshold=_threshold_attr(heavy_tail_threshold),
+        heavy_tail_screening=statistic if screen is not None else "",
+        heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold (ErrViewLib's skewup)",
+        E=E, uE=uE)
     kwargs = dict(statistic=statistic, bins=bins, by=names, n_bins=n_bins, binning=binning,
-                  min_count=min_count, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
+                  min_count=min_count, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
+                  screen=screen)
     if is_lazy(ds, variables):
         return lazy_result(_local_body, ds[variables], _local_layout(statistic, bins_layout,
                                                                      attrs), **kwargs)
@@ -665,7 +750,8 @@ def adversarial_groups(
 
 
 def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: float,
-                      seed: int, E: str, uE: str) -> xr.Dataset:
+                      seed: int, E: str, uE: str, threshold_uE2: float | None = None,
+                      threshold_E2: float | None = None) -> xr.Dataset:
     """:func:`reliability` on NumPy-backed data."""
     bins = make_bins(data, by, n_bins=n_bins, uE=uE)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
@@ -678,9 +764,14 @@ def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: 
     if points.scale_exponent:  # data rescaled for scale safety: back to their units (exact)
         rmse, low, high, rmv = (np.ldexp(x, points.scale_exponent) for x in (rmse, low, high,
                                                                              rmv))
+    # β_GM is scale-free: the squares of the (possibly rescaled) points serve as they are
+    beta_u2 = group_beta_gm(points.u2, group_members, offsets)
+    beta_e2 = group_beta_gm(points.e2, group_members, offsets)
+    heavy = heavy_tailed(beta_u2, threshold_uE2) | heavy_tailed(beta_e2, threshold_E2)
     result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
     return result.assign(rmv=("bin", rmv[:, 0]), rmse=("bin", rmse), rmse_low=("bin", low),
-                         rmse_high=("bin", high))
+                         rmse_high=("bin", high), beta_gm_uE2=("bin", beta_u2),
+                         beta_gm_E2=("bin", beta_e2), heavy_tail=("bin", heavy))
 
 
 @broadcast
@@ -693,6 +784,8 @@ def reliability(
     n_boot: int = defaults.N_BOOT_RELIABILITY,
     level: float = defaults.LEVEL,
     seed: int = defaults.SEED,
+    heavy_tail_threshold_uE2: float | None = defaults.HEAVY_TAIL_THRESHOLD_UE2,
+    heavy_tail_threshold_E2: float | None = defaults.HEAVY_TAIL_THRESHOLD_E2,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -704,11 +797,37 @@ def reliability(
     :class:`~xuqcal.core.binning.FewPointsPerBinWarning` (use at most
     :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
 
+    Heavy-tail screening (ErrViewLib's ``skewupUnc`` and ``skewupErr`` of ``plotRelDiag``):
+    a bin whose robust skewness β_GM of uE² is above ``heavy_tail_threshold_uE2`` (its RMV is
+    dominated by a few large uncertainties) or whose β_GM of E² is above
+    ``heavy_tail_threshold_E2`` (its RMSE by a few large errors) is flagged ``heavy_tail``
+    and drawn greyed out by :func:`xuqcal.plot.reliability`. The values and intervals do not
+    change.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Input over ``sample`` with ``E``, ``uE`` and the variable ``by``.
+    n_bins : int
+        Number of equal-count bins.
+    by : str
+        Binning variable (``uE`` by default).
+    n_boot, level, seed : int, float, int
+        Bootstrap replicates per bin, confidence level and seed of the RMSE intervals.
+    heavy_tail_threshold_uE2, heavy_tail_threshold_E2 : float or None
+        Thresholds on β_GM of uE² and of E² per bin, in (0, 1); defaults
+        ``defaults.HEAVY_TAIL_THRESHOLD_UE2`` (0.6) and ``defaults.HEAVY_TAIL_THRESHOLD_E2``
+        (0.8). ``None`` switches that screen off.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
     Returns
     -------
     xarray.Dataset
         Over ``bin`` (coordinates ``bin_low``, ``bin_high``, ``bin_centre``): ``count``,
-        ``rmv``, ``rmse``, ``rmse_low``, ``rmse_high``.
+        ``rmv``, ``rmse``, ``rmse_low``, ``rmse_high``, ``beta_gm_uE2``, ``beta_gm_E2``
+        (β_GM of uE² and E² in the bin, Harrell–Davis median; NaN for constant values) and
+        ``heavy_tail``.
 
     Examples
     --------
@@ -716,9 +835,17 @@ def reliability(
     >>> rel = reliability(xuqcal.synthetic.nig(2000, nu=6, seed=0), n_bins=10, n_boot=300)
     >>> sorted(v for v in rel.data_vars if v.startswith("rm"))
     ['rmse', 'rmse_high', 'rmse_low', 'rmv']
+    >>> sorted(v for v in rel.data_vars if v.startswith(("beta", "heavy")))
+    ['beta_gm_E2', 'beta_gm_uE2', 'heavy_tail']
     """
     level, n_boot, seed = _local_iv(ds, "rce", n_boot=n_boot, level=level, seed=seed, E=E,
                                     uE=uE)
+    threshold_uE2 = check_skewness_threshold(
+        heavy_tail_threshold_uE2, "heavy_tail_threshold_uE2", of="uE^2",
+        default=defaults.HEAVY_TAIL_THRESHOLD_UE2)
+    threshold_E2 = check_skewness_threshold(
+        heavy_tail_threshold_E2, "heavy_tail_threshold_E2", of="E^2",
+        default=defaults.HEAVY_TAIL_THRESHOLD_E2)
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
     warn_few_points_per_bin(ds.sizes["sample"], n_bins)
@@ -730,11 +857,21 @@ def reliability(
          "rmv": (("bin",), f8, {"long_name": "root mean variance in the bin"}),
          "rmse": (("bin",), f8, {"long_name": "root mean squared error in the bin"}),
          "rmse_low": (("bin",), f8, {"long_name": "lower bound of the BCa interval of RMSE"}),
-         "rmse_high": (("bin",), f8, {"long_name": "upper bound of the BCa interval of RMSE"})},
+         "rmse_high": (("bin",), f8, {"long_name": "upper bound of the BCa interval of RMSE"}),
+         "beta_gm_uE2": (("bin",), f8, {"long_name": "robust skewness beta_GM of uE² in the "
+                                                     "bin (Harrell-Davis median)"}),
+         "beta_gm_E2": (("bin",), f8, {"long_name": "robust skewness beta_GM of E² in the bin "
+                                                    "(Harrell-Davis median)"}),
+         "heavy_tail": (("bin",), bool, {"long_name": "beta_GM(uE²) > heavy_tail_threshold_uE2 "
+                                                     "or beta_GM(E²) > heavy_tail_threshold_E2: "
+                                                     "not reliable (greyed out)"})},
         {"bin": n_bins}, {"bin": np.arange(n_bins)},
         lazy_coords=("bin_low", "bin_high", "bin_centre"),
         attrs=provenance({**bins_layout.attrs, "n_boot": n_boot, "level": level, "seed": seed,
+                          "heavy_tail_threshold_uE2": _threshold_attr(threshold_uE2),
+                          "heavy_tail_threshold_E2": _threshold_attr(threshold_E2),
                           "E": E, "uE": uE}))
     variables = list(dict.fromkeys([E, uE, name]))
-    kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE)
+    kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
+                  threshold_uE2=threshold_uE2, threshold_E2=threshold_E2)
     return analysis(_reliability_body, ds, variables, lambda: layout, **kwargs)

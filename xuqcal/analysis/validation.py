@@ -81,7 +81,13 @@ from xuqcal.analysis.simulation import (
 )
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_generators, check_tolerance, user_stacklevel
+from xuqcal.core.checks import (
+    check_bool,
+    check_generators,
+    check_skewness_threshold,
+    check_tolerance,
+    user_stacklevel,
+)
 from xuqcal.core.coverage import band_zeta
 from xuqcal.core.generators import generator_coords
 from xuqcal.core.intervals import acceleration, coverage_validity, zeta
@@ -796,7 +802,8 @@ def robust_skewness_z2(E: np.ndarray, uE: np.ndarray) -> float:
 
 def check_heavy_tail_threshold(threshold) -> None:
     """``heavy_tail_threshold`` of :func:`validate`: ``None`` or a number in (0, 1) (β_GM of
-    the positive Z² lies between -1 and 1, above 0 for any right-skewed distribution).
+    the positive Z² lies between -1 and 1, above 0 for any right-skewed distribution;
+    :func:`~xuqcal.core.checks.check_skewness_threshold`).
 
     Examples
     --------
@@ -805,13 +812,7 @@ def check_heavy_tail_threshold(threshold) -> None:
     ValueError: heavy_tail_threshold: expected None or a robust skewness beta_GM(Z^2) in (0, 1) \
 (about 0.64 for normal errors; default 0.85), got 1.5
     """
-    if threshold is None:
-        return
-    if (isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number)
-            or not 0.0 < float(threshold) < 1.0):
-        raise ValueError(f"heavy_tail_threshold: expected None or a robust skewness "
-                         f"beta_GM(Z^2) in (0, 1) (about 0.64 for normal errors; default "
-                         f"{defaults.HEAVY_TAIL_THRESHOLD}), got {threshold!r}")
+    check_skewness_threshold(threshold, default=defaults.HEAVY_TAIL_THRESHOLD)
 
 
 def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = None) -> str:

@@ -362,3 +362,30 @@ def user_stacklevel() -> int:
     while frame is not None and os.path.realpath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def check_skewness_threshold(threshold: object, name: str = "heavy_tail_threshold", *,
+                             of: str = "Z^2", default: float
+                             ) -> float | None:
+    """A heavy-tail threshold of the per-bin screening: ``None`` (no screening) or a robust
+    skewness β_GM in (0, 1) (β_GM of positive values lies in (-1, 1), above 0 for any
+    right-skewed distribution; about 0.64 for the Z² of normal errors). A ``ValueError``
+    naming ``name`` otherwise.
+
+    Examples
+    --------
+    >>> check_skewness_threshold(0.8, default=0.8), check_skewness_threshold(None, default=0.8)
+    (0.8, None)
+    >>> check_skewness_threshold(1.2, default=0.8)
+    Traceback (most recent call last):
+    ValueError: heavy_tail_threshold: expected None or a robust skewness beta_GM(Z^2) in (0, 1) \
+(about 0.64 for normal errors; default 0.8), got 1.2
+    """
+    if threshold is None:
+        return None
+    if (isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number)
+            or not 0.0 < float(threshold) < 1.0):
+        normal = "about 0.64 for normal errors; " if of == "Z^2" else ""
+        raise ValueError(f"{name}: expected None or a robust skewness beta_GM({of}) in (0, 1) "
+                         f"({normal}default {default}), got {threshold!r}")
+    return float(threshold)

@@ -35,6 +35,16 @@ ALL_SCHEMES = False
 #: the statistics that heavy tails make unreliable (ZMS) are "not testable" instead of pass or
 #: fail (P. Pernot, arXiv 2408.13089, 2024). β_GM(Z²) is about 0.64 for normal errors.
 HEAVY_TAIL_THRESHOLD = 0.85
+#: Heavy-tail screening of the bins of local analyses (ErrViewLib's ``skewup``, P. Pernot): a
+#: bin whose robust skewness β_GM is above its threshold is flagged ``heavy_tail`` and drawn
+#: greyed out. β_GM of Z² per bin of an LZMS analysis (:func:`xuqcal.local`, ``plotLZMS``'s
+#: ``skewup = 0.8``); β_GM of uE² and of E² per bin of a reliability diagram
+#: (:func:`xuqcal.reliability`, ``plotRelDiag``'s ``skewupUnc = 0.6`` and ``skewupErr = 0.8``).
+#: The local coverage (:func:`xuqcal.curves.local_coverage`) screens with HEAVY_TAIL_THRESHOLD,
+#: as the PICP of :func:`xuqcal.validate` does.
+HEAVY_TAIL_THRESHOLD_LOCAL = 0.8
+HEAVY_TAIL_THRESHOLD_UE2 = 0.6
+HEAVY_TAIL_THRESHOLD_E2 = 0.8
 
 #: Nominal coverage levels of interval-based validation (PICP, local coverage) and of
 #: conformal recalibration: the ±1σ and ±1.96σ levels of a normal distribution.

@@ -830,14 +830,19 @@ def harrell_davis_quantiles(x: np.ndarray, probabilities: Sequence[float]) -> np
 
 
 def beta_gm(x: np.ndarray) -> float:
-    """Robust skewness ``β_GM = (mean - median) / mean(|x - median|)``, Harrell–Davis median.
+    """Robust skewness ``β_GM = (mean - median) / mean(|x - median|)``, Harrell–Davis median;
+    NaN for constant values (0 / 0).
 
     Examples
     --------
     >>> abs(beta_gm(np.array([-1.0, 0.0, 1.0]))) < 1e-12  # symmetric
     True
+    >>> beta_gm(np.full(5, 0.09))  # constant: undefined
+    nan
     """
     x = np.asarray(x, dtype=np.float64)
+    if x.size and np.all(x == x[0]):  # 0 / 0; rounding of the mean would make it ±inf
+        return math.nan
     median = harrell_davis_quantiles(x, [0.5])[0]
     return float((np.mean(x) - median) / np.mean(np.abs(x - median)))
 

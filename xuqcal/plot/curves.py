@@ -11,7 +11,6 @@ import xarray as xr
 from xuqcal.plot._common import (
     LINESTYLES,
     MARKERS,
-    bins_by_validity,
     error_bars,
     fraction_valid_detail,
     log_axis,
@@ -20,6 +19,7 @@ from xuqcal.plot._common import (
     series_colour,
 )
 from xuqcal.plot.facets import Panel, facet
+from xuqcal.plot.local import bins_with_screening, heavy_tail_label, heavy_tail_mask
 
 REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
 
@@ -208,15 +208,18 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
 
 def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
                    row: str | None = None):
-    """Coverage of the central interval per bin, with Wilson intervals, against the target;
-    bins whose interval misses the target are highlighted.
+    """Local coverage probability (LCP): the coverage of the central interval per bin, with
+    Wilson-cc intervals, against the target ``p`` and its band ``[p - tol, p + tol]``
+    (shaded); bins whose interval misses the band are highlighted, and heavy-tailed bins
+    (β_GM(Z²) above the threshold: not testable) are greyed out.
 
     Parameters
     ----------
     result : xarray.Dataset
         Output of :func:`xuqcal.curves.local_coverage`, possibly with extra dimensions: one
         extra dimension without ``col`` / ``row`` draws one series per slice (invalid bins as
-        open markers).
+        open markers, heavy-tailed ones grey). Bins without a ``bin_centre`` (groups, grid
+        cells) are drawn at their positions, labelled by their ``label`` when they have one.
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
@@ -233,27 +236,43 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('uE (bin centre)', 'coverage of the 0.95-interval')
     """
-    require(result, ("coverage", "bin_centre", "ci_low", "ci_high", "valid", "fraction_valid"),
+    require(result, ("coverage", "ci_low", "ci_high", "valid", "fraction_valid"),
             "xuqcal.curves.local_coverage")
     target = float(result.attrs["p"])
+    tol = float(result.attrs.get("tol", 0.0))
     by = result.attrs.get("by", "uE")
-    log_x = by == result.attrs.get("uE", "uE") and positive(result.bin_centre)
+    centred = "bin_centre" in result.variables
+    log_x = centred and by == result.attrs.get("uE", "uE") and positive(result.bin_centre)
+    labels = ([str(v) for v in result["label"].values]
+              if not centred and "label" in result.coords and result["label"].ndim == 1
+              else None)
+    heavy_label = heavy_tail_label(result)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
-        x = one.bin_centre.values
+        x = one.bin_centre.values if centred else np.arange(one.sizes["bin"], dtype=float)
         coverage = one.coverage.values
         detail = fraction_valid_detail(one)
         if p.first:
+            if tol > 0:
+                ax.axhspan(target - tol, target + tol, color="tab:green", alpha=0.15, lw=0,
+                           zorder=0,
+                           label=f"target band p ± {tol:g}")
             ax.axhline(target, color="0.3", ls="--", lw=1, label=f"target p = {target:g}")
         yerr = error_bars(coverage, one.ci_low.values, one.ci_high.values)
-        bins_by_validity(ax, p, x, coverage, yerr, one.valid.values.astype(bool), detail,
-                         ls="none", marker="o", ms=4, capsize=2)
+        bins_with_screening(ax, p, x, coverage, yerr, one.valid.values.astype(bool),
+                            heavy_tail_mask(one), heavy_label, detail, ls="none", marker="o",
+                            ms=4, capsize=2)
         if p.overlaid and p.first:
             ax.plot([], [], "o", ms=4, mfc="none", color="0.3", label="invalid bin (open)")
         if log_x:
             log_axis(ax, "x")
-        ax.set_xlabel(f"{by} (bin centre)")
+        if centred:
+            ax.set_xlabel(f"{by} (bin centre)")
+        else:
+            if labels is not None:
+                ax.set_xticks(x, labels)
+            ax.set_xlabel(f"{by} (bin)")
         ax.set_ylabel(f"coverage of the {target:g}-interval")
         p.title(ax, f"Local coverage: {detail}", "Local coverage", detail)
         p.legend(ax, fontsize="small")

@@ -32,10 +32,84 @@ LOG_STATISTICS = frozenset(s.key for s in STATISTICS.values()
 #: The dimensions of a local result (:func:`xuqcal.local`); any other is an extra dimension.
 LOCAL_DIMS = ("bin", "lag")
 
+#: Colour of the bins greyed out by the heavy-tail screening (ErrViewLib's ``skewup``).
+HEAVY_TAIL_COLOUR = "0.7"
+
+
+def _threshold(value) -> float | None:
+    """A heavy-tail threshold attribute as a number (None for "none" or absent)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def heavy_tail_label(result: xr.Dataset) -> str:
+    """Legend entry of the bins greyed out by the heavy-tail screening of a local analysis, a
+    reliability diagram or a local coverage (from the thresholds in its attributes).
+
+    Examples
+    --------
+    >>> heavy_tail_label(xr.Dataset(attrs={"heavy_tail_threshold": 0.8}))
+    'β_GM(Z²) > 0.8 (not testable)'
+    >>> heavy_tail_label(xr.Dataset(attrs={"heavy_tail_threshold_uE2": 0.6,
+    ...                                    "heavy_tail_threshold_E2": 0.8}))
+    'β_GM(uE²) > 0.6 or β_GM(E²) > 0.8 (not testable)'
+    """
+    parts = [f"β_GM({what}) > {t:g}" for what, t in (
+        ("Z²", _threshold(result.attrs.get("heavy_tail_threshold"))),
+        ("uE²", _threshold(result.attrs.get("heavy_tail_threshold_uE2"))),
+        ("E²", _threshold(result.attrs.get("heavy_tail_threshold_E2")))) if t is not None]
+    return f"{' or '.join(parts) or 'heavy tails'} (not testable)"
+
+
+def heavy_tail_mask(one: xr.Dataset) -> np.ndarray:
+    """The ``heavy_tail`` flags of one slice of a result (all ``False`` for a result without
+    them, such as one saved by an earlier version)."""
+    if "heavy_tail" not in one.variables:
+        return np.zeros(one.sizes["bin"], dtype=bool)
+    return np.asarray(one["heavy_tail"].values, dtype=bool)
+
+
+def bins_with_screening(ax, p: Panel, x, value, yerr, valid, heavy, heavy_label: str,
+                        detail: str = "", **style) -> None:
+    """Per-bin values with error bars as :func:`~xuqcal.plot._common.bins_by_validity`
+    draws them, except the bins flagged ``heavy`` (robust skewness above its threshold),
+    which are greyed out (grey markers and error bars, legend entry ``heavy_label`` once per
+    Axes; overlaid slices keep their colour on the marker edge), as ErrViewLib's ``skewup``
+    does.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from xuqcal.plot.facets import Panel
+    >>> ax = plt.figure().add_subplot()
+    >>> x = np.arange(3.0); y = np.array([1.0, 1.1, 3.0]); e = np.full((2, 3), 0.2)
+    >>> bins_with_screening(ax, Panel(), x, y, e, np.array([True, True, False]),
+    ...                     np.array([False, False, True]), "β_GM(Z²) > 0.8 (not testable)")
+    >>> ax.get_legend_handles_labels()[1]
+    ['valid bin', 'β_GM(Z²) > 0.8 (not testable)']
+    """
+    x, value = np.asarray(x), np.asarray(value)
+    yerr, valid, heavy = np.asarray(yerr), np.asarray(valid, bool), np.asarray(heavy, bool)
+    kept = ~heavy
+    if kept.any():
+        bins_by_validity(ax, p, x[kept], value[kept], yerr[:, kept], valid[kept], detail,
+                         **style)
+    elif p.overlaid:  # the slice's legend entry all the same
+        ax.plot([], [], "o", color=p.colour, label=p.data_label(None, detail))
+    if heavy.any():
+        known = heavy_label in ax.get_legend_handles_labels()[1]
+        edge = {"mec": p.colour} if p.overlaid else {}  # the slice stays recognisable
+        ax.errorbar(x[heavy], value[heavy], yerr=yerr[:, heavy], color=HEAVY_TAIL_COLOUR,
+                    label=None if known else heavy_label, **edge, **style)
+
 
 def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool | None = None,
           col: str | None = None, row: str | None = None):
-    """Per-bin values with their intervals against the target; invalid bins in red.
+    """Per-bin values with their intervals against the target; invalid bins in red, bins
+    flagged ``heavy_tail`` (β_GM(Z²) above the threshold of an LZMS analysis: not testable)
+    greyed out.
 
     Parameters
     ----------
@@ -83,6 +157,7 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
     elif log and not positive(result.value):
         raise ValueError(f"log: a logarithmic axis needs positive values of {statistic}, got a "
                          f"minimum of {float(result.value.min())}; pass log=False")
+    heavy = heavy_tail_label(result)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
@@ -91,8 +166,8 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
         glob = one.global_value.item()
         detail = fraction_valid_detail(one)
         yerr = error_bars(value, one.ci_low.values, one.ci_high.values)
-        bins_by_validity(ax, p, x, value, yerr, one.valid.values.astype(bool), detail, fmt="o",
-                         ms=3, elinewidth=0.8)
+        bins_with_screening(ax, p, x, value, yerr, one.valid.values.astype(bool),
+                            heavy_tail_mask(one), heavy, detail, fmt="o", ms=3, elinewidth=0.8)
         if p.overlaid:
             ax.axhline(glob, color=p.colour, ls="--", lw=1)
             if p.first:
@@ -216,7 +291,9 @@ def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None 
 
 def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
                 col: str | None = None, row: str | None = None):
-    """Reliability diagram: RMSE per bin (with its bootstrap interval) against RMV.
+    """Reliability diagram: RMSE per bin (with its bootstrap interval) against RMV; bins
+    flagged ``heavy_tail`` (β_GM of uE² or of E² above its threshold: not testable) greyed
+    out, as ErrViewLib's ``plotRelDiag`` does.
 
     ``log`` draws log-log axes (default: when the RMV values span more than a decade), with
     tick labels spaced so that they never overlap. An extra dimension of ``result`` without
@@ -240,11 +317,22 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
     if log is None:
         log = bool(np.nanmax(rmv) > 10 * np.nanmin(rmv))
 
+    heavy_label = heavy_tail_label(result)
+
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
         x, rmse = one.rmv.values, one.rmse.values
-        ax.errorbar(x, rmse, yerr=error_bars(rmse, one.rmse_low.values, one.rmse_high.values),
-                    fmt="o", ms=4, color=p.colour_or("tab:blue"), label=p.data_label("bins"))
+        yerr = error_bars(rmse, one.rmse_low.values, one.rmse_high.values)
+        heavy = heavy_tail_mask(one)
+        kept = ~heavy
+        if kept.any() or p.overlaid:
+            ax.errorbar(x[kept], rmse[kept], yerr=yerr[:, kept], fmt="o", ms=4,
+                        color=p.colour_or("tab:blue"), label=p.data_label("bins"))
+        if heavy.any():
+            known = heavy_label in ax.get_legend_handles_labels()[1]
+            edge = {"mec": p.colour} if p.overlaid else {}
+            ax.errorbar(x[heavy], rmse[heavy], yerr=yerr[:, heavy], fmt="o", ms=4,
+                        color=HEAVY_TAIL_COLOUR, label=None if known else heavy_label, **edge)
         if p.first:
             ax.plot(lims, lims, color="black", ls="--", lw=1, label="RMSE = RMV")
         if log:
