@@ -121,11 +121,13 @@ class UQCalAccessor:
     local_coverage = delegate(_curves.local_coverage,
                               "Coverage of the p-interval per bin of ``by``")
     interval_coverage = delegate(_coverage.interval_coverage,
-                                 "PICP of a predicted interval, its Wilson interval and width")
+                                 "PICP of a predicted interval, its Wilson interval, width and "
+                                 "interval score")
     quantile_coverage = delegate(_coverage.quantile_coverage,
                                  "Observed fraction below each predicted quantile")
     proper_scores = delegate(_probabilistic.proper_scores,
-                             "Mean CRPS and NLL of normal and Student-t predictives")
+                             "Mean CRPS and NLL of normal and Student-t predictives (and "
+                             "fair ensemble CRPS)")
     pit = delegate(_probabilistic.pit, "Probability integral transform values")
     pit_test = delegate(_probabilistic.pit_test, "PIT histogram and uniformity tests")
     zero_bins_extrapolation = delegate(_studies.zero_bins_extrapolation,
@@ -226,6 +228,13 @@ class PlotAccessor:
         :meth:`UQCalAccessor.pit`); see :func:`xuqcal.plot.plot_pit`."""
         return _plot.plot_pit(self._parent.pit(**kwargs), n_bins=n_bins, level=level, ax=ax,
                               col=col, row=row)
+
+    def quantile_calibration(self, *, ax=None, col: str | None = None, row: str | None = None,
+                             **kwargs):
+        """Quantile calibration curve (runs :meth:`UQCalAccessor.quantile_coverage`); see
+        :func:`xuqcal.plot.plot_quantile_calibration`."""
+        return _plot.plot_quantile_calibration(self._parent.quantile_coverage(**kwargs), ax=ax,
+                                               col=col, row=row)
 
     def local_coverage(self, *, ax=None, col: str | None = None, row: str | None = None,
                        **kwargs):

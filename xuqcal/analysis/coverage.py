@@ -2,19 +2,29 @@
 
 - :func:`quantile_coverage`: for each predicted quantile of the error (variable of role
   ``quantiles``, :func:`~xuqcal.io.from_quantiles`), the observed fraction of points with
-  ``E <= q_p`` against its nominal probability ``p``;
+  ``E <= q_p`` against its nominal probability ``p`` (the quantile calibration curve,
+  :func:`xuqcal.plot.coverage.plot_quantile_calibration`), the mean pinball loss per level and
+  the calibration error, the mean of ``|observed - p|`` over the levels;
 - :func:`interval_coverage`: the prediction interval coverage probability (PICP) of a predicted
   interval (variables of roles ``interval_lower``, ``interval_upper``, given to
   :func:`~xuqcal.io.from_arrays` or :func:`~xuqcal.io.read_csv` with ``lower=``, ``upper=``),
-  the fraction of points with ``lower <= E <= upper``, against its nominal level, and the mean
-  width of the interval (its sharpness).
+  the fraction of points with ``lower <= E <= upper``, against its nominal level, the mean
+  width of the interval (its sharpness) and the mean interval (Winkler) score, optionally with
+  bootstrap intervals of the two means.
 
 A fraction ``k / n`` comes with its Wilson score interval with continuity correction
 (:func:`xuqcal.core.intervals.wilson_interval`, as R's ``prop.test``); it is *valid* when that
-interval contains the nominal value. Both analyses broadcast over the extra dimensions of the
-data (``model``, ``task``, ...) and stay lazy on Dask-backed data (the points are counted chunk
-by chunk; nothing is computed until ``.compute()``). A point where ``E`` or a bound is NaN (an
-absent point of a stacked data set) is not counted.
+interval overlaps ``[p - tol, p + tol]`` around the nominal value ``p`` (METHODS §9; ``tol=0``
+is the rule "the interval contains ``p``"). Both analyses broadcast over the extra dimensions
+of the data (``model``, ``task``, ...) and stay lazy on Dask-backed data (the points are
+counted chunk by chunk; the bootstrap gathers each set's points into one task, as every
+bootstrap of xuqcal does; nothing is computed until ``.compute()``). A point where ``E`` or a
+bound is NaN (an absent point of a stacked data set) is not counted.
+
+The scores are those of :mod:`xuqcal.core.scores` on the error: with the sign convention of
+xuqcal (``E = observed - prediction``, bounds and quantiles of the error are those of the
+target minus the prediction), ``E - lower = y - y_lo`` and ``E - q_p = y - (quantile of y)``,
+so the interval score and the pinball loss of the error are those of the target.
 """
 
 from __future__ import annotations
@@ -22,8 +32,17 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.probabilistic import _score_intervals
+from xuqcal.analysis.resampling import RNG_DESCRIPTION
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_level, check_tolerance
+from xuqcal.core import scores as S
+from xuqcal.core.checks import (
+    check_choice,
+    check_level,
+    check_replicates,
+    check_seed,
+    check_tolerance,
+)
 from xuqcal.core.intervals import coverage_validity
 from xuqcal.core.provenance import provenance
 from xuqcal.io.expressions import _list_names
@@ -35,9 +54,19 @@ from xuqcal.io.quantiles import (
 )
 from xuqcal.io.schema import SAMPLE_DIM, by_role
 
-__all__ = ["interval_coverage", "quantile_coverage"]
+__all__ = ["INTERVAL_SCORES", "SCORE_DIM", "interval_coverage", "quantile_coverage"]
 
 _CI_METHOD = "Wilson score interval with continuity correction"
+
+#: The dimension of the bootstrap summaries of :func:`interval_coverage` (as the ``score``
+#: dimension of :func:`~xuqcal.analysis.probabilistic.proper_scores`).
+SCORE_DIM = "score"
+#: The mean scores of :func:`interval_coverage` with bootstrap intervals, in the order of
+#: :data:`SCORE_DIM`.
+INTERVAL_SCORES = ("mean_width", "interval_score")
+#: The bootstrap summaries of each mean score: variables ``score_<summary>`` over
+#: :data:`SCORE_DIM`.
+_SUMMARIES = ("bias", "se", "ci_low", "ci_high")
 
 
 def _check_variable(ds: xr.Dataset, name: str, argument: str) -> xr.DataArray:
@@ -84,17 +113,122 @@ def _inside(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray
     return counted & (lower <= errors) & (errors <= upper), counted, width
 
 
+def _point_mean(values: np.ndarray) -> np.ndarray:
+    """Mean of the non-NaN values along the last axis (NaN without any). The values are made
+    C-contiguous first: each row is then summed alone (NumPy's pairwise sum of a contiguous
+    row), so a set's mean does not depend on the other sets of the block nor on the memory
+    layout, and lazy results equal eager ones bit for bit."""
+    counted = ~np.isnan(values)
+    total = np.ascontiguousarray(np.where(counted, values, 0.0)).sum(axis=-1)
+    n = counted.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / n, np.nan)
+
+
+def _mean_interval_score(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+                         interval_level: float) -> np.ndarray:
+    """Mean interval score of every set (points along the last axis), over its counted
+    points (a NaN value, bound or error gives a NaN score, left out)."""
+    return _point_mean(np.asarray(S.interval_score(errors, lower, upper, interval_level),
+                                  dtype=np.float64))
+
+
+def _mean_pinball(errors: np.ndarray, quantiles: np.ndarray, *, probabilities: np.ndarray
+                  ) -> np.ndarray:
+    """Mean pinball loss of every set and level: ``errors`` ``(..., M)``, ``quantiles``
+    ``(..., M, K)``, result ``(..., K)`` over the counted points of each level."""
+    shape = np.broadcast_shapes(errors.shape, quantiles.shape[:-1])
+    loss = S.pinball_loss(np.broadcast_to(errors, shape),
+                          np.broadcast_to(quantiles, (*shape, quantiles.shape[-1])),
+                          probabilities)
+    return _point_mean(np.moveaxis(loss, -1, -2))
+
+
+def _mean_intervals(columns: dict[str, np.ndarray], *, n_boot: int, method: str, level: float,
+                    seed: int) -> dict[str, np.ndarray]:
+    """Bootstrap summaries (:data:`_SUMMARIES`) of the means of the per-point ``columns`` of
+    one set, through :func:`~xuqcal.analysis.probabilistic._score_intervals` (the bootstrap's
+    streams, the points in their order). A constant column (intervals of one width) has the
+    exact summaries ``0, 0, value, value``, without resampling."""
+    names = tuple(columns)
+    constant = {name: bool(np.all(values == values[0])) for name, values in columns.items()}
+    out = {summary: np.full(len(names), np.nan) for summary in _SUMMARIES}
+    if not all(constant.values()):
+        estimate = np.array([float(np.mean(values)) for values in columns.values()])
+        m = next(iter(columns.values())).size
+        out = _score_intervals({name: None if constant[name] else values
+                                for name, values in columns.items()}, estimate, np.arange(m),
+                               n_boot=n_boot, method=method, level=level, seed=seed,
+                               names=names)
+    for i, name in enumerate(names):
+        if constant[name]:
+            value = float(columns[name][0])
+            out["bias"][i], out["se"][i] = 0.0, 0.0
+            out["ci_low"][i], out["ci_high"][i] = value, value
+    return out
+
+
+def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
+                        interval_level: float, n_boot: int, method: str, level: float,
+                        seed: int) -> tuple[np.ndarray, ...]:
+    """Bootstrap summaries of the mean width and the mean interval score of every set (the
+    points along the last axis, the sets along the others), each set on its counted points:
+    arrays ``(..., 2)`` over :data:`INTERVAL_SCORES`, NaN for a set without points (or with
+    one, for BCa)."""
+    shape = np.broadcast_shapes(errors.shape, lower.shape, upper.shape)
+    errors, lower, upper = (np.broadcast_to(a, shape) for a in (errors, lower, upper))
+    out = [np.full((*shape[:-1], len(INTERVAL_SCORES)), np.nan) for _ in _SUMMARIES]
+    for index in np.ndindex(*shape[:-1]):
+        e, lo, hi = errors[index], lower[index], upper[index]
+        counted = ~(np.isnan(e) | np.isnan(lo) | np.isnan(hi))
+        m = int(counted.sum())
+        if m == 0 or (method == "bca" and m < 2):
+            continue
+        e, lo, hi = e[counted], lo[counted], hi[counted]
+        columns = {"mean_width": hi - lo,
+                   "interval_score": np.asarray(S.interval_score(e, lo, hi, interval_level))}
+        summaries = _mean_intervals(columns, n_boot=n_boot, method=method, level=level,
+                                    seed=seed)
+        for k, summary in enumerate(_SUMMARIES):
+            out[k][index] = summaries[summary]
+    return tuple(out)
+
+
+def _gathered(var: xr.DataArray, *dims: str) -> xr.DataArray:
+    """``var`` with its points (and ``dims``) in one chunk when Dask-backed: the means of
+    the scores and the bootstrap of a set read all its points in one task."""
+    if var.chunks is None:
+        return var
+    return var.chunk({d: -1 for d in (SAMPLE_DIM, *dims)})
+
+
+def _check_n_boot(n_boot: object, method: object, level: float, seed: object) -> int:
+    """``n_boot`` (0: no intervals), ``method`` and ``seed``, checked as by
+    :func:`~xuqcal.analysis.probabilistic.proper_scores`."""
+    check_choice(method, "method", ("bca", "percentile"))
+    check_seed(seed)
+    if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) and n_boot == 0:
+        return 0
+    return check_replicates(n_boot, level, "n_boot")
+
+
 @by_role
 def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       tol: float = defaults.COVERAGE_TOLERANCE, E: str = defaults.E,
                       quantiles: str | None = None) -> xr.Dataset:
     """The observed fraction of points below each predicted quantile, against its nominal
-    probability.
+    probability, the mean pinball loss per level and the calibration error.
 
     For a quantile of nominal probability ``p``, the fraction of points with ``E <= q_p``
     (``q_p``: the predicted quantile of the error; equivalently ``observed <= `` the
     predicted quantile of the target) estimates ``P(E <= q_p)``, which is ``p`` for calibrated
-    quantiles.
+    quantiles. Observed against nominal is the quantile calibration curve
+    (:func:`xuqcal.plot.coverage.plot_quantile_calibration`); ``calibration_error``, the mean
+    of ``|observed - p|`` over the levels, summarises its distance from the diagonal (the
+    area between them for evenly spread levels). The pinball loss
+    ``ρ_p(E - q_p) = (E - q_p) (p - 1{E < q_p})`` (:func:`xuqcal.core.scores.pinball_loss`) is
+    a proper score of each quantile: lower is better, in the units of ``E``; twice its mean over
+    many evenly spread levels approximates the CRPS.
 
     Parameters
     ----------
@@ -119,15 +253,18 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         Over the probabilities (coordinate ``quantile``: the nominal probabilities) and the
         extra dimensions: ``observed`` (fraction with ``E <= q_p``), ``count`` (points with
         ``E <= q_p``), ``n`` (points counted), ``ci_low``, ``ci_high`` (Wilson-cc interval of
-        the fraction) and ``valid`` (the interval contains the nominal probability). Lazy on
-        Dask-backed data.
+        the fraction), ``valid`` (the interval overlaps ``[p - tol, p + tol]``) and
+        ``pinball_loss`` (mean pinball loss of the level over the counted points); over the
+        extra dimensions only: ``calibration_error`` (mean of ``|observed - p|`` over the
+        levels). Attributes ``level``, ``tol``, ``quantile_dim`` (the dimension of
+        probabilities), ... Lazy on Dask-backed data.
 
     Raises
     ------
     ValueError
         Before any work: for a confidence level not in (0, 1), a missing variable, no
         dimension of probabilities, or probabilities that are not in (0, 1) and strictly
-        increasing.
+        increasing. For infinite values (when computed, for Dask-backed data).
 
     Examples
     --------
@@ -140,6 +277,8 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     >>> cov = quantile_coverage(from_quantiles(q, rng.normal(size=4000), p, axis=1))
     >>> cov.observed.values.round(2).tolist(), bool(cov.valid.all())
     ([0.1, 0.51, 0.9], True)
+    >>> cov.pinball_loss.values.round(2).tolist(), round(float(cov.calibration_error), 3)
+    ([0.17, 0.4, 0.18], 0.007)
     """
     level = check_level(level)
     tol = check_tolerance(tol)
@@ -165,6 +304,12 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     count, n = below.sum(SAMPLE_DIM), counted.sum(SAMPLE_DIM)
     nominal = xr.DataArray(probabilities, dims=dim, coords={dim: predicted[dim]})
     values = _fractions(count, n, nominal, level, tol)
+    pinball = xr.apply_ufunc(
+        _mean_pinball, _gathered(errors), _gathered(predicted, dim),
+        input_core_dims=[[SAMPLE_DIM], [SAMPLE_DIM, dim]], output_core_dims=[[dim]],
+        kwargs={"probabilities": probabilities}, dask="parallelized",
+        output_dtypes=[np.float64])
+    calibration_error = abs(values["observed"] - nominal).mean(dim, skipna=False)
     long_names = {
         "observed": "observed fraction of points with E <= the predicted quantile",
         "count": "number of points with E <= the predicted quantile",
@@ -172,15 +317,23 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         "ci_low": "Wilson-cc interval of the fraction, lower",
         "ci_high": "Wilson-cc interval of the fraction, upper",
         "valid": "the interval of the observed fraction overlaps [p - tol, p + tol]",
+        "pinball_loss": "mean pinball loss (E - q_p)(p - 1{E < q_p}) of the level",
+        "calibration_error": "mean |observed - p| over the levels (distance of the quantile "
+                             "calibration curve from the diagonal)",
     }
     result = xr.Dataset({"observed": values["observed"], "count": count, "n": n,
                          "ci_low": values["ci_low"], "ci_high": values["ci_high"],
-                         "valid": values["valid"]})
+                         "valid": values["valid"], "pinball_loss": pinball,
+                         "calibration_error": calibration_error})
     for key, text in long_names.items():
         result[key].attrs = {"long_name": text}
+    units = errors.attrs.get("units")
+    if units is not None:
+        result["pinball_loss"].attrs["units"] = units
     result = result.transpose(dim, ...)
     result.attrs = provenance(level=level, tol=tol, ci_method=_CI_METHOD, definition="E <= q_p",
-                              n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, quantiles=name)
+                              n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, quantiles=name,
+                              quantile_dim=str(dim))
     return result
 
 
@@ -188,9 +341,18 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
 def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       tol: float = defaults.COVERAGE_TOLERANCE, E: str = defaults.E,
                       lower: str | None = None, upper: str | None = None,
-                      interval_level: float | None = None) -> xr.Dataset:
+                      interval_level: float | None = None, n_boot: int = 0,
+                      method: str = "bca", seed: int = defaults.SEED) -> xr.Dataset:
     """The prediction interval coverage probability (PICP) of a predicted interval of the
-    error, against its nominal level, and the interval's mean width (sharpness).
+    error, against its nominal level, the interval's mean width (sharpness) and its mean
+    interval (Winkler) score.
+
+    The interval score of a point, ``(U - L) + (2/α)(L - E)₊ + (2/α)(E - U)₊`` with
+    ``α = 1 - interval_level`` (:func:`xuqcal.core.scores.interval_score`; Gneiting & Raftery
+    2007), is the width plus a penalty for a point outside: a proper score of the interval,
+    lower is better, in the units of ``E``. With the sign convention of xuqcal the bounds of
+    the error are those of the target minus the prediction, so the score of ``E`` in
+    ``[lower, upper]`` is that of the target in its predicted interval.
 
     Parameters
     ----------
@@ -199,7 +361,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         (:func:`~xuqcal.io.from_arrays` or :func:`~xuqcal.io.read_csv` with ``lower=``,
         ``upper=``, ``interval_level=``), and any extra dimensions.
     level : float
-        Confidence level of the Wilson interval of the PICP.
+        Confidence level of the Wilson interval of the PICP and of the bootstrap intervals.
     tol : float
         The PICP is valid when its interval overlaps ``[p - tol, p + tol]`` (default
         :data:`~xuqcal.core.defaults.COVERAGE_TOLERANCE`).
@@ -211,21 +373,42 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     interval_level : float, optional
         Nominal level of the interval; by default the attribute ``interval_level`` of the
         bounds.
+    n_boot : int
+        Bootstrap replicates of the intervals of ``mean_width`` and ``interval_score`` (0, the
+        default: no intervals; else at least ``ceil(2 / (1 - level))``). The replicates are
+        drawn from the bootstrap's streams (as by
+        :func:`~xuqcal.analysis.probabilistic.proper_scores`), over the counted points of each
+        set in their order; a set whose intervals all have one width gets the exact interval
+        ``[width, width]`` of its mean width; a set without counted points (or with one, for
+        BCa) gets NaN.
+    method : {"bca", "percentile"}
+        Bootstrap interval method (BCa: exact leave-one-out means for the acceleration).
+    seed : int
+        Seed of the bootstrap streams.
 
     Returns
     -------
     xarray.Dataset
         Over the extra dimensions (scalars for one data set): ``picp`` (fraction of points
         with ``lower <= E <= upper``), ``count`` (points inside), ``n`` (points counted),
-        ``ci_low``, ``ci_high`` (Wilson-cc interval of the PICP), ``valid`` (the interval
-        contains ``interval_level``) and ``mean_width`` (mean of ``upper - lower``, in the
-        units of ``E``). Attribute ``interval_level``. Lazy on Dask-backed data.
+        ``ci_low``, ``ci_high`` (Wilson-cc interval of the PICP), ``valid`` (that interval
+        overlaps ``[interval_level - tol, interval_level + tol]``), ``mean_width`` (mean of
+        ``upper - lower``, in the units of ``E``) and ``interval_score`` (mean interval
+        score, units of ``E``). With ``n_boot``, over ``score`` (:data:`INTERVAL_SCORES`:
+        ``mean_width``, ``interval_score``; last dimension): ``score_bias``, ``score_se``,
+        ``score_ci_low``, ``score_ci_high`` (the ``bias``, ``se``, ``ci_low``, ``ci_high`` of
+        :func:`~xuqcal.analysis.probabilistic.proper_scores`, prefixed: ``ci_low`` and
+        ``ci_high`` are the PICP's). Attributes ``interval_level``, ``level``, ``tol``, ...
+        (and ``n_boot``, ``method``, ``seed``, ``random_streams`` with intervals). Lazy on
+        Dask-backed data.
 
     Raises
     ------
     ValueError
         Before any work: for a level not in (0, 1), a missing variable, no nominal level (no
-        attribute and no ``interval_level``), or bounds that record different levels.
+        attribute and no ``interval_level``), bounds that record different levels, too few
+        ``n_boot``, an unknown ``method`` or an invalid ``seed``. For bounds with
+        ``lower > upper`` or infinite values (when computed, for Dask-backed data).
 
     Examples
     --------
@@ -235,9 +418,15 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     >>> cov = interval_coverage(ds)
     >>> float(cov.picp), float(cov.mean_width), bool(cov.valid)
     (0.5, 0.45, True)
+    >>> round(float(cov.interval_score), 6)  # 0.45 + (2/0.5)(0.1 + 0.1) / 4
+    0.65
+    >>> b = interval_coverage(ds, n_boot=200, method="percentile")
+    >>> b.score.values.tolist(), bool(b.score_ci_low.sel(score="interval_score") <= 0.65)
+    (['mean_width', 'interval_score'], True)
     """
     level = check_level(level)
     tol = check_tolerance(tol)
+    n_boot = _check_n_boot(n_boot, method, level, seed)
     errors = _check_variable(ds, E, "E")
     names = {bound: variable_with_role(ds, f"interval_{bound}", given)
              for bound, given in (("lower", lower), ("upper", upper))}
@@ -260,6 +449,11 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     count, n = inside.sum(SAMPLE_DIM), counted.sum(SAMPLE_DIM)
     values = _fractions(count, n, interval_level, level, tol)
     mean_width = width.sum(SAMPLE_DIM) / n.where(n > 0)
+    gathered = [_gathered(v) for v in (errors, bounds["lower"], bounds["upper"])]
+    interval_score = xr.apply_ufunc(
+        _mean_interval_score, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
+        kwargs={"interval_level": interval_level}, dask="parallelized",
+        output_dtypes=[np.float64])
     long_names = {
         "picp": "prediction interval coverage probability: fraction with lower <= E <= upper",
         "count": "number of points inside the interval",
@@ -268,17 +462,41 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         "ci_high": "Wilson-cc interval of the PICP, upper",
         "valid": "the interval of the PICP overlaps [p - tol, p + tol]",
         "mean_width": "mean width of the interval, upper - lower (sharpness)",
+        "interval_score": "mean interval (Winkler) score (U - L) + (2/α)(L - E)₊ + "
+                          "(2/α)(E - U)₊, α = 1 - interval_level",
     }
     result = xr.Dataset({"picp": values["observed"], "count": count, "n": n,
                          "ci_low": values["ci_low"], "ci_high": values["ci_high"],
-                         "valid": values["valid"], "mean_width": mean_width})
+                         "valid": values["valid"], "mean_width": mean_width,
+                         "interval_score": interval_score})
+    bootstrap = {}
+    if n_boot:
+        summaries = xr.apply_ufunc(
+            _interval_bootstrap, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
+            output_core_dims=[[SCORE_DIM]] * 4,
+            kwargs={"interval_level": interval_level, "n_boot": n_boot, "method": method,
+                    "level": level, "seed": seed},
+            dask="parallelized", output_dtypes=[np.float64] * 4,
+            dask_gufunc_kwargs={"output_sizes": {SCORE_DIM: len(INTERVAL_SCORES)}})
+        texts = {"bias": "bootstrap bias of the mean score",
+                 "se": "bootstrap standard error of the mean score",
+                 "ci_low": "lower bound of the bootstrap interval of the mean score",
+                 "ci_high": "upper bound of the bootstrap interval of the mean score"}
+        for summary, values_ in zip(_SUMMARIES, summaries, strict=True):
+            result[f"score_{summary}"] = values_
+            long_names[f"score_{summary}"] = texts[summary]
+        result = result.assign_coords({SCORE_DIM: list(INTERVAL_SCORES)})
+        bootstrap = {"n_boot": n_boot, "method": method, "seed": seed,
+                     "random_streams": RNG_DESCRIPTION}
     for key, text in long_names.items():
         result[key].attrs = {"long_name": text}
     units = errors.attrs.get("units")
     if units is not None:
-        result["mean_width"].attrs["units"] = units
+        for key in ("mean_width", "interval_score", *(
+                f"score_{summary}" for summary in _SUMMARIES if n_boot)):
+            result[key].attrs["units"] = units
     result.attrs = provenance(interval_level=interval_level, level=level, tol=tol,
                               ci_method=_CI_METHOD, definition="lower <= E <= upper",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, lower=names["lower"],
-                              upper=names["upper"])
+                              upper=names["upper"], **bootstrap)
     return result

@@ -20,12 +20,17 @@ Student-t to ``Z = E / uE``, the ``nu_eff`` of Z reported by :func:`xuqcal.descr
 function, :func:`xuqcal.analysis.diagnostics.student_t_fit`). A fitted ν ≤ 2 (infinite
 variance: no Student-t has standard deviation ``uE``) or constant Z leaves the Student
 results undefined: NaN with an :class:`~xuqcal.UndefinedStatisticWarning` naming the cause.
+
+**Ensembles.** Data built by :func:`xuqcal.io.from_ensemble` keep the member errors (role
+``members``): :func:`proper_scores` then adds the fair ensemble CRPS of the members
+(``crps_ensemble``, and its bootstrap interval in the ``score`` dimension).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -57,7 +62,9 @@ from xuqcal.core.statistics import (
     compute,
     log_square,
 )
-from xuqcal.io import SAMPLE_DIM, by_role, validate_dataset
+from xuqcal.io import ROLE_ATTR, SAMPLE_DIM, by_role, validate_dataset, variable_with_role
+from xuqcal.io.ensembles import MEMBER_DIM_ATTR
+from xuqcal.io.expressions import _format_rows
 
 __all__ = ["DISTRIBUTIONS", "pit", "pit_test", "proper_scores"]
 
@@ -83,6 +90,11 @@ DESCRIPTIONS = {
                      "mean over the points of the CRPS of the predictive Student-t(ν) scaled "
                      "to standard deviation uE (scale uE sqrt((ν - 2)/ν)), closed form "
                      "(Gneiting & Raftery 2007); units of E, lower is better"),
+    "crps_ensemble": ("mean fair CRPS of the ensemble",
+                      "mean over the points of the fair ensemble CRPS (Ferro 2014) of the m "
+                      "members: mean_i |x_i - y| - ΣΣ_ij |x_i - x_j| / (2 m (m - 1)), from the "
+                      "member errors e_i = y - x_i (|x_i - y| = |e_i|, |x_i - x_j| = |e_i - e_j|);"
+                      " units of E, lower is better"),
     "nll_normal": ("mean NLL of N(0, uE²)",
                    "½ (<Z²> + <ln uE²> + ln 2π): the nll statistic of xuqcal.stats; lower is "
                    "better"),
@@ -156,6 +168,33 @@ def _probabilistic_iv(ds: object, *, E: object, uE: object, distribution: object
     return E, uE, nu
 
 
+def _members_iv(ds: xr.Dataset, members: object, E: str) -> tuple[str | None, str | None]:
+    """The ensemble members of ``ds`` (no data are read): the name of the variable of member
+    errors and its dimension of members, or ``(None, None)`` when ``members`` is not given and
+    no variable has the role ``members`` (data without an ensemble)."""
+    if members is None and not any(var.attrs.get(ROLE_ATTR) == "members"
+                                   for var in ds.data_vars.values()):
+        return None, None
+    name = variable_with_role(ds, "members", members)  # type: ignore[arg-type]
+    var = ds[name]
+    if SAMPLE_DIM not in var.dims:
+        raise ValueError(f"members: expected a variable over '{SAMPLE_DIM}' and a dimension of "
+                         f"members, got {name!r} with dimensions {var.dims}")
+    if var.dtype.kind not in "iuf":
+        raise ValueError(f"members: the values of {name!r} are not numeric (dtype {var.dtype})")
+    dim = var.attrs.get(MEMBER_DIM_ATTR)
+    if dim not in var.dims or dim in ds[E].dims:
+        candidates = [d for d in var.dims if d not in ds[E].dims]
+        if len(candidates) != 1:
+            raise ValueError(f"members: cannot tell the dimension of the members of {name!r} "
+                             f"among {var.dims} (expected one dimension that {E} lacks)")
+        dim = candidates[0]
+    if var.sizes[dim] < 2:
+        raise ValueError(f"members: the fair ensemble CRPS needs at least 2 members, {name!r} "
+                         f"has {var.sizes[dim]} along {dim!r}")
+    return name, str(dim)
+
+
 # ------------------------------------------------------------------------------ the bodies
 
 
@@ -204,13 +243,36 @@ def _sample_coords(ds: xr.Dataset) -> dict[str, Any]:
 
 #: The mean scores of :func:`proper_scores`, in the order of its ``score`` dimension.
 SCORES = ("crps_normal", "crps_student", "nll_normal", "nll_student")
+#: The score added to :data:`SCORES` (and to the ``score`` dimension) for data with ensemble
+#: members.
+ENSEMBLE_SCORE = "crps_ensemble"
+
+
+def _member_values(ds: xr.Dataset, members: str, member_dim: str) -> np.ndarray:
+    """The member errors as an ``M × m`` array, checked: no infinite value, at least two
+    members that are not NaN at every point (NaN members are missing: stacked ensembles of
+    different sizes)."""
+    x = np.asarray(ds[members].transpose(SAMPLE_DIM, member_dim).values, dtype=np.float64)
+    rows = (np.asarray(ds[SAMPLE_DIM].values) if SAMPLE_DIM in ds.coords
+            else np.arange(x.shape[0]))
+    for bad, what in ((np.isinf(x).any(axis=1), "have infinite member values"),
+                      ((~np.isnan(x)).sum(axis=1) < 2,
+                       "have fewer than 2 members that are not NaN (the fair ensemble CRPS "
+                       "needs 2)")):
+        if bad.any():
+            raise ValueError(f"{members}: {int(bad.sum())} of {x.shape[0]} points {what} "
+                             f"({_format_rows(rows[bad].tolist(), int(bad.sum()))})")
+    return x
 
 
 def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: int = 0,
                  method: str = "bca", level: float = defaults.LEVEL,
-                 seed: int = defaults.SEED) -> xr.Dataset:
+                 seed: int = defaults.SEED, members: str | None = None,
+                 member_dim: str | None = None) -> xr.Dataset:
     """:func:`proper_scores` on NumPy-backed data."""
     errors, uncertainties = _arrays(ds, E, uE)
+    if members is not None:
+        member_errors = _member_values(ds, members, member_dim)  # type: ignore[arg-type]
     nu_used = _student_nu(errors / uncertainties, nu, "crps_student and nll_student")
     points = {"crps_normal": S.crps_normal(errors, uncertainties)}
     values = {
@@ -223,15 +285,22 @@ def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: i
         points["nll_student"] = S.nll_student(errors, uncertainties, nu_used)
         values["crps_student"] = float(np.mean(points["crps_student"]))
         values["nll_student"] = float(np.mean(points["nll_student"]))
+    names = SCORES
+    if members is not None:
+        # the predictive distribution of y is the members x_i; with e_i = y - x_i,
+        # |x_i - y| = |e_i - 0| and |x_i - x_j| = |e_i - e_j|: the CRPS of the member errors at 0
+        points[ENSEMBLE_SCORE] = np.asarray(S.crps_ensemble(member_errors, 0.0, fair=True))
+        values[ENSEMBLE_SCORE] = float(np.mean(points[ENSEMBLE_SCORE]))
+        names = (*SCORES, ENSEMBLE_SCORE)
     result = xr.Dataset({name: xr.DataArray(value) for name, value in values.items()})
     if n_boot:
         z = errors / uncertainties
         points["nll_normal"] = 0.5 * (z * z + log_square(uncertainties) + LOG_2PI)
-        estimate = np.array([values[name] for name in SCORES])
+        estimate = np.array([values[name] for name in names])
         summaries = _score_intervals(
-            {name: points.get(name) for name in SCORES}, estimate,
+            {name: points.get(name) for name in names}, estimate,
             equal_count_order(uncertainties), n_boot=n_boot, method=method, level=level,
-            seed=seed)
+            seed=seed, names=names)
         result = result.assign({name: xr.DataArray(summary, dims="score")
                                 for name, summary in summaries.items()})
     return result
@@ -239,23 +308,26 @@ def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: i
 
 def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
                      order: np.ndarray, *, n_boot: int, method: str, level: float,
-                     seed: int) -> dict[str, np.ndarray]:
+                     seed: int, names: Sequence[str] = SCORES) -> dict[str, np.ndarray]:
     """Bootstrap bias, standard error and interval of the mean of each per-point score
-    (``None``: undefined, NaN). The points are taken in ``order`` (the binning order of the
-    bootstrap of :func:`xuqcal.bootstrap`) and drawn from the bootstrap's streams
+    (``None``: undefined, NaN), for the scores ``names`` in that order (``estimate`` too).
+    The points are taken in ``order`` (the binning order of the bootstrap of
+    :func:`xuqcal.bootstrap`) and drawn from the bootstrap's streams
     (:func:`~xuqcal.core.kernels.mean_block`), so replicate ``r`` resamples the points of the
     replicate ``r`` of the data's statistics; the BCa acceleration uses the exact
-    leave-one-out means ``(Σ x - x_i) / (M - 1)``."""
-    defined = [i for i, name in enumerate(SCORES) if points[name] is not None]
-    columns = np.ascontiguousarray(np.stack([points[SCORES[i]][order] for i in defined], axis=1))
+    leave-one-out means ``(Σ x - x_i) / (M - 1)``. Each score's summaries depend only on its
+    own points: adding a score leaves the others bit-identical."""
+    names = tuple(names)
+    defined = [i for i, name in enumerate(names) if points[name] is not None]
+    columns = np.ascontiguousarray(np.stack([points[names[i]][order] for i in defined], axis=1))
     m = columns.shape[0]
     replicates = np.empty((n_boot, len(defined)))
     K.mean_block(stream_key(seed, "bootstrap"), 0, n_boot, columns, replicates)
     jack = (columns.sum(axis=0) - columns) / (m - 1.0) if method == "bca" else None
     bias, se, low, high = _summarize(replicates.T, estimate[defined],
                                      None if jack is None else jack.T, method=method,
-                                     level=level, names=[SCORES[i] for i in defined])
-    out = {name: np.full(len(SCORES), np.nan) for name in ("bias", "se", "ci_low", "ci_high")}
+                                     level=level, names=[names[i] for i in defined])
+    out = {name: np.full(len(names), np.nan) for name in ("bias", "se", "ci_low", "ci_high")}
     for name, values in (("bias", bias), ("se", se), ("ci_low", low), ("ci_high", high)):
         out[name][defined] = values
     return out
@@ -318,9 +390,11 @@ def _nu_attrs(nu: float | None) -> dict[str, Any]:
 @by_role
 def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
                   method: str = "bca", level: float = defaults.LEVEL, seed: int = defaults.SEED,
-                  E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+                  E: str = defaults.E, uE: str = defaults.UE,
+                  members: str | None = None) -> xr.Dataset:
     """Mean proper scores of the predictive distributions of ``E``: CRPS and NLL of
-    ``N(0, uE²)`` and of the Student-t(ν) with standard deviation ``uE``.
+    ``N(0, uE²)`` and of the Student-t(ν) with standard deviation ``uE``, and the fair CRPS of
+    the ensemble when the data hold its members (:func:`~xuqcal.io.from_ensemble`).
 
     The CRPS (continuous ranked probability score) rewards both calibration and sharpness and
     has the unit of ``E``; the NLL is the negative log predictive density. Both are *proper*:
@@ -329,15 +403,26 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
     "calibrated": use them to compare, and the PIT (:func:`pit_test`) or the statistics of
     :func:`xuqcal.validate` to validate.
 
+    **Ensembles.** When ``ds`` holds the member errors ``e_i = y - x_i`` of an ensemble (the
+    variable of role ``members`` that :func:`~xuqcal.io.from_ensemble` keeps, or ``members=``),
+    the mean fair ensemble CRPS (Ferro 2014) of the ``m`` member predictions ``x_i`` is added
+    as ``crps_ensemble``: ``mean_i |x_i - y| - ΣΣ_ij |x_i - x_j| / (2 m (m - 1))``, computed by
+    :func:`xuqcal.core.scores.crps_ensemble` from the member errors (``|x_i - y| = |e_i|``,
+    ``|x_i - x_j| = |e_i - e_j|``). NaN members are missing (stacked ensembles of different
+    sizes); each point needs two members that are not NaN. It scores the members themselves,
+    whereas ``crps_normal`` scores ``N(0, uE²)`` built from their mean and standard deviation.
+    Without members the result is exactly the one of data without an ensemble.
+
     Parameters
     ----------
     ds : xarray.Dataset
-        Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
+        Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over), and
+        optionally the member errors of an ensemble over ``sample`` and a member dimension.
     nu : float, optional
         Degrees of freedom (> 2) of the Student-t predictive; default: fitted to Z (see the
         module documentation), per slice.
     n_boot : int
-        Bootstrap replicates of the intervals of the four mean scores (0, the default: no
+        Bootstrap replicates of the intervals of the mean scores (0, the default: no
         intervals; else at least ``ceil(2 / (1 - level))``). Each replicate resamples the
         points as the replicate of the same number of :func:`xuqcal.bootstrap` does (same
         ``seed``, same streams), so the scores' intervals and the statistics' intervals rest
@@ -351,23 +436,31 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
         Seed of the bootstrap streams.
     E, uE : str
         Names of the error and uncertainty variables.
+    members : str, optional
+        Name of the variable of member errors; by default the variable of role ``members``
+        when there is one (no ensemble score otherwise).
 
     Returns
     -------
     xarray.Dataset
         Scalars (per slice): ``crps_normal``, ``crps_student``, ``nll_normal`` (the ``nll``
-        statistic of :func:`xuqcal.stats`), ``nll_student`` and ``nu``, each with a
-        ``long_name`` and a ``description``; with ``n_boot``, over ``score`` (the four mean
-        scores, :data:`SCORES`): ``bias``, ``se``, ``ci_low``, ``ci_high``; attributes
-        ``nu_source``, ``n_samples``, ``E``, ``uE``, ``xuqcal_version``, ``created`` (and
-        ``n_boot``, ``method``, ``level``, ``seed`` with intervals). Lazy on Dask-backed data.
+        statistic of :func:`xuqcal.stats`), ``nll_student``, ``nu`` and, with members,
+        ``crps_ensemble``, each with a ``long_name`` and a ``description``; with ``n_boot``,
+        over ``score`` (the four mean scores, :data:`SCORES`, then ``crps_ensemble`` with
+        members): ``bias``, ``se``, ``ci_low``, ``ci_high``; attributes ``nu_source``,
+        ``n_samples``, ``E``, ``uE``, ``xuqcal_version``, ``created`` (``members``,
+        ``member_dim`` with members; ``n_boot``, ``method``, ``level``, ``seed`` with
+        intervals). Lazy on Dask-backed data.
 
     Raises
     ------
     ValueError
-        Before any work, for a ``ds`` without ``E`` or ``uE``, ``nu <= 2``, or fewer than 3
-        points when ν is fitted; for NaN, infinite or non-positive values (naming the rows:
-        at once for NumPy-backed data, when computed for Dask-backed data).
+        Before any work, for a ``ds`` without ``E`` or ``uE``, ``nu <= 2``, fewer than 3
+        points when ν is fitted, a ``members`` that is not a numeric variable over ``sample``
+        and one member dimension of at least 2 members (or several variables of role
+        ``members``); for NaN, infinite or non-positive values of ``E`` and ``uE``, infinite
+        members or points with fewer than 2 members that are not NaN (naming the rows: at once
+        for NumPy-backed data, when computed for Dask-backed data).
 
     Warns
     -----
@@ -382,8 +475,17 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
     ['crps_normal', 'crps_student', 'nll_normal', 'nll_student', 'nu']
     >>> bool(s.crps_normal > 0), float(s.nu)
     (True, 6.0)
+
+    With the members of an ensemble (here 3 members and 2 points):
+
+    >>> from xuqcal.io import from_ensemble
+    >>> ens = from_ensemble([[0.0, 1.0, 3.0], [1.0, 2.0, 2.5]], [2.0, 2.0], axis=1)
+    >>> e = proper_scores(ens, nu=6)  # fair CRPS 4/3 - 12/12 = 1/3, then 1/2 - 6/12 = 0
+    >>> round(float(e.crps_ensemble), 4), e.attrs["members"]
+    (0.1667, 'members')
     """
     E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu, level=level)
+    members, member_dim = _members_iv(ds, members, E)
     check_choice(method, "method", ("bca", "percentile"))
     n_boot = 0 if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) \
         and n_boot == 0 else check_replicates(n_boot, level, "n_boot")
@@ -392,6 +494,11 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
         raise ValueError("ds: the BCa interval needs at least 2 points (leave-one-out means)")
     f8 = np.float64
     names = ("crps_normal", "crps_student", "nll_normal", "nll_student", "nu")
+    score_names = SCORES
+    ensemble: dict[str, Any] = {}
+    if members is not None:
+        names, score_names = (*names, ENSEMBLE_SCORE), (*SCORES, ENSEMBLE_SCORE)
+        ensemble = {"members": members, "member_dim": member_dim}
     variables = {name: ((), f8, _attrs(name)) for name in names}
     bootstrap = {}
     if n_boot:
@@ -402,13 +509,19 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
             ("ci_high", "upper bound of the interval of the mean score"))})
         bootstrap = {"n_boot": n_boot, "method": method, "level": level, "seed": seed,
                      "random_streams": RNG_DESCRIPTION}
-    layout = template(variables, {"score": len(SCORES)} if n_boot else {},
-                      coords={"score": ("score", list(SCORES))} if n_boot else None,
+    layout = template(variables, {"score": len(score_names)} if n_boot else {},
+                      coords={"score": ("score", list(score_names))} if n_boot else None,
                       attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE,
-                                       **_nu_attrs(nu), **bootstrap))
-    result = analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
-                      nu=nu, n_boot=n_boot, method=method, level=level, seed=seed)
-    return result.assign_coords(score=list(SCORES)) if n_boot else result
+                                       **_nu_attrs(nu), **ensemble, **bootstrap))
+    if members is None:
+        result = analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E,
+                          uE=uE, nu=nu, n_boot=n_boot, method=method, level=level, seed=seed)
+    else:
+        checked = validate_dataset(ds[[E, uE, members]], E=E, uE=uE, features=())
+        result = analysis(_scores_body, checked, [E, uE, members], lambda: layout, E=E, uE=uE,
+                          nu=nu, n_boot=n_boot, method=method, level=level, seed=seed,
+                          members=members, member_dim=member_dim)
+    return result.assign_coords(score=list(score_names)) if n_boot else result
 
 
 @broadcast

@@ -11,6 +11,7 @@ line figures draw one remaining extra dimension as one line per slice on one Axe
 put it along the columns.
 """
 
+from xuqcal.plot.coverage import plot_quantile_calibration
 from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
 from xuqcal.plot.facets import FacetGrid
 from xuqcal.plot.local import (
@@ -49,6 +50,7 @@ __all__ = [
     "local_coverage",
     "order_sensitivity",
     "plot_pit",
+    "plot_quantile_calibration",
     "rank_correlation",
     "recalibration_scan",
     "reliability",
