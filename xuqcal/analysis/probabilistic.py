@@ -68,7 +68,7 @@ from xuqcal.io.expressions import _format_rows
 
 __all__ = ["DISTRIBUTIONS", "pit", "pit_test", "proper_scores"]
 
-DISTRIBUTIONS = ("normal", "student")
+DISTRIBUTIONS = ("normal", "student", "ensemble")
 """The predictive distributions of ``E``: ``N(0, uE²)`` and the Student-t(ν) with standard
 deviation ``uE``."""
 
@@ -138,9 +138,9 @@ def _check_nu(nu: object, distribution: str | None) -> float | None:
     """``nu`` given (a finite number > 2), or ``None`` (fitted); refused with ``"normal"``."""
     if nu is None:
         return None
-    if distribution == "normal":
+    if distribution in ("normal", "ensemble"):
         raise ValueError(f"nu: only used with distribution='student', got nu={nu!r} with "
-                         "distribution='normal'")
+                         f"distribution={distribution!r}")
     if (isinstance(nu, bool) or not isinstance(nu, int | float | np.integer | np.floating)
             or not (math.isfinite(float(nu)) and float(nu) > 2.0)):
         raise ValueError(f"nu: expected a finite number > 2 (the degrees of freedom of a "
@@ -225,8 +225,13 @@ def _student_nu(z: np.ndarray, nu: float | None, undefined: str) -> float:
 
 
 def _pit_values(errors: np.ndarray, uncertainties: np.ndarray, distribution: str,
-                nu: float | None) -> tuple[np.ndarray, float]:
-    """PIT values and ν (NaN for the normal distribution)."""
+                nu: float | None, member_errors: np.ndarray | None = None,
+                seed: int = defaults.SEED) -> tuple[np.ndarray, float]:
+    """PIT values and ν (NaN for the normal distribution and the ensemble). The ensemble PIT
+    is the randomised rank of the observation among the member predictions: with member
+    errors ``e_i = y - x_i``, the rank of 0 among ``-e_i = x_i - y``."""
+    if distribution == "ensemble":
+        return np.asarray(S.pit_ensemble(-member_errors, 0.0, seed=seed)), math.nan
     if distribution == "normal":
         return np.asarray(S.pit_normal(errors, uncertainties)), math.nan
     nu_used = _student_nu(errors / uncertainties, nu, "the Student-t PIT values")
@@ -333,11 +338,14 @@ def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
     return out
 
 
-def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None
-              ) -> xr.Dataset:
+def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,
+              members: str | None = None, member_dim: str | None = None,
+              seed: int = defaults.SEED) -> xr.Dataset:
     """:func:`pit` on NumPy-backed data."""
     errors, uncertainties = _arrays(ds, E, uE)
-    values, nu_used = _pit_values(errors, uncertainties, distribution, nu)
+    member_errors = (None if members is None else
+                     _member_values(ds, members, member_dim))  # type: ignore[arg-type]
+    values, nu_used = _pit_values(errors, uncertainties, distribution, nu, member_errors, seed)
     result = xr.Dataset({"pit": (SAMPLE_DIM, values)}, coords=_sample_coords(ds))
     if distribution == "student":
         result["nu"] = xr.DataArray(nu_used)
@@ -345,10 +353,13 @@ def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float |
 
 
 def _test_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,
-               n_bins: int, level: float) -> xr.Dataset:
+               n_bins: int, level: float, members: str | None = None,
+               member_dim: str | None = None, seed: int = defaults.SEED) -> xr.Dataset:
     """:func:`pit_test` on NumPy-backed data."""
     errors, uncertainties = _arrays(ds, E, uE)
-    values, nu_used = _pit_values(errors, uncertainties, distribution, nu)
+    member_errors = (None if members is None else
+                     _member_values(ds, members, member_dim))  # type: ignore[arg-type]
+    values, nu_used = _pit_values(errors, uncertainties, distribution, nu, member_errors, seed)
     test = S.pit_uniformity(values, n_bins=n_bins)
     m = errors.size
     low, high = S.pit_histogram_band(m, n_bins, level)
@@ -377,6 +388,34 @@ def _checked(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
     """``ds[[E, uE]]`` with its values checked: at once when NumPy-backed (rows named by the
     ``sample`` coordinate), in the graph when Dask-backed."""
     return validate_dataset(ds[[E, uE]], E=E, uE=uE, features=())
+
+
+def _ensemble_inputs(ds: xr.Dataset, distribution: str, members: object, seed: object,
+                     E: str, uE: str) -> tuple[dict[str, Any], xr.Dataset, list[str]]:
+    """For ``distribution="ensemble"``: the members (checked, no data read; required) and the
+    seed of the tie-breaking draws as attributes, the checked variables and their names; for
+    the other distributions ``members`` must not be given."""
+    if distribution != "ensemble":
+        if members is not None:
+            raise ValueError(f"members: only used with distribution='ensemble', got "
+                             f"members={members!r} with distribution={distribution!r}")
+        return {}, _checked(ds, E, uE), [E, uE]
+    seed = check_seed(seed)
+    name, dim = _members_iv(ds, members, E)
+    if name is None:
+        raise ValueError("members: distribution='ensemble' needs the member errors (a variable "
+                         "with role 'members', as xuqcal.from_ensemble makes), and the data "
+                         "have none; pass members='name'")
+    checked = validate_dataset(ds[[E, uE, name]], E=E, uE=uE, features=())
+    return ({"members": name, "member_dim": dim, "seed": seed,
+             "pit_ensemble": "randomised rank of the observation among the member "
+                             "predictions (ties and rank spread by one uniform draw, stream "
+                             "(seed, 'pit:ensemble'))"}, checked, [E, uE, name])
+
+
+def _ensemble_kwargs(ensemble: dict[str, Any]) -> dict[str, Any]:
+    return ({"members": ensemble["members"], "member_dim": ensemble["member_dim"],
+             "seed": ensemble["seed"]} if ensemble else {})
 
 
 def _nu_attrs(nu: float | None) -> dict[str, Any]:
@@ -527,23 +566,34 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
 @broadcast
 @by_role
 def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
-        E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+        members: str | None = None, seed: int = defaults.SEED, E: str = defaults.E,
+        uE: str = defaults.UE) -> xr.Dataset:
     """Probability integral transform of every point: the predictive CDF at ``E``.
 
     ``Φ(E / uE)`` for ``distribution="normal"``, ``F_ν(E / s)`` with ``s = uE sqrt((ν - 2)/ν)``
-    for ``"student"``. For calibrated predictive distributions the values are uniform on
-    (0, 1): a U-shaped histogram means uncertainties too small, a hump too large, a slope a
-    bias (:func:`pit_test`, :func:`xuqcal.plot.pit.plot_pit`). ``E`` is the predicted quantity:
-    with ``E = prediction - observation`` the PIT of the observation is ``1 - pit``.
+    for ``"student"``; for ``"ensemble"`` (data of :func:`xuqcal.from_ensemble`), the
+    randomised rank of the observation among the member predictions
+    (:func:`xuqcal.core.scores.pit_ensemble`: ties and the spread within a rank drawn from the
+    stream ``(seed, "pit:ensemble")``), the same orientation as ``Φ(E / uE)`` with
+    ``E = observed - mean prediction``. For calibrated predictive distributions the values
+    are uniform on (0, 1): a U-shaped histogram means uncertainties too small, a hump too
+    large, a slope a bias (:func:`pit_test`, :func:`xuqcal.plot.pit.plot_pit`). ``E`` is the
+    predicted quantity: with ``E = prediction - observation`` the PIT of the observation is
+    ``1 - pit``.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
-    distribution : {"normal", "student"}
+    distribution : {"normal", "student", "ensemble"}
         The predictive distribution.
     nu : float, optional
         Degrees of freedom (> 2) of ``"student"``; default: fitted to Z, per slice.
+    members : str, optional
+        With ``"ensemble"``: the variable of member errors (default: the one with role
+        ``members``).
+    seed : int
+        With ``"ensemble"``: seed of the tie-breaking draws.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -579,16 +629,19 @@ def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None
         variables["nu"] = ((), f8, _attrs("nu"))
     attrs = {"distribution": str(distribution),
              **(_nu_attrs(nu) if distribution == "student" else {})}
+    ensemble, checked, names = _ensemble_inputs(ds, distribution, members, seed, E, uE)
     layout = template(variables, {SAMPLE_DIM: ds.sizes[SAMPLE_DIM]}, _sample_coords(ds),
-                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs))
-    return analysis(_pit_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
-                    distribution=distribution, nu=nu)
+                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs,
+                                       **ensemble))
+    return analysis(_pit_body, checked, names, lambda: layout, E=E, uE=uE,
+                    distribution=distribution, nu=nu, **_ensemble_kwargs(ensemble))
 
 
 @broadcast
 @by_role
 def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
-             n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL, E: str = defaults.E,
+             n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
+             members: str | None = None, seed: int = defaults.SEED, E: str = defaults.E,
              uE: str = defaults.UE) -> xr.Dataset:
     """Uniformity tests of the PIT (:func:`pit`): chi-square test of the histogram counts and
     Kolmogorov–Smirnov test against U(0, 1) (:func:`xuqcal.core.scores.pit_uniformity`),
@@ -598,8 +651,8 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE`` (extra dimensions are broadcast over).
-    distribution : {"normal", "student"}
-        The predictive distribution.
+    distribution : {"normal", "student", "ensemble"}
+        The predictive distribution (:func:`pit`).
     nu : float, optional
         Degrees of freedom (> 2) of ``"student"``; default: fitted to Z, per slice.
     n_bins : int
@@ -607,6 +660,8 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
     level : float
         Probability of the per-bin band of the counts under uniformity
         (:func:`xuqcal.core.scores.pit_histogram_band`).
+    members, seed
+        With ``"ensemble"``: as in :func:`pit`.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -655,7 +710,10 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
              "tests": "chi-square (scipy.stats.chisquare, n_bins - 1 degrees of freedom) and "
                       "Kolmogorov-Smirnov (scipy.stats.kstest) against U(0, 1)",
              **(_nu_attrs(nu) if distribution == "student" else {})}
+    ensemble, checked, names = _ensemble_inputs(ds, distribution, members, seed, E, uE)
     layout = template(variables, {BIN_DIM: n_bins}, _bin_coords(n_bins),
-                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs))
-    return analysis(_test_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E, uE=uE,
-                    distribution=distribution, nu=nu, n_bins=n_bins, level=level)
+                      attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs,
+                                       **ensemble))
+    return analysis(_test_body, checked, names, lambda: layout, E=E, uE=uE,
+                    distribution=distribution, nu=nu, n_bins=n_bins, level=level,
+                    **_ensemble_kwargs(ensemble))
