@@ -5,6 +5,8 @@
     xuqcal recalibrate TRAIN.csv TEST.csv --E EXPR --uE EXPR [--test-E EXPR --test-uE EXPR]
         [--features LIST] [--formula COLUMN] [--method bvs] [--by uE] [--n-bins 40]
         [--loss nll] -o out.nc [--overwrite]
+    xuqcal recalibrate TRAIN.csv TEST.csv --E EXPR --uE EXPR --method conformal
+        [--levels 0.683,0.95] [--by uE|FEATURE] [--n-bins N] [--tol 0.005] -o out.nc
 
 ``--E``/``--uE`` are evaluated over the columns of ``TRAIN``; ``--test-E``/``--test-uE`` over
 those of ``TEST`` (and ``--reference``), by default the same expressions. ``--where`` and
@@ -21,6 +23,23 @@ Writes three NetCDF files (each atomically, with :func:`xuqcal.to_netcdf`):
 - ``out_recalibrator.nc``: the fitted recalibrator, to apply to new data later
   (``xuqcal.recalibration.apply(xr.open_dataset("out_recalibrator.nc"), ds)``).
 
+**Conformal** (``--method conformal``, :mod:`xuqcal.recalibration.conformal`): split conformal
+intervals at the coverage levels ``--levels`` (default 0.683,0.95), with one quantile for all
+points, or, with ``--by VAR``, one per bin of ``VAR`` (Mondrian; ``--n-bins`` bins learned on
+TRAIN, default 40). ``out.nc`` is the test set as :func:`xuqcal.recalibration.apply` gives it
+(``conformal_half_width`` over ``(sample, level)``, and the uE of the first level), and the
+variance-score table, meaningless for intervals, is replaced by the coverage of the intervals
+(:func:`xuqcal.recalibration.conformal_coverage`) on the training and the test set
+(``dataset`` = ``train conformal``, ``test conformal``; ``conformal N`` for N Mondrian bins):
+per level, the PICP with its Wilson interval (continuity correction, confidence 0.95) and
+``picp_valid``, whether that interval overlaps ``[p - tol, p + tol]`` (``--tol``, default
+0.005), and the local coverage over ``--n-bins`` equal-count bins of ``--by`` (of the input
+``uE`` without ``--by``, 20 bins by default): ``bin_picp`` per bin and ``fraction_valid``
+(f_v) with its Wilson interval. ``--loss`` and the options of the variance-score evaluation
+(``--n-bins-scores``, ``--n-mc``, ``--n-boot``, ``--n-mc-fv``, ``--reference``) are refused
+with ``--method conformal``, and ``--levels``, ``--tol`` with the other methods, before
+anything is read.
+
 Nothing is computed when an output file exists and ``--overwrite`` is not given, when an
 output's folder is missing or not writable, or when an output would replace an input file
 (``TRAIN``, ``TEST`` or ``--reference``; refused even with ``--overwrite``). Separate files
@@ -34,6 +53,8 @@ import argparse
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import xarray as xr
 
 from xuqcal import io
@@ -43,19 +64,65 @@ from xuqcal.cli.common import (
     feature_specs,
     output_file,
     positive_int,
+    tolerance,
     zero_or_count,
 )
 from xuqcal.cli.inputs import in_file, read_csv_input
-from xuqcal.core.defaults import N_BINS_RECALIBRATION, N_BINS_SCORES
+from xuqcal.core.defaults import (
+    COVERAGE_LEVELS,
+    COVERAGE_TOLERANCE,
+    LEVEL,
+    N_BINS,
+    N_BINS_RECALIBRATION,
+    N_BINS_SCORES,
+)
 from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
     LOSSES,
-    METHODS,
     apply,
+    conformal_coverage,
     evaluate,
     evaluation_table,
     fit,
 )
+from xuqcal.recalibration.conformal import METHOD as CONFORMAL
+from xuqcal.recalibration.conformal import check_levels
+from xuqcal.recalibration.recalibrator import ALL_METHODS
+
+
+class _Given(argparse.Action):
+    """Store the value, and record that the option was given (in ``args.given``, option ->
+    the option string typed): options that another method does not take are refused when
+    given, even with their default value, while their defaults stay what they were."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.given = {**getattr(namespace, "given", {}), self.dest: option_string}
+
+
+def coverage_levels(text: str) -> tuple[float, ...]:
+    """An argparse type: the value of ``--levels``, comma-separated coverage levels in (0, 1),
+    each given once (:func:`~xuqcal.recalibration.conformal.check_levels`).
+
+    Examples
+    --------
+    >>> coverage_levels("0.683, 0.95")
+    (0.683, 0.95)
+    >>> coverage_levels("0.9,95")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected coverage levels in (0, 1) such as 0.95, got 95.0
+    """
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated coverage levels in (0, 1), "
+                                         f"e.g. 0.683,0.95, got {text!r}") from None
+    try:
+        return check_levels(values)
+    except ValueError as error:
+        head, colon, rest = str(error).partition(": ")
+        raise argparse.ArgumentTypeError(rest if colon and head == "levels" else str(error)
+                                         ) from None
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -75,7 +142,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
         description="Post-hoc recalibration (temperature scaling, bin-wise variance scaling, "
                     "isotonic): fit on TRAIN, apply to TEST, evaluate both (NLL, S_cal, S_x, "
                     "ENCE, f_v against simulated values) and write OUT.nc (recalibrated test "
-                    "set), OUT_evaluation.nc and OUT_recalibrator.nc.")
+                    "set), OUT_evaluation.nc and OUT_recalibrator.nc. With --method "
+                    "conformal: split conformal intervals (Mondrian with --by), evaluated by "
+                    "their coverage (PICP and local coverage) on TRAIN and TEST.")
     parser.add_argument("train", type=Path, help="training CSV file (e.g. a validation set)")
     parser.add_argument("test", type=Path, help="test CSV file")
     parser.add_argument("--E", required=True, metavar="EXPR",
@@ -97,27 +166,44 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--formula", metavar="COLUMN",
                         help="column of molecular formulas: adds the features X1 (mass) and "
                              "X2 (heteroatom fraction) used by the scores and the losses")
-    parser.add_argument("--method", choices=METHODS, default="bvs",
-                        help="recalibration method (default: bvs)")
-    parser.add_argument("--by", default="uE", metavar="VAR",
+    parser.add_argument("--method", choices=ALL_METHODS, default="bvs",
+                        help="recalibration method (default: bvs); conformal: split conformal "
+                             "intervals at --levels")
+    parser.add_argument("--by", default="uE", metavar="VAR", action=_Given,
                         help="BVS binning variable: uE, a feature of --features (e.g. "
                              "y_pred) or X1, X2 with --formula; or two separated by a comma "
-                             "for a 2-D grid (default: uE)")
+                             "for a 2-D grid (default: uE). Conformal: one variable, for "
+                             "Mondrian quantiles per bin and the bins of the local coverage "
+                             "(default: global quantiles, local coverage over bins of uE)")
     parser.add_argument("--n-bins", type=positive_int, metavar="N",
                         help=f"number of BVS bins (default: {N_BINS_RECALIBRATION}; per variable "
-                             "for a grid)")
-    parser.add_argument("--loss", choices=LOSSES, default="nll",
-                        help="loss of the BVS factors (default: nll, the analytic factors)")
+                             "for a grid). Conformal: bins of --by, learned on TRAIN for the "
+                             f"quantiles and equal-count for the local coverage (default: "
+                             f"{N_BINS_RECALIBRATION}; without --by, bins of uE of the local "
+                             f"coverage, default: {N_BINS})")
+    parser.add_argument("--loss", choices=LOSSES, default="nll", action=_Given,
+                        help="loss of the BVS factors (default: nll, the analytic factors; "
+                             "not for conformal)")
+    parser.add_argument("--levels", type=coverage_levels, metavar="LIST",
+                        help="conformal only: coverage levels p in (0, 1), comma-separated; "
+                             "the first one sets the recalibrated uE (default: "
+                             f"{','.join(f'{p:g}' for p in COVERAGE_LEVELS)})")
+    parser.add_argument("--tol", type=tolerance, metavar="TOL",
+                        help="conformal only: a coverage (PICP, or a bin's) is valid when its "
+                             "Wilson interval overlaps [p - TOL, p + TOL] (default: "
+                             f"{COVERAGE_TOLERANCE:g})")
     parser.add_argument("--reference", type=Path, metavar="CSV",
                         help="a test set recalibrated by another method (same columns), "
                              "evaluated as 'reference'")
     parser.add_argument("--n-bins-scores", type=positive_int, default=N_BINS_SCORES,
-                        metavar="N", help="bins per score variable (default: 100)")
-    parser.add_argument("--n-mc", type=positive_int, default=1000, metavar="N",
+                        metavar="N", action=_Given,
+                        help="bins per score variable (default: 100)")
+    parser.add_argument("--n-mc", type=positive_int, default=1000, metavar="N", action=_Given,
                         help="simulated error sets per data set (default: 1000)")
     parser.add_argument("--n-boot", type=positive_int, default=5000, metavar="N",
+                        action=_Given,
                         help="bootstrap replicates per bin of the f_v analyses (default: 5000)")
-    parser.add_argument("--n-mc-fv", type=zero_or_count, default=0, metavar="N",
+    parser.add_argument("--n-mc-fv", type=zero_or_count, default=0, metavar="N", action=_Given,
                         help="simulated sets for the simulated f_v (default: 0, not simulated)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
     parser.add_argument("-o", "--output", type=output_file, required=True, metavar="OUT.nc",
@@ -194,14 +280,17 @@ def run(args: argparse.Namespace) -> int:
     """Run ``xuqcal recalibrate`` (returns the exit status; errors raise ``ValueError`` or an
     ``OSError`` such as ``FileExistsError``, reported on one line by the ``xuqcal`` command).
 
-    The three outputs are checked before anything is read or computed (see the module
-    docstring)."""
+    The options are checked against the method, and the three outputs, before anything is
+    read or computed (see the module docstring)."""
+    _check_method_options(args)
     paths = output_paths(args.output)
     inputs = [p for p in (args.train, args.test, args.reference) if p is not None]
     for path in paths.values():
         _outputs.check_output_file(path, overwrite=args.overwrite, inputs=inputs,
                                    option="-o/--output")
     by = _binning_variables(args)
+    if args.method == CONFORMAL:
+        return _run_conformal(args, paths, by)
     start = time.perf_counter()
     train = _read(args.train, args)
     test = _read(args.test, args, test=True)
@@ -242,3 +331,142 @@ def run(args: argparse.Namespace) -> int:
     for path in paths.values():
         print(f"written: {path}")
     return 0
+
+
+# --------------------------------------------------------------------------------------------
+# --method conformal
+# --------------------------------------------------------------------------------------------
+
+#: Options of the variance-score evaluation, which conformal replaces by coverage.
+_SCORE_OPTIONS = ("n_bins_scores", "n_mc", "n_boot", "n_mc_fv")
+#: Parameters of the conformal functions -> the options (``by``, ``E``, ``uE`` are named by
+#: the table of :mod:`xuqcal.cli.common`).
+_CONFORMAL_OPTIONS = {"levels": "--levels", "tol": "--tol", "n_bins": "--n-bins"}
+
+
+def _check_method_options(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read, the options that the method does not take: ``--loss``
+    and the options of the variance-score evaluation with ``conformal``, ``--levels`` and
+    ``--tol`` with the other methods, and more than one ``--by`` variable with conformal."""
+    given = getattr(args, "given", {})
+    if args.method != CONFORMAL:
+        for name, option in (("levels", "--levels"), ("tol", "--tol")):
+            if getattr(args, name, None) is not None:
+                raise ValueError(f"{option}: only for --method conformal (the coverage of its "
+                                 f"intervals); --method {args.method} recalibrates uE, "
+                                 f"evaluated by scores: leave {option} out")
+        return
+    if "loss" in given:
+        raise ValueError(f"{given['loss']}: --method conformal has no loss (its quantiles are "
+                         "order statistics of the training scores |E|/uE); leave --loss out")
+    scores = [given[name] for name in _SCORE_OPTIONS if name in given]
+    if args.reference is not None:
+        scores.append("--reference")
+    if scores:
+        raise ValueError(f"{', '.join(scores)}: option{'s' if len(scores) > 1 else ''} of the "
+                         "variance-score evaluation, which --method conformal replaces by the "
+                         "coverage of its intervals (PICP, local coverage: --tol, --by, "
+                         f"--n-bins); leave {'them' if len(scores) > 1 else 'it'} out")
+    if "by" in given and len([v for v in args.by.split(",") if v.strip()]) > 1:
+        raise ValueError(f"--by: Mondrian conformal intervals bin on one variable (uE or a "
+                         f"feature), got {args.by!r}")
+
+
+def _conformal_error(error: ValueError) -> ValueError:
+    """A conformal function's error with the option for its leading parameter (``levels:`` ->
+    ``--levels:``); other errors unchanged."""
+    head, colon, rest = str(error).partition(": ")
+    if colon and head in _CONFORMAL_OPTIONS:
+        return ValueError(f"{_CONFORMAL_OPTIONS[head]}: {rest.replace('(n_bins)', '(--n-bins)')}")
+    return error
+
+
+def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[str]) -> int:
+    """``run`` with ``--method conformal`` (options and outputs already checked)."""
+    levels = COVERAGE_LEVELS if args.levels is None else args.levels
+    tol = COVERAGE_TOLERANCE if args.tol is None else args.tol
+    mondrian = by[0] if "by" in getattr(args, "given", {}) else None
+    n_bins = args.n_bins or (N_BINS_RECALIBRATION if mondrian else N_BINS)
+    binned = mondrian or "uE"
+    # the input uE (apply keeps it as uE_uncalibrated): "uE" of a recalibrated set is the new one
+    variable = "uE_uncalibrated" if binned == "uE" else binned
+    start = time.perf_counter()
+    train = _read(args.train, args)
+    test = _read(args.test, args, test=True)
+    features = (*feature_specs(args.features), *(("X1", "X2") if args.formula else ()))
+    try:
+        recalibrator = fit(train, CONFORMAL, levels=levels, by=mondrian,
+                           n_bins=n_bins if mondrian else None, seed=args.seed)
+        fitted = time.perf_counter()
+        label = CONFORMAL + (f" {recalibrator.scale.size}" if mondrian else "")
+        test_new = apply(recalibrator, test)
+        results = {f"train {label}": apply(recalibrator, train), f"test {label}": test_new}
+        coverage = [conformal_coverage(ds, by=variable, n_bins=n_bins, tol=tol, level=LEVEL)
+                    for ds in results.values()]
+    except ValueError as error:
+        raise _conformal_error(error) from None
+    table = xr.concat(coverage, dim="dataset", coords="different", compat="equals",
+                      combine_attrs="override").assign_coords(dataset=list(results))
+    del table.attrs["n_samples"]  # the first set's: ``count`` holds each set's
+    test_E, test_uE = _test_expressions(args)
+    table.attrs.update(method=CONFORMAL, levels=",".join(f"{v:g}" for v in levels),
+                       mondrian_by=mondrian or "", by=binned, by_variable=variable,
+                       train_source=str(args.train), test_source=str(args.test),
+                       E_expression=args.E, uE_expression=args.uE,
+                       test_E_expression=test_E, test_uE_expression=test_uE,
+                       features=",".join(features))
+    done = time.perf_counter()
+    quantiles = (f"Mondrian quantiles in {recalibrator.scale.size} bins of {mondrian}"
+                 if mondrian else "global quantiles")
+    print(f"Conformal recalibration of {args.test} fitted on {args.train} (levels "
+          f"{table.attrs['levels']}; {quantiles}; fit {fitted - start:.1f} s, evaluation "
+          f"{done - fitted:.1f} s)")
+    print(f"PICP: fraction of points with |E| <= q_p uE, Wilson interval (continuity "
+          f"correction, confidence {LEVEL:g}), valid when it overlaps [p - {tol:g}, p + {tol:g}]; "
+          f"f_v: fraction of valid bins among {n_bins} equal-count bins of {binned} "
+          "(target 0.95)")
+    print(coverage_table(table))
+    io.to_netcdf(test_new, paths["test"], overwrite=args.overwrite)
+    io.to_netcdf(table, paths["evaluation"], overwrite=args.overwrite)
+    io.to_netcdf(recalibrator, paths["recalibrator"], overwrite=args.overwrite)
+    for path in paths.values():
+        print(f"written: {path}")
+    return 0
+
+
+def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
+    """The printed table of a conformal evaluation: one row per data set and level, with the
+    PICP and its Wilson interval, its verdict, and f_v with its Wilson interval.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> from xuqcal.recalibration import conformal_coverage, fit
+    >>> train = xuqcal.synthetic.nig(500, nu=6, seed=0)
+    >>> test = xuqcal.synthetic.nig(500, nu=6, seed=1)
+    >>> cov = conformal_coverage(apply(fit(train, "conformal"), test), n_bins=5)
+    >>> table = cov.expand_dims(dataset=["test"]).assign(picp_valid=cov.picp > 0)
+    >>> print(coverage_table(table).splitlines()[0])
+    dataset     p   PICP    low   high valid    f_v    low   high
+    """
+    columns = {"PICP": "picp", "low": "picp_low", "high": "picp_high", "f_v": "fraction_valid",
+               "low ": "fraction_valid_low", "high ": "fraction_valid_high"}
+    rows = []
+    for name in table.dataset.values:
+        one = table.sel(dataset=name).transpose("level", ...)
+        for j, p in enumerate(one.level.values):
+            row = {c: float(one[v].values[j]) for c, v in columns.items()}
+            rows.append({"dataset": str(name) if j == 0 else "", "p": f"{p:g}", **row,
+                         "valid": "yes" if bool(one.picp_valid.values[j]) else "no"})
+    frame = pd.DataFrame(rows)[["dataset", "p", "PICP", "low", "high", "valid", "f_v", "low ",
+                                "high "]]
+    width = max(len("dataset"), *(len(v) for v in frame["dataset"]))
+    frame["dataset"] = [v.ljust(width) for v in frame["dataset"]]
+
+    def number(v: float) -> str:
+        return f"{v:.{digits}f}" if np.isfinite(v) else "-"
+
+    return frame.to_string(index=False, justify="right",
+                           formatters={c: number for c in columns},
+                           header=["dataset".ljust(width), "p", "PICP", "low", "high", "valid",
+                                   "f_v", "low", "high"])

@@ -425,7 +425,8 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
     Returns
     -------
     xarray.Dataset
-        Over ``level``: ``picp``, ``picp_low``, ``picp_high``, ``n_covered``,
+        Over ``level``: ``picp``, ``picp_low``, ``picp_high``, ``picp_valid`` (the overlap
+        rule), ``n_covered``,
         ``mean_half_width``, ``fraction_valid``, ``fraction_valid_low``,
         ``fraction_valid_high``; over ``(level, bin)``: ``bin_picp``, ``bin_picp_low``,
         ``bin_picp_high``, ``bin_n_covered``, ``bin_mean_half_width``, ``bin_valid``; over
@@ -481,7 +482,7 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
                         for j in range(levels.size)]).astype(np.int64)
     bin_hw = np.stack([np.bincount(index, weights=hw[:, j], minlength=n_bins)
                        for j in range(levels.size)]) / counts
-    _, lo, hi, _ = coverage_validity(n_cov, m, levels, confidence, tol)
+    _, lo, hi, picp_valid = coverage_validity(n_cov, m, levels, confidence, tol)
     bin_picp, b_lo, b_hi, valid = coverage_validity(bin_cov, counts, levels[:, np.newaxis],
                                                     confidence, tol)
     n_valid = valid.sum(axis=1)
@@ -497,6 +498,8 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
             "picp": (LEVEL, n_cov / m, {"long_name": "fraction of points with |E| <= h_p"}),
             "picp_low": (LEVEL, lo, {"long_name": f"lower bound of the PICP ({wilson})"}),
             "picp_high": (LEVEL, hi, {"long_name": f"upper bound of the PICP ({wilson})"}),
+            "picp_valid": (LEVEL, picp_valid, {"long_name": "the Wilson interval of the PICP "
+                                                            "overlaps [p - tol, p + tol]"}),
             "n_covered": (LEVEL, n_cov.astype(np.int64),
                           {"long_name": "points with |E| <= h_p"}),
             "mean_half_width": (LEVEL, hw.mean(axis=0), {"long_name": "mean half-width h_p"}),
