@@ -454,3 +454,49 @@ def test_lzms_and_reliability_plots_grey_heavy_tailed_bins(tmp_path):
                                np.sort(rel.rmv.values[rel.heavy_tail.values]))
     assert ax.get_xlabel().startswith("RMV") and ax.get_ylabel().startswith("RMSE")
     render(ax, tmp_path / "rel.png")
+
+
+# ------------------------------------------------------------------- given intervals (issue 15)
+
+
+def _interval_data(m: int = 3000, seed: int = 0, width: float = 1.6449):
+    """Calibrated normal errors with the given central intervals ±width uE (0.9 at 1.6449)."""
+    rng = np.random.default_rng(seed)
+    u = np.exp(rng.normal(0.0, 0.5, m))
+    E = u * rng.standard_normal(m)
+    return xuqcal.from_arrays(E, u, lower=-width * u + 0.1 * u, upper=width * u + 0.1 * u,
+                              interval_level=0.9)
+
+
+def test_local_coverage_of_given_intervals_counts_lower_le_E_le_upper():
+    from xuqcal.analysis.curves import local_coverage
+
+    ds = _interval_data()
+    lc = local_coverage(ds, interval=True, n_bins=10)
+    assert lc.attrs["p"] == 0.9 and lc.attrs["interval"].startswith("lower <= E <= upper")
+    order = np.argsort(ds.uE.values, kind="stable")
+    inside = ((ds.lower.values <= ds.E.values) & (ds.E.values <= ds.upper.values))[order]
+    np.testing.assert_array_equal(lc.n_inside.values,
+                                  [part.sum() for part in np.array_split(inside, 10)])
+    lazy = local_coverage(ds.chunk(), interval=True, n_bins=10).compute()
+    np.testing.assert_array_equal(lazy.coverage.values, lc.coverage.values)
+    ax = xuqcal.plot.local_coverage(lc)
+    assert ax.get_ylabel()
+
+
+def test_local_coverage_of_given_intervals_errors():
+    from xuqcal.analysis.curves import local_coverage
+
+    ds = _interval_data(200)
+    with pytest.raises(ValueError, match=r"p: 0.95 differs from the level of the given "
+                                         r"intervals \(0.9\)"):
+        local_coverage(ds, interval=True, p=0.95)
+    with pytest.raises(ValueError, match=r"interval: expected"):
+        local_coverage(ds, interval="yes")
+    with pytest.raises(ValueError, match=r"lower: the dataset has no variable with the role"):
+        local_coverage(xuqcal.synthetic.nig(100, nu=6, seed=0), interval=True)
+    swapped = ds.assign(lower=ds.lower.copy(data=ds.upper.values),
+                        upper=ds.upper.copy(data=ds.lower.values))
+    with pytest.raises(ValueError, match=r"lower, upper: 200 of 200 intervals are not finite or "
+                                         r"have lower > upper"):
+        local_coverage(swapped, interval=True, n_bins=4)

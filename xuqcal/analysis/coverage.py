@@ -88,6 +88,38 @@ def _check_variable(ds: xr.Dataset, name: str, argument: str) -> xr.DataArray:
     return var
 
 
+def interval_bounds(ds: xr.Dataset, lower: str | None = None, upper: str | None = None,
+                    interval_level: float | None = None
+                    ) -> tuple[dict[str, xr.DataArray], float]:
+    """The bounds of a predicted interval (``{"lower": ..., "upper": ...}``, by name or by
+    their roles ``interval_lower``/``interval_upper``) and its nominal level (given, or the
+    attribute ``interval_level`` both bounds record), checked before any data are read.
+
+    Examples
+    --------
+    >>> from xuqcal.io import from_arrays
+    >>> ds = from_arrays([0.1, -0.3], lower=[-0.2, -0.2], upper=[0.2, 0.2], interval_level=0.5)
+    >>> bounds, p = interval_bounds(ds)
+    >>> sorted(bounds), p
+    (['lower', 'upper'], 0.5)
+    """
+    names = {bound: variable_with_role(ds, f"interval_{bound}", given)
+             for bound, given in (("lower", lower), ("upper", upper))}
+    bounds = {bound: _check_variable(ds, name, bound) for bound, name in names.items()}
+    if interval_level is None:
+        recorded = {bound: var.attrs.get(INTERVAL_LEVEL_ATTR) for bound, var in bounds.items()}
+        if recorded["lower"] is None or recorded["upper"] is None:
+            missing = [names[b] for b, value in recorded.items() if value is None]
+            raise ValueError(f"interval_level: not given, and {', '.join(missing)} records no "
+                             f"attribute '{INTERVAL_LEVEL_ATTR}'; pass interval_level=")
+        if float(recorded["lower"]) != float(recorded["upper"]):
+            raise ValueError(f"interval_level: the bounds record different levels "
+                             f"({names['lower']}: {recorded['lower']}, {names['upper']}: "
+                             f"{recorded['upper']}); pass interval_level=")
+        interval_level = recorded["lower"]
+    return bounds, check_level(interval_level, "interval_level")
+
+
 def _fractions(count: xr.DataArray, n: xr.DataArray, nominal: xr.DataArray | float,
                level: float, tol: float) -> dict[str, xr.DataArray]:
     """The observed fraction ``count / n``, its Wilson-cc interval and whether the interval
@@ -428,21 +460,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     tol = check_tolerance(tol)
     n_boot = _check_n_boot(n_boot, method, level, seed)
     errors = _check_variable(ds, E, "E")
-    names = {bound: variable_with_role(ds, f"interval_{bound}", given)
-             for bound, given in (("lower", lower), ("upper", upper))}
-    bounds = {bound: _check_variable(ds, name, bound) for bound, name in names.items()}
-    if interval_level is None:
-        recorded = {bound: var.attrs.get(INTERVAL_LEVEL_ATTR) for bound, var in bounds.items()}
-        if recorded["lower"] is None or recorded["upper"] is None:
-            missing = [names[b] for b, value in recorded.items() if value is None]
-            raise ValueError(f"interval_level: not given, and {', '.join(missing)} records no "
-                             f"attribute '{INTERVAL_LEVEL_ATTR}'; pass interval_level=")
-        if float(recorded["lower"]) != float(recorded["upper"]):
-            raise ValueError(f"interval_level: the bounds record different levels "
-                             f"({names['lower']}: {recorded['lower']}, {names['upper']}: "
-                             f"{recorded['upper']}); pass interval_level=")
-        interval_level = recorded["lower"]
-    interval_level = check_level(interval_level, "interval_level")
+    bounds, interval_level = interval_bounds(ds, lower, upper, interval_level)
     inside, counted, width = xr.apply_ufunc(
         _inside, errors, bounds["lower"], bounds["upper"], output_core_dims=[[], [], []],
         dask="parallelized", output_dtypes=[bool, bool, np.float64])
@@ -497,6 +515,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
             result[key].attrs["units"] = units
     result.attrs = provenance(interval_level=interval_level, level=level, tol=tol,
                               ci_method=_CI_METHOD, definition="lower <= E <= upper",
-                              n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, lower=names["lower"],
-                              upper=names["upper"], **bootstrap)
+                              n_samples=int(ds.sizes[SAMPLE_DIM]), E=E,
+                              lower=str(bounds["lower"].name), upper=str(bounds["upper"].name),
+                              **bootstrap)
     return result

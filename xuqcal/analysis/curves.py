@@ -36,6 +36,7 @@ from xuqcal.analysis.binning import (
     equal_count_order,
     members,
 )
+from xuqcal.analysis.coverage import interval_bounds
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.local import (
     _check_bin_index,
@@ -51,6 +52,7 @@ from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import warn_few_points_per_bin
 from xuqcal.core.checks import (
+    check_bool,
     check_generators,
     check_replicates,
     check_seed,
@@ -73,6 +75,7 @@ from xuqcal.core.statistics import (
     statistic_coords,
 )
 from xuqcal.io import by_role
+from xuqcal.io.expressions import _format_rows
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -639,13 +642,14 @@ def local_coverage(
     ds: xr.Dataset,
     *,
     by: str = defaults.BY,
-    p: float = defaults.LEVEL,
+    p: float | None = None,
     n_bins: int = defaults.N_BINS,
     generator: str | Generator = defaults.GENERATORS[0],
     level: float = defaults.LEVEL,
     tol: float = defaults.COVERAGE_TOLERANCE,
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     bins: xr.Dataset | None = None,
+    interval: bool = False,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -678,8 +682,9 @@ def local_coverage(
     by : str
         Conditioning variable (``uE`` for consistency, a feature for adaptivity); ignored when
         ``bins`` are given.
-    p : float
-        Probability level of the interval, in (0, 1).
+    p : float, optional
+        Probability level of the interval, in (0, 1); default ``defaults.LEVEL`` (0.95), or
+        with ``interval=True`` the level the given bounds record (``interval_level``).
     n_bins : int
         Number of equal-count bins: at least 2 points per bin (else a ``ValueError``), and a
         :class:`~xuqcal.core.binning.FewPointsPerBinWarning` below
@@ -703,6 +708,13 @@ def local_coverage(
         Precomputed bins of ``ds`` (from :func:`xuqcal.make_bins`: strata, groups, grid, ...);
         overrides ``by`` and ``n_bins``. Empty cells of a grid have NaN coverage and are
         left out of ``f_v``.
+    interval : bool
+        Use the **given** predicted intervals instead of ``±k uE``: a point is inside when
+        ``lower <= E <= upper``, the bounds being the variables of roles ``interval_lower``
+        and ``interval_upper`` (:func:`xuqcal.from_arrays` with ``lower=``, ``upper=``,
+        ``interval_level=``; see :func:`xuqcal.analysis.coverage.interval_bounds`); ``p`` is
+        their level. ``generator`` is then unused. The heavy-tail screen still uses
+        ``Z = E / uE``.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -741,7 +753,15 @@ def local_coverage(
     >>> bool((lc.valid >= contains.valid).all())  # overlapping the band is the weaker rule
     True
     """
-    p = _probability(p)
+    check_bool(interval, "interval")
+    bounds = None
+    if interval:
+        found, stated = interval_bounds(ds)
+        if p is not None and _probability(p) != stated:
+            raise ValueError(f"p: {p!r} differs from the level of the given intervals "
+                             f"({stated:g}); leave p out with interval=True")
+        p, bounds = stated, [str(found["lower"].name), str(found["upper"].name)]
+    p = _probability(defaults.LEVEL if p is None else p)
     level = check_level(level)
     tol = check_tolerance(tol)
     threshold = check_skewness_threshold(heavy_tail_threshold, of="Z^2",
@@ -754,22 +774,25 @@ def local_coverage(
         by = variable_name(ds, by, uE)
         check_n_bins(m, n_bins, variable=by)
         warn_few_points_per_bin(m, n_bins)
-        variables = list(dict.fromkeys([E, uE, by]))
+        variables = list(dict.fromkeys([E, uE, by, *(bounds or [])]))
         n, by_label, scheme = n_bins, by, "equal"
         binning = ("equal-count bins of the stable sort of by: sorted positions "
                    "[floor(b M / N), floor((b + 1) M / N))")
     else:
         _check_bins(bins, m)
         _warn_bins(bins, m, given=True)
-        variables = list(dict.fromkeys([E, uE]))
+        variables = list(dict.fromkeys([E, uE, *(bounds or [])]))
         n, by = bins.sizes["bin"], None
         by_label = str(bins.attrs.get("by", "bins"))
         scheme = str(bins.attrs.get("scheme", "given"))
         binning = f"the given bins ({scheme} bins of {by_label})"
-    q = float(_interval_quantile(gen, np.array([p]))[0])
+    q = math.nan if bounds else float(_interval_quantile(gen, np.array([p]))[0])
+    rule = (f"{bounds[0]} <= E <= {bounds[1]} (the given interval at level p)" if bounds
+            else "|E| <= uE * q_D((1 + p) / 2)")
     attrs = provenance(
-        by=by_label, scheme=scheme, p=p, tol=tol, quantile=q, generator=gen.name, n_bins=n,
-        level=level, interval="|E| <= uE * q_D((1 + p) / 2)", binning=binning,
+        by=by_label, scheme=scheme, p=p, tol=tol, quantile=q,
+        generator="" if bounds else gen.name, n_bins=n, level=level, interval=rule,
+        binning=binning,
         validity="the Wilson-cc interval of the coverage overlaps [p - tol, p + tol]",
         heavy_tail_threshold=_threshold_attr(threshold),
         heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold: not testable",
@@ -779,7 +802,7 @@ def local_coverage(
     layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
                                None if bins is None else _bins_description(bins))
     kwargs = dict(by=by, bins=bins, q=q, p=p, tol=tol, threshold=threshold, n_bins=n,
-                  level=level, E=E, uE=uE)
+                  level=level, E=E, uE=uE, bounds=bounds)
     return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
 
 
@@ -834,12 +857,21 @@ def _bins_description(bins: xr.Dataset) -> xr.Dataset:
 
 def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None, q: float,
                    p: float, tol: float, threshold: float | None, n_bins: int, level: float,
-                   E: str, uE: str) -> xr.Dataset:
+                   E: str, uE: str, bounds: list[str] | None = None) -> xr.Dataset:
     """:func:`local_coverage` on NumPy-backed data (``by`` for equal-count bins, or given
-    ``bins``)."""
+    ``bins``; ``bounds``: the names of given interval bounds, else ``±q uE``)."""
     errors, uncertainties = _arrays(data, E, uE, extra=[by] if by is not None else [])
     m = errors.size
-    inside = np.abs(errors) <= uncertainties * q
+    if bounds:
+        lower, upper = (np.asarray(data[b].values, dtype=np.float64) for b in bounds)
+        bad = ~(np.isfinite(lower) & np.isfinite(upper)) | (lower > upper)
+        if bad.any():
+            raise ValueError(f"{bounds[0]}, {bounds[1]}: {int(bad.sum())} of {m} intervals are "
+                             f"not finite or have lower > upper "
+                             f"({_format_rows(np.flatnonzero(bad).tolist(), int(bad.sum()))})")
+        inside = (lower <= errors) & (errors <= upper)
+    else:
+        inside = np.abs(errors) <= uncertainties * q
     z2 = point_columns(errors, uncertainties, ["z2"])["z2"]
     values: dict = {}
     if bins is None:
