@@ -54,6 +54,7 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
     Rounds,
+    StatisticRounds,
     bootstrap_shortfall,
     check_precision,
     computed,
@@ -481,8 +482,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     rows = [stats.index(s) for s in simulated]
     sim_codes = codes_of(simulated) if simulated else codes[:0]
 
-    def bootstrap_rounds(start: int, stop: int) -> np.ndarray:
-        return computed(bootstrap_replicates(in_graph, codes, stop - start, seed,
+    def bootstrap_rounds(grown: list[int], start: int, stop: int) -> np.ndarray:
+        return computed(bootstrap_replicates(in_graph, codes[grown], stop - start, seed,
                                              round_chunks(stop - start, chunks),
                                              first=start)).T
 
@@ -492,7 +493,10 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                   round_chunks(stop - start, chunks), first=start).T
              for g in gens], axis=1))
 
-    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT)
+    # the bootstrap grows per statistic: a round computes the statistics still short of
+    # precision only (at M = 2e6, the moment statistics' replicates cost a fraction of the
+    # binned and rank statistics'); each keeps the prefix of its fixed-count replicates
+    boot = StatisticRounds(bootstrap_rounds, len(stats), b["n_boot"], ceiling=defaults.N_BOOT)
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
     uE_values = np.asarray(ds[uE].values)
     predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan
@@ -502,14 +506,9 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     while True:
         with warnings.catch_warnings(record=True) as caught:  # said once, of the last round
             warnings.simplefilter("always")
-            bootstrap = bootstrap_result(
-                xr.DataArray(estimate, dims="statistic"),
-                xr.DataArray(boot.values, dims=("statistic", "replicate")),
-                xr.DataArray(jack, dims=("statistic", "jackknife")), stats=stats,
-                method="bca", level=level, keep_replicates=False,
-                attrs=bootstrap_attrs(stats, method="bca", level=level, n_boot=boot.n,
-                                      seed=seed, n_bins=b["n_bins"], by=b["by"],
-                                      m=prepared.size))
+            bootstrap = _precise_bootstrap(boot, estimate, jack, stats, level=level,
+                                           seed=seed, n_bins=b["n_bins"], by=b["by"],
+                                           m=prepared.size)
         # the reference each bootstrap interval is compared with in a deciding zeta: the
         # predefined one (BS), the deciding generator's simulated mean (Sim, unless the
         # statistic is not usable: its generators' references differ), else none (NaN)
@@ -527,8 +526,10 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
             if deciding == "Sim":
                 reference_value[rows] = np.where(usable, mean[:, decider], np.nan)
                 u_ref[rows] = U_REF_FACTOR * se[:, decider]
-        grew_boot = boot.grow(bootstrap_shortfall(boot.values, estimate, accelerations, level,
-                                                  reference_value, u_ref, mc_precision))
+        grew_boot = boot.grow(np.concatenate([
+            bootstrap_shortfall(boot.values[i][np.newaxis], estimate[i:i + 1],
+                                accelerations[i:i + 1], level, reference_value[i:i + 1],
+                                u_ref[i:i + 1], mc_precision) for i in range(len(stats))]))
         grew_sims = sims is not None and sims.grow(reference_shortfall(
             sims.values, mc_precision, estimate=estimate[rows],
             low=bootstrap.ci_low.values[rows], high=bootstrap.ci_high.values[rows],
@@ -579,6 +580,37 @@ def _validate_coverage_only(ds, stats, gens, names, schemes, b, r, *, known_gene
                        stats=stats, names=names, schemes=schemes,
                        known_generator=known_generator, simulated_scheme=simulated_scheme,
                        heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
+
+
+def _precise_bootstrap(boot: StatisticRounds, estimate: np.ndarray, jack: np.ndarray,
+                       stats: Sequence[Statistic], *, level: float, seed: int, n_bins: int,
+                       by: str, m: int) -> xr.Dataset:
+    """The bootstrap result of a precision-driven round: the summaries of every statistic's
+    replicates so far. With one count for all, one :func:`bootstrap_result` (as a fixed-count
+    run); with counts that differ, one per statistic (rows of ``jack`` are views, no copy),
+    each equal to the bootstrap of that statistic alone at its count, concatenated; the
+    attribute ``n_boot`` is then the largest count and ``n_boot_per_statistic`` lists them."""
+    def result(rows: slice, values: np.ndarray, n: int) -> xr.Dataset:
+        chosen = stats[rows]
+        return bootstrap_result(
+            xr.DataArray(estimate[rows], dims="statistic"),
+            xr.DataArray(values, dims=("statistic", "replicate")),
+            xr.DataArray(jack[rows], dims=("statistic", "jackknife")), stats=chosen,
+            method="bca", level=level, keep_replicates=False,
+            attrs=bootstrap_attrs(chosen, method="bca", level=level, n_boot=n, seed=seed,
+                                  n_bins=n_bins, by=by, m=m))
+
+    counts = boot.n.tolist()
+    if len(set(counts)) == 1:
+        return result(slice(None), np.stack(boot.values), counts[0])
+    parts = [result(slice(i, i + 1), boot.values[i][np.newaxis], n)
+             for i, n in enumerate(counts)]
+    combined = xr.concat(parts, dim="statistic", combine_attrs="drop_conflicts")
+    combined.attrs = bootstrap_attrs(stats, method="bca", level=level, n_boot=max(counts),
+                                     seed=seed, n_bins=n_bins, by=by, m=m)
+    combined.attrs["n_boot_per_statistic"] = ", ".join(
+        f"{s.key}: {n}" for s, n in zip(stats, counts, strict=True))
+    return combined
 
 
 #: Long names of the simulated-reference variables (as :func:`~xuqcal.simulate` names them).

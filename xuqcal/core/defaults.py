@@ -16,9 +16,11 @@ N_BOOT = 10_000
 #: Simulated data sets of a simulated reference (METHODS §5).
 N_MC = 10_000
 #: ``n_boot="auto"`` / ``n_mc="auto"`` (:mod:`xuqcal.analysis.precision`): the largest Monte
-#: Carlo standard error of a quantity entering a verdict, as a fraction of the half-width of
-#: the interval it is compared with; the ceilings are N_BOOT and N_MC.
-MC_PRECISION = 0.05
+#: Carlo standard error of a deciding ζ (absolute for |ζ| <= 1, relative beyond); the
+#: ceilings are N_BOOT and N_MC. 0.025: two standard errors within 0.05, so that an auto run's
+#: deciding ζ lie within ±0.05 of the converged (10 000-replicate) values (issue 14; 0.05, the
+#: first default, let zm's ζ differ by 0.073 at M = 2e6).
+MC_PRECISION = 0.025
 #: Replicates of the first round of a precision-driven run, and the least growth of a round.
 AUTO_FIRST = 500
 AUTO_STEP = 250
