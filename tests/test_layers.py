@@ -187,7 +187,7 @@ def test_defaults_come_from_one_place():
     public function and accessor method."""
     allowed = {
         "n_boot": {defaults.N_BOOT, defaults.N_BOOT_LOCAL, defaults.N_BOOT_GROUPS,
-                   defaults.N_BOOT_ABLATION,
+                   defaults.N_BOOT_ABLATION, defaults.N_BOOT_SCORES,
                    defaults.N_BOOT_RELIABILITY, defaults.N_BOOT_REPORT},
         "n_mc": {defaults.N_MC, defaults.N_MC_REPORT, defaults.N_MC_CURVE, defaults.N_MC_SCORES,
                  defaults.N_MC_STUDY, defaults.N_MC_CUBE},

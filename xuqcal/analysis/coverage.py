@@ -373,7 +373,8 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
 def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       tol: float = defaults.COVERAGE_TOLERANCE, E: str = defaults.E,
                       lower: str | None = None, upper: str | None = None,
-                      interval_level: float | None = None, n_boot: int = 0,
+                      interval_level: float | None = None,
+                      n_boot: int = defaults.N_BOOT_SCORES,
                       method: str = "bca", seed: int = defaults.SEED) -> xr.Dataset:
     """The prediction interval coverage probability (PICP) of a predicted interval of the
     error, against its nominal level, the interval's mean width (sharpness) and its mean

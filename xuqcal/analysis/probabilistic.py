@@ -427,7 +427,8 @@ def _nu_attrs(nu: float | None) -> dict[str, Any]:
 
 @broadcast
 @by_role
-def proper_scores(ds: xr.Dataset, *, nu: float | None = None, n_boot: int = 0,
+def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
+                  n_boot: int = defaults.N_BOOT_SCORES,
                   method: str = "bca", level: float = defaults.LEVEL, seed: int = defaults.SEED,
                   E: str = defaults.E, uE: str = defaults.UE,
                   members: str | None = None) -> xr.Dataset:

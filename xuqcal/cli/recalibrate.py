@@ -325,12 +325,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"scores with {args.n_bins_scores} bins per variable; 'simulated' rows: means over "
           f"{args.n_mc} error sets drawn from N(0, uE²); f_v target 0.95")
     print(evaluation_table(table))
-    io.to_netcdf(test_new, paths["test"], overwrite=args.overwrite)
-    io.to_netcdf(table, paths["evaluation"], overwrite=args.overwrite)
-    io.to_netcdf(recalibrator, paths["recalibrator"], overwrite=args.overwrite)
-    for path in paths.values():
-        print(f"written: {path}")
-    return 0
+    return _write(paths, {"test": test_new, "evaluation": table, "recalibrator": recalibrator},
+                  overwrite=args.overwrite)
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,12 +422,8 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
           f"f_v: fraction of valid bins among {n_bins} equal-count bins of {binned} "
           "(target 0.95)")
     print(coverage_table(table))
-    io.to_netcdf(test_new, paths["test"], overwrite=args.overwrite)
-    io.to_netcdf(table, paths["evaluation"], overwrite=args.overwrite)
-    io.to_netcdf(recalibrator, paths["recalibrator"], overwrite=args.overwrite)
-    for path in paths.values():
-        print(f"written: {path}")
-    return 0
+    return _write(paths, {"test": test_new, "evaluation": table, "recalibrator": recalibrator},
+                  overwrite=args.overwrite)
 
 
 def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
@@ -470,3 +462,12 @@ def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
                            formatters={c: number for c in columns},
                            header=["dataset".ljust(width), "p", "PICP", "low", "high", "valid",
                                    "f_v", "low", "high"])
+
+
+def _write(paths: dict[str, Path], results: dict[str, xr.Dataset], *, overwrite: bool) -> int:
+    """Write each result to its path (atomically, :func:`xuqcal.to_netcdf`) and say so."""
+    for key, result in results.items():
+        io.to_netcdf(result, paths[key], overwrite=overwrite)
+    for path in paths.values():
+        print(f"written: {path}")
+    return 0

@@ -16,7 +16,7 @@ N_BOOT = 10_000
 #: Simulated data sets of a simulated reference (METHODS §5).
 N_MC = 10_000
 #: ``n_boot="auto"`` / ``n_mc="auto"`` (:mod:`xuqcal.analysis.precision`): the largest Monte
-#: Carlo standard error of a deciding ζ (absolute for |ζ| <= 1, relative beyond); the
+#: Carlo standard error of a deciding ζ (absolute up to ζ = ±1, relative beyond); the
 #: ceilings are N_BOOT and N_MC. 0.025: two standard errors within 0.05, so that an auto run's
 #: deciding ζ lie within ±0.05 of the converged (10 000-replicate) values (issue 14; 0.05, the
 #: first default, let zm's ζ differ by 0.073 at M = 2e6).
@@ -78,6 +78,9 @@ MIN_POINTS_PER_BIN_LOCAL = 20
 #: :func:`xuqcal.analysis.running.default_window`.
 RUNNING_WINDOW_DIVISOR = 100
 
+#: Bootstrap replicates of the intervals of mean scores (proper_scores, interval_coverage):
+#: none unless asked (the scores compare models; their intervals cost a pass per replicate).
+N_BOOT_SCORES = 0
 #: Bootstrap replicates of the per-bin intervals of local analyses.
 N_BOOT_LOCAL = 5000
 #: Bootstrap replicates of the per-group intervals of adversarial group validation.
