@@ -118,6 +118,30 @@ def test_report_contents(data, tmp_path):
     validation.close()
 
 
+def test_report_has_the_interval_based_section(data, tmp_path):
+    """PICP with Wilson intervals, local coverage, PIT and proper scores (issue 15), their
+    numbers those of the library's functions on the same data."""
+    page = xuqcal.report.report(data, tmp_path / "r", n_boot=300, n_mc=300, n_bins_local=20)
+    parser = _check_page(page)
+    text = " ".join(parser.text)
+    for expected in ("Interval-based validation and proper scores", "picp68.3", "picp95",
+                     "crps_normal", "nll_student", "Wilson intervals with continuity "
+                     "correction"):
+        assert expected in text, expected
+    names = {src.split("/")[-1] for src in parser.images}
+    assert {"local_coverage.png", "pit.png"} <= names
+    results = tmp_path / "r" / "results"
+    with xr.open_dataset(results / "coverage.nc") as coverage:
+        direct = xuqcal.validate(data, ["picp"], n_boot=300, n_mc=300)
+        np.testing.assert_array_equal(coverage.estimate.values, direct.estimate.values)
+        np.testing.assert_array_equal(coverage.ci_low.values, direct.ci_low.values)
+    with xr.open_dataset(results / "proper_scores.nc") as scores:
+        assert float(scores.crps_normal) == float(
+            xuqcal.proper_scores(data).crps_normal)
+    with xr.open_dataset(results / "pit_test.nc") as test:
+        assert float(test.ks_pvalue) == float(xuqcal.pit_test(data).ks_pvalue)
+
+
 def test_report_refuses_to_overwrite(data, tmp_path):
     folder = tmp_path / "r"
     folder.mkdir()

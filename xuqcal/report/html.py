@@ -572,7 +572,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     headings ``<h{level}>``) and its provenance entries (points, bins, window, features).
     """
     from xuqcal import plot
-    from xuqcal.analysis import curves, diagnostics, local, running, validation
+    from xuqcal.analysis import curves, diagnostics, local, probabilistic, running, validation
     from xuqcal.analysis import features as feature_analysis
 
     def name(text: str) -> str:
@@ -692,6 +692,43 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                       plot.rank_correlation(matrix),
                       "Spearman rank correlations of the features, |E| and uE")
 
+    # interval-based validation (METHODS §9): PICP with Wilson intervals, local coverage, the
+    # PIT and the proper scores (no bootstrap: binomial intervals and tests)
+    coverage = validation.validate(ds, ["picp"], n_boot=n_boot, n_mc=n_mc, seed=seed)
+    writer.result(name("coverage"), coverage, group=key)
+    coverage_frame = pd.DataFrame({
+        "statistic": [str(k) for k in coverage.statistic.values],
+        "estimate": coverage.estimate.values, "ci_low": coverage.ci_low.values,
+        "ci_high": coverage.ci_high.values, "k": coverage.coverage_factor.values,
+        "ζ": coverage.zeta.sel(scheme="BS").values,
+        "verdict": [str(v) for v in coverage.verdict.values]})
+    classes = pd.DataFrame("", index=coverage_frame.index, columns=coverage_frame.columns)
+    classes["statistic"] = "text"
+    classes["verdict"] = [_verdict_class(str(v)) for v in coverage.verdict.values]
+    coverage_table = _table(coverage_frame, name("coverage"), classes) + "".join(
+        f'<p class="notes">{html.escape(line)}</p>' for line in validation.rule_lines(coverage))
+    lcp = curves.local_coverage(ds, by="uE", n_bins=n_reliability)
+    writer.result(name("local_coverage"), lcp, group=key)
+    writer.figure(section("intervals"), name("local_coverage"), plot.local_coverage(lcp),
+                  f"local coverage of the 0.95-interval ±1.96 uE per bin of uE "
+                  f"({n_reliability} bins); f_v = {_fmt(lcp.fraction_valid.item(), 3)}; grey: "
+                  f"heavy-tailed bins (β_GM(Z²) > {defaults.HEAVY_TAIL_THRESHOLD:g})")
+    pit_values = probabilistic.pit(ds)
+    pit_test = probabilistic.pit_test(ds)
+    writer.result(name("pit_test"), pit_test, group=key)
+    writer.figure(section("intervals"), name("pit"), plot.plot_pit(pit_values.pit),
+                  f"PIT histogram of N(0, uE²) with its {defaults.LEVEL:.0%} band "
+                  f"under uniformity; χ² p = {_fmt(pit_test.chi2_pvalue.item(), 3)}, KS p = "
+                  f"{_fmt(pit_test.ks_pvalue.item(), 3)}")
+    scores = probabilistic.proper_scores(ds)
+    writer.result(name("proper_scores"), scores, group=key)
+    score_names = [*probabilistic.SCORES, "nu"]
+    scores_frame = pd.DataFrame({"score": score_names,
+                                 "value": [scores[n].item() for n in score_names],
+                                 "description": [scores[n].attrs.get("long_name", "")
+                                                 for n in score_names]})
+    scores_table = _table(scores_frame, name("proper_scores"), _text_classes(scores_frame))
+
     body = f"""<{h}>Validation of the statistics</{h}>
 <p>Estimates with bootstrap BCa intervals; ζ-scores against predefined references (BS) and
 simulated references (Sim, Sim2); the verdict follows the recommended workflow.</p>
@@ -710,6 +747,14 @@ equal-count bins: at most {options.n_bins_local}, with at least
 (<code>xuqcal.core.binning.recommended_n_bins</code>).</p>
 {fv_table}
 {writer.figures_html(section("conditional"))}
+<{h}>Interval-based validation and proper scores</{h}>
+<p>Prediction-interval coverage probabilities |Z| ≤ k (Wilson intervals with continuity
+correction; valid when they overlap [p − {defaults.COVERAGE_TOLERANCE:g},
+p + {defaults.COVERAGE_TOLERANCE:g}]; P. Pernot, arXiv 2408.13089), the local coverage, the
+probability integral transform of the normal predictive distribution N(0, uE²) and the mean
+proper scores (lower is better; they compare models rather than validate one).</p>
+{coverage_table}{scores_table}
+{writer.figures_html(section("intervals"))}
 """
     provenance = {
         "E": str(ds.attrs.get("E_expression", "E")),
