@@ -457,7 +457,9 @@ def test_report_of_several_sets_is_one_page_with_a_summary_and_a_section_per_set
         for table in ("validation", "distributions", "uncertainties", "fraction_valid"):
             assert _table_cells(text, f"{key}_{table}") == _table_cells(alone_text, table)
         results = sorted((alone.parent / "results").iterdir())
-        assert len(results) == 9  # validation, diagnostics, 4 local, reliability, curve, ranks
+        # validation, diagnostics, 4 local, reliability, curve, ranks; and the interval-based
+        # section's coverage, local coverage, PIT test and proper scores
+        assert len(results) == 13
         for file in results:
             with xr.open_dataset(file) as one, \
                     xr.open_dataset(page.parent / "results" / f"{key}_{file.name}") as part:
