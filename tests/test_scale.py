@@ -163,8 +163,8 @@ def test_quantile_standard_error_matches_theory():
 
 def test_quantile_standard_error_is_not_underestimated_with_few_replicates():
     """In the tail of 500 replicates the order-statistic bracket spans a handful of points and
-    underestimated the error (a third of it for zm's BCa bound at M = 2e6): the normal-theory
-    floor keeps every estimate near the actual spread of the quantile."""
+    can underestimate the error (it let zm's auto run stop early at M = 2e6): the
+    normal-theory floor keeps every estimate near the actual spread of the quantile."""
     rng = np.random.default_rng(3)
     values = np.sort(rng.standard_normal((400, 500)), axis=-1)
     p = np.broadcast_to([0.975], (400, 1))

@@ -90,9 +90,9 @@ def quantile_mc_se(sorted_values: np.ndarray, probabilities: np.ndarray) -> np.n
     with ``j, k = n p ∓ sqrt(n p (1 - p))`` bracket the quantile with probability about 68 %
     (the binomial count of replicates below it has that standard deviation), so
     ``(x_(k) - x_(j)) / 2`` estimates its standard error. In the tails of a few hundred
-    replicates that bracket spans a handful of points and is noisy: it fell to a third of the
-    actual standard error for the upper BCa bound of ``zm`` at 500 replicates (M = 2·10⁶),
-    which let ``"auto"`` stop early. So it is floored by the normal-theory standard error
+    replicates that bracket spans a handful of points and is noisy: it can fall below half of
+    the actual standard error, which let ``"auto"`` stop early (``zm`` at M = 2·10⁶). So it
+    is floored by the normal-theory standard error
     ``sd sqrt(p (1 - p) / n) / φ(Φ⁻¹(p))`` (``sd`` of the replicates, stable at any ``n``),
     for ``1/n <= p <= 1 - 1/n`` (beyond, the quantile is an extreme replicate and the
     bracket alone is used). ``sorted_values`` is sorted along the last axis;
