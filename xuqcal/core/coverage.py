@@ -19,20 +19,31 @@ from scipy import special
 from scipy import stats as _stats
 
 from xuqcal.core.checks import check_level
+from xuqcal.core.scores import student_scale
 
 #: Largest fitted ν reported (beyond it a Student-t is a normal distribution to every digit
 #: that matters for a coverage factor: k_0.95 differs from 1.95996 by less than 4e-8).
 NU_MAX = 1e6
 
 
-def normal_coverage_factor(level: float) -> float:
-    """Half-width ``Φ⁻¹((1 + p) / 2)`` of the central ``p``-interval of a standard normal.
+def normal_coverage_factor(level: float | np.ndarray) -> float | np.ndarray:
+    """Half-width ``Φ⁻¹((1 + p) / 2)`` of the central ``p``-interval of a standard normal
+    (the one definition: PICP's factor, the ``uE`` of a given interval, the conformal
+    ``gaussian_quantile``). A float for a scalar level, elementwise for an array of levels.
 
     Examples
     --------
     >>> round(normal_coverage_factor(0.95), 5), round(normal_coverage_factor(0.683), 4)
     (1.95996, 1.0006)
+    >>> normal_coverage_factor(np.array([0.683, 0.95])).round(4).tolist()
+    [1.0006, 1.96]
     """
+    if np.ndim(level):
+        levels = np.asarray(level, dtype=np.float64)
+        if not np.all((levels > 0.0) & (levels < 1.0)):
+            raise ValueError(f"level: expected levels in (0, 1) such as 0.95, got "
+                             f"{levels.tolist()}")
+        return special.ndtri((1.0 + levels) / 2.0)
     return float(special.ndtri((1.0 + check_level(level)) / 2.0))
 
 
@@ -52,7 +63,7 @@ def student_coverage_factor(level: float, nu: float) -> float:
         raise ValueError(f"nu: a unit-variance Student-t needs ν > 2 (finite variance), got "
                          f"{nu!r}")
     nu = float(nu)
-    return float(_stats.t.ppf((1.0 + level) / 2.0, nu) * math.sqrt((nu - 2.0) / nu))
+    return float(_stats.t.ppf((1.0 + level) / 2.0, nu) * student_scale(1.0, nu))
 
 
 def fit_student_nu(z: np.ndarray) -> float:

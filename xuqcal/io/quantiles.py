@@ -35,9 +35,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import xarray as xr
-from scipy import special
 
 from xuqcal.core.checks import check_level
+from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.io.expressions import _MAX_EXAMPLES, _format_rows, _list_names
 from xuqcal.io.schema import (
     PROBABILISTIC_ROLES,
@@ -579,8 +579,7 @@ def interval_z(interval_level: float) -> float:
     >>> round(interval_z(0.95), 4)
     1.96
     """
-    level = check_level(interval_level, "interval_level")
-    return float(special.ndtri((1.0 + level) / 2.0))
+    return normal_coverage_factor(check_level(interval_level, "interval_level"))
 
 
 def interval_arguments(uE_given: bool, lower: Any, upper: Any, interval_level: Any,

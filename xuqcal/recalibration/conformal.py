@@ -41,13 +41,11 @@ bit-identically after :func:`xarray.open_dataset`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import special
 
 from xuqcal.analysis.binning import equal_count, groups
 from xuqcal.analysis.slices import broadcast
@@ -60,6 +58,7 @@ from xuqcal.core.checks import (
     check_tolerance,
     variable_name,
 )
+from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.core.intervals import coverage_validity
 from xuqcal.core.provenance import provenance
 from xuqcal.io import by_role
@@ -158,17 +157,6 @@ def min_calibration_points(level: float) -> int:
     p = _fraction(level)
     ratio = p / (1 - p)
     return -((-ratio.numerator) // ratio.denominator)
-
-
-def gaussian_quantile(levels: Sequence[float]) -> np.ndarray:
-    """``z_p = Φ⁻¹((1 + p) / 2)``: the Gaussian central ``p``-interval is ``±z_p σ``.
-
-    Examples
-    --------
-    >>> gaussian_quantile([0.683, 0.95]).round(4).tolist()
-    [1.0006, 1.96]
-    """
-    return special.ndtri((1.0 + np.asarray(levels, dtype=np.float64)) / 2.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,7 +270,7 @@ def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins:
     ranks = np.array([[conformal_rank(int(c), p) for p in levels] for c in counts],
                      dtype=np.int64)
     quantile = scores[order][starts[:, np.newaxis] + ranks - 1]
-    z = gaussian_quantile(levels)
+    z = normal_coverage_factor(np.asarray(levels, dtype=np.float64))
     scale = quantile[:, 0] / z[0]
     if not np.all(scale > 0):
         where = _bin_names(bins, np.flatnonzero(~(scale > 0)))
