@@ -24,12 +24,12 @@ import xarray as xr
 
 import xuqcal
 from xuqcal import recalibration as rc
+from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.core.intervals import wilson_interval
 from xuqcal.recalibration.conformal import (
     DEFAULT_LEVELS,
     conformal_coverage,
     conformal_rank,
-    gaussian_quantile,
     min_calibration_points,
 )
 from xuqcal.testing import assert_results_identical
@@ -85,7 +85,7 @@ def test_rank_is_exact_and_finite_sample():
     assert math.ceil(10_000 * 0.683) == 6831 and conformal_rank(9_999, 0.683) == 6830
     assert math.ceil(100 * 0.55) == 56 and conformal_rank(99, 0.55) == 55
     assert min_calibration_points(0.95) == 19 and conformal_rank(18, 0.95) == 19
-    np.testing.assert_allclose(gaussian_quantile([0.95]), [1.959963984540054], rtol=1e-15)
+    np.testing.assert_allclose(normal_coverage_factor([0.95]), [1.959963984540054], rtol=1e-15)
 
 
 def test_fit_and_apply_are_the_order_statistics():
@@ -98,7 +98,7 @@ def test_fit_and_apply_are_the_order_statistics():
         assert rec.score_rank.values[j] == k
         assert rec.score_quantile.values[j] == scores[k - 1]
         assert rec.expected_coverage.values[j] == k / 1001
-    z = gaussian_quantile(DEFAULT_LEVELS)
+    z = normal_coverage_factor(DEFAULT_LEVELS)
     assert float(rec.scale) == rec.score_quantile.values[0] / z[0]
     new = rc.apply(rec, test)
     assert new.conformal_half_width.dims == ("sample", "level")
@@ -115,7 +115,7 @@ def test_fit_and_apply_are_the_order_statistics():
     # the first level sets uE, whatever the order
     other = rc.fit(train, "conformal", levels=[0.95, 0.5])
     assert other.level.values.tolist() == [0.95, 0.5]
-    assert float(other.scale) == other.score_quantile.values[0] / gaussian_quantile([0.95])[0]
+    assert float(other.scale) == other.score_quantile.values[0] / normal_coverage_factor([0.95])[0]
     # applying twice: the new half-widths replace the old ones, the original uE is kept
     twice = rc.apply(other, new)
     assert twice.level.values.tolist() == [0.95, 0.5]
@@ -157,7 +157,7 @@ def test_split_conformal_covers_at_the_finite_sample_rate():
     n, m = 100, 500
     levels = np.array(DEFAULT_LEVELS)
     conformal, ceil_np, gaussian = [], [], []
-    z = gaussian_quantile(levels)
+    z = normal_coverage_factor(levels)
     for cal, test in splits(n, m, seed=11):
         new = rc.apply(rc.fit(cal, "conformal"), test)
         conformal.append((np.abs(new.E) <= new.conformal_half_width).mean("sample").values)
@@ -266,7 +266,7 @@ def test_conformal_coverage_is_the_naive_computation():
     assert np.all(wide.fraction_valid.values == 1.0)
     # uncalibrated Gaussian intervals of the raw uE, evaluated by the same function: poor
     raw = test.assign_coords(level=("level", [0.95])).assign(
-        conformal_half_width=test.uE.expand_dims(level=[0.95]).T * gaussian_quantile([0.95]))
+        conformal_half_width=test.uE.expand_dims(level=[0.95]).T * normal_coverage_factor([0.95]))
     bad = conformal_coverage(raw, by="X", n_bins=6)
     assert float(bad.picp_high.sel(level=0.95)) < 0.95
     assert float(bad.fraction_valid.sel(level=0.95)) < 0.5
