@@ -97,6 +97,7 @@ from xuqcal.core.statistics import (
     Statistic,
     beta_gm,
     codes_of,
+    coverage_counts,
     get_statistics,
     point_columns,
     statistic_coords,
@@ -463,12 +464,12 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     b, r = bootstrap_arguments, simulate_arguments
     E, uE, seed, chunks, level = b["E"], b["uE"], b["seed"], b["chunks"], b["level"]
     stats = [s for s in all_stats if not s.is_coverage]  # the coverage ones: _validate_body
-    if not stats:
-        return _validate_coverage_only(ds, all_stats, gens, names, schemes, b, r,
-                                       known_generator=known_generator,
-                                       simulated_scheme=simulated_scheme,
-                                       mc_precision=mc_precision,
-                                       heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+    if not stats:  # coverage statistics only: nothing to bootstrap or simulate
+        return _precise_result(ds, all_stats, None, _no_reference(all_stats, gens), [], 0, 0.0,
+                               gens=gens, names=names, schemes=schemes, b=b, r=r,
+                               known_generator=known_generator,
+                               simulated_scheme=simulated_scheme, mc_precision=mc_precision,
+                               heavy_tail_threshold=heavy_tail_threshold, tol=tol)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate").compute()
     codes = codes_of(stats)
@@ -545,39 +546,32 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
         reference = _over_every_statistic(reference, all_stats)
         n_mc, mc_worst = sims.n, sims.worst
     del jack  # 640 MB for eight statistics at M = 10^7: freed before the verdicts' step
+    return _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc,
+                           max(boot.worst, mc_worst), gens=gens, names=names, schemes=schemes,
+                           b=b, r=r, known_generator=known_generator,
+                           simulated_scheme=simulated_scheme, mc_precision=mc_precision,
+                           heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+
+
+def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst, *, gens,
+                    names, schemes, b, r, known_generator, simulated_scheme, mc_precision,
+                    heavy_tail_threshold, tol) -> xr.Dataset:
+    """The result of a precision-driven :func:`validate` from its last round's bootstrap
+    result of the kernel statistics (``None`` when there are none: coverage statistics only,
+    nothing bootstrapped or simulated) and simulated references, by the functions of the
+    fixed-count path; ``worst`` is the largest shortfall ratio of the last round."""
+    uE_values = np.asarray(ds[b["uE"]].values)
     bootstrap = _with_coverage_rows(_over_all_statistics(bootstrap, all_stats, b,
-                                                         prepared.size), all_stats)
+                                                         ds.sizes["sample"]), all_stats)
     layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
                      n_mc, simulated, heavy_tail_threshold, tol)
     layout.attrs.update({
         "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
-        "mc_precision": mc_precision,
-        "mc_precision_reached": float(max(boot.worst, mc_worst) * mc_precision),
+        "mc_precision": mc_precision, "mc_precision_reached": float(worst * mc_precision),
         "precision_rule": describe([b["n_boot"], r["n_mc"]])})
     return lazy_result(_validate_body, (bootstrap, reference, uE_values,
-                                        np.asarray(ds[E].values)), layout,
+                                        np.asarray(ds[b["E"]].values)), layout,
                        stats=all_stats, names=names, schemes=schemes,
-                       known_generator=known_generator, simulated_scheme=simulated_scheme,
-                       heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
-
-
-def _validate_coverage_only(ds, stats, gens, names, schemes, b, r, *, known_generator,
-                            simulated_scheme, mc_precision, heavy_tail_threshold, tol
-                            ) -> xr.Dataset:
-    """:func:`validate` with ``"auto"`` counts of coverage statistics only: nothing is
-    bootstrapped or simulated (the counts asked for are recorded; none was needed)."""
-    uE_values, E_values = np.asarray(ds[b["uE"]].values), np.asarray(ds[b["E"]].values)
-    bootstrap = _with_coverage_rows(_over_all_statistics(None, stats, b, E_values.shape[0]),
-                                    stats)
-    layout = _layout(bootstrap, _no_reference(stats, gens), schemes, names, known_generator,
-                     simulated_scheme, 0, [], heavy_tail_threshold, tol)
-    layout.attrs.update({
-        "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
-        "mc_precision": mc_precision, "mc_precision_reached": 0.0,
-        "precision_rule": describe([b["n_boot"], r["n_mc"]])})
-    return lazy_result(_validate_body, (bootstrap, _no_reference(stats, gens), uE_values,
-                                        E_values), layout,
-                       stats=stats, names=names, schemes=schemes,
                        known_generator=known_generator, simulated_scheme=simulated_scheme,
                        heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
 
@@ -730,7 +724,7 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     uE_values = np.asarray(uE_values)
     coverage = [i for i, s in enumerate(stats) if s.is_coverage]
     if coverage:
-        result = _with_coverage(result, stats, coverage, np.asarray(E_values), uE_values)
+        result = _with_coverage(result, stats, np.asarray(E_values), uE_values)
     estimate = result.estimate.values
     reference_value = np.full((len(stats), len(schemes)), np.nan)
     u_ref = np.zeros_like(reference_value)
@@ -784,10 +778,10 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     return result
 
 
-def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], rows: list[int],
-                   E_values: np.ndarray, uE_values: np.ndarray) -> xr.Dataset:
+def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], E_values: np.ndarray,
+                   uE_values: np.ndarray) -> xr.Dataset:
     """``result`` with the estimates, Wilson-cc intervals (at the result's ``level``) and
-    binomial standard errors of the coverage statistics in ``rows``, and their factors."""
+    binomial standard errors of the coverage statistics of ``stats``, and their factors."""
     z = E_values / uE_values
     m = z.shape[0]
     level = float(result.attrs["level"])
@@ -795,8 +789,7 @@ def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], rows: list[in
     columns = {name: result[name].values.copy() for name in ("estimate", "se", "ci_low",
                                                             "ci_high")}
     factor, nu_fitted = np.full(len(stats), np.nan), np.full(len(stats), np.nan)
-    for i in rows:
-        covered, factor[i], nu_fitted[i] = stats[i].coverage_counts(z)
+    for i, (covered, factor[i], nu_fitted[i]) in coverage_counts(stats, z).items():
         if not math.isfinite(factor[i]):
             continue  # a Student factor with nu <= 2: undefined, NaN (the note says why)
         fraction, low, high, _ = coverage_validity(covered, m, stats[i].level, level, 0.0)

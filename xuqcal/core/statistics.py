@@ -198,11 +198,12 @@ class Statistic:
         """Whether the statistic is a coverage probability (PICP), outside the kernels."""
         return self.kind == "coverage"
 
-    def factor(self, z: np.ndarray | None = None) -> tuple[float, float]:
+    def factor(self, z: np.ndarray | None = None, nu: float | None = None
+               ) -> tuple[float, float]:
         """The coverage factor ``k`` of a coverage statistic and the ν it rests on (``inf``
-        for the normal factor; for ``"student"``, ν fitted to the z-scores ``z`` by
-        :func:`~xuqcal.core.coverage.fit_student_nu`; ``k`` is NaN when that ν is at most 2
-        or undefined).
+        for the normal factor; for ``"student"``, ``nu`` when given, else ν fitted to the
+        z-scores ``z`` by :func:`~xuqcal.core.coverage.fit_student_nu`; ``k`` is NaN when
+        that ν is at most 2 or undefined).
 
         Examples
         --------
@@ -214,16 +215,19 @@ class Statistic:
             raise ValueError(f"statistics: {self.key} is not a coverage statistic")
         if self.coverage_factor == "normal":
             return normal_coverage_factor(self.level), math.inf
-        if z is None:
-            raise ValueError(f"{self.key}: the Student coverage factor needs the z-scores")
-        nu = fit_student_nu(z)
+        if nu is None:
+            if z is None:
+                raise ValueError(f"{self.key}: the Student coverage factor needs the z-scores")
+            nu = fit_student_nu(z)
         if not nu > 2.0:
             return math.nan, nu
         return student_coverage_factor(self.level, nu), nu
 
-    def coverage_counts(self, z: np.ndarray) -> tuple[int, float, float]:
-        """``(covered, k, ν)``: the number of z-scores with ``|Z| <= k`` and the factor."""
-        k, nu = self.factor(z)
+    def coverage_counts(self, z: np.ndarray, nu: float | None = None
+                        ) -> tuple[int, float, float]:
+        """``(covered, k, ν)``: the number of z-scores with ``|Z| <= k`` and the factor
+        (``nu``: a ν already fitted to ``z``, see :meth:`factor`)."""
+        k, nu = self.factor(z, nu)
         return (count_covered(z, k) if math.isfinite(k) else 0), k, nu
 
     def reference_value(self, uE: np.ndarray | None = None) -> float:
@@ -757,14 +761,12 @@ class PreparedData:
         kernel = [i for i, s in enumerate(statistics) if not s.is_coverage]
         if kernel:
             out[kernel] = self.evaluate(codes_of([statistics[i] for i in kernel]))
-        for i, s in enumerate(statistics):
-            if s.is_coverage:
-                covered, k, nu = s.coverage_counts(self.z)
-                if math.isfinite(k):
-                    out[i] = s.from_sums({"count": self.size, "covered": covered})
-                else:
-                    warnings.warn(f"{s.key} is undefined: {undefined_factor_reason(nu)}",
-                                  UndefinedStatisticWarning, stacklevel=user_stacklevel())
+        for i, (covered, k, nu) in coverage_counts(statistics, self.z).items():
+            if math.isfinite(k):
+                out[i] = statistics[i].from_sums({"count": self.size, "covered": covered})
+            else:
+                warnings.warn(f"{statistics[i].key} is undefined: {undefined_factor_reason(nu)}",
+                              UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return out
 
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -779,6 +781,22 @@ class PreparedData:
         K._average_ranks(self.order_u, self.tie_u, ones, ranks[0])
         K._average_ranks(self.order_e, self.tie_e, ones, ranks[1])
         return groups[0], groups[1], ranks[0], ranks[1]
+
+
+def coverage_counts(statistics: Sequence[Statistic], z: np.ndarray
+                    ) -> dict[int, tuple[int, float, float]]:
+    """``(covered, k, ν)`` of every coverage statistic of ``statistics`` (by position) on the
+    z-scores ``z``; the ν of the Student factors is fitted once for all of them.
+
+    Examples
+    --------
+    >>> z = np.array([0.5, -1.5, 2.5, 0.1])
+    >>> coverage_counts(get_statistics(["zms", "picp95"], coverage=True), z)[1][0]
+    3
+    """
+    student = any(s.is_coverage and s.coverage_factor == "student" for s in statistics)
+    nu = fit_student_nu(z) if student else None
+    return {i: s.coverage_counts(z, nu) for i, s in enumerate(statistics) if s.is_coverage}
 
 
 def codes_of(statistics: Sequence[Statistic]) -> np.ndarray:
