@@ -1254,6 +1254,7 @@ def _default_validation_row(cfg: Config, m: int) -> Measurement:
         params={"M": m, "n_boot_auto": n_boot, "n_mc_auto": n_mc,
                 "mc_precision": float(auto.attrs["mc_precision"]),
                 "mc_precision_reached": float(auto.attrs["mc_precision_reached"]),
+                "n_boot_per_statistic": auto.attrs.get("n_boot_per_statistic", ""),
                 "simulated_statistics": auto.attrs["simulated_statistics"],
                 "fixed_run_estimated_seconds": estimated},
         notes=[f"auto stopped at n_boot = {n_boot}, n_mc = {n_mc} (precision reached "
