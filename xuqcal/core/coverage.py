@@ -19,6 +19,7 @@ from scipy import special
 from scipy import stats as _stats
 
 from xuqcal.core.checks import check_level
+from xuqcal.core.intervals import zeta
 from xuqcal.core.scores import student_scale
 
 #: Largest fitted ν reported (beyond it a Student-t is a normal distribution to every digit
@@ -119,10 +120,7 @@ def band_zeta(estimate, nominal, tol, ci_low, ci_high):
     """
     estimate = np.asarray(estimate, dtype=np.float64)
     nominal = np.asarray(nominal, dtype=np.float64)
-    edge = np.where(estimate < nominal - tol, nominal - tol,
-                    np.where(estimate > nominal + tol, nominal + tol, estimate))
-    below = estimate <= edge
-    width = np.where(below, ci_high - estimate, estimate - ci_low)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(edge == estimate, 0.0, (estimate - edge) / width)
+    # the nearer edge of the band is the reference of the ordinary zeta (METHODS §4)
+    edge = np.clip(estimate, nominal - tol, nominal + tol)
+    z = np.where(edge == estimate, 0.0, zeta(estimate, edge, ci_low, ci_high))
     return np.where(np.isnan(estimate) | np.isnan(ci_low) | np.isnan(ci_high), np.nan, z)[()]
