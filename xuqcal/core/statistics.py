@@ -88,8 +88,6 @@ class Statistic:
         Whether heavy tails of Z make the statistic's test unreliable (``zms``): above the
         robust skewness threshold of :func:`xuqcal.validate` (``heavy_tail_threshold``) its
         verdict is *not testable* instead of pass or fail.
-    level : float or None
-        The nominal coverage ``p`` of a coverage statistic (its reference value).
     coverage_factor : {"", "normal", "student"}
         How a coverage statistic's factor ``k`` is chosen: the normal quantile
         ``Φ⁻¹((1 + p) / 2)``, or that of a unit-variance Student-t with ν fitted to Z.
@@ -117,7 +115,6 @@ class Statistic:
     reference_note: str = field(default="", compare=False)
     unit_power: int = 0
     tail_sensitive: bool = False
-    level: float | None = None
     coverage_factor: str = ""
 
     @property
@@ -192,6 +189,12 @@ class Statistic:
     def has_reference(self) -> bool:
         """Whether a predefined (not simulated) reference value exists."""
         return self.reference is not None or self.key == "nll"
+
+    @property
+    def level(self) -> float | None:
+        """The nominal coverage ``p`` of a coverage statistic: its reference value (``None``
+        for the other statistics)."""
+        return self.reference if self.is_coverage else None
 
     @property
     def is_coverage(self) -> bool:
@@ -322,7 +325,7 @@ def coverage_statistic(level: float, coverage_factor: str = "normal") -> Statist
         f"prediction interval coverage probability at {level:g}"
         + (" (Student-t factor)" if coverage_factor == "student" else ""),
         f"<1{{|Z| <= k}}>, k = {factor_text}", "coverage", float(level),
-        tail_sensitive=True, level=float(level), coverage_factor=coverage_factor)
+        tail_sensitive=True, coverage_factor=coverage_factor)
 
 
 def undefined_factor_reason(nu: float) -> str:
