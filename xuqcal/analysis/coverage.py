@@ -32,15 +32,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.probabilistic import _score_intervals
+from xuqcal.analysis.probabilistic import _score_intervals, check_score_bootstrap
 from xuqcal.analysis.resampling import RNG_DESCRIPTION
 from xuqcal.core import defaults
 from xuqcal.core import scores as S
 from xuqcal.core.checks import (
-    check_choice,
     check_level,
-    check_replicates,
-    check_seed,
     check_tolerance,
 )
 from xuqcal.core.intervals import coverage_validity
@@ -232,16 +229,6 @@ def _gathered(var: xr.DataArray, *dims: str) -> xr.DataArray:
     if var.chunks is None:
         return var
     return var.chunk({d: -1 for d in (SAMPLE_DIM, *dims)})
-
-
-def _check_n_boot(n_boot: object, method: object, level: float, seed: object) -> int:
-    """``n_boot`` (0: no intervals), ``method`` and ``seed``, checked as by
-    :func:`~xuqcal.analysis.probabilistic.proper_scores`."""
-    check_choice(method, "method", ("bca", "percentile"))
-    check_seed(seed)
-    if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) and n_boot == 0:
-        return 0
-    return check_replicates(n_boot, level, "n_boot")
 
 
 @by_role
@@ -459,7 +446,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     """
     level = check_level(level)
     tol = check_tolerance(tol)
-    n_boot = _check_n_boot(n_boot, method, level, seed)
+    n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
     errors = _check_variable(ds, E, "E")
     bounds, interval_level = interval_bounds(ds, lower, upper, interval_level)
     inside, counted, width = xr.apply_ufunc(

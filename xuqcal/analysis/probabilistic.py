@@ -311,6 +311,25 @@ def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: i
     return result
 
 
+def check_score_bootstrap(n_boot: object, method: object, level: float, seed: object
+                          ) -> tuple[int, int]:
+    """The bootstrap arguments of the mean scores (:func:`proper_scores`,
+    :func:`xuqcal.analysis.coverage.interval_coverage`): ``method`` (BCa or percentile),
+    ``seed``, and ``n_boot``, 0 (no intervals) or enough replicates for ``level``; returns
+    ``n_boot`` and ``seed`` normalised.
+
+    Examples
+    --------
+    >>> check_score_bootstrap(0, "bca", 0.95, 0), check_score_bootstrap(200, "bca", 0.95, 1)
+    ((0, 0), (200, 1))
+    """
+    check_choice(method, "method", ("bca", "percentile"))
+    seed = check_seed(seed)
+    if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) and n_boot == 0:
+        return 0, seed
+    return check_replicates(n_boot, level, "n_boot"), seed
+
+
 def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
                      order: np.ndarray, *, n_boot: int, method: str, level: float,
                      seed: int, names: Sequence[str] = SCORES) -> dict[str, np.ndarray]:
@@ -526,10 +545,7 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
     """
     E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu, level=level)
     members, member_dim = _members_iv(ds, members, E)
-    check_choice(method, "method", ("bca", "percentile"))
-    n_boot = 0 if isinstance(n_boot, int | np.integer) and not isinstance(n_boot, bool) \
-        and n_boot == 0 else check_replicates(n_boot, level, "n_boot")
-    seed = check_seed(seed)
+    n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
     if n_boot and method == "bca" and ds.sizes[SAMPLE_DIM] < 2:
         raise ValueError("ds: the BCa interval needs at least 2 points (leave-one-out means)")
     f8 = np.float64
