@@ -146,7 +146,8 @@ class UQCalAccessor:
 
 class PlotAccessor:
     """``ds.uqcal.plot``: each method runs the analysis it needs and returns the matplotlib
-    Axes; keyword arguments other than ``ax``, ``col`` and ``row`` go to the analysis.
+    Axes; keyword arguments other than ``ax``, ``col``, ``row``, ``sharex`` and ``sharey`` (and
+    the figure's own options) go to the analysis.
 
     Data with extra dimensions (``model``, ``task``, ...) give results with those dimensions:
     ``col=`` / ``row=`` lay them out as a grid of panels (a
@@ -156,12 +157,13 @@ class PlotAccessor:
         self._parent = parent
 
     def zeta(self, result: xr.Dataset | None = None, *, ax=None, col: str | None = None,
-             row: str | None = None, **validate_kwargs):
+             row: str | None = None, sharex: bool | None = None, sharey: bool | None = None,
+             clip: float | None = _plot.validation.ZETA_CLIP, **validate_kwargs):
         """ζ-scores per statistic and scheme (runs :meth:`UQCalAccessor.validate` when no
         ``result`` is given); see :func:`xuqcal.plot.zeta`."""
         if result is None:
             result = self._parent.validate(**validate_kwargs)
-        return _plot.zeta(result, ax=ax, col=col, row=row)
+        return _plot.zeta(result, ax=ax, col=col, row=row, sharex=sharex, sharey=sharey, clip=clip)
 
     def error_distribution(self, generators: Iterable[str] = defaults.GENERATORS, **kwargs):
         """Histogram of E against re-simulated errors; see
@@ -170,81 +172,92 @@ class PlotAccessor:
 
     def local(self, statistic: str = "zms", *, ax=None, log_x: bool | None = None,
               log: bool | None = None, col: str | None = None, row: str | None = None,
-              **kwargs):
+              sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Per-bin values with intervals (runs :meth:`UQCalAccessor.local`); see
         :func:`xuqcal.plot.local`."""
         return _plot.local(self._parent.local(statistic, **kwargs), ax=ax, log_x=log_x,
-                           log=log, col=col, row=row)
+                           log=log, col=col, row=row, sharex=sharex, sharey=sharey)
 
     def fraction_valid(self, statistic: str = "zms", *, by: Sequence[str] = ("uE",), ax=None,
-                       col: str | None = None, row: str | None = None, **kwargs):
+                       col: str | None = None, row: str | None = None,
+                       sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """f_v with Wilson intervals for each conditioning variable of ``by``; see
         :func:`xuqcal.plot.fraction_valid`."""
         results = {name: self._parent.local(statistic, by=name, **kwargs) for name in by}
-        return _plot.fraction_valid(results, ax=ax, col=col, row=row)
+        return _plot.fraction_valid(results, ax=ax, col=col, row=row, sharex=sharex, sharey=sharey)
 
     def acf(self, statistic: str = "zms", *, ax=None, col: str | None = None,
-            row: str | None = None, **kwargs):
+            row: str | None = None,
+            sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """ACF of the per-bin values; see :func:`xuqcal.plot.acf`."""
-        return _plot.acf(self._parent.local(statistic, **kwargs), ax=ax, col=col, row=row)
+        return _plot.acf(self._parent.local(statistic, **kwargs), ax=ax, col=col, row=row,
+                         sharex=sharex, sharey=sharey)
 
     def reliability(self, *, ax=None, log: bool | None = None, col: str | None = None,
-                    row: str | None = None, **kwargs):
+                    row: str | None = None,
+                    sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Reliability diagram; see :func:`xuqcal.plot.reliability`."""
         return _plot.reliability(self._parent.reliability(**kwargs), ax=ax, log=log, col=col,
-                                 row=row)
+                                 row=row, sharex=sharex, sharey=sharey)
 
     def zscores(self, by: str = defaults.BY, *, window: int | None = None, ax=None,
-                log_x: bool | None = None, col: str | None = None, row: str | None = None):
+                log_x: bool | None = None, col: str | None = None, row: str | None = None,
+                sharex: bool | None = None, sharey: bool | None = None):
         """Z against ``by`` with running statistics; see :func:`xuqcal.plot.zscores`."""
         return _plot.zscores(self._parent._ds, by=by, window=window, ax=ax, log_x=log_x,
-                             col=col, row=row)
+                             col=col, row=row, sharex=sharex, sharey=sharey)
 
     def rank_correlation(self, variables: Sequence[str] | None = None, *, ax=None,
-                         col: str | None = None, row: str | None = None, **kwargs):
+                         col: str | None = None, row: str | None = None,
+                         sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Heatmap of the rank-correlation matrix; see :func:`xuqcal.plot.rank_correlation`."""
         return _plot.rank_correlation(self._parent.rank_correlation(variables, **kwargs), ax=ax,
-                                      col=col, row=row)
+                                      col=col, row=row, sharex=sharex, sharey=sharey)
 
     def confidence_curve(self, *, ax=None, col: str | None = None, row: str | None = None,
-                         **kwargs):
+                         sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Confidence curve with its reference band; see :func:`xuqcal.plot.confidence_curve`."""
         return _plot.confidence_curve(self._parent.confidence_curve(**kwargs), ax=ax, col=col,
-                                      row=row)
+                                      row=row, sharex=sharex, sharey=sharey)
 
-    def ablation(self, *, ax=None, col: str | None = None, row: str | None = None, **kwargs):
+    def ablation(self, *, ax=None, col: str | None = None, row: str | None = None,
+                 sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """ΔZMS(k), ΔRCE(k) with the full-set intervals; see :func:`xuqcal.plot.ablation`."""
-        return _plot.ablation(self._parent.ablation(**kwargs), ax=ax, col=col, row=row)
+        return _plot.ablation(self._parent.ablation(**kwargs), ax=ax, col=col, row=row,
+                              sharex=sharex, sharey=sharey)
 
     def calibration_curve(self, *, ax=None, col: str | None = None, row: str | None = None,
-                          **kwargs):
+                          sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Calibration curve; see :func:`xuqcal.plot.calibration_curve`."""
         return _plot.calibration_curve(self._parent.calibration_curve(**kwargs), ax=ax,
-                                       col=col, row=row)
+                                       col=col, row=row, sharex=sharex, sharey=sharey)
 
     def pit(self, *, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
-            ax=None, col: str | None = None, row: str | None = None, **kwargs):
+            ax=None, col: str | None = None, row: str | None = None,
+            sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """PIT histogram with its per-bin band and the uniformity tests (runs
         :meth:`UQCalAccessor.pit`); see :func:`xuqcal.plot.plot_pit`."""
         return _plot.plot_pit(self._parent.pit(**kwargs), n_bins=n_bins, level=level, ax=ax,
-                              col=col, row=row)
+                              col=col, row=row, sharex=sharex, sharey=sharey)
 
     def quantile_calibration(self, *, ax=None, col: str | None = None, row: str | None = None,
-                             **kwargs):
+                             sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Quantile calibration curve (runs :meth:`UQCalAccessor.quantile_coverage`); see
         :func:`xuqcal.plot.plot_quantile_calibration`."""
         return _plot.plot_quantile_calibration(self._parent.quantile_coverage(**kwargs), ax=ax,
-                                               col=col, row=row)
+                                               col=col, row=row, sharex=sharex, sharey=sharey)
 
     def local_coverage(self, *, ax=None, col: str | None = None, row: str | None = None,
-                       **kwargs):
+                       sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Local coverage probability; see :func:`xuqcal.plot.local_coverage`."""
         return _plot.local_coverage(self._parent.local_coverage(**kwargs), ax=ax, col=col,
-                                    row=row)
+                                    row=row, sharex=sharex, sharey=sharey)
 
     def zero_bins_extrapolation(self, statistic: str = "ence", *, ax=None,
-                                col: str | None = None, row: str | None = None, **kwargs):
+                                col: str | None = None, row: str | None = None,
+                                sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Values against sqrt(N/M) with the extrapolated line; see
         :func:`xuqcal.plot.zero_bins_extrapolation`."""
         return _plot.zero_bins_extrapolation(self._parent.zero_bins_extrapolation(**kwargs),
-                                             statistic=statistic, ax=ax, col=col, row=row)
+                                             statistic=statistic, ax=ax, col=col, row=row,
+                                             sharex=sharex, sharey=sharey)

@@ -8,7 +8,8 @@ Results with extra dimensions (``model``, ``task``, ``seed``, ``dataset``, ...) 
 xarray plotting does (:mod:`xuqcal.plot.facets`): ``col=`` / ``row=`` lay extra dimensions out as
 a grid of panels and return a :class:`~xuqcal.plot.facets.FacetGrid` (``.axes``, ``.fig``); the
 line figures draw one remaining extra dimension as one line per slice on one Axes; the others
-put it along the columns.
+put it along the columns. The panels of a grid share their axes unless their sets differ in size
+or range (``sharex=`` / ``sharey=``, :func:`~xuqcal.plot.facets.share_axis`).
 """
 
 from xuqcal.plot.coverage import plot_quantile_calibration

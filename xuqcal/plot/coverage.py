@@ -30,7 +30,8 @@ def _quantile_dim(result: xr.Dataset) -> str:
 
 
 def plot_quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = None,
-                              row: str | None = None):
+                              row: str | None = None,
+                              sharex: bool | None = None, sharey: bool | None = None):
     """Quantile calibration curve: the observed fraction of points with ``E <= q_p`` against
     the nominal probability ``p`` of each predicted quantile, with the Wilson-cc interval of
     each fraction as error bars and the diagonal of perfect calibration.
@@ -51,6 +52,12 @@ def plot_quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = 
         Where to draw (a new figure when ``None``).
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -115,4 +122,4 @@ def plot_quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = 
         p.legend(ax, fontsize="small", loc="upper left")
 
     return facet(result, draw, core=(dim,), variables=("observed",), ax=ax, col=col, row=row,
-                 lines=True, figsize=(5, 5))
+                 sharex=sharex, sharey=sharey, lines=True, figsize=(5, 5))

@@ -25,7 +25,8 @@ REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
 
 
 def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
-                     row: str | None = None):
+                     row: str | None = None,
+                     sharex: bool | None = None, sharey: bool | None = None):
     """Confidence curve of the data against its probabilistic reference.
 
     Parameters
@@ -36,6 +37,12 @@ def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -81,10 +88,11 @@ def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
         p.legend(ax, fontsize="small")
 
     return facet(curve, draw, core=("k",), variables=("value",), name="curve", ax=ax, col=col,
-                 row=row, lines=True)
+                 row=row, sharex=sharex, sharey=sharey, lines=True)
 
 
-def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | None = None):
+def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | None = None,
+             sharex: bool | None = None, sharey: bool | None = None):
     """Ablation curves: Δstatistic against the percent of largest uncertainties removed, with
     the full-set interval (as offsets from its estimate) shaded per statistic.
 
@@ -97,6 +105,12 @@ def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | 
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -146,11 +160,12 @@ def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | 
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("statistic", "k"), variables=("delta",), ax=ax, col=col,
-                 row=row, lines=True)
+                 row=row, sharex=sharex, sharey=sharey, lines=True)
 
 
 def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
-                      row: str | None = None):
+                      row: str | None = None,
+                      sharex: bool | None = None, sharey: bool | None = None):
     """Calibration curve: observed against expected fraction inside the central intervals,
     with the Wilson band, the diagonal and the miscalibration area.
 
@@ -162,6 +177,12 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -203,11 +224,12 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
         p.legend(ax, fontsize="small", loc="upper left")
 
     return facet(result, draw, core=("p",), variables=("observed",), ax=ax, col=col, row=row,
-                 lines=True, figsize=(5, 5))
+                 sharex=sharex, sharey=sharey, lines=True, figsize=(5, 5))
 
 
 def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
-                   row: str | None = None):
+                   row: str | None = None,
+                   sharex: bool | None = None, sharey: bool | None = None):
     """Local coverage probability (LCP): the coverage of the central interval per bin, with
     Wilson-cc intervals, against the target ``p`` and its band ``[p - tol, p + tol]``
     (shaded); bins whose interval misses the band are highlighted, and heavy-tailed bins
@@ -223,6 +245,12 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -278,4 +306,4 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("bin",), variables=("coverage",), ax=ax, col=col, row=row,
-                 lines=True)
+                 sharex=sharex, sharey=sharey, lines=True)

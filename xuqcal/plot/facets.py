@@ -7,7 +7,8 @@ xarray plotting does, through :func:`facet`, the one place where the layout is d
 
 - no extra dimension: one Axes, exactly the one-set figure;
 - ``col=`` / ``row=`` (names of extra dimensions): a grid of panels, one per label, titled
-  ``dim = label``, with shared axes, one legend for the figure and the plot's title above;
+  ``dim = label``, one legend for the figure and the plot's title above; the panels share
+  their x and y axes unless the sets differ (:func:`share_axis`, ``sharex=`` / ``sharey=``);
 - figures made of lines or points per bin (per-bin values, reliability, curves, running
   statistics, ablation, zero-bins extrapolation) draw one remaining extra dimension as one
   line per slice in one Axes, with a legend of the slice labels (also inside each panel of a
@@ -30,11 +31,20 @@ import numpy as np
 
 from xuqcal.plot._common import axes as new_axes
 
+#: Default sharing (``sharex=None`` / ``sharey=None``): panels whose sets hold numbers of
+#: points differing by more than this factor get their own scales ...
+SHARE_SIZE_RATIO = 2.0
+#: ... and so do panels one of which spans less than this fraction of the range of all panels
+#: together (on the axis' scale: in decades for a logarithmic axis), or whose ranges have no
+#: value in common.
+SHARE_RANGE_FRACTION = 0.2
+
 __all__ = [
     "FacetGrid",
     "Panel",
     "check_placed",
     "facet",
+    "share_axis",
     "slice_value",
     "undrawn_dims",
     "without_absent_points",
@@ -270,8 +280,8 @@ def _panel_size(figsize) -> tuple[float, float]:
 def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hashable],
           name: str = "result", ax=None, col: str | None = None, row: str | None = None,
           variables: Sequence[str] = (), lines: bool = False,
-          figsize: tuple[float, float] = (8, 4), sharex: bool = True, sharey: bool = True,
-          colorbar: bool = False):
+          figsize: tuple[float, float] = (8, 4), sharex: bool | None = None,
+          sharey: bool | None = None, colorbar: bool = False):
     """Draw ``obj`` (a result, possibly with extra dimensions) on one Axes or a grid.
 
     Parameters
@@ -298,8 +308,10 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
         otherwise one extra dimension goes to the columns (rows when ``col`` is taken).
     figsize : tuple of float
         Size of a one-Axes figure; a panel of a grid is at most 5 × 4.5 inches.
-    sharex, sharey : bool
-        Shared axes of the panels of a grid.
+    sharex, sharey : bool or None
+        Shared axes of the panels of a grid: ``True`` or ``False``, or ``None`` to decide from
+        the panels once drawn (:func:`share_axis`, with the numbers of points of the slices:
+        the coordinate ``n_samples``, or the values present along ``sample``).
     colorbar : bool
         One colour bar for the whole grid, from the mappable returned by ``draw``.
 
@@ -331,6 +343,7 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
     """
     import matplotlib.pyplot as plt
 
+    sharex, sharey = (_check_share(v, n) for v, n in ((sharex, "sharex"), (sharey, "sharey")))
     extra = undrawn_dims(obj[list(variables)] if variables else obj, core)
     col, row, hue = _assign(extra, col, row, lines, name)
     if col is None and row is None:
@@ -349,7 +362,7 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
     width, height = _panel_size(figsize)
     fig, grid = plt.subplots(len(row_labels), len(col_labels), squeeze=False,
                              figsize=(width * len(col_labels), height * len(row_labels) + 0.4),
-                             sharex=sharex, sharey=sharey, layout="constrained")
+                             sharex=bool(sharex), sharey=bool(sharey), layout="constrained")
     names = np.empty(grid.shape, dtype=object)
     general, mappable = "", None
     for i, r in enumerate(row_labels):
@@ -365,15 +378,149 @@ def facet(obj, draw: Callable[[Any, dict, Panel], Any], *, core: Collection[Hash
             else:
                 general = _overlay(grid[i, j], draw, obj, hue, base, title) or general
     _figure_legend(fig, grid, hue)
-    if sharex or sharey:
-        for a in grid.ravel():
-            a.label_outer(remove_inner_ticks=False)
+    if sharex is None or sharey is None:
+        counts = _panel_counts(obj, variables, grid.shape, row, col)
+        if sharex is None:
+            sharex = share_axis(grid.ravel(), "x", counts) and _join(grid, "x")
+        if sharey is None:
+            sharey = share_axis(grid.ravel(), "y", counts) and _join(grid, "y")
+    for a in grid.ravel():
+        _label_outer(a, ("x" if sharex else "") + ("y" if sharey else ""))
     if colorbar and mappable is not None:
         fig.colorbar(mappable, ax=grid.ravel().tolist(), label=mappable.get_label(),
                      shrink=0.9)
     if general:
         fig.suptitle(general)
     return FacetGrid(fig=fig, axes=grid, row=row, col=col, hue=hue, name_dicts=names)
+
+
+def _check_share(value, name: str) -> bool | None:
+    if value is None or isinstance(value, (bool, np.bool_)):
+        return None if value is None else bool(value)
+    raise ValueError(f"{name}: expected True, False or None (decide from the panels), got "
+                     f"{value!r}")
+
+
+def _sample_counts(obj, variables: Sequence[str]):
+    """The number of points of each slice of ``obj``: its coordinate ``n_samples``, else the
+    values present along ``sample`` (of its first variable read); ``None`` when unknown."""
+    if "n_samples" in obj.coords:
+        return obj.coords["n_samples"]
+    data = obj
+    if hasattr(obj, "data_vars"):
+        names = list(variables) or list(obj.data_vars)
+        if not names:
+            return None
+        data = obj[names[0]]
+    if "sample" not in data.dims:
+        return None
+    return data.notnull().sum("sample")
+
+
+def _panel_counts(obj, variables: Sequence[str], shape: tuple[int, int], row: str | None,
+                  col: str | None) -> list[float] | None:
+    """The number of points of each panel (the largest of its overlaid slices), in the order
+    of ``grid.ravel()``; ``None`` when unknown for one of them."""
+    counts = _sample_counts(obj, variables)
+    if counts is None:
+        return None
+    out = []
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            base = {d: k for d, k in ((row, i), (col, j)) if d and d in counts.dims}
+            values = np.asarray(counts.isel(base).values, dtype=np.float64)
+            values = values[np.isfinite(values)]
+            if values.size == 0:
+                return None
+            out.append(float(values.max()))
+    return out
+
+
+def share_axis(axes: Sequence[Any], which: str, counts: Sequence[float] | None = None) -> bool:
+    """Whether the panels ``axes`` (drawn each on its own scale) should share their ``which``
+    axis (``"x"`` or ``"y"``): the default of ``sharex`` / ``sharey`` (``None``).
+
+    They share it when their limits agree anyway. Otherwise each keeps its own scale when
+    their scales differ (log and linear), when their numbers of points ``counts`` (one per
+    panel, when known) differ by more than a factor :data:`SHARE_SIZE_RATIO` (2), when the
+    ranges of two panels have no value in common, or when the range of one panel covers less
+    than :data:`SHARE_RANGE_FRACTION` (a fifth) of the range of all panels together, measured
+    on the axis' scale (in decades on a logarithmic axis): the counts of a set of 265 points
+    next to those of a set of 5000, or uncertainties of 0.1–0.2 next to 1–2, would be squeezed
+    into a corner of a shared axis.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> _, (a, b) = plt.subplots(1, 2)
+    >>> _ = a.plot([0, 1], [0, 1]), b.plot([0, 1], [0, 0.9])
+    >>> share_axis([a, b], "y"), share_axis([a, b], "y", counts=[5000, 265])
+    (True, False)
+    >>> _ = b.plot([0, 1], [0, 50])
+    >>> share_axis([a, b], "y"), share_axis([a, b], "x")
+    (False, True)
+    """
+    if which not in ("x", "y"):
+        raise ValueError(f"which: expected 'x' or 'y', got {which!r}")
+    axes = list(axes)
+    if len(axes) < 2:
+        return True
+    limits = np.array([sorted(a.get_xlim() if which == "x" else a.get_ylim()) for a in axes],
+                      dtype=np.float64)
+    if np.allclose(limits, limits[0], rtol=1e-9, atol=0.0):
+        return True
+    scales = {a.get_xscale() if which == "x" else a.get_yscale() for a in axes}
+    if len(scales) > 1:
+        return False
+    if counts is not None:
+        counts = np.asarray(counts, dtype=np.float64)
+        if counts.min() <= 0 or counts.max() > SHARE_SIZE_RATIO * counts.min():
+            return False
+    axis = axes[0].xaxis if which == "x" else axes[0].yaxis
+    with np.errstate(all="ignore"):
+        scaled = axis.get_transform().transform(limits.reshape(-1, 1)).reshape(limits.shape)
+    if not np.all(np.isfinite(scaled)):
+        return False
+    if scaled[:, 0].max() > scaled[:, 1].min():  # two ranges without a common value
+        return False
+    spans = scaled[:, 1] - scaled[:, 0]
+    union = scaled[:, 1].max() - scaled[:, 0].min()
+    return bool(spans.min() >= SHARE_RANGE_FRACTION * union)
+
+
+def _join(grid: np.ndarray, which: str) -> bool:
+    """Share the ``which`` axis of the panels drawn on their own, as ``plt.subplots(sharex=
+    True)`` would have: autoscaled over all panels when every panel autoscales it, else the
+    union of their limits. Returns True."""
+    panels = list(grid.ravel())
+    leader = panels[0]
+    autoscaled = all(a.get_autoscalex_on() if which == "x" else a.get_autoscaley_on()
+                     for a in panels)
+    limits = np.array([sorted(a.get_xlim() if which == "x" else a.get_ylim()) for a in panels])
+    for a in panels[1:]:
+        (a.sharex if which == "x" else a.sharey)(leader)
+    if autoscaled:
+        leader.autoscale_view(scalex=which == "x", scaley=which == "y")
+    else:
+        bounds = (limits[:, 0].min(), limits[:, 1].max())
+        (leader.set_xlim if which == "x" else leader.set_ylim)(*bounds)
+    return True
+
+
+def _label_outer(ax, which: str) -> None:
+    """Tick labels and axis label of the shared ``which`` axes (``"x"``, ``"y"``, ``"xy"``)
+    only on the outer panels (bottom row, first column), the ticks kept."""
+    spec = ax.get_subplotspec()
+    if spec is None:
+        return
+    if "x" in which and not spec.is_last_row():
+        ax.set_xlabel("")
+        ax.xaxis.set_tick_params(which="both", labelbottom=False)
+        ax.xaxis.offsetText.set_visible(False)
+    if "y" in which and not spec.is_first_col():
+        ax.set_ylabel("")
+        ax.yaxis.set_tick_params(which="both", labelleft=False)
+        ax.yaxis.offsetText.set_visible(False)
 
 
 def _figure_legend(fig, grid: np.ndarray, hue: str | None) -> None:

@@ -106,7 +106,8 @@ def bins_with_screening(ax, p: Panel, x, value, yerr, valid, heavy, heavy_label:
 
 
 def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool | None = None,
-          col: str | None = None, row: str | None = None):
+          col: str | None = None, row: str | None = None,
+          sharex: bool | None = None, sharey: bool | None = None):
     """Per-bin values with their intervals against the target; invalid bins in red, bins
     flagged ``heavy_tail`` (β_GM(Z²) above the threshold of an LZMS analysis: not testable)
     greyed out.
@@ -125,6 +126,12 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
         :data:`LOG_STATISTICS` (``zms``, ``zv``) when all values are positive.
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -189,17 +196,22 @@ def local(result: xr.Dataset, *, ax=None, log_x: bool | None = None, log: bool |
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=LOCAL_DIMS, variables=("value",), ax=ax, col=col, row=row,
-                 lines=True)
+                 sharex=sharex, sharey=sharey, lines=True)
 
 
 def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None,
-                   col: str | None = None, row: str | None = None):
+                   col: str | None = None, row: str | None = None,
+                   sharex: bool | None = None, sharey: bool | None = None):
     """Fractions of valid bins with their Wilson-cc intervals against 0.95, for one or several
     local analyses (a mapping label -> result, e.g. one per conditioning variable).
 
     Results with an extra dimension (the same for all) draw one marker series per slice,
     side by side; ``col`` / ``row`` lay extra dimensions out as a grid
     (:mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -247,14 +259,19 @@ def fraction_valid(results: xr.Dataset | Mapping[str, xr.Dataset], *, ax=None,
         p.legend(ax, fontsize="small")
 
     return facet(table, draw, core=("analysis",), name="results", ax=ax, col=col, row=row,
-                 lines=True, figsize=(6, 4))
+                 sharex=sharex, sharey=sharey, lines=True, figsize=(6, 4))
 
 
-def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None = None):
+def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None = None,
+        sharex: bool | None = None, sharey: bool | None = None):
     """Autocorrelation of the per-bin values with the white-noise band ±1.96/√N.
 
     An extra dimension of ``result`` gives one panel per slice (along the columns by default;
     ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -286,11 +303,12 @@ def acf(result: xr.Dataset, *, ax=None, col: str | None = None, row: str | None 
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=LOCAL_DIMS, variables=("acf",), ax=ax, col=col, row=row,
-                 figsize=(6, 4))
+                 sharex=sharex, sharey=sharey, figsize=(6, 4))
 
 
 def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
-                col: str | None = None, row: str | None = None):
+                col: str | None = None, row: str | None = None,
+                sharex: bool | None = None, sharey: bool | None = None):
     """Reliability diagram: RMSE per bin (with its bootstrap interval) against RMV; bins
     flagged ``heavy_tail`` (β_GM of uE² or of E² above its threshold: not testable) greyed
     out, as ErrViewLib's ``plotRelDiag`` does.
@@ -298,6 +316,10 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
     ``log`` draws log-log axes (default: when the RMV values span more than a decade), with
     tick labels spaced so that they never overlap. An extra dimension of ``result`` without
     ``col`` / ``row`` is drawn as one series per slice (:mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -343,15 +365,20 @@ def reliability(result: xr.Dataset, *, ax=None, log: bool | None = None,
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("bin",), variables=("rmse",), ax=ax, col=col, row=row,
-                 lines=True, figsize=(5, 5))
+                 sharex=sharex, sharey=sharey, lines=True, figsize=(5, 5))
 
 
 def order_sensitivity(result: xr.Dataset, *, ax=None, col: str | None = None,
-                      row: str | None = None):
+                      row: str | None = None,
+                      sharex: bool | None = None, sharey: bool | None = None):
     """Histogram of the fractions of valid bins over random tie orders.
 
     An extra dimension of ``result`` gives one panel per slice (along the columns by default;
     ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -389,15 +416,20 @@ def order_sensitivity(result: xr.Dataset, *, ax=None, col: str | None = None,
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("order",), variables=("fraction_valid",), ax=ax, col=col,
-                 row=row, figsize=(6, 4))
+                 row=row, sharex=sharex, sharey=sharey, figsize=(6, 4))
 
 
 def adversarial(result: xr.Dataset, *, ax=None, col: str | None = None,
-                row: str | None = None):
+                row: str | None = None,
+                sharex: bool | None = None, sharey: bool | None = None):
     """Fraction of random groups whose interval contains the target, with the N(0, 1) control.
 
     An extra dimension of ``result`` gives one panel per slice (along the columns by default;
     ``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -431,4 +463,4 @@ def adversarial(result: xr.Dataset, *, ax=None, col: str | None = None,
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("count",), variables=("fraction_valid",), ax=ax, col=col,
-                 row=row, figsize=(6, 4))
+                 row=row, sharex=sharex, sharey=sharey, figsize=(6, 4))

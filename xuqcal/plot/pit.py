@@ -15,6 +15,10 @@ from xuqcal.plot.facets import Panel, facet
 
 __all__ = ["plot_pit"]
 
+#: Drawing order of the PIT histogram: the band of the counts under uniformity beneath the
+#: bars, the expected count above them.
+BAND_ZORDER, BARS_ZORDER, EXPECTED_ZORDER = 0.5, 1.0, 3.0
+
 
 def _pit_array(pit_values: Any) -> xr.DataArray:
     """The PIT values as a DataArray over ``sample`` (and extra dimensions)."""
@@ -43,17 +47,19 @@ def _pit_array(pit_values: Any) -> xr.DataArray:
 
 
 def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
-             ax=None, *, col: str | None = None, row: str | None = None):
+             ax=None, *, col: str | None = None, row: str | None = None,
+             sharex: bool | None = None, sharey: bool | None = None):
     """Histogram of PIT values with the per-bin band of the counts under uniformity.
 
-    Bars are the counts of ``n_bins`` equal-width bins of [0, 1]; the shaded band holds a
-    bin's count with probability ``level`` when the values are uniform (Binomial(n, 1/n_bins)
-    quantiles, :func:`xuqcal.core.scores.pit_histogram_band`; per bin, not simultaneous), the
-    dashed line is the expected count. The title gives the p-values of the chi-square and
-    Kolmogorov–Smirnov tests of uniformity (:func:`xuqcal.core.scores.pit_uniformity`).
-    Calibrated predictive distributions give a flat histogram inside the band; a U shape
-    means uncertainties too small, a hump too large, a slope a bias. NaN values (absent
-    points of a slice) are left out.
+    Bars are the counts of ``n_bins`` equal-width bins of [0, 1]; the shaded band beneath
+    them holds a bin's count with probability ``level`` when the values are uniform
+    (Binomial(n, 1/n_bins) quantiles, :func:`xuqcal.core.scores.pit_histogram_band`; per bin,
+    not simultaneous), the dashed line is the expected count. The title gives the p-values
+    of the chi-square and Kolmogorov–Smirnov tests of uniformity
+    (:func:`xuqcal.core.scores.pit_uniformity`). Calibrated predictive distributions give a
+    flat histogram inside the band; a U shape means uncertainties too small, a hump too large,
+    a slope a bias. NaN values (absent points of a slice) are left out. Panels of sets of
+    different sizes get their own count axes (``sharey=None``).
 
     Parameters
     ----------
@@ -70,6 +76,12 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
         Where to draw one histogram (a new figure when ``None``).
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -106,12 +118,14 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
             raise ValueError(f"pit_values: {str(error).removeprefix('pit: ')}") from None
         low, high = pit_histogram_band(present.size, n_bins, level)
         ax.bar(edges[:-1], test.counts, width=1.0 / n_bins, align="edge",
-               color="tab:blue", alpha=0.6, edgecolor="white", label="PIT values", zorder=1)
-        # the band over the bars (translucent), so that its extent shows across every bar
+               color="tab:blue", alpha=0.6, edgecolor="white", label="PIT values",
+               zorder=BARS_ZORDER)
+        # the band beneath the bars (BAND_ZORDER < BARS_ZORDER): the translucent bars let its
+        # extent show through, and a bar's top is read against the band, not through it
         ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]),
-                        step="post", color="tab:orange", alpha=0.3, lw=0, zorder=2,
+                        step="post", color="tab:orange", alpha=0.3, lw=0, zorder=BAND_ZORDER,
                         label=f"{level:.0%} band per bin (uniform)")
-        ax.axhline(present.size / n_bins, color="black", lw=1.0, ls="--", zorder=3,
+        ax.axhline(present.size / n_bins, color="black", lw=1.0, ls="--", zorder=EXPECTED_ZORDER,
                    label="expected count")
         ax.set_xlim(0.0, 1.0)  # the y-axis autoscales from 0 (the bars' sticky bottom)
         ax.set_xlabel("PIT")
@@ -122,4 +136,4 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
         p.legend(ax, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
     return facet(values, draw, core=(SAMPLE_DIM,), name="pit_values", ax=ax, col=col, row=row,
-                 figsize=(7, 4))
+                 sharex=sharex, sharey=sharey, figsize=(7, 4))

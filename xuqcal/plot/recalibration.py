@@ -31,7 +31,8 @@ _SCAN_PANELS = (("nll", "NLL"), ("ence", "ENCE"), ("s_x", "S_x"),
 
 
 def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = None,
-            n_bins: int = 20, log: bool = True, col: str | None = None, row: str | None = None):
+            n_bins: int = 20, log: bool = True, col: str | None = None, row: str | None = None,
+            sharex: bool | None = None, sharey: bool | None = None):
     """Per-bin <Z²> before and after recalibration, with the target 1.
 
     Parameters
@@ -52,6 +53,12 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
         Logarithmic <Z²> axis (default), where under- and over-estimation look symmetric.
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -118,7 +125,7 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
         p.legend(ax, fontsize="small")
 
     return facet(before[["E", "uE"]], draw, core=("sample",), name="before", ax=ax, col=col,
-                 row=row, figsize=(7, 4))
+                 row=row, sharex=sharex, sharey=sharey, figsize=(7, 4))
 
 
 def _reference_value(data: xr.Dataset | None, key: str, suffix: str):
@@ -271,13 +278,18 @@ def _draw_scan(axes: np.ndarray, result: xr.Dataset, baseline, simulated,
 
 
 def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
-           row: str | None = None):
+           row: str | None = None,
+           sharex: bool | None = None, sharey: bool | None = None):
     """The factors of a BVS recalibrator: per bin against the bin centre (1-D), as a map over
     the cells (grid), or per label (groups); the analytic factors ``sqrt(<Z²>_b)`` as open
     markers when a loss moved them.
 
     A recalibrator with extra dimensions (``model``, ...) gives one panel per slice, along the
     columns by default (``col`` / ``row``: :mod:`xuqcal.plot.facets`).
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -334,18 +346,23 @@ def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
         return None
 
     return facet(recalibrator, draw, core=("bin", "bin_x", "bin_y"), variables=("scale",),
-                 name="recalibrator", ax=ax, col=col, row=row, figsize=(7, 4),
-                 colorbar=scheme == "grid")
+                 name="recalibrator", ax=ax, col=col, row=row,
+                 sharex=sharex, sharey=sharey, figsize=(7, 4), colorbar=scheme == "grid")
 
 
 def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=None, *,
-                 col: str | None = None, row: str | None = None):
+                 col: str | None = None, row: str | None = None,
+                 sharex: bool | None = None, sharey: bool | None = None):
     """The isotonic variance map uE² → recalibrated uE² (log-log), optionally over the
     training points ``(uE², E²)``, with the identity line.
 
     A recalibrator with extra dimensions (``model``, ...) gives one panel per slice, along the
     columns by default (``col`` / ``row``: :mod:`xuqcal.plot.facets`); ``data`` is selected
     along the extra dimensions it has.
+
+    ``sharex`` / ``sharey``: whether the panels share their axes; ``None`` (the default)
+    shares them unless the panels' sets differ in size or range
+    (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -387,4 +404,5 @@ def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=No
         p.legend(ax, fontsize="small")
 
     return facet(recalibrator, draw, core=("knot",), variables=("knot_variance_in",),
-                 name="recalibrator", ax=ax, col=col, row=row, figsize=(5, 5))
+                 name="recalibrator", ax=ax, col=col, row=row, sharex=sharex,
+                 sharey=sharey, figsize=(5, 5))

@@ -31,7 +31,8 @@ def _check_statistic(result: xr.Dataset, statistic: str) -> str:
 
 
 def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | None = None,
-                           ax=None, *, col: str | None = None, row: str | None = None):
+                           ax=None, *, col: str | None = None, row: str | None = None,
+                           sharex: bool | None = None, sharey: bool | None = None):
     """Validation probability ``p_val`` against ν with its Wilson-cc band, per size and
     statistic, and the nominal level.
 
@@ -45,6 +46,12 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
     col, row : str, optional
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -88,11 +95,12 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("statistic", "nu", "size"), variables=("p_val",), ax=ax,
-                 col=col, row=row)
+                 col=col, row=row, sharex=sharex, sharey=sharey)
 
 
 def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
-                                col: str | None = None, row: str | None = None):
+                                col: str | None = None, row: str | None = None,
+                                sharex: bool | None = None, sharey: bool | None = None):
     """Simulated mean ± 2 se of a statistic against ν of the t(ν) generator for each data set,
     with the normal generator's value (ν = inf) as a horizontal line and band.
 
@@ -106,6 +114,12 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
     col, row : str, optional
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -149,11 +163,12 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("statistic", "nu", "dataset"), variables=("mean",), ax=ax,
-                 col=col, row=row)
+                 col=col, row=row, sharex=sharex, sharey=sharey)
 
 
 def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
-                    col: str | None = None, row: str | None = None):
+                    col: str | None = None, row: str | None = None,
+                    sharex: bool | None = None, sharey: bool | None = None):
     """Cell means of the size/bins cube against ``sqrt(N / M)`` per generator (all sizes, bins
     and ν), with the fitted lines ``a + α sqrt(N / M)``.
 
@@ -167,6 +182,12 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
     col, row : str, optional
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -206,11 +227,12 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("size", "n_bins", "nu", "generator", "statistic"),
-                 variables=("mean",), ax=ax, col=col, row=row)
+                 variables=("mean",), ax=ax, col=col, row=row, sharex=sharex, sharey=sharey)
 
 
 def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None, *,
-                            col: str | None = None, row: str | None = None):
+                            col: str | None = None, row: str | None = None,
+                            sharex: bool | None = None, sharey: bool | None = None):
     """Values of a binned statistic against ``sqrt(N / M)``, the fitted line extended to zero
     bins, and the intercept with its interval.
 
@@ -225,6 +247,12 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
     ax : matplotlib Axes, optional
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -282,4 +310,4 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
         p.legend(ax, fontsize="small")
 
     return facet(result, draw, core=("n_bins", "statistic"), variables=("value",), ax=ax,
-                 col=col, row=row, lines=True)
+                 col=col, row=row, sharex=sharex, sharey=sharey, lines=True)

@@ -17,7 +17,8 @@ from xuqcal.plot.facets import Panel, facet
 @by_role
 def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *, ax=None,
             log_x: bool | None = None, min_count: int | None = None,
-            col: str | None = None, row: str | None = None, E: str = defaults.E,
+            col: str | None = None, row: str | None = None,
+            sharex: bool | None = None, sharey: bool | None = None, E: str = defaults.E,
             uE: str = defaults.UE):
     """Z-scores against ``uE`` (consistency) or a feature (adaptivity), with running statistics.
 
@@ -45,6 +46,12 @@ def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
         :func:`~xuqcal.running_statistics`); default the whole window.
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (see :func:`running_statistics`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -65,11 +72,13 @@ def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
     ('uE', 'Z = E / uE', 'log')
     """
     running = compute_running(ds, by=by, window=window, min_count=min_count, E=E, uE=uE)
-    return running_statistics(running, ax=ax, log_x=log_x, col=col, row=row)
+    return running_statistics(running, ax=ax, log_x=log_x, col=col, row=row,
+                              sharex=sharex, sharey=sharey)
 
 
 def running_statistics(result: xr.Dataset, *, ax=None, log_x: bool | None = None,
-                       col: str | None = None, row: str | None = None):
+                       col: str | None = None, row: str | None = None,
+                       sharex: bool | None = None, sharey: bool | None = None):
     """Z-scores along the sorted variable with their running mean and running RMS, from a
     result of :func:`xuqcal.running_statistics` (the figure of :func:`zscores`).
 
@@ -85,6 +94,12 @@ def running_statistics(result: xr.Dataset, *, ax=None, log_x: bool | None = None
         variable is the uncertainty ``uE``.
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -155,7 +170,7 @@ def running_statistics(result: xr.Dataset, *, ax=None, log_x: bool | None = None
                  bbox_to_anchor=(1.01, 1.0))
 
     return facet(result, draw, core=("rank",), variables=("Z",), ax=ax, col=col, row=row,
-                 lines=True)
+                 sharex=sharex, sharey=sharey, lines=True)
 
 
 def _matrix_dims(matrix: xr.DataArray) -> tuple:
@@ -166,7 +181,8 @@ def _matrix_dims(matrix: xr.DataArray) -> tuple:
 
 
 def rank_correlation(matrix: xr.DataArray, *, ax=None, col: str | None = None,
-                     row: str | None = None):
+                     row: str | None = None,
+                     sharex: bool | None = None, sharey: bool | None = None):
     """Heatmap of a rank-correlation matrix, with the values written in the cells.
 
     Parameters
@@ -181,6 +197,12 @@ def rank_correlation(matrix: xr.DataArray, *, ax=None, col: str | None = None,
         Where to draw a matrix without extra dimensions.
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
+    sharex, sharey : bool or None
+        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
+        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
+        than a factor 2, or in their ranges (ranges without a common value, or one spanning
+        less than a fifth of all panels together, in decades on a log axis), see
+        :func:`~xuqcal.plot.facets.share_axis`.
 
     Returns
     -------
@@ -232,4 +254,5 @@ def rank_correlation(matrix: xr.DataArray, *, ax=None, col: str | None = None,
         return image
 
     return facet(matrix, draw, core=core, name="matrix", ax=ax, col=col, row=row,
-                 figsize=(1.0 + 0.9 * n, 0.9 * n + 0.6), colorbar=True)
+                 sharex=sharex, sharey=sharey, figsize=(1.0 + 0.9 * n, 0.9 * n + 0.6),
+                 colorbar=True)
