@@ -75,6 +75,7 @@ from xuqcal.core.defaults import (
     N_BINS,
     N_BINS_RECALIBRATION,
     N_BINS_SCORES,
+    SEED,
 )
 from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
@@ -87,7 +88,7 @@ from xuqcal.recalibration import (
 )
 from xuqcal.recalibration.conformal import METHOD as CONFORMAL
 from xuqcal.recalibration.conformal import check_levels
-from xuqcal.recalibration.recalibrator import ALL_METHODS
+from xuqcal.recalibration.recalibrator import ALL_METHODS, factor_lines
 
 
 class _Given(argparse.Action):
@@ -205,7 +206,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="bootstrap replicates per bin of the f_v analyses (default: 5000)")
     parser.add_argument("--n-mc-fv", type=zero_or_count, default=0, metavar="N", action=_Given,
                         help="simulated sets for the simulated f_v (default: 0, not simulated)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    parser.add_argument("--seed", type=int, default=SEED,
+                        help=f"seed of every random draw (default: {SEED})")
     parser.add_argument("-o", "--output", type=output_file, required=True, metavar="OUT.nc",
                         help="recalibrated test set; the evaluation and the recalibrator go "
                              "to OUT_evaluation.nc and OUT_recalibrator.nc")
@@ -322,6 +324,7 @@ def run(args: argparse.Namespace) -> int:
     done = time.perf_counter()
     print(f"Recalibration of {args.test} by {args.method} fitted on {args.train} "
           f"(loss {args.loss}; fit {fitted - start:.1f} s, evaluation {done - fitted:.1f} s)")
+    _print_factors(recalibrator)
     print(f"scores with {args.n_bins_scores} bins per variable; 'simulated' rows: means over "
           f"{args.n_mc} error sets drawn from N(0, uE²); f_v target 0.95")
     print(evaluation_table(table))
@@ -417,6 +420,7 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
     print(f"Conformal recalibration of {args.test} fitted on {args.train} (levels "
           f"{table.attrs['levels']}; {quantiles}; fit {fitted - start:.1f} s, evaluation "
           f"{done - fitted:.1f} s)")
+    _print_factors(recalibrator)
     print(f"PICP: fraction of points with |E| <= q_p uE, Wilson interval (continuity "
           f"correction, confidence {LEVEL:g}), valid when it overlaps [p - {tol:g}, p + {tol:g}]; "
           f"f_v: fraction of valid bins among {n_bins} equal-count bins of {binned} "
@@ -424,6 +428,18 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
     print(coverage_table(table))
     return _write(paths, {"test": test_new, "evaluation": table, "recalibrator": recalibrator},
                   overwrite=args.overwrite)
+
+
+def _print_factors(recalibrator: xr.Dataset) -> None:
+    """Print the fitted factors (:func:`xuqcal.recalibration.factor_lines`): the global
+    factor, the factors per bin with the bins' limits, or the conformal quantiles."""
+    lines = factor_lines(recalibrator)
+    if len(lines) == 1:
+        print(f"fitted {lines[0]}")
+        return
+    print("fitted, per slice:")
+    for line in lines:
+        print(f"  {line}")
 
 
 def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:

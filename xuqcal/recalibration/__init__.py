@@ -73,7 +73,13 @@ from __future__ import annotations
 
 from xuqcal.recalibration.common import BINNINGS, DEFAULT_FEATURES, LOSSES, METHODS
 from xuqcal.recalibration.conformal import conformal_coverage
-from xuqcal.recalibration.recalibrator import Recalibrator, apply, fit, learned_bins
+from xuqcal.recalibration.recalibrator import (
+    Recalibrator,
+    apply,
+    factor_lines,
+    fit,
+    learned_bins,
+)
 from xuqcal.recalibration.scores import evaluate, evaluation_table, scan, scores
 
 __all__ = [
@@ -86,6 +92,7 @@ __all__ = [
     "conformal_coverage",
     "evaluate",
     "evaluation_table",
+    "factor_lines",
     "fit",
     "learned_bins",
     "scan",

@@ -17,6 +17,10 @@ from xuqcal.io import validate_dataset
 METHODS = ("temperature", "bvs", "isotonic")
 LOSSES = ("nll", "s_tot", "s_con", "s_ada")
 BINNINGS = ("equal", "grid", "groups")
+#: The features that ``features=None`` (the default of :func:`~xuqcal.recalibration.fit`,
+#: :func:`~xuqcal.recalibration.scores`, :func:`~xuqcal.recalibration.evaluate` and
+#: :func:`~xuqcal.recalibration.scan`) uses when the data have them: the formula features X1
+#: (mass) and X2 (heteroatom fraction) of :func:`xuqcal.add_formula_features`.
 DEFAULT_FEATURES = ("X1", "X2")
 RECALIBRATOR = "recalibrator"
 BINS_PREFIX = "bins_"
@@ -87,6 +91,43 @@ def _check_features(features: Any, *, E: str = defaults.E,
         raise ValueError(f"features: {uE!r} is always a score variable (S_u) and {E!r} cannot "
                          f"be one; got {list(features)}")
     return features
+
+
+def _resolve_features(features: Any, datasets: Mapping[str, xr.Dataset] | xr.Dataset, *,
+                      E: str = defaults.E, uE: str = defaults.UE) -> tuple[str, ...]:
+    """The score features: ``features`` as given (checked by :func:`_check_features`), or for
+    ``None`` those of :data:`DEFAULT_FEATURES` that the data have (none when they have neither
+    X1 nor X2). A default feature that only some of several data sets have is an error: the
+    data sets of one table need the same score variables.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.from_arrays([0.1, -0.2, 0.3], [0.2, 0.1, 0.3])
+    >>> _resolve_features(None, ds), _resolve_features(None, ds.assign(X1=ds.E))
+    ((), ('X1',))
+    >>> _resolve_features(None, {"a": ds, "b": ds.assign(X2=ds.E)})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: features: the default feature X2 is in b but not in a; ...
+    """
+    if features is not None:
+        return _check_features(features, E=E, uE=uE)
+    single = isinstance(datasets, xr.Dataset) or not isinstance(datasets, Mapping)
+    sets = {"the dataset": datasets} if single else dict(datasets)
+    found = []
+    for name in DEFAULT_FEATURES:
+        having = [label for label, ds in sets.items()
+                  if isinstance(ds, xr.Dataset) and name in ds.variables]
+        if having and len(having) < len(sets):
+            lacking = [label for label in sets if label not in having]
+            raise ValueError(f"features: the default feature {name} is in "
+                             f"{', '.join(map(str, having))} but not in "
+                             f"{', '.join(map(str, lacking))}; every data set needs the same "
+                             f"score variables: name them, e.g. features=() for uE only or "
+                             f"features=({name!r},) after adding {name} to every data set")
+        if having:
+            found.append(name)
+    return _check_features(tuple(found), E=E, uE=uE)
 
 
 def _equal_count_index(values: np.ndarray, n_bins: int, by: str) -> np.ndarray:

@@ -20,15 +20,14 @@ from xuqcal.io import by_role, to_netcdf
 from xuqcal.recalibration.common import (
     BINNINGS,
     BINS_PREFIX,
-    DEFAULT_FEATURES,
     LOSSES,
     METHODS,
     RECALIBRATOR,
-    _check_features,
     _checked,
     _choice,
     _names,
     _positive_int,
+    _resolve_features,
     _training_provenance,
 )
 from xuqcal.recalibration.conformal import METHOD as CONFORMAL
@@ -44,7 +43,7 @@ ALL_METHODS = (*METHODS, CONFORMAL)
 @by_role
 def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None = None,
         n_bins: int | Sequence[int] | None = None, binning: str | None = None,
-        loss: str = "nll", features: Sequence[str] = DEFAULT_FEATURES,
+        loss: str = "nll", features: Sequence[str] | None = None,
         n_bins_scores: int = defaults.N_BINS_SCORES, seed: int = defaults.SEED,
         maxfun: int | None = None, levels: float | Sequence[float] | None = None,
         E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
@@ -72,8 +71,10 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
     loss : {"nll", "s_tot", "s_con", "s_ada"}
         ``nll``: the analytic factors ``sqrt(<Z²>_b)``. Otherwise the factors minimize that
         score of the recalibrated training data (temperature and BVS only).
-    features : sequence of str
-        Feature variables of ``s_tot`` and ``s_ada`` (default ``("X1", "X2")``).
+    features : sequence of str, optional
+        Feature variables of ``s_tot`` and ``s_ada``. Default: X1 and X2 when ``ds`` has them
+        (:data:`~xuqcal.recalibration.DEFAULT_FEATURES`, the features of
+        :func:`xuqcal.add_formula_features`), else none; ``s_ada`` then needs them named.
     n_bins_scores : int
         Equal-count bins per score variable inside the losses (default 100).
     seed : int
@@ -109,7 +110,12 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
     """
     method = _choice(method, ALL_METHODS, "method")
     loss = _choice(loss, LOSSES, "loss")
-    features = _check_features(features, E=E, uE=uE)
+    defaulted = features is None
+    features = _resolve_features(features, ds, E=E, uE=uE)
+    if defaulted and not features and loss == "s_ada" and method != CONFORMAL:
+        raise ValueError("features: loss='s_ada' scores the calibration over features, and "
+                         "the data have no default feature (X1, X2); name the features, e.g. "
+                         "features=('x',), or use loss='s_con' (uE only)")
     if method == CONFORMAL:
         return fit_conformal(ds, levels=levels, by=by, n_bins=n_bins, binning=binning,
                              loss=loss, seed=seed, E=E, uE=uE)
@@ -309,6 +315,121 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
     })
 
 
+def _number(value: float, digits: int = 4) -> str:
+    return f"{float(value):.{digits}g}"
+
+
+def _elided(items: list[str], max_items: int) -> list[str]:
+    """``items``, or their first and last ones around ``…`` when there are more than
+    ``max_items``."""
+    if len(items) <= max_items:
+        return items
+    head = max_items // 2
+    return [*items[:head], "…", *items[len(items) - (max_items - head - 1):]]
+
+
+def _bin_ranges(limits: np.ndarray, by: str) -> list[str]:
+    """The value range of each learned bin: the first and last bins are open-ended."""
+    texts = []
+    for b, high in enumerate(limits):
+        if b == 0:
+            texts.append(f"{by} ≤ {_number(high)}")
+        elif b == limits.size - 1:
+            texts.append(f"{by} > {_number(limits[b - 1])}")
+        else:
+            texts.append(f"{_number(limits[b - 1])} < {by} ≤ {_number(high)}")
+    return texts
+
+
+def _one_slice_factors(rec: xr.Dataset, max_bins: int) -> str:
+    """The fitted factors of one slice of a recalibrator, on one line."""
+    a = rec.attrs
+    method = a["method"]
+    if method == "isotonic":
+        ratio = np.sqrt(rec.knot_variance_out.values / rec.knot_variance_in.values)
+        ratio = ratio[np.isfinite(ratio)]  # per slice: padded with NaN knots
+        return (f"variance map with {ratio.size} knots: uE × {_number(np.min(ratio))} to "
+                f"{_number(np.max(ratio))}")
+    scale = np.atleast_1d(np.asarray(rec.scale.values, dtype=np.float64))
+    present = np.isfinite(scale)
+    if method == CONFORMAL:
+        levels = rec["level"].values.tolist()
+        quantiles = np.asarray(rec.score_quantile.values, dtype=np.float64)
+        if quantiles.ndim == 1:
+            q = ", ".join(f"q_{p:g} = {_number(v)}" for p, v in zip(levels, quantiles,
+                                                                     strict=True))
+            return f"score quantiles {q}; uE factor q/z at p = {levels[0]:g}: " \
+                   f"{_number(scale[0])}"
+        prefix, suffix = "uE factor", f" q/z at p = {levels[0]:g}"
+    else:
+        prefix, suffix = "factor", ""
+    if "bin" not in rec.dims:
+        return f"{prefix}{suffix} {_number(scale[0])}"
+    if "bins_label" in rec.variables:
+        where = [f"{a.get('by')} = {label}" for label in rec["bins_label"].values.tolist()]
+    elif "bins_upper_limit" in rec.variables:
+        where = _bin_ranges(rec["bins_upper_limit"].values[present], str(a.get("by")))
+    else:  # a 2-D grid: the range of the factors
+        nx, ny = a.get("bins_n_bins_x"), a.get("bins_n_bins_y")
+        grid = str(a.get("by")).replace(",", " × ")
+        return (f"{prefix}s{suffix} over a {nx} × {ny} grid of {grid}: "
+                f"{_number(np.min(scale[present]))} to {_number(np.max(scale[present]))} "
+                f"(median {_number(np.median(scale[present]))})")
+    cells = [f"{w}: {_number(v)}" for w, v in zip(where, scale[present], strict=True)]
+    text = f"{prefix}s{suffix} by bin: {', '.join(_elided(cells, max_bins))}"
+    if len(cells) > max_bins:
+        text += (f" ({len(cells)} bins, {_number(np.min(scale[present]))} to "
+                 f"{_number(np.max(scale[present]))})")
+    fallback = int(np.sum(rec["fallback"].values[present])) if "fallback" in rec else 0
+    if fallback:
+        text += f"; {fallback} bin{'s' if fallback > 1 else ''} without training data use " \
+                f"the global factor"
+    return text
+
+
+def factor_lines(recalibrator: xr.Dataset, *, max_bins: int = 6) -> list[str]:
+    """The fitted factors of a recalibrator, one line per slice: the global factor
+    (temperature), the factors per bin with the bins' limits (BVS; the first and last
+    ``max_bins // 2`` bins and the range when there are more than ``max_bins``), their range
+    over a 2-D grid, the range of the variance map's factors (isotonic), the score quantiles
+    (conformal).
+
+    Parameters
+    ----------
+    recalibrator : xarray.Dataset
+        From :func:`fit` (possibly per slice of ``model``, ``task``, ...).
+    max_bins : int
+        Most bins listed one by one (default 6).
+
+    Returns
+    -------
+    list of str
+        One line, or one per slice prefixed with its labels (``model = a: factor 2.008``).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> train = xuqcal.synthetic.nig(2000, nu=6, seed=0, uE_scale=0.5)
+    >>> factor_lines(fit(train, "temperature"))
+    ['factor 2.008']
+    >>> factor_lines(fit(train, "bvs", n_bins=3))  # doctest: +NORMALIZE_WHITESPACE
+    ['factors by bin: uE ≤ 0.4648: 1.991, 0.4648 < uE ≤ 0.605: 2.003, uE > 0.605: 2.029']
+    """
+    _check_recalibrator(recalibrator)
+    max_bins = _positive_int(max_bins, "max_bins")
+    dims = [d.strip() for d in str(recalibrator.attrs.get("slice_dims", "")).split(",")
+            if d.strip() and d.strip() in recalibrator.dims]
+    if not dims:
+        return [_one_slice_factors(recalibrator, max_bins)]
+    lines = []
+    for position in np.ndindex(*(recalibrator.sizes[d] for d in dims)):
+        where = dict(zip(dims, position, strict=True))
+        one = recalibrator.isel(where)
+        labels = ", ".join(f"{d} = {one[d].item()}" for d in dims)
+        lines.append(f"{labels}: {_one_slice_factors(one, max_bins)}")
+    return lines
+
+
 class Recalibrator:
     """A fitted recalibrator: a thin wrapper of the recalibrator Dataset.
 
@@ -365,6 +486,7 @@ class Recalibrator:
         per_slice = (", per slice of " + " × ".join(f"{d} ({self.dataset.sizes[d]})"
                                                     for d in dims if d in self.dataset.sizes)
                      if dims else "")
-        return f"<Recalibrator {self.method}{detail}, loss={a.get('loss')!r}{per_slice}>"
+        head = f"<Recalibrator {self.method}{detail}, loss={a.get('loss')!r}{per_slice}>"
+        return "\n".join([head, *(f"  {line}" for line in factor_lines(self.dataset))])
 
 

@@ -39,11 +39,10 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.io import by_role
 from xuqcal.recalibration.common import (
-    DEFAULT_FEATURES,
-    _check_features,
     _checked,
     _names,
     _positive_int,
+    _resolve_features,
     _ScoreBins,
 )
 from xuqcal.recalibration.recalibrator import apply, fit
@@ -112,7 +111,7 @@ def _score_inputs(ds: xr.Dataset, features: tuple[str, ...], E: str, uE: str):
 
 @broadcast
 @by_role
-def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
+def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
            n_bins: int = defaults.N_BINS_SCORES, n_boot: int = defaults.N_BOOT_LOCAL,
            seed: int = defaults.SEED, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """The recalibration scores of one data set (METHODS §2, §8).
@@ -121,8 +120,11 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E``, ``uE`` and the features.
-    features : sequence of str
-        Feature variables X_j (default ``("X1", "X2")``; ``()`` for none).
+    features : sequence of str, optional
+        Feature variables X_j (``()`` for none). Default: X1 and X2 when ``ds`` has them
+        (:data:`~xuqcal.recalibration.DEFAULT_FEATURES`, the features of
+        :func:`xuqcal.add_formula_features`), else none. A named feature that ``ds`` lacks
+        is an error.
     n_bins : int
         Equal-count bins per score variable (S_x, ENCE, LZMS), default 100.
     n_boot : int
@@ -149,7 +151,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] = DEFAULT_FEATURES,
     >>> s.s_x.by.values.tolist(), bool(s.s_con == s.s_cal + s.s_x.sel(by="uE"))
     (['uE'], True)
     """
-    features = _check_features(features, E=E, uE=uE)
+    features = _resolve_features(features, ds, E=E, uE=uE)
     n_bins = _positive_int(n_bins, "n_bins")
     n_boot = check_replicates(n_boot, defaults.LEVEL, "n_boot")  # the intervals of local()
     ds = _checked(ds, features, E=E, uE=uE)
@@ -282,7 +284,7 @@ def _evaluation_row(ds: xr.Dataset, *, features: tuple[str, ...], n_bins: int, n
     return row.assign_coords(n_points=ds.sizes["sample"])
 
 
-def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DEFAULT_FEATURES,
+def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] | None = None,
              n_bins: int = defaults.N_BINS_SCORES, n_mc: int = defaults.N_MC_SCORES,
              seed: int = defaults.SEED,
              n_boot: int = defaults.N_BOOT_LOCAL, n_mc_fv: int = 0, E: str = defaults.E,
@@ -301,7 +303,11 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
         E.g. ``{"train": train, "test": test, "test BVS": apply(rec, test)}``. Data sets with
         extra dimensions (``model``, ``task``; the same in every data set) are evaluated per
         slice on its present points (:mod:`xuqcal.analysis.slices`).
-    features, n_bins, n_boot
+    features : sequence of str, optional
+        Feature variables X_j, the same in every data set (``()`` for none). Default: X1 and
+        X2 when the data sets have them (:data:`~xuqcal.recalibration.DEFAULT_FEATURES`),
+        else none (the scores of uE only).
+    n_bins, n_boot
         As in :func:`scores`.
     n_mc : int
         Simulated error sets per data set (default 1000).
@@ -325,14 +331,16 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] = DE
     >>> import xuqcal
     >>> train = xuqcal.synthetic.nig(1000, nu=6, seed=0, uE_scale=0.7)
     >>> rec = fit(train, "temperature")
-    >>> table = evaluate({"train": train, "train T": apply(rec, train)}, features=(),
-    ...                  n_bins=10, n_mc=50, n_boot=200)
+    >>> table = evaluate({"train": train, "train T": apply(rec, train)},
+    ...                  n_bins=10, n_mc=50, n_boot=200)  # no X1, X2: scores of uE only
     >>> table.dataset.values.tolist(), round(float(table.zms.sel(dataset="train T")), 12)
     (['train', 'train T'], 1.0)
+    >>> table.s_x.by.values.tolist()
+    ['uE']
     """
     if not isinstance(datasets, Mapping) or not datasets:
         raise ValueError("datasets: expected a non-empty mapping of names to Datasets")
-    features = _check_features(features, E=E, uE=uE)
+    features = _resolve_features(features, datasets, E=E, uE=uE)
     n_mc = _positive_int(n_mc, "n_mc")
     n_mc_fv = _positive_int(n_mc_fv, "n_mc_fv", minimum=0)
     if n_mc_fv == 1:
@@ -463,7 +471,9 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
     if not n_values:
         raise ValueError("n_bins: the list of numbers of bins is empty")
     by = uE if by is None else by
-    features = _check_features(fit_kwargs.get("features", DEFAULT_FEATURES), E=E, uE=uE)
+    features = _resolve_features(fit_kwargs.get("features"), {"train": train, "test": test},
+                                 E=E, uE=uE)
+    fit_kwargs = {**fit_kwargs, "features": features}
     n_scores = fit_kwargs.get("n_bins_scores", defaults.N_BINS_SCORES)
     rows, learned, losses = [], [], []
     for n in n_values:
