@@ -13,7 +13,10 @@ and Zarr stores, one or several (stacked along ``dataset``).
 
 Several files are read with the same options and stacked along ``dataset`` by
 :func:`xuqcal.io.stack_datasets`, labelled by the file names without their suffix or by
-``--names``; an error in one file names that file.
+``--names``; an error in one file names that file. Files with different columns take
+``--E``/``--uE`` once per file, in the order of the files (:func:`per_file`): ``xuqcal
+validate a.csv b.csv --E "logP - y_pred" --E err --uE uq --uE sd``; given once, an option
+applies to every file.
 """
 
 from __future__ import annotations
@@ -106,6 +109,27 @@ def _open_zarr(path: Path, E: str | None, uE: str | None) -> xr.Dataset:
     return _record_roles(ds, E, uE)
 
 
+def _refuse_result(path: Path) -> None:
+    """Raise a clear error when the NetCDF file ``path`` is a result of xuqcal (a validation
+    result of ``xuqcal validate -o``, a recalibrator), not input data with E and uE."""
+    try:
+        with xr.open_dataset(path) as stored:
+            attrs, variables = dict(stored.attrs), set(map(str, stored.data_vars))
+    except (OSError, ValueError):
+        return
+    if attrs.get("xuqcal_object") == "recalibrator":
+        what = "a recalibrator (OUT_recalibrator.nc of xuqcal recalibrate)"
+    elif {"estimate", "zeta", "verdict"} <= variables:
+        what = "a validation result (written by xuqcal validate -o)"
+    else:
+        return
+    source = f" (its source: {attrs['source']})" if attrs.get("source") else ""
+    raise ValueError(f"FILE: {path} is {what}, not input data with E and uE; give the data "
+                     f"it was computed from{source}, e.g. a NetCDF file written by "
+                     "xuqcal.to_netcdf(ds, ...) or the recalibrated test set of xuqcal "
+                     "recalibrate")
+
+
 def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | None = None,
                      features: Sequence[str] | None = None,
                      zarr: bool = False) -> tuple[xr.Dataset, tuple[str, str]]:
@@ -121,7 +145,12 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
         if value is not None and not value.isidentifier():
             raise ValueError(f"{option}: for {what}, give a variable name, got the expression "
                              f"{value!r} ({path})")
-    ds = _open_zarr(path, E, uE) if zarr else io.open_dataset(path, E=E, uE=uE)
+    try:
+        ds = _open_zarr(path, E, uE) if zarr else io.open_dataset(path, E=E, uE=uE)
+    except ValueError:
+        if not zarr:
+            _refuse_result(path)
+        raise
     names = io.roles(ds, E, uE)
     if features:
         specs = feature_specs(features)
@@ -140,6 +169,35 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
         return standard_names(ds, *names), names
     except ValueError as error:  # another variable is named E or uE
         raise ValueError(f"--E, --uE: {path}: {str(error).partition(': ')[2]}") from None
+
+
+def per_file(value: str | Sequence[str] | None, files: Sequence[Path],
+             option: str) -> list[str | None]:
+    """The value of ``--E`` or ``--uE`` for each file: given once (or a plain string), the
+    same for every file; given once per file, in the order of the files. Checked before any
+    file is read.
+
+    Examples
+    --------
+    >>> per_file(["E"], [Path("a.csv"), Path("b.csv")], "--E")
+    ['E', 'E']
+    >>> per_file(["logP - y_pred", "err"], [Path("a.csv"), Path("b.csv")], "--E")
+    ['logP - y_pred', 'err']
+    >>> per_file(["a", "b"], [Path("a.csv"), Path("b.csv"), Path("c.csv")], "--uE")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: --uE: given 2 times for 3 files; give --uE once (the same for every file) or ...
+    """
+    if value is None or isinstance(value, str):
+        return [value] * len(files)
+    values = list(value)
+    if len(values) == 1:
+        return values * len(files)
+    if len(values) != len(files):
+        raise ValueError(f"{option}: given {len(values)} times for {len(files)} file"
+                         f"{'s' if len(files) != 1 else ''}; give {option} once (the same for "
+                         "every file) or once per FILE, in the order of the files")
+    return values
 
 
 def set_labels(files: Sequence[Path], names: Sequence[str] | None) -> list[str]:
@@ -199,8 +257,8 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
     ``args.E``/``args.uE``): the dataset with variables ``E`` and ``uE``, and the names or
     expressions they came from. ``csv_only``: a NetCDF file or Zarr store is refused (by the
     CSV reader, which names it)."""
-    E = args.E if E is None else E
-    uE = args.uE if uE is None else uE
+    E = per_file(args.E, [path], "--E")[0] if E is None else E
+    uE = per_file(args.uE, [path], "--uE")[0] if uE is None else uE
     features = getattr(args, "features", None)
     netcdf = not csv_only and is_netcdf(path)
     if netcdf or (not csv_only and is_zarr(path)):
@@ -244,11 +302,13 @@ def read_inputs(files: Sequence[Path], args: argparse.Namespace, *,
     is given), several files stacked along ``dataset`` (:func:`xuqcal.io.stack_datasets`).
 
     Returns the dataset and the error and uncertainty names or expressions used (joined with
-    ``", "`` when NetCDF files name them differently); ``csv_only`` as in
-    :func:`read_input`."""
+    ``", "`` when the files use different ones: ``--E`` given per file, NetCDF files naming
+    them differently); ``csv_only`` as in :func:`read_input`."""
     names = getattr(args, "names", None)
     several = len(files) > 1 or names is not None
     labels = set_labels(files, names) if several else None
+    errors, uncertainties = (per_file(getattr(args, key), files, option)
+                             for key, option in (("E", "--E"), ("uE", "--uE")))
     if len(files) > 1:  # a missing file is named before any other file is read
         for path in files:
             if not os.path.lexists(path):
@@ -257,7 +317,8 @@ def read_inputs(files: Sequence[Path], args: argparse.Namespace, *,
     sets, used = {}, []
     for k, path in enumerate(files):
         try:
-            ds, found = read_input(path, args, formula=formula, csv_only=csv_only)
+            ds, found = read_input(path, args, E=errors[k], uE=uncertainties[k],
+                                   formula=formula, csv_only=csv_only)
         except ValueError as error:
             if len(files) > 1:
                 raise in_file(error, path) from None
