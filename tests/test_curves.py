@@ -268,7 +268,7 @@ def test_ablation_too_few_points():
     with pytest.raises(ValueError, match="at least 3 points"):
         curves.ablation(dataset([0.1, 0.2], [1.0, 1.0]))
     with pytest.raises(ValueError, match=r"n_bins=20 needs .* remaining data has 38"):
-        curves.ablation(xuqcal.synthetic.nig(42, nu=6, seed=0), statistics="ence")
+        curves.ablation(xuqcal.synthetic.nig(42, nu=6, seed=0), statistics="ence", n_bins=20)
 
 
 # ----------------------------------------------------------------------- calibration curve

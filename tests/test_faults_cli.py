@@ -827,10 +827,12 @@ def _resource_cases():
         "demo --size 10^14": (["demo", "--size", str(10**14), "-o", "{tmp}/d"], "--size"),
         "demo --size 2 (report needs 3 points)": (["demo", "--size", "2", "-o", "{tmp}/d"],
                                                   "--size"),
-        "demo --size 10 (20 bins need 40 points)": (["demo", "--size", "10", "-o", "{tmp}/d"],
-                                                    "--n-bins"),
-        "report of 3 rows (20 bins need 40 points)": (
-            ["report", "{three}", "--E", "E", "--uE", "uE", "-o", "{tmp}/r"], "--n-bins"),
+        # without --n-bins, the bins are the recommended number for the points (1 for 10)
+        "demo --size 10 --n-bins 20 (20 bins need 40 points)": (
+            ["demo", "--size", "10", "--n-bins", "20", "-o", "{tmp}/d"], "--n-bins"),
+        "report of 3 rows --n-bins 20 (20 bins need 40 points)": (
+            ["report", "{three}", "--E", "E", "--uE", "uE", "--n-bins", "20", "-o", "{tmp}/r"],
+            "--n-bins"),
         "cube build --size 10^14": (["cube", "build", "--size", str(10**14), "--n-bins", "3",
                                      "--nu", "6", "-o", "{tmp}/c.nc"], "--size"),
         "cube build --n-mc 10^14": (["cube", "build", *GRID[:-2], "--n-mc", str(10**14), "-o",

@@ -1042,8 +1042,9 @@ def _cases_parameter_types():
                                                                  uE_scale=huge), None),
         ("nig replicate 2**64 - 1", lambda d: xuqcal.synthetic.nig(10, nu=6, seed=0,
                                                                    replicate=2**64 - 1), None),
-        ("ablation n_bins None", lambda d: curves.ablation(d, n_boot=40, n_bins=None),
-         r"^n_bins: expected an integer"),
+        # None is the default: the recommended number of bins for the points
+        ("ablation n_bins None", lambda d: curves.ablation(d, statistics=["zms", "ence"],
+                                                           n_boot=40, n_bins=None), None),
         ("ablation n_bins nan", lambda d: curves.ablation(d, n_boot=40, n_bins=math.nan),
          r"^n_bins: "),
         ("scan n_bins 5", lambda d: recalibration.scan(d, d, n_bins=5, n_boot=40, features=()),

@@ -18,7 +18,7 @@ positions ``[floor(b M / N), floor((b + 1) M / N))``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import xarray as xr
@@ -32,9 +32,65 @@ from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binn
     equal_count_bounds,
     equal_count_order,
     recommended_n_bins,
+    resolve_n_bins,
 )
 from xuqcal.core.checks import variable_name
+from xuqcal.core.statistics import Statistic, get_statistics
 from xuqcal.io import by_role
+
+
+def n_bins_for(ds: object, n_bins: int | None, *, default: int = defaults.N_BINS,
+               statistics: Iterable[str | Statistic] | str | None = None) -> int | None:
+    """The number of bins of a binned analysis of the data set ``ds``
+    (:func:`xuqcal.core.binning.resolve_n_bins` with its number of points M).
+
+    ``n_bins=None`` (the default of every binned analysis) gives the recommended number,
+    :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, default)``; a number given is kept,
+    with a :class:`~xuqcal.core.binning.FewPointsPerBinWarning` when its bins hold fewer than
+    ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points. An analysis lifted to extra dimensions by
+    :func:`~xuqcal.analysis.slices.broadcast` calls it per slice, on the slice's present
+    points: each slice gets its own number. Nothing is read from the data.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The data set (anything else: ``default`` or ``n_bins`` is returned unchanged, and
+        the analysis's own checks name the problem).
+    n_bins : int or None
+        The number of bins asked for, or ``None``.
+    default : int
+        The analysis's default number of bins, at most (``defaults.N_BINS`` or
+        ``defaults.N_BINS_LOCAL``).
+    statistics : str or iterable of str or Statistic, optional
+        The statistics of the analysis: bins are used (and a number given is checked against
+        the rule) only when one of them is binned (``ence``, ``uce``, ``zmse``). ``None``: a
+        per-bin analysis, whose bins are always used.
+
+    Returns
+    -------
+    int or None
+        The number of bins to use.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> small = xuqcal.synthetic.nig(265, nu=6, seed=0)
+    >>> n_bins_for(small, None), n_bins_for(small, None, default=defaults.N_BINS_LOCAL)
+    (13, 13)
+    >>> n_bins_for(xuqcal.synthetic.nig(5000, nu=6, seed=0), None)
+    20
+    >>> n_bins_for(small, 20, statistics=["zms"])  # no binned statistic: no warning
+    20
+    """
+    m = int(ds.sizes.get("sample", 0)) if isinstance(ds, xr.Dataset) else None
+    if statistics is None:
+        binned = True
+    else:
+        try:
+            binned = any(s.needs_bins for s in get_statistics(statistics, coverage=True))
+        except ValueError:  # the analysis's own check names the statistics
+            binned = False
+    return resolve_n_bins(m, n_bins, default, binned=binned)
 
 
 def _check_min_count(min_count, m: int) -> int:

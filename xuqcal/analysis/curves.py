@@ -35,6 +35,7 @@ from xuqcal.analysis.binning import (
     equal_count_bounds,
     equal_count_order,
     members,
+    n_bins_for,
 )
 from xuqcal.analysis.coverage import interval_bounds
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
@@ -50,7 +51,6 @@ from xuqcal.analysis.resampling import bootstrap, check_count
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
-from xuqcal.core.binning import warn_few_points_per_bin
 from xuqcal.core.checks import (
     check_bool,
     check_generators,
@@ -345,7 +345,7 @@ def ablation(
     n_boot: int = defaults.N_BOOT_ABLATION,
     seed: int = defaults.SEED,
     level: float = defaults.LEVEL,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     E: str = defaults.E,
     uE: str = defaults.UE,
@@ -373,8 +373,10 @@ def ablation(
         Seed of the bootstrap.
     level : float
         Confidence level of the interval.
-    n_bins, by : int, str
-        Equal-count bins of binned statistics (re-made on each remaining set).
+    n_bins, by : int or None, str
+        Equal-count bins of binned statistics (re-made on each remaining set); ``n_bins``
+        defaults to the recommended number for the M points of the full set (as
+        :func:`xuqcal.stats`), and a number given with fewer points per bin warns.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -410,12 +412,14 @@ def ablation(
     if m - removed[-1] < 3:
         raise ValueError(f"k: removing {percents[-1]:g} % of {m} points leaves fewer "
                          "than 3 points")
+    asked = n_bins  # the bootstrap below resolves it alike, and warns for a number given
+    n_bins = n_bins if n_bins is not None else n_bins_for(ds, None, statistics=chosen)
     if needs_bins:
         check_n_bins(int(m - removed[-1]), n_bins, variable="the remaining data")
     else:  # unused, but a bad value is still a mistake worth naming
         check_count(n_bins, "n_bins", 1)
     variables = list(dict.fromkeys([E, uE, *([by] if needs_bins else [])]))
-    bs = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, n_bins=n_bins,
+    bs = bootstrap(ds, keys, n_boot=n_boot, method="bca", level=level, seed=seed, n_bins=asked,
                    by=by, E=E, uE=uE)
     attrs = provenance(method="bca", level=level, n_boot=n_boot, seed=seed,
                        n_bins=n_bins if needs_bins else 0, by=by, n_samples=m,
@@ -643,7 +647,7 @@ def local_coverage(
     *,
     by: str = defaults.BY,
     p: float | None = None,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     generator: str | Generator = defaults.GENERATORS[0],
     level: float = defaults.LEVEL,
     tol: float = defaults.COVERAGE_TOLERANCE,
@@ -685,12 +689,13 @@ def local_coverage(
     p : float, optional
         Probability level of the interval, in (0, 1); default ``defaults.LEVEL`` (0.95), or
         with ``interval=True`` the level the given bounds record (``interval_level``).
-    n_bins : int
-        Number of equal-count bins: at least 2 points per bin (else a ``ValueError``), and a
+    n_bins : int, optional
+        Number of equal-count bins; default
+        :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)`` (20 bins from
+        M = 400 on, per slice; the rule of :mod:`xuqcal.core.binning`). A number given needs
+        at least 2 points per bin (else a ``ValueError``) and gives a
         :class:`~xuqcal.core.binning.FewPointsPerBinWarning` below
-        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points per bin (the rule of
-        :mod:`xuqcal.core.binning`; use at most
-        :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points per bin.
     generator : str or Generator
         Generative distribution D whose unit-variance quantile gives the coverage factor
         ``k``: ``"normal"`` (``Φ⁻¹((1 + p) / 2)``, 1.96 at 0.95) or a Student-t ``"t<ν>"``
@@ -772,8 +777,8 @@ def local_coverage(
     _check_size(m, 2, "local_coverage")
     if bins is None:
         by = variable_name(ds, by, uE)
+        n_bins = n_bins_for(ds, n_bins)  # warns below the rule
         check_n_bins(m, n_bins, variable=by)
-        warn_few_points_per_bin(m, n_bins)
         variables = list(dict.fromkeys([E, uE, by, *(bounds or [])]))
         n, by_label, scheme = n_bins, by, "equal"
         binning = ("equal-count bins of the stable sort of by: sorted positions "

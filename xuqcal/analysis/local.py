@@ -36,6 +36,7 @@ from xuqcal.analysis.binning import (
     equal_count,
     make_bins,
     members,
+    n_bins_for,
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
@@ -380,7 +381,7 @@ def local(
     statistic: str = "zms",
     *,
     by: str = defaults.BY,
-    n_bins: int = defaults.N_BINS_LOCAL,
+    n_bins: int | None = None,
     binning: str = "equal",
     min_count: int | None = None,
     n_boot: int = defaults.N_BOOT_LOCAL,
@@ -405,11 +406,14 @@ def local(
         Statistic per bin (targets 1, 0, 1, 0).
     by : str
         Conditioning variable: ``uE`` (consistency) or a feature (adaptivity).
-    n_bins : int
+    n_bins : int, optional
         Number of equal-count bins (``binning="equal"``). A bin should hold at least
-        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points: for M points use at most
-        :func:`xuqcal.core.binning.recommended_n_bins` (M) = ``min(n_bins, M // 20)`` bins
-        (the report does); more bins still run, with a warning.
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points: the default is
+        :func:`xuqcal.core.binning.recommended_n_bins` (M) = ``min(100, M // 20)`` bins
+        (``defaults.N_BINS_LOCAL`` = 100 from M = 2000 on, 13 at M = 265; per slice, as the
+        report does); more bins than that still run, with a warning. With
+        ``binning="grid"``: bins per variable (default: the integer square root of the
+        recommended number, 10 × 10 cells from M = 2000 on).
     binning : {"equal", "strata"}
         Equal-count bins, or strata bins for stratified variables (``min_count`` default 100).
     min_count : int, optional
@@ -471,6 +475,10 @@ def local(
     names = _binning_names(by, uE)
     m = ds.sizes["sample"]
     given_bins = bins is not None
+    asked = n_bins is not None  # else the recommended number: no warning for equal bins
+    if not asked:
+        recommended = n_bins_for(ds, None, default=defaults.N_BINS_LOCAL)
+        n_bins = math.isqrt(recommended) if binning == "grid" else recommended
     if bins is not None:
         _check_bins(bins, m)
         variables = [E, uE]
@@ -486,7 +494,8 @@ def local(
             bins = make_bins(ds, names, n_bins=n_bins, binning=binning, min_count=min_count,
                              uE=uE)
     bins_layout = bins if bins is not None else _equal_layout(m, n_bins, min_count, name, None)
-    _warn_bins(bins_layout, m, given=given_bins)
+    if asked or given_bins or min_count is not None or binning != "equal":
+        _warn_bins(bins_layout, m, given=given_bins)
     attrs = provenance(
         statistic=statistic, target=TARGETS[statistic],
         by=bins_layout.attrs.get("by", by), binning=bins_layout.attrs.get("scheme", binning),
@@ -540,7 +549,7 @@ def order_sensitivity(
     *,
     by: str,
     n_orders: int = 1000,
-    n_bins: int = defaults.N_BINS_LOCAL,
+    n_bins: int | None = None,
     n_boot: int = defaults.N_BOOT_LOCAL,
     level: float = defaults.LEVEL,
     seed: int = defaults.SEED,
@@ -559,6 +568,9 @@ def order_sensitivity(
     Until version 0.1 the orders were drawn from NumPy's PCG64 (``np.random.Generator``),
     against the documented rule that every draw comes from the counter-based streams; that was
     fixed, which changed the orders (and so the values) of this function.
+
+    ``n_bins`` defaults to the recommended number of bins for M points, as in :func:`local`
+    (:func:`xuqcal.core.binning.recommended_n_bins`, at most ``defaults.N_BINS_LOCAL``).
 
     Warns
     -----
@@ -586,8 +598,8 @@ def order_sensitivity(
     n_orders = check_count(n_orders, "n_orders", minimum=1)
     by = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     binomial_noise = check_bool(binomial_noise, "binomial_noise")
+    n_bins = n_bins_for(ds, n_bins, default=defaults.N_BINS_LOCAL)  # warns below the rule
     check_n_bins(ds.sizes["sample"], n_bins, variable=by)  # the bins, before any work
-    warn_few_points_per_bin(ds.sizes["sample"], n_bins)
     lazy = is_lazy(ds, [E, uE, by])
     points = dask.delayed(_points, pure=True)(ds[E].data, ds[uE].data)
     values = dask.delayed(_checked_values, pure=True)(ds[by].data, by)
@@ -779,7 +791,7 @@ def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: 
 def reliability(
     ds: xr.Dataset,
     *,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     n_boot: int = defaults.N_BOOT_RELIABILITY,
     level: float = defaults.LEVEL,
@@ -792,10 +804,10 @@ def reliability(
     """Reliability diagram data: per equal-count bin of ``by``, RMV and RMSE with a bootstrap
     BCa interval on RMSE. Lazy on Dask-backed data, computed otherwise.
 
-    ``n_bins`` follows the rule of :mod:`xuqcal.core.binning`: bins of fewer than
-    ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20) points give a
-    :class:`~xuqcal.core.binning.FewPointsPerBinWarning` (use at most
-    :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, n_bins)`` bins).
+    ``n_bins`` follows the rule of :mod:`xuqcal.core.binning`: its default is
+    :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)`` (20 bins from
+    M = 400 on, per slice), and bins given of fewer than ``defaults.MIN_POINTS_PER_BIN_LOCAL``
+    (20) points give a :class:`~xuqcal.core.binning.FewPointsPerBinWarning`.
 
     Heavy-tail screening (ErrViewLib's ``skewupUnc`` and ``skewupErr`` of ``plotRelDiag``):
     a bin whose robust skewness β_GM of uE² is above ``heavy_tail_threshold_uE2`` (its RMV is
@@ -808,8 +820,8 @@ def reliability(
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E``, ``uE`` and the variable ``by``.
-    n_bins : int
-        Number of equal-count bins.
+    n_bins : int, optional
+        Number of equal-count bins (default: the recommended number, see above).
     by : str
         Binning variable (``uE`` by default).
     n_boot, level, seed : int, float, int
@@ -847,8 +859,8 @@ def reliability(
         heavy_tail_threshold_E2, "heavy_tail_threshold_E2", of="E^2",
         default=defaults.HEAVY_TAIL_THRESHOLD_E2)
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
+    n_bins = n_bins_for(ds, n_bins)  # warns below the rule
     bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
-    warn_few_points_per_bin(ds.sizes["sample"], n_bins)
     f8 = np.float64
     layout = template(
         {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),

@@ -49,6 +49,7 @@ import pandas as pd
 import xarray as xr
 from dask.graph_manipulation import bind
 
+from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults, moments
 from xuqcal.core import exact as X
@@ -698,7 +699,7 @@ def reduce_statistics(
     statistics: str | Iterable[str] | None = ("zms", "rce"),
     *,
     level: float = defaults.LEVEL,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     E: str = defaults.E,
     uE: str = defaults.UE,
@@ -726,8 +727,13 @@ def reduce_statistics(
         needs all the points in one task.
     level : float
         Confidence level of the intervals.
-    n_bins : int
-        Number of bins of the binned statistics.
+    n_bins : int, optional
+        Number of bins of the binned statistics. Default: the recommended number for the
+        number of rows along ``sample`` (:func:`~xuqcal.core.binning.recommended_n_bins`
+        ``(M, defaults.N_BINS)``, as :func:`xuqcal.stats`: 20 from 400 rows on); with extra
+        dimensions the same number for every slice, as the present points of a slice are
+        known only after a pass over the data. A number given whose bins hold fewer than
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points warns.
     by : str
         Binning variable (``uE`` measures consistency, a feature adaptivity).
     E, uE : str
@@ -789,6 +795,7 @@ def reduce_statistics(
     >>> bool((same.estimate == result.estimate).all())
     True
     """
+    n_bins = n_bins_for(ds, n_bins, statistics=statistics)
     chosen, by, dims, binned = _check_arguments(ds, statistics, level=level, n_bins=n_bins,
                                                 by=by, E=E, uE=uE)
     level = float(level)

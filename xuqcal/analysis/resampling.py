@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 from dask.delayed import Delayed
 
-from xuqcal.analysis.binning import check_n_bins
+from xuqcal.analysis.binning import check_n_bins, n_bins_for
 from xuqcal.analysis.lazy import shared
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_input
@@ -319,7 +319,7 @@ def bootstrap(
     level: float = defaults.LEVEL,
     seed: int = defaults.SEED,
     chunks: int | Sequence[int] | None = None,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     keep_replicates: bool = False,
     E: str = defaults.E,
@@ -353,8 +353,11 @@ def bootstrap(
     chunks : int or sequence of int, optional
         Replicates per Dask task (default: the option ``replicate_chunk``,
         :func:`xuqcal.set_options`).
-    n_bins, by : int, str
-        Equal-count bins on variable ``by`` for binned statistics.
+    n_bins, by : int or None, str
+        Equal-count bins on variable ``by`` for binned statistics; ``n_bins`` defaults to
+        the recommended number for M points (``defaults.N_BINS`` bins of at least
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points, as :func:`xuqcal.stats`; a number given
+        with fewer points per bin warns).
     keep_replicates : bool
         Also return the raw replicate values (``replicates`` over ``statistic × replicate``).
     E, uE : str
@@ -377,6 +380,7 @@ def bootstrap(
     >>> bool((result.ci_low < result.estimate).all())
     True
     """
+    n_bins = n_bins_for(ds, n_bins, statistics=statistics)
     stats, n_boot, method, level, seed, chunks, by = _bootstrap_iv(
         ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks,
         n_bins=n_bins, by=by, keep_replicates=keep_replicates, E=E, uE=uE)

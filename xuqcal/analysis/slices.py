@@ -29,7 +29,10 @@ replicate chunks) and the stacked result is computed in one ``compute`` with the
 scheduler, so slices run in parallel. Dask-backed data: nothing is computed; each slice is one
 task that reads its data, drops its absent points and runs the analysis (whose graph runs on
 the synchronous scheduler inside the task); the slices run in parallel, and the number of
-present points is known only when computed.
+present points is known only when computed. The default number of bins of a binned analysis
+depends on it (:func:`~xuqcal.core.binning.resolve_n_bins`): a slice whose present points call
+for fewer bins than all its rows would is refused when computed, naming the slice (load the
+data first, or give ``n_bins``).
 
 **DataTree.** An :class:`xarray.DataTree` holds one data set per node (different ``sample``
 lengths and feature sets allowed). Its nodes are analysed as slices labelled by their paths
@@ -452,15 +455,23 @@ def _split(signature: inspect.Signature, arguments: Mapping[str, Any]
 def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundArguments,
                 data: str, labels: Mapping[str, Any], E: str, uE: str,
                 sizes: Mapping[str, int], sample: pd.Index | None,
-                layout_indexes: Mapping[str, pd.Index]) -> Any:
+                layout_indexes: Mapping[str, pd.Index], layout_n_bins: Any = None) -> Any:
     """One slice of Dask-backed data, computed inside its task: absent points dropped, values
     checked, the analysis run on the synchronous scheduler, the result conformed to the
-    layout."""
+    layout (``layout_n_bins``: the number of bins the layout records, which the result must
+    have: the default number of bins depends on the slice's number of present points)."""
     present = present_points(inputs, labels, E, uE)
     with dask.config.set(scheduler="synchronous"):
         result = _call(function, bound, data, present, labels)
         if hasattr(result, "compute"):
             result = result.compute()
+    used = result.attrs.get("n_bins")
+    if layout_n_bins is not None and used is not None and not _same(used, layout_n_bins):
+        raise ValueError(
+            f"{slice_label(labels)}: the number of bins depends on the slice's number of "
+            f"present points ({used} bins for its {present.sizes[SAMPLE_DIM]} points, "
+            f"{layout_n_bins} for all the rows), which Dask-backed data do not give before they "
+            "are computed; load the data first (ds.load()), or give n_bins")
     result = _as_dataset(_conform(result, sizes, sample))
     for dim, index in layout_indexes.items():
         if dim in result.indexes and not result.indexes[dim].equals(index):
@@ -518,7 +529,8 @@ def _lazy_slice(function: Callable, bound: inspect.BoundArguments, data: str, su
     ragged dimensions."""
     task = lazy_result(_slice_task, sub[sample_variables(sub)], _computed_in_task(layout),
                        function=function, bound=bound, data=data, labels=unit, E=E, uE=uE,
-                       sizes=sizes, sample=sample, layout_indexes=_fixed_indexes(layout))
+                       sizes=sizes, sample=sample, layout_indexes=_fixed_indexes(layout),
+                       layout_n_bins=layout.attrs.get("n_bins"))
     return _like(task, layout)
 
 

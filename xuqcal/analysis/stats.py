@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
@@ -120,9 +121,10 @@ def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
     """Argument checks of :func:`stats` (no data are read): the statistics, the binning
     variable and whether bins are needed."""
     chosen = get_statistics(statistics, coverage=True)
+    n_bins = n_bins_for(ds, n_bins, statistics=chosen)
     by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE)
     check_sizes(chosen, m)
-    return chosen, by, any(s.needs_bins for s in chosen)
+    return chosen, by, any(s.needs_bins for s in chosen), n_bins
 
 
 @broadcast
@@ -131,7 +133,7 @@ def stats(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = ("zms", "rce"),
     *,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     E: str = defaults.E,
     uE: str = defaults.UE,
@@ -150,8 +152,13 @@ def stats(
     statistics : str or sequence of str or None
         Statistic keys (``None``: all of the registry), including the coverage statistics
         (PICP: ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` for both default levels).
-    n_bins : int
-        Number of equal-count bins of the binned statistics.
+    n_bins : int, optional
+        Number of equal-count bins of the binned statistics (``ence``, ``uce``, ``zmse``).
+        Default: :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)``,
+        ``defaults.N_BINS`` (20) bins of at least ``defaults.MIN_POINTS_PER_BIN_LOCAL`` (20)
+        points each (20 bins from M = 400 on, 13 at M = 265), per slice; a number given is
+        used as asked, with a :class:`~xuqcal.core.binning.FewPointsPerBinWarning` when its
+        bins hold fewer than 20 points. Recorded in the attribute ``n_bins``.
     by : str
         Binning variable (``uE`` measures consistency, a feature adaptivity).
     E, uE : str
@@ -174,6 +181,9 @@ def stats(
     UndefinedStatisticWarning
         For a statistic that is undefined on the data (NaN or ``inf``), naming the reason,
         e.g. ``cc is undefined: uE is constant``.
+    FewPointsPerBinWarning
+        For an ``n_bins`` given whose bins hold fewer than
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points, with a binned statistic.
 
     Examples
     --------
@@ -183,7 +193,8 @@ def stats(
     >>> v.dims, v.statistic.values.tolist()
     (('statistic',), ['zms', 'ence'])
     """
-    chosen, by, needs_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E, uE=uE)
+    chosen, by, needs_bins, n_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E,
+                                               uE=uE)
     keys = [s.key for s in chosen]
     use_by = needs_bins and by != uE
     by_values = ds[by] if use_by else ds[uE]

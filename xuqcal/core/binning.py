@@ -15,6 +15,13 @@ are noise. The rule, used by every such analysis and by the report:
 * the recommended number of bins for ``M`` points is
   ``min(n_bins, max(M // 20, 1))`` (:func:`recommended_n_bins`; ``n_bins`` default
   ``defaults.N_BINS_LOCAL`` = 100), which the report uses;
+* every binned analysis (the binned statistics ENCE, UCE and ZMSE of ``stats``,
+  ``bootstrap``, ``simulate``, ``validate`` and ``ablation``; ``local``,
+  ``order_sensitivity``, ``reliability``, ``local_coverage``) defaults to ``n_bins=None``:
+  the recommended number for the M of the data set, per slice of data with extra
+  dimensions, with the analysis's own default as the most (:func:`resolve_n_bins`; 20 bins
+  of the binned statistics from M = 400 on, 100 local bins from M = 2000 on), recorded in
+  the result's ``n_bins`` attribute;
 * an analysis asked for more bins than that still runs (down to the hard minimum of
   :data:`MIN_POINTS_PER_BIN` points per bin, below which it refuses) but warns with a
   :class:`FewPointsPerBinWarning` naming ``n_bins``, ``M`` and the points per bin
@@ -127,6 +134,71 @@ def recommended_n_bins(m: int, n_bins: int = defaults.N_BINS_LOCAL, *,
     return int(min(n_bins, max(m // min_points, 1)))
 
 
+def resolve_n_bins(m: int | None, n_bins: int | None, default: int = defaults.N_BINS, *,
+                   binned: bool = True,
+                   min_points: int = defaults.MIN_POINTS_PER_BIN_LOCAL) -> int | None:
+    """The number of bins an analysis of ``m`` points uses: the one place where the default
+    ``n_bins=None`` of every binned analysis is resolved.
+
+    ``n_bins=None`` gives :func:`recommended_n_bins` ``(m, default)``: the analysis's own
+    default (``defaults.N_BINS`` for the binned statistics, reliability diagrams and local
+    coverage, ``defaults.N_BINS_LOCAL`` for local z-score analyses), reduced so that every
+    bin holds at least ``min_points`` points. At ``m >= default * min_points`` it is
+    ``default`` (20 bins from M = 400 on, 100 local bins from M = 2000 on). A number given is
+    used as asked; when ``binned`` and its bins hold fewer than ``min_points`` points, a
+    :class:`FewPointsPerBinWarning` says so (:func:`warn_few_points_per_bin`). Values that
+    the analysis will refuse (not a positive integer, fewer than :data:`MIN_POINTS_PER_BIN`
+    points per bin) and an unknown or empty size are returned unchanged, without a warning,
+    so that the analysis's own check names the problem.
+
+    Parameters
+    ----------
+    m : int or None
+        Number of points M of the data set (of the slice, for data with extra dimensions);
+        ``None`` when unknown (``default`` is then returned for ``n_bins=None``).
+    n_bins : int or None
+        The number of bins asked for, or ``None`` for the recommended number.
+    default : int
+        The analysis's default number of bins, at most.
+    binned : bool
+        Whether the bins are used (a binned statistic is asked for): no warning otherwise.
+    min_points : int
+        Least number of points per bin (default ``defaults.MIN_POINTS_PER_BIN_LOCAL``).
+
+    Returns
+    -------
+    int or None
+        The number of bins.
+
+    Warns
+    -----
+    FewPointsPerBinWarning
+        When ``n_bins`` is given, ``binned``, and its bins hold fewer than ``min_points``
+        points.
+
+    Examples
+    --------
+    >>> resolve_n_bins(265, None), resolve_n_bins(5000, None), resolve_n_bins(265, None, 100)
+    (13, 20, 13)
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     resolve_n_bins(265, 20), resolve_n_bins(265, 20, binned=False)
+    (20, 20)
+    >>> len(caught), caught[0].category.__name__
+    (1, 'FewPointsPerBinWarning')
+    """
+    if n_bins is None:
+        if m is None or isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
+            return default
+        return recommended_n_bins(int(m), default, min_points=min_points)
+    if (binned and m is not None and not isinstance(n_bins, bool)
+            and isinstance(n_bins, int | np.integer) and n_bins >= 1
+            and m >= MIN_POINTS_PER_BIN * n_bins):
+        warn_few_points_per_bin(int(m), int(n_bins), min_points=min_points)
+    return n_bins
+
+
 def points_per_bin(m: int, n_bins: int) -> tuple[int, int]:
     """Fewest and most points of the ``n_bins`` equal-count bins of ``m`` points.
 
@@ -194,6 +266,8 @@ def warn_few_points_per_bin(m: int, n_bins: int, *, counts=None, argument: str =
     held = f"{low} to {high}" if high != low else f"{low}"
     if source is None:
         source = f"n_bins={n_bins} bins"
+    if advice is None and m < min_points:  # fewer bins would not help
+        advice = f"M={m} is too small for per-{per} intervals of {min_points} points"
     if advice is None:
         advice = (f"use at most {recommended_n_bins(m, max(int(n_bins), 1), min_points=min_points)}"
                   " bins (xuqcal.core.binning.recommended_n_bins)")
