@@ -91,17 +91,42 @@ def test_the_printed_table_marks_the_verdict_and_prints_the_note(decided_by_sim)
     assert verdict_notes(decided_by_sim)["ence"] in table
 
 
+#: Calibrated NIG sets (M, seed) on which a statistic's generators' exact tests (Sim2)
+#: disagree while their references differ: *not usable* (issue 22's rule decides only when
+#: every generator leads to the same decision).
+NOT_USABLE_SETS = {"ence": (1500, 1), "zmse": (1000, 4), "cc": (1500, 2)}
+
+
 @pytest.mark.parametrize("key, binned", [("ence", True), ("zmse", True), ("cc", False)])
-def test_a_not_usable_verdict_says_what_to_do_next(default_generators, key, binned):
-    r = default_generators.sel(statistic=key)
+def test_a_not_usable_verdict_says_what_to_do_next(key, binned):
+    size, seed = NOT_USABLE_SETS[key]
+    r = _validate(xuqcal.synthetic.nig(size, nu=6, seed=seed)).sel(statistic=key)
     assert str(r.verdict.values) == NOT_USABLE  # on this set, fixed by its seed
+    sim2 = r.zeta.sel(scheme=["Sim2N", "Sim2T", "Sim2Tfit"]).values
+    assert (np.abs(sim2) <= 1).any() and (np.abs(sim2) > 1).any()  # the decisions differ
     note = str(r.verdict_note.values)
-    assert "differ between generators" in note
-    for generator in ("normal", "t6"):
+    assert "differ between generators" in note and "so do the decisions" in note
+    for generator in ("normal", "t6", "tfit"):
         assert f"{generator}: " in note
     assert "known_generator=" in note and "--known-generator" in note
     assert "predefined reference" in note
     assert ("zero_bins_extrapolation" in note) == binned
+
+
+@pytest.mark.parametrize("key", ["ence", "zmse", "cc"])
+def test_a_verdict_of_agreeing_generators_says_so(default_generators, key):
+    """On the 265-point set the references differ between generators, but every generator's
+    exact test (Sim2) leads to the same decision: that decision is the verdict, and the note
+    says the references differ and which zeta is nearest to changing it."""
+    r = default_generators.sel(statistic=key)
+    assert bool(r.generator_sensitive)
+    sim2 = r.zeta.sel(scheme=["Sim2N", "Sim2T", "Sim2Tfit"]).values
+    outcome = "pass" if (np.abs(sim2) <= 1).all() else "fail"
+    assert str(r.verdict.values) == f"{outcome} under every generator (normal, t6, tfit)"
+    note = str(r.verdict_note.values)
+    assert "differ between generators" in note and "every generator leads to the same" in note
+    scheme = str(r.verdict_scheme.values)
+    assert f"the {scheme} zeta" in note
 
 
 def test_the_report_lists_the_notes(small_set, decided_by_sim, tmp_path):

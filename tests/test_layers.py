@@ -188,14 +188,14 @@ def test_defaults_come_from_one_place():
     allowed = {
         "n_boot": {defaults.N_BOOT, defaults.N_BOOT_LOCAL, defaults.N_BOOT_GROUPS,
                    defaults.N_BOOT_ABLATION, defaults.N_BOOT_SCORES,
-                   defaults.N_BOOT_RELIABILITY, defaults.N_BOOT_REPORT},
-        "n_mc": {defaults.N_MC, defaults.N_MC_REPORT, defaults.N_MC_CURVE, defaults.N_MC_SCORES,
-                 defaults.N_MC_STUDY, defaults.N_MC_CUBE},
+                   defaults.N_BOOT_RELIABILITY, defaults.N_BOOT_VALIDATION},
+        "n_mc": {defaults.N_MC, defaults.N_MC_VALIDATION, defaults.N_MC_CURVE,
+                 defaults.N_MC_SCORES, defaults.N_MC_STUDY, defaults.N_MC_CUBE},
         "level": {defaults.LEVEL},
         "seed": {defaults.SEED},
         "E": {defaults.E},
         "uE": {defaults.UE},
-        "generators": {defaults.GENERATORS},
+        "generators": {defaults.GENERATORS, defaults.VALIDATION_GENERATORS},
     }
     offenders = []
     for name, function in _public_functions():

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 import xuqcal
-from xuqcal.analysis.validation import NOT_USABLE, UNDECIDED, summary_table
+from xuqcal.analysis.validation import NOT_USABLE, UNDECIDED, agreed_decision, summary_table
 from xuqcal.core.intervals import DegenerateIntervalWarning, wilson_interval, zeta
 
 KEYS = ["zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse"]
@@ -24,8 +24,10 @@ def result():
 
 def test_structure(result):
     _, v = result
-    assert v.scheme.values.tolist() == ["BS", "SimN", "SimT", "Sim2N", "Sim2T"]
-    assert v.scheme_generator.values.tolist() == ["", "normal", "t6", "normal", "t6"]
+    assert v.scheme.values.tolist() == ["BS", "SimN", "SimT", "SimTfit", "Sim2N", "Sim2T",
+                                        "Sim2Tfit"]
+    assert v.scheme_generator.values.tolist() == ["", "normal", "t6", "tfit", "normal", "t6",
+                                                  "tfit"]
     for name in ("estimate", "bias", "se", "ci_low", "ci_high", "verdict", "verdict_scheme",
                  "generator_sensitive"):
         assert v[name].dims == ("statistic",)
@@ -76,10 +78,19 @@ def test_recommended_workflow(result):
     # predefined references decide by BS; uncertainties 10 % too small fail ZMS clearly
     assert (scheme[["zms", "rce", "zm", "zv", "nll"]] == "BS").all()
     assert verdict["zms"] == "fail" and verdict["rce"] == "fail"
-    # cc and ence references differ between normal and t6 errors far beyond their uncertainty
-    for key in ("cc", "ence"):
+    # cc, ence and zmse references differ between the generators far beyond their
+    # uncertainty, but every generator's exact test (Sim2) leads to the same decision (issue
+    # 22): cc passes, ence and zmse fail, decided by the Sim2 zeta nearest to changing it
+    every = "under every generator (normal, t6, tfit)"
+    assert verdict["cc"] == f"pass {every}" and scheme["cc"] == "Sim2N"
+    for key in ("ence", "zmse"):
+        assert verdict[key] == f"fail {every}" and scheme[key] == "Sim2T"
+    for key in ("cc", "ence", "zmse"):
         assert bool(v.generator_sensitive.sel(statistic=key))
-        assert verdict[key] == NOT_USABLE and scheme[key] == ""
+        sim2 = v.zeta.sel(statistic=key, scheme=["Sim2N", "Sim2T", "Sim2Tfit"]).values
+        decided, nearest = agreed_decision(sim2, ["normal", "t6", "tfit"])
+        assert verdict[key] == decided and scheme[key] == ["Sim2N", "Sim2T", "Sim2Tfit"][nearest]
+    assert NOT_USABLE not in verdict.values
     # ζ values are still reported for every scheme
     assert np.isfinite(v.zeta.sel(statistic="cc", scheme=["SimN", "SimT"])).all()
 
@@ -121,7 +132,8 @@ def test_summary_table(result):
     assert notes.splitlines()[1:] == [f"  {k}: {n}" for k, n in expected.items()]
     assert ([line.split()[0] for line in lines[1:] if line.endswith("*")]
             == list(expected))
-    assert lines[0].split()[4:9] == ["ζ_BS", "ζ_SimN", "ζ_SimT", "ζ_Sim2N", "ζ_Sim2T"]
+    assert lines[0].split()[4:11] == ["ζ_BS", "ζ_SimN", "ζ_SimT", "ζ_SimTfit", "ζ_Sim2N",
+                                      "ζ_Sim2T", "ζ_Sim2Tfit"]
     assert lines[1].split()[0] == "zms" and lines[1].endswith("fail (BS)")
 
 

@@ -27,6 +27,7 @@ from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
 from xuqcal.analysis.simulation import simulate
 from xuqcal.analysis.stats import stats
+from xuqcal.analysis.summary import summary
 from xuqcal.analysis.validation import validate
 from xuqcal.core import generators
 from xuqcal.core.binning import FewPointsPerBinWarning
@@ -112,6 +113,7 @@ __all__ = [
     "stats",
     "student_interval",
     "studies",
+    "summary",
     "synthetic",
     "to_netcdf",
     "validate",

@@ -31,6 +31,7 @@ from xuqcal.analysis import resampling as _resampling
 from xuqcal.analysis import running as _running
 from xuqcal.analysis import simulation as _simulation
 from xuqcal.analysis import stats as _stats
+from xuqcal.analysis import summary as _summary
 from xuqcal.analysis import validation as _validation
 from xuqcal.core import defaults
 from xuqcal.studies import simulation as _studies
@@ -103,6 +104,7 @@ class UQCalAccessor:
     bootstrap = delegate(_resampling.bootstrap, "Lazy bootstrap intervals")
     simulate = delegate(_simulation.simulate, "Lazy simulated references")
     validate = delegate(_validation.validate, "ζ-scores per scheme and verdicts")
+    summary = delegate(_summary.summary, "A verdict per question with its evidence")
     describe = delegate(_diagnostics.describe, "Distribution diagnostics")
     bins = delegate(_binning.make_bins, "Bins of a variable (or a 2-D grid)")
     local = delegate(_local.local, "Local z-score analysis (LZM, LZMS, ...)")

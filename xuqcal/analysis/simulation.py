@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
+from dask.delayed import Delayed
 
+from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
@@ -33,7 +36,7 @@ from xuqcal.core.checks import (
     check_generators,
     check_seed,
 )
-from xuqcal.core.generators import Generator, generator_coords
+from xuqcal.core.generators import Generator, fit_generators, fitted_nu, generator_coords
 from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
@@ -52,6 +55,9 @@ from xuqcal.io import by_role
 
 def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code: int,
                       parameter: float, key: np.uint64, start: int, stop: int) -> np.ndarray:
+    if generator_code == K.STUDENT and not parameter > 2.0:
+        # tfit whose fit is undefined or gives nu <= 2: no unit-variance Student-t, no draws
+        return np.full((stop - start, codes.shape[0]), np.nan)
     out = np.empty((stop - start, 1, codes.shape[0]))
     K.simulate_block(key, generator_code, parameter, start, stop, codes,
                      np.array([prepared.n_bins], dtype=np.int64), prepared.u, prepared.u2,
@@ -77,7 +83,7 @@ def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, 
     """Argument checks of :func:`simulate`, before any computation (no data are read);
     returns the statistics, the generators, ``n_mc``, ``seed`` and ``chunks`` normalised."""
     stats = get_statistics(statistics)
-    gens = check_generators(generators, generator_name)
+    gens = check_generators(generators, generator_name, fitted=True)
     n_mc = check_count(n_mc, n_name)
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
@@ -98,7 +104,7 @@ def simulate(
     generators: str | Iterable[str] = defaults.GENERATORS,
     n_mc: int = defaults.N_MC,
     seed: int = defaults.SEED,
-    n_bins: int = defaults.N_BINS,
+    n_bins: int | None = None,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
     keep_replicates: bool = False,
@@ -120,8 +126,9 @@ def simulate(
         Number of synthetic error sets per generator.
     seed : int
         Seed; the same seed gives bit-identical results for any chunks and scheduler.
-    n_bins, by : int, str
-        Equal-count bins on ``by`` for the binned statistics.
+    n_bins, by : int or None, str
+        Equal-count bins on ``by`` for the binned statistics; ``n_bins`` defaults to the
+        recommended number for M points (as :func:`xuqcal.stats`).
     chunks : int or sequence of int, optional
         Synthetic sets per Dask task (default: the option ``replicate_chunk``,
         :func:`xuqcal.set_options`).
@@ -151,6 +158,7 @@ def simulate(
     >>> bool(abs(ref["mean"].sel(statistic="zms", generator="normal") - 1) < 0.01)
     True
     """
+    n_bins = n_bins_for(ds, n_bins, statistics=statistics)
     stats, gens, n_mc, seed, chunks = _simulate_iv(
         ds, statistics, generators=generators, n_mc=n_mc, seed=seed, n_bins=n_bins, by=by,
         chunks=chunks, keep_replicates=keep_replicates, E=E, uE=uE,
@@ -171,6 +179,8 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     if prepared is None:
         prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
                                   analysis="simulate")
+    gens = fit_generators(gens, fitted_nu_of(ds, E, uE)) if any(g.fitted for g in gens) \
+        else gens
     replicates = xr.DataArray(
         da.stack([simulated_replicates(prepared, codes, g, n_mc, seed, chunks).T for g in gens],
                  axis=1),
@@ -179,6 +189,23 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     return reference_result(replicates, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
                             by=by, m=ds.sizes["sample"], keep_replicates=keep_replicates,
                             warn_undefined=warn_undefined)
+
+
+def fitted_nu_of(ds: xr.Dataset, E: str, uE: str):
+    """ν of the data-informed generator ``tfit`` for ``ds``
+    (:func:`~xuqcal.core.generators.fitted_nu`): a number for NumPy-backed data, a Dask
+    Delayed for Dask-backed data (computed with the simulations that draw from it)."""
+    if ds[E].chunks is None and ds[uE].chunks is None:
+        return fitted_nu(ds[E].values, ds[uE].values)
+    return dask.delayed(fitted_nu, pure=True)(ds[E].data, ds[uE].data)
+
+
+#: Attributes of the variable ``nu_tfit`` (ν of the data-informed generator).
+NU_TFIT_ATTRS = {
+    "long_name": "nu of the data-informed generator tfit",
+    "comment": "Student-t fitted to the z-scores (scaled F(1, nu) fit of Z^2, as for PICP); "
+               "NaN when the fit is undefined or gives nu <= 2 (tfit then has no references)",
+}
 
 
 def reference_result(replicates: xr.DataArray, stats: Sequence[Statistic],
@@ -214,6 +241,12 @@ def reference_result(replicates: xr.DataArray, stats: Sequence[Statistic],
         "quantiles": "linear interpolation (Hyndman-Fan type 7)",
         "random_streams": RNG_DESCRIPTION,
     })
+    fitted = [g for g in gens if g.fitted]
+    if fitted:
+        nu = fitted[0].parameter
+        result["nu_tfit"] = xr.DataArray(
+            da.from_delayed(nu, shape=(), dtype=np.float64) if isinstance(nu, Delayed)
+            else np.float64(nu), attrs=NU_TFIT_ATTRS)
     if keep_replicates:
         result["replicates"] = replicates.assign_attrs(long_name="simulated values")
     return result

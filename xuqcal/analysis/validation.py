@@ -21,11 +21,15 @@ when ``|ζ| ≤ 1``.
 The ``verdict`` follows the recommended workflow: a predefined reference decides by ``BS``;
 otherwise, with a known generator, by ``Sim2`` with that generator (the simulated distribution
 of the statistic *is* its sampling distribution under calibration: an exact Monte Carlo test);
-otherwise the simulated references of all generators must agree within their combined
-uncertainty (``|Δ mean| ≤ sqrt(U_1² + U_2²)``, ``U = 2 se``), else the statistic is *not usable
-for validation when D is unknown*; if they agree, ``Sim`` with the first generator decides (its
-interval, the bootstrap interval of the data, does not depend on the unknown D), and ``Sim2`` is
-reported for comparison only. ``simulated_scheme`` overrides the deciding scheme in both cases
+otherwise, if the simulated references of all generators agree within their combined
+uncertainty (``|Δ mean| ≤ sqrt(U_1² + U_2²)``, ``U = 2 se``), ``Sim`` with the first generator
+decides (its interval, the bootstrap interval of the data, does not depend on the unknown D),
+and ``Sim2`` is reported for comparison only; if they differ, the statistic is still decided
+when every generator's ``Sim`` ζ leads to the same decision ("pass under every generator
+(normal, t6, tfit)", "fail under every generator (...)": the unknown D does not matter among
+those tried, :func:`agreed_decision`), and is *not usable for validation when D is unknown*
+only when the decisions differ. The default generators include the data-informed ``tfit``.
+``simulated_scheme`` overrides the deciding scheme in both cases
 (see :func:`validate` and ``docs/design.md`` for why the known-D case does not use ``Sim``).
 A verdict is *undecided* when the deciding ζ is NaN: the BCa interval is undefined when every
 bootstrap replicate lies on one side of the estimate (a
@@ -50,6 +54,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
@@ -75,6 +80,7 @@ from xuqcal.analysis.resampling import (
     prepare_lazily,
 )
 from xuqcal.analysis.simulation import (
+    NU_TFIT_ATTRS,
     _simulate_iv,
     reference_result,
     simulate_checked,
@@ -90,7 +96,7 @@ from xuqcal.core.checks import (
     user_stacklevel,
 )
 from xuqcal.core.coverage import band_zeta
-from xuqcal.core.generators import generator_coords
+from xuqcal.core.generators import FITTED, fit_generators, fitted_nu, generator_coords
 from xuqcal.core.intervals import acceleration, coverage_validity, zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (
@@ -115,6 +121,10 @@ FAIL = "fail"
 SIMULATED_SCHEMES = ("Sim", "Sim2")
 UNDECIDED = "undecided: the interval of the deciding scheme is undefined"
 NOT_USABLE = "not usable for validation: reference depends on the generator"
+#: Verdicts of a statistic whose references differ between generators, when every generator
+#: leads to the same decision (:func:`agreed_decision`).
+PASS_EVERY = PASS + " under every generator ({generators})"
+FAIL_EVERY = FAIL + " under every generator ({generators})"
 #: The verdict of a tail-sensitive statistic (``zms``) of heavy-tailed z-scores.
 NOT_TESTABLE_PREFIX = "not testable: heavy tails"
 NOT_TESTABLE = NOT_TESTABLE_PREFIX + " (β_GM(Z²) = {beta:.3f} > {threshold:g})"
@@ -125,10 +135,10 @@ def scheme_suffix(generator: str) -> str:
 
     Examples
     --------
-    >>> [scheme_suffix(g) for g in ("normal", "t6", "uniform")]
-    ['N', 'T', '[uniform]']
+    >>> [scheme_suffix(g) for g in ("normal", "t6", "tfit", "uniform")]
+    ['N', 'T', 'Tfit', '[uniform]']
     """
-    return {"normal": "N", "t6": "T"}.get(generator, f"[{generator}]")
+    return {"normal": "N", "t6": "T", FITTED: "Tfit"}.get(generator, f"[{generator}]")
 
 
 def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
@@ -164,7 +174,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
                              f"driven by the precision mc_precision), got {count!r}")
     check_bool(all_schemes, "all_schemes")
     check_heavy_tail_threshold(heavy_tail_threshold)
-    names = [g.name for g in check_generators(generators, "generators")]
+    names = [g.name for g in check_generators(generators, "generators", fitted=True)]
     if known_generator is not None:
         known_generator = check_generators(known_generator, "known_generator")[0].name
         if known_generator not in names:
@@ -209,8 +219,8 @@ def validate(
     n_boot: int | str = defaults.N_BOOT,
     n_mc: int | str = defaults.N_MC,
     seed: int = defaults.SEED,
-    n_bins: int = defaults.N_BINS,
-    generators: str | Iterable[str] = defaults.GENERATORS,
+    n_bins: int | None = None,
+    generators: str | Iterable[str] = defaults.VALIDATION_GENERATORS,
     known_generator: str | None = None,
     simulated_scheme: str | None = None,
     all_schemes: bool = defaults.ALL_SCHEMES,
@@ -246,14 +256,29 @@ def validate(
         at most ``defaults.N_BOOT``.
     n_mc : int or "auto"
         Synthetic error sets per generator for the simulated references; ``"auto"``: as many
-        as ``mc_precision`` needs, at most ``defaults.N_MC``.
+        as ``mc_precision`` needs, at most ``defaults.N_MC``. This function keeps fixed
+        counts by default (``defaults.N_BOOT`` and ``defaults.N_MC``, lazy on Dask-backed
+        data); the whole-validation entry points (``xuqcal validate``, ``xuqcal report``,
+        ``xuqcal demo`` and :func:`xuqcal.report.report`) use ``defaults.N_BOOT_VALIDATION``
+        and ``defaults.N_MC_VALIDATION`` (``"auto"``): pass ``n_boot="auto", n_mc="auto"``
+        for their numbers.
     seed : int
         Seed of every random draw (bootstrap and simulation use independent streams).
-    n_bins, by : int, str
-        Equal-count bins on ``by`` for the binned statistics.
+    n_bins, by : int or None, str
+        Equal-count bins on ``by`` for the binned statistics; ``n_bins`` defaults to the
+        recommended number for M points (``defaults.N_BINS`` bins of at least
+        ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points, per slice; as :func:`xuqcal.stats`), and
+        a number given with fewer points per bin warns.
     generators : str or sequence of str
         Generative distributions D of the simulated references (at least one; two or more for
-        the sensitivity check of the recommended workflow).
+        the sensitivity check of the recommended workflow). The default adds to ``normal``
+        and ``t6`` the data-informed ``tfit``, a Student-t with ν fitted to the z-scores (the
+        fit PICP uses, reported as ``nu_tfit``). A statistic whose references differ between
+        generators beyond their uncertainty is decided when every generator leads to the same
+        decision under the deciding scheme (all ``|ζ| <= 1``: "pass under every generator
+        (...)"; all ``|ζ| > 1`` on one side: "fail under every generator (...)"), with the
+        scheme nearest to changing it as ``verdict_scheme``; it is *not usable* only when the
+        decisions differ.
     known_generator : str, optional
         The generative distribution when it is known (e.g. ``"normal"`` for a Gaussian
         process): statistics without a predefined reference are then validated with it, and
@@ -321,7 +346,7 @@ def validate(
     >>> ds = xuqcal.synthetic.nig(2000, nu=6, seed=3)
     >>> v = validate(ds, ["zms", "ence"], n_boot=500, n_mc=500)
     >>> v.scheme.values.tolist()
-    ['BS', 'SimN', 'SimT', 'Sim2N', 'Sim2T']
+    ['BS', 'SimN', 'SimT', 'SimTfit', 'Sim2N', 'Sim2T', 'Sim2Tfit']
     >>> str(v.verdict_scheme.sel(statistic="zms").values)
     'BS'
     """
@@ -332,7 +357,9 @@ def validate(
     # argument checks, before any computation (messages start with the parameter name)
     stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments = \
         _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
-                     n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
+                     n_boot=n_boot, n_mc=n_mc, seed=seed, generators=generators,
+                     n_bins=n_bins_for(ds, n_bins, statistics=statistics if statistics
+                                       is not None else DEFAULT_STATISTICS),
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
                      uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
                      heavy_tail_threshold=heavy_tail_threshold, tol=tol)
@@ -472,6 +499,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                heavy_tail_threshold=heavy_tail_threshold, tol=tol)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate").compute()
+    if simulated and any(g.fitted for g in gens):
+        gens = fit_generators(gens, fitted_nu(ds[E].values, ds[uE].values))
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
@@ -480,6 +509,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     jack = jackknife_values(in_graph, codes, prepared.size)
     accelerations = acceleration(jack)
     deciding = deciding_scheme(known_generator, simulated_scheme)
+    agreeing = agreement_scheme(simulated_scheme)
     rows = [stats.index(s) for s in simulated]
     sim_codes = codes_of(simulated) if simulated else codes[:0]
 
@@ -510,27 +540,40 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
             bootstrap = _precise_bootstrap(boot, estimate, jack, stats, level=level,
                                            seed=seed, n_bins=b["n_bins"], by=b["by"],
                                            m=prepared.size)
-        # the reference each bootstrap interval is compared with in a deciding zeta: the
-        # predefined one (BS), the deciding generator's simulated mean (Sim, unless the
-        # statistic is not usable: its generators' references differ), else none (NaN)
-        reference_value, u_ref = predefined.copy(), np.zeros(len(stats))
+        # the references each bootstrap interval is compared with in a deciding zeta, one
+        # column per generator: the predefined one (BS), the deciding generator's simulated
+        # mean (Sim), every generator's mean when the references differ between generators
+        # and their agreement is judged by Sim (agreed_decision), else NaN (Sim2 does not
+        # use the bootstrap interval)
+        reference_value = np.full((len(stats), len(gens)), np.nan)
+        reference_value[:, 0] = predefined
+        u_ref = np.zeros_like(reference_value)
         if sims is not None:
             reference = reference_result(
                 xr.DataArray(sims.values, dims=("statistic", "generator", "replicate")),
                 simulated, gens, n_mc=sims.n, seed=seed, n_bins=r["n_bins"], by=r["by"],
                 m=prepared.size, keep_replicates=False, warn_undefined=False)
             mean, se = reference["mean"].values, reference["se"].values
-            usable = (np.full(len(simulated), True) if known_generator is not None
-                      else ~generator_sensitive(mean, se))
+            # (a statistic with a predefined reference is decided by BS whatever its Sim)
+            sensitive = (np.full(len(simulated), False) if known_generator is not None
+                         else generator_sensitive(mean, se)
+                         & np.array([not s.has_reference for s in simulated]))
             scheme = np.full(mean.shape, "", dtype=object)
-            scheme[usable, decider] = deciding
-            if deciding == "Sim":
-                reference_value[rows] = np.where(usable, mean[:, decider], np.nan)
-                u_ref[rows] = U_REF_FACTOR * se[:, decider]
-        grew_boot = boot.grow(np.concatenate([
-            bootstrap_shortfall(boot.values[i][np.newaxis], estimate[i:i + 1],
-                                accelerations[i:i + 1], level, reference_value[i:i + 1],
-                                u_ref[i:i + 1], mc_precision) for i in range(len(stats))]))
+            scheme[~sensitive, decider] = deciding
+            scheme[sensitive, :] = agreeing
+            rows_index = np.asarray(rows, dtype=np.int64)
+            if deciding == "Sim":  # the deciding generator's mean (none when sensitive)
+                reference_value[rows_index, 0] = np.where(sensitive, np.nan, mean[:, decider])
+                u_ref[rows_index, 0] = U_REF_FACTOR * se[:, decider]
+            if agreeing == "Sim":  # every generator's mean decides a sensitive statistic
+                chosen = rows_index[sensitive]
+                reference_value[chosen] = mean[sensitive]
+                u_ref[chosen] = U_REF_FACTOR * se[sensitive]
+        grew_boot = boot.grow(np.concatenate([np.max(
+            [bootstrap_shortfall(boot.values[i][np.newaxis], estimate[i:i + 1],
+                                 accelerations[i:i + 1], level, reference_value[i:i + 1, j],
+                                 u_ref[i:i + 1, j], mc_precision) for j in range(len(gens))],
+            axis=0) for i in range(len(stats))]))
         grew_sims = sims is not None and sims.grow(reference_shortfall(
             sims.values, mc_precision, estimate=estimate[rows],
             low=bootstrap.ci_low.values[rows], high=bootstrap.ci_high.values[rows],
@@ -658,6 +701,7 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
              "long_name": "robust skewness beta_GM of the squared z-scores",
              "comment": "(mean - median) / mean |Z^2 - median|, Harrell-Davis median; about "
                         "0.64 for normal errors, larger for heavier tails"}),
+         **({"nu_tfit": ((), f8, NU_TFIT_ATTRS)} if FITTED in names else {}),
          **(_COVERAGE_VARIABLES if coverage else {})},
         {"statistic": n_stat, "scheme": len(schemes), "generator": len(names)},
         {"scheme": ("scheme", schemes), "scheme_generator": ("scheme", ["", *names, *names]),
@@ -758,6 +802,9 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result["valid"] = xr.DataArray(np.abs(z) <= 1.0, dims=dims)
     for name in ("mean", "se", "q025", "q975"):
         result[f"sim_{name}"] = simulated[name]
+    if FITTED in names:  # from the simulation when it drew from tfit, else fitted here
+        result["nu_tfit"] = (simulated["nu_tfit"] if "nu_tfit" in simulated else
+                             xr.DataArray(fitted_nu(E_values, uE_values), attrs=NU_TFIT_ATTRS))
     result = result.assign_coords(df=simulated.df)
     sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
     result["generator_sensitive"] = xr.DataArray(sensitive, dims="statistic")
@@ -840,6 +887,21 @@ def check_heavy_tail_threshold(threshold) -> None:
     check_skewness_threshold(threshold, default=defaults.HEAVY_TAIL_THRESHOLD)
 
 
+def agreement_scheme(simulated_scheme: str | None = None) -> str:
+    """The scheme whose ζ of every generator decides a statistic whose references differ
+    between generators (D unknown, :func:`agreed_decision`): ``Sim2``, the exact Monte Carlo
+    test of calibration under each generator (the data's bootstrap interval cannot be compared
+    with references that disagree, and for the MAD-type statistics it is biased: see
+    ``docs/design.md``), unless ``simulated_scheme`` names one.
+
+    Examples
+    --------
+    >>> agreement_scheme(), agreement_scheme("Sim")
+    ('Sim2', 'Sim')
+    """
+    return simulated_scheme if simulated_scheme is not None else "Sim2"
+
+
 def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = None) -> str:
     """The scheme (``Sim`` or ``Sim2``) that decides verdicts against simulated references.
 
@@ -853,11 +915,64 @@ def deciding_scheme(known_generator: str | None, simulated_scheme: str | None = 
     return "Sim2" if known_generator is not None else "Sim"
 
 
+def agreed_decision(zetas: Sequence[float], names: Sequence[str]) -> tuple[str, int] | None:
+    """The verdict of a statistic whose simulated references differ between generators, when
+    every generator's deciding ζ leads to the same decision: all ``|ζ| <= 1`` (pass), or all
+    ``|ζ| > 1`` on the same side (fail). Generators whose ζ is NaN (an undefined reference,
+    e.g. ``tfit`` with ν ≤ 2) take no part. Returns the verdict (``"pass under every
+    generator (normal, t6)"``) and the index of the generator whose ζ is nearest to changing
+    the decision (the largest ``|ζ|`` of a pass, the smallest of a fail: its scheme is
+    reported as the deciding one), or ``None`` when the decisions differ (the statistic is
+    then *not usable* when D is unknown).
+
+    Examples
+    --------
+    >>> agreed_decision([-5.5, -6.4, -5.9], ["normal", "t6", "tfit"])
+    ('fail under every generator (normal, t6, tfit)', 0)
+    >>> agreed_decision([0.4, -0.8, float("nan")], ["normal", "t6", "tfit"])
+    ('pass under every generator (normal, t6)', 1)
+    >>> agreed_decision([0.4, 1.8], ["normal", "t6"]) is None
+    True
+    """
+    z = np.asarray(zetas, dtype=np.float64)
+    taking_part = np.flatnonzero(np.isfinite(z))
+    if taking_part.size == 0:
+        return None
+    zs = z[taking_part]
+    listed = ", ".join(names[k] for k in taking_part)
+    if np.all(np.abs(zs) <= 1.0):
+        return PASS_EVERY.format(generators=listed), int(taking_part[np.argmax(np.abs(zs))])
+    if np.all(zs > 1.0) or np.all(zs < -1.0):
+        return FAIL_EVERY.format(generators=listed), int(taking_part[np.argmin(np.abs(zs))])
+    return None
+
+
+def verdict_outcome(verdict: str) -> str | None:
+    """``"pass"`` or ``"fail"`` for a verdict that decides (``pass``, ``fail``, and their
+    agreement forms ``pass/fail under every generator (...)``), else ``None`` (not usable,
+    not testable, undecided).
+
+    Examples
+    --------
+    >>> [verdict_outcome(v) for v in ("pass", "fail under every generator (normal, t6)",
+    ...                               NOT_USABLE)]
+    ['pass', 'fail', None]
+    """
+    verdict = str(verdict)
+    for outcome in (PASS, FAIL):
+        if verdict == outcome or verdict.startswith(f"{outcome} under every generator"):
+            return outcome
+    return None
+
+
 def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme,
               not_testable: str | None = None):
     """The verdict and deciding scheme of every statistic; ``not_testable``: the verdict of
-    the tail-sensitive statistics when the z-scores are heavy-tailed (else ``None``)."""
+    the tail-sensitive statistics when the z-scores are heavy-tailed (else ``None``). A
+    statistic whose generators' references differ is decided when every generator leads to
+    the same decision (:func:`agreed_decision`), else *not usable*."""
     verdicts, used = [], []
+    agreeing = agreement_scheme(simulated_scheme)
     simulated_scheme = deciding_scheme(known_generator, simulated_scheme)
     for i, s in enumerate(stats):
         if s.has_reference:
@@ -865,8 +980,15 @@ def _verdicts(stats, result, sensitive, names, known_generator, simulated_scheme
         elif known_generator is not None:
             scheme = f"{simulated_scheme}{scheme_suffix(known_generator)}"
         elif sensitive[i]:
-            verdicts.append(NOT_USABLE)
-            used.append("")
+            schemes = [f"{agreeing}{scheme_suffix(g)}" for g in names]
+            agreed = agreed_decision(
+                result["zeta"].isel(statistic=i).sel(scheme=schemes).values, names)
+            if agreed is None:
+                verdicts.append(NOT_USABLE)
+                used.append("")
+            else:
+                verdicts.append(agreed[0])
+                used.append(schemes[agreed[1]])
             continue
         else:
             scheme = f"{simulated_scheme}{scheme_suffix(names[0])}"
@@ -920,11 +1042,18 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
         r = result.isel(statistic=i)
         verdict, scheme = str(r.verdict.values), str(r.verdict_scheme.values)
         parts = []
+        means = ", ".join(f"{g}: {float(m):.4g}" for g, m in
+                          zip(result.generator.values, r.sim_mean.values, strict=True))
         if verdict == NOT_USABLE:
-            means = ", ".join(f"{g}: {float(m):.4g}" for g, m in
-                              zip(result.generator.values, r.sim_mean.values, strict=True))
             parts.append(f"The simulated references differ between generators ({means}) "
-                         f"beyond their uncertainty. {_next_steps(s)}")
+                         f"beyond their uncertainty, and so do the decisions they lead to. "
+                         f"{_next_steps(s)}")
+        elif " under every generator " in verdict:
+            outcome = verdict_outcome(verdict)
+            parts.append(f"The simulated references differ between generators ({means}), but "
+                         f"every generator leads to the same decision ({outcome}); the "
+                         f"{scheme} zeta ({float(r.zeta.sel(scheme=scheme)):.3g}) is the one "
+                         f"nearest to changing it.")
         if s.is_coverage and not np.isfinite(float(r.coverage_factor)):
             parts.append(f"The coverage factor is undefined: "
                          f"{undefined_factor_reason(float(r.nu_fitted))}.")

@@ -4,7 +4,8 @@
 of a NetCDF input dataset or Zarr store); ``xuqcal demo`` does the same on built-in synthetic
 data (a calibrated and a mis-calibrated NIG data set). Results print as a table and, with
 ``-o``, are written to NetCDF. Several files (``validate``, ``report``) are read with the same
-options and stacked along ``dataset`` (:mod:`xuqcal.cli.inputs`); their result prints one
+options (``--E``/``--uE`` may be given once per file, for files with different columns) and
+stacked along ``dataset`` (:mod:`xuqcal.cli.inputs`); their result prints one
 table per data set and a summary (:mod:`xuqcal.analysis.tables`).
 
 Outputs follow one rule in every command, checked before any computation: the folder of an
@@ -44,6 +45,7 @@ from xuqcal._version import __version__
 from xuqcal.analysis.lazy import is_lazy
 from xuqcal.analysis.precision import AUTO
 from xuqcal.analysis.slices import extra_dims
+from xuqcal.analysis.summary import summary, summary_grid, summary_text
 from xuqcal.analysis.tables import slice_blocks, slice_title, slices_table
 from xuqcal.analysis.validation import (
     DEFAULT_STATISTICS,
@@ -106,45 +108,54 @@ def _generator_list(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(re.sub(r"^\w+: ", "", str(error))) from None
 
 
+def _count_help(default: int | str, ceiling: int) -> str:
+    """How the help of ``--n-boot``/``--n-mc`` shows their default."""
+    return (f"{AUTO}: as many as --mc-precision needs, at most {ceiling}"
+            if default == AUTO else str(default))
+
+
 def _add_compute_options(parser: argparse.ArgumentParser, *, auto: bool = False) -> None:
-    """The options of the commands that validate; with ``auto`` (``xuqcal validate``),
-    ``--n-boot`` and ``--n-mc`` also take ``auto`` (their default there) and
-    ``--mc-precision`` sets its target."""
+    """The options of the commands that validate (``validate``, ``report``, ``demo``): the
+    same counts everywhere, ``--n-boot`` and ``--n-mc`` a number or ``auto`` (by default
+    ``defaults.N_BOOT_VALIDATION`` and ``defaults.N_MC_VALIDATION``) and ``--mc-precision``
+    the target of ``auto``; with ``auto`` (``xuqcal validate``) also
+    ``--heavy-tail-threshold``."""
+    counts = dict(type=count_or_auto, metavar="N|auto")
+    parser.add_argument("--mc-precision", type=fraction, default=defaults.MC_PRECISION,
+                        metavar="F",
+                        help="with --n-boot auto or --n-mc auto: the largest Monte Carlo "
+                             "standard error of a bound, simulated mean or quantile that "
+                             "enters a verdict, as a fraction of the half-width of the "
+                             f"interval it is compared with (default: "
+                             f"{defaults.MC_PRECISION})")
     if auto:
-        counts = dict(type=count_or_auto, default=AUTO, metavar="N|auto")
-        note = "; auto (the default): as many as --mc-precision needs, at most {}"
-        parser.add_argument("--mc-precision", type=fraction, default=defaults.MC_PRECISION,
-                            metavar="F",
-                            help="with --n-boot auto or --n-mc auto: the largest Monte Carlo "
-                                 "standard error of a bound, simulated mean or quantile that "
-                                 "enters a verdict, as a fraction of the half-width of the "
-                                 f"interval it is compared with (default: "
-                                 f"{defaults.MC_PRECISION})")
         parser.add_argument("--heavy-tail-threshold", type=fraction_or_none,
                             default=defaults.HEAVY_TAIL_THRESHOLD, metavar="B|none",
                             help="heavy-tail screening: above this robust skewness beta_GM of "
                                  "Z^2, ZMS is 'not testable' instead of pass or fail (default: "
                                  f"{defaults.HEAVY_TAIL_THRESHOLD}; about 0.64 for normal "
                                  "errors); none: report beta_GM(Z^2) without screening")
-    else:
-        counts = dict(type=positive_int, metavar="N")
-        note = ""  # no "auto": the report's and the demo's counts are fixed
-    parser.add_argument("--n-boot", **{"default": defaults.N_BOOT, **counts},
-                        help="bootstrap replicates for the BCa intervals "
-                             f"(default: {defaults.N_BOOT}){note.format(defaults.N_BOOT)}")
+    parser.add_argument("--n-boot", default=defaults.N_BOOT_VALIDATION, **counts,
+                        help="bootstrap replicates for the BCa intervals (default: "
+                             f"{_count_help(defaults.N_BOOT_VALIDATION, defaults.N_BOOT)})")
     parser.add_argument("--seed", type=int, default=defaults.SEED,
-                        help="seed of every random draw")
-    parser.add_argument("--level", type=float, default=defaults.LEVEL, help="confidence level")
+                        help=f"seed of every random draw (default: {defaults.SEED})")
+    parser.add_argument("--level", type=float, default=defaults.LEVEL,
+                        help=f"confidence level of the intervals (default: {defaults.LEVEL:g})")
     parser.add_argument("--n-bins", type=positive_int, default=None, metavar="N",
-                        help=f"bins of the binned statistics (default: {defaults.N_BINS}; at "
-                             "least 2 points per bin)")
-    parser.add_argument("--n-mc", **{"default": defaults.N_MC, **counts},
+                        help="bins of the binned statistics (default: recommended per data "
+                             f"set: {defaults.N_BINS}, fewer below "
+                             f"{defaults.MIN_POINTS_PER_BIN_LOCAL} points per bin; at least 2 "
+                             "points per bin)")
+    parser.add_argument("--n-mc", default=defaults.N_MC_VALIDATION, **counts,
                         help="synthetic error sets per generator for the simulated references "
-                             f"(default: {defaults.N_MC}){note.format(defaults.N_MC)}")
-    parser.add_argument("--generators", type=_generator_list, default=list(defaults.GENERATORS),
+                             f"(default: {_count_help(defaults.N_MC_VALIDATION, defaults.N_MC)})")
+    parser.add_argument("--generators", type=_generator_list,
+                        default=list(defaults.VALIDATION_GENERATORS),
                         metavar="LIST",
                         help="generative distributions of the simulated references "
-                             f"(default: {','.join(defaults.GENERATORS)})")
+                             f"(default: {','.join(defaults.VALIDATION_GENERATORS)}; tfit: a "
+                             "Student-t with nu fitted to the z-scores)")
     parser.add_argument("--known-generator", metavar="NAME",
                         help="the errors' generative distribution when it is known (e.g. "
                              "normal): validate with it, skip the sensitivity check")
@@ -268,8 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo", help="validate built-in synthetic data (calibrated and mis-calibrated)",
+        # argparse %-formats the help of options, not descriptions: one % sign here
         description="Validate two synthetic NIG data sets (nu = 6, M = 5000): one calibrated, "
-                    "one whose uncertainties are 20%% too small.",
+                    "one whose uncertainties are 20% too small.",
     )
     demo.add_argument("-o", "--output", type=Path, metavar="DIR",
                       help="folder for the results and the HTML reports, created if missing "
@@ -283,15 +295,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_page_options(demo)
     _add_compute_options(demo)
     rep = commands.add_parser(
-        "report", help="write an HTML validation report of CSV files",
+        "report", help="write an HTML validation report of CSV, NetCDF or Zarr files",
         description="Run every analysis that applies (validation, diagnostics, local analyses "
                     "along uE and each feature, reliability, confidence curve) and write an "
                     "HTML page with its figures and NetCDF results. Several files give one "
                     "page: a summary across the data sets, then a section per data set.")
     rep.add_argument("files", type=Path, nargs="+", metavar="FILE",
-                     help="CSV file; several files are read with the same options and "
-                          "stacked along 'dataset' (labelled by file name or --names)")
-    _add_data_options(rep, features_note=" (the conditioning variables of the report)")
+                     help="CSV file, NetCDF input dataset (e.g. written by xuqcal.to_netcdf "
+                          "or xuqcal recalibrate; read as validate reads it) or Zarr store; "
+                          "several files are stacked along 'dataset' (labelled by file name "
+                          "or --names)")
+    _add_data_options(rep, netcdf=True,
+                      features_note=" (the conditioning variables of the report)")
     rep.add_argument("--formula", metavar="COLUMN",
                      help="column of molecular formulas: adds the features X1 (mass) and X2 "
                           "(heteroatom fraction)")
@@ -333,14 +348,18 @@ def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False,
     data files (``netcdf``: the files may also be NetCDF input datasets or Zarr stores;
     ``features_note`` ends the help of ``--features``)."""
     store = "; for NetCDF or Zarr a variable name" if netcdf else ""
-    parser.add_argument("--E", metavar="EXPR", required=not netcdf,
+    several = ("; several files: give it once, for every file, or once per FILE in the order "
+               "of the files (files with different columns)")
+    parser.add_argument("--E", metavar="EXPR", required=not netcdf, action="append",
                         help="error column or expression, e.g. 'E_ - prediction'"
                              + (" (required for a CSV file)" + store + " (default: the "
-                                "variable whose role is E, else 'E')" if netcdf else ""))
-    parser.add_argument("--uE", metavar="EXPR", required=not netcdf,
+                                "variable whose role is E, else 'E')" if netcdf else "")
+                             + several + ", e.g. --E 'logP - y_pred' --E err")
+    parser.add_argument("--uE", metavar="EXPR", required=not netcdf, action="append",
                         help="uncertainty column or expression, e.g. "
                              "'sqrt(uncertainty_total)'"
-                             + (" (required for a CSV file)" + store if netcdf else ""))
+                             + (" (required for a CSV file)" + store if netcdf else "")
+                             + several + ", e.g. --uE uq --uE sd")
     parser.add_argument("--where", metavar="EXPR",
                         help="row filter of a CSV file, e.g. 'uE > 1e-6 * std(E)' (may use "
                              "E, uE and the features)")
@@ -388,7 +407,7 @@ def _add_cube_commands(commands) -> None:
     build.add_argument("--n-mc", type=positive_int, default=5000, metavar="N",
                        help="synthetic data sets per cell (default: 5000)")
     build.add_argument("--seed", type=int, default=defaults.SEED,
-                       help="seed of every random draw")
+                       help=f"seed of every random draw (default: {defaults.SEED})")
     build.add_argument("--keep-replicates", action="store_true",
                        help="also store the simulated values")
     build.add_argument("-o", "--output", type=output_file, required=True, metavar="CUBE.nc",
@@ -412,10 +431,14 @@ def _add_cube_commands(commands) -> None:
                     "an interruption resumes it.")
     extend.add_argument("file", type=Path, help="cube NetCDF file (replaced atomically)")
     group = extend.add_mutually_exclusive_group(required=True)
-    group.add_argument("--size", type=_number_list(int), metavar="LIST")
-    group.add_argument("--n-bins", type=_number_list(int), metavar="LIST")
-    group.add_argument("--nu", type=_number_list(float), metavar="LIST")
-    group.add_argument("--generators", type=_generator_list, metavar="LIST")
+    group.add_argument("--size", type=_number_list(int), metavar="LIST",
+                       help="data set sizes M to add, e.g. 16000,32000")
+    group.add_argument("--n-bins", type=_number_list(int), metavar="LIST",
+                       help="numbers of bins N to add, e.g. 50,100")
+    group.add_argument("--nu", type=_number_list(float), metavar="LIST",
+                       help="shapes nu of uE^2 ~ IG(nu/2, nu/2) to add, e.g. 12,48")
+    group.add_argument("--generators", type=_generator_list, metavar="LIST",
+                       help="generative distributions to add, e.g. t4,t8")
     extend.add_argument("--no-progress", action="store_true", help="do not report progress")
     _add_debug(extend)
 
@@ -492,16 +515,16 @@ def _slice_sizes(ds: xr.Dataset) -> list[tuple[dict, int]]:
 
 def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
                  report: bool = False) -> None:
-    """Check the number of points against ``--n-bins`` before any computation and resolve its
-    default (``what`` names the data in messages: a string, or a function of the labels of a
-    slice, e.g. ``{"dataset": "b"}``, for data with several slices).
+    """Check the number of points against ``--n-bins`` before any computation (``what`` names
+    the data in messages: a string, or a function of the labels of a slice, e.g.
+    ``{"dataset": "b"}``, for data with several slices).
 
     An ``--n-bins`` given must leave at least 2 points per bin in every slice, whatever the
-    statistics (it also sizes work arrays); a report also needs that for its reliability
-    diagram, and at least 3 points for its distribution diagnostics.
+    statistics (it also sizes work arrays); without it (``None``) every analysis uses the
+    recommended number of bins of each slice (:func:`xuqcal.core.binning.resolve_n_bins`). A
+    report also needs at least 3 points for its distribution diagnostics.
     """
-    given = args.n_bins is not None
-    args.n_bins = args.n_bins if given else defaults.N_BINS
+    given = args.n_bins is not None  # else None: the recommended number per data set
     name = what if callable(what) else (lambda labels: what)
     for labels, m in sorted(_slice_sizes(ds), key=lambda item: item[1]):
         data = name(labels)
@@ -509,10 +532,10 @@ def _check_sizes(ds: xr.Dataset, args: argparse.Namespace, what, *,
             raise ValueError(f"{data}: the data have {m} point; the bootstrap needs at least 2")
         if report and m < 3:
             raise ValueError(f"{data}: a report needs at least 3 points, the data have {m}")
-        if (given or report) and 2 * args.n_bins > m:
+        if given and 2 * args.n_bins > m:
             raise ValueError(f"--n-bins: {args.n_bins} bins need at least {2 * args.n_bins} "
-                             f"points (2 per bin{', for the reliability diagram' if report else ''}"
-                             f"), but {data} has {m}; give --n-bins {m // 2} or fewer")
+                             f"points (2 per bin), but {data} has {m}; give --n-bins {m // 2} "
+                             "or fewer")
 
 
 def _counts(result: xr.Dataset, name: str) -> str:
@@ -527,12 +550,28 @@ def _counts(result: xr.Dataset, name: str) -> str:
     return text + (" (auto)" if result.attrs.get(f"{name}_requested") == AUTO else "")
 
 
+def _bins_setting(result: xr.Dataset) -> str:
+    """The bins of the binned statistics of a validation (per slice when they differ: the
+    recommended number depends on each slice's M), e.g. ``"13–20"``."""
+    if "n_bins" in result.coords:
+        values = np.unique(result["n_bins"].values)
+        return f"{int(values.min())}–{int(values.max())}" if values.size > 1 else str(values[0])
+    return str(result.attrs.get("n_bins"))
+
+
 def _simulated_settings(result: xr.Dataset, args: argparse.Namespace) -> str:
     """What the settings line says of the simulated references."""
     if result.attrs.get("simulated_statistics", None) == "":
         return "no simulated reference needed"
     return (f"simulated references from {_counts(result, 'n_mc')} sets per generator "
             f"({', '.join(args.generators)})")
+
+
+def _feature_names(args: argparse.Namespace) -> list[str] | None:
+    """The names of the features of ``--features`` (``NAME`` or ``NAME=EXPR`` items), or
+    ``None`` without the option."""
+    items = getattr(args, "features", None)
+    return [str(item).partition("=")[0].strip() for item in items] if items else None
 
 
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
@@ -553,19 +592,35 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       tol=args.tol)
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
+    # the answers first: a verdict per question (the summary reads this validation)
+    overview = summary(ds, validation=result, features=_feature_names(args),
+                       n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed, level=args.level,
+                       generators=args.generators,
+                       mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
+                       heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
+                                                    defaults.HEAVY_TAIL_THRESHOLD),
+                       tol=args.tol)
+    if any(type(v.data).__module__.startswith("dask") for v in overview.variables.values()):
+        overview = overview.compute()
     elapsed = time.perf_counter() - start
     blocks = slice_blocks(result)
     settings = (f"BCa {format_level(args.level)} intervals from {_counts(result, 'n_boot')} "
-                f"bootstrap replicates, {_simulated_settings(result, args)}, {args.n_bins} "
-                f"bins, seed {args.seed} ({elapsed:.1f} s)")
+                f"bootstrap replicates, {_simulated_settings(result, args)}, "
+                f"{_bins_setting(result)} bins, seed {args.seed} ({elapsed:.1f} s)")
     print(f"\n{title}")
     if len(blocks) == 1 and not blocks[0][0]:
-        print(f"M = {ds.sizes['sample']}, {settings}")
+        print(f"M = {ds.sizes['sample']}, {settings}\n")
+        print(summary_text(overview))
+        print("\nDetails: every statistic, its zeta-scores and verdict")
         print(summary_table(result))
         return result
-    print(f"{len(blocks)} slices along {', '.join(blocks[0][0])}, {settings}")
+    print(f"{len(blocks)} slices along {', '.join(blocks[0][0])}, {settings}\n")
+    print("Summary: the verdict of each question for each data set")
+    print(summary_grid(overview))
     for labels, block in blocks:
         print(f"\n{slice_title(labels, block)}")
+        print(summary_text(overview.sel(labels)))
+        print()
         print(summary_table(block))
     print("\nsummary: one row per slice and statistic (verdict and the scheme that decided it)")
     print(slices_table(result))
@@ -617,7 +672,7 @@ def _data_name(args: argparse.Namespace, labels: dict | None = None) -> str:
 
 def _read_data(args: argparse.Namespace, *, formula: str | None = None,
                csv_only: bool = False) -> xr.Dataset:
-    """The data of ``validate`` (CSV, NetCDF or Zarr) or ``report`` (CSV: ``csv_only``): one
+    """The data of ``validate`` and ``report`` (CSV, NetCDF or Zarr; ``csv_only``: CSV): one
     file, or several stacked along ``dataset`` (see :mod:`xuqcal.cli.inputs`);
     ``args.E``/``args.uE`` become the names or expressions used (for a NetCDF input, the
     variables found by role)."""
@@ -651,6 +706,21 @@ def _free_folder(base: Path) -> Path:
     return candidate
 
 
+def demo_datasets(size: int = 5000, seed: int = defaults.SEED) -> dict[str, xr.Dataset]:
+    """The data sets of ``xuqcal demo``: NIG data (ν = 6) of ``size`` points, calibrated and
+    with uncertainties 20 % too small.
+
+    Examples
+    --------
+    >>> list(demo_datasets(100))
+    ['calibrated', 'miscalibrated']
+    """
+    return {
+        "calibrated": synthetic.nig(size, nu=6, seed=seed),
+        "miscalibrated": synthetic.nig(size, nu=6, seed=seed, uE_scale=0.8),
+    }
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
     from xuqcal.report.html import check_folder, check_options, report
@@ -665,10 +735,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     reports = {name: output / f"report_{name}" for name in titles}
     _outputs.check_folder(output, list(files.values()), overwrite=args.overwrite,
                           option=OUTPUT)
-    cases = {
-        "calibrated": synthetic.nig(args.size, nu=6, seed=args.seed),
-        "miscalibrated": synthetic.nig(args.size, nu=6, seed=args.seed, uE_scale=0.8),
-    }
+    cases = demo_datasets(args.size, args.seed)
     for ds in cases.values():
         _check_sizes(ds, args, "--size", report=True)
     if output.is_dir():
@@ -690,7 +757,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 io.to_netcdf(result, managed.target(files[name]), overwrite=True)
                 print(f"written: {managed.commit(files[name])}")
                 pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
-                                    n_mc=args.n_mc, n_bins=args.n_bins, seed=args.seed,
+                                    n_mc=args.n_mc, mc_precision=args.mc_precision,
+                                    n_bins=args.n_bins, seed=args.seed,
                                     overwrite=args.overwrite, validation_result=result,
                                     dpi=args.dpi, figure_format=args.figure_format))
     except BaseException:  # an error or Ctrl-C: undo what this run wrote
@@ -719,8 +787,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                               "--overwrite to replace the report (only the files xuqcal wrote "
                               "there are replaced)")
     features = list(feature_specs(args.features))
-    # each CSV file read once (data and formulas)
-    ds = _read_data(args, formula=args.formula, csv_only=True)
+    # each CSV file read once (data and formulas); NetCDF and Zarr inputs as validate reads them
+    ds = _read_data(args, formula=args.formula)
     if args.formula:  # the report's features: the element counts are not conditioning ones
         ds = ds[["E", "uE", *features, "X1", "X2"]]
     _check_sizes(ds, args, lambda labels: _data_name(args, labels), report=True)
@@ -732,7 +800,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         # (over dataset) goes to the report as it is (one page: a summary, a section per set)
         result = _run_validation(ds, args, f"{_files(args)}: E = {args.E}, uE = {args.uE}")
         page = report(ds, args.output, n_boot=args.n_boot, n_mc=args.n_mc,
-                      n_bins=args.n_bins, seed=args.seed, statistics=args.statistics,
+                      mc_precision=args.mc_precision, n_bins=args.n_bins, seed=args.seed,
+                      statistics=args.statistics,
                       overwrite=args.overwrite, validation_result=result, title=args.title,
                       dpi=args.dpi, figure_format=args.figure_format)
     print(f"report: {page.resolve()}")

@@ -308,9 +308,12 @@ def check_name(value: object, name: str) -> str:
     return value
 
 
-def check_generators(generators: object, name: str = "generators") -> list:
+def check_generators(generators: object, name: str = "generators", *,
+                     fitted: bool = False) -> list:
     """Distinct :class:`~xuqcal.generators.Generator` objects from one name or a sequence of
-    names; two spellings of one distribution (``t6`` and ``t6.0``) are refused.
+    names; two spellings of one distribution (``t6`` and ``t6.0``) are refused. The
+    data-informed ``tfit`` (ν fitted to a data set's z-scores) is accepted only with
+    ``fitted`` (the analyses that fit it: :func:`xuqcal.validate`, :func:`xuqcal.simulate`).
 
     Examples
     --------
@@ -337,6 +340,10 @@ def check_generators(generators: object, name: str = "generators") -> list:
             gen = get_generator(g)
         except ValueError as error:
             raise ValueError(f"{name}: {str(error).removeprefix('generator: ')}") from None
+        if gen.fitted and not fitted:
+            raise ValueError(f"{name}: {gen.name!r} (a Student-t with ν fitted to the data's "
+                             "z-scores) is a generator of validate and simulate only; name a "
+                             "distribution such as 'normal' or 't6' here")
         if gen.name in seen:
             first = seen[gen.name]
             a = first if isinstance(first, str) else gen.name

@@ -30,6 +30,11 @@ LEVEL = 0.95
 SEED = 0
 #: Generative distributions D of simulated references (normal and Student's t(6)).
 GENERATORS = ("normal", "t6")
+#: Generators of :func:`xuqcal.validate` (and of the CLI, the report and the summary): those
+#: of GENERATORS and the data-informed ``tfit`` (a Student-t with ν fitted to the z-scores).
+#: A statistic whose references differ between them is decided when they all lead to the same
+#: decision (docs/design.md, "Deciding when the generators agree").
+VALIDATION_GENERATORS = (*GENERATORS, "tfit")
 #: Whether :func:`xuqcal.validate` also simulates the references of statistics that have a
 #: predefined reference (their Sim/Sim2 ζ, for comparison only): no, only what verdicts need.
 ALL_SCHEMES = False
@@ -58,9 +63,13 @@ COVERAGE_TOLERANCE = 0.005
 #: Bins of a PIT histogram and of its chi-square uniformity test.
 N_BINS_PIT = 10
 
-#: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage.
+#: Bins of the binned statistics (ENCE, UCE, ZMSE), reliability diagrams and local coverage,
+#: at most: their ``n_bins=None`` is the recommended number for M points,
+#: ``min(N_BINS, M // MIN_POINTS_PER_BIN_LOCAL)`` (:func:`xuqcal.core.binning.resolve_n_bins`;
+#: N_BINS from M = 400 on).
 N_BINS = 20
-#: Bins of local z-score analyses (LZM, LZMS, ...; METHODS §6).
+#: Bins of local z-score analyses (LZM, LZMS, ...; METHODS §6), at most: as N_BINS
+#: (N_BINS_LOCAL from M = 2000 on).
 N_BINS_LOCAL = 100
 #: Bins learned by BVS recalibration (METHODS §8).
 N_BINS_RECALIBRATION = 40
@@ -87,11 +96,11 @@ N_BOOT_LOCAL = 5000
 N_BOOT_GROUPS = 1000
 #: Bootstrap replicates of the per-bin intervals of reliability diagrams.
 N_BOOT_RELIABILITY = 2000
-#: Bootstrap replicates of the report's intervals (smaller than N_BOOT: the report runs every
-#: analysis of a file).
-N_BOOT_REPORT = 5000
-#: Simulated data sets of the report's references.
-N_MC_REPORT = 5000
+#: Counts of the whole validation (the CLI's validate, report and demo, the report and the
+#: summary in Python): "auto", as many as MC_PRECISION needs, at most N_BOOT and N_MC; the same
+#: counts and seed give the same numbers from every entry point.
+N_BOOT_VALIDATION = "auto"
+N_MC_VALIDATION = "auto"
 #: Simulated data sets of the reference band of a confidence curve.
 N_MC_CURVE = 1000
 #: Simulated data sets of the f_v reference of a recalibration evaluation.

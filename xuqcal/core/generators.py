@@ -8,6 +8,11 @@ Every generator has zero mean and unit variance and is addressed by name:
 ``uniform``    U(-√3, √3)
 ``laplace``    Laplace(0, 1/√2)
 ``normp<p>``   generalized normal, density ∝ ``exp(-|x|^p / p)``, rescaled to unit variance
+``tfit``       data-informed: the unit-variance Student-t whose ν is fitted to the data's
+               z-scores (the scaled F(1, ν) fit of Z² that PICP uses,
+               :func:`xuqcal.core.coverage.fit_student_nu`); resolved per data set by
+               :func:`fit_generators` (:func:`xuqcal.validate` and :func:`xuqcal.simulate`
+               only)
 =============  ==========================================================================
 
 Draws come from the counter-based streams of :mod:`xuqcal._random`.
@@ -27,6 +32,8 @@ from xuqcal.core import random as _random
 
 _FIXED = {"normal": _random.NORMAL, "uniform": _random.UNIFORM, "laplace": _random.LAPLACE}
 _PATTERN = re.compile(r"^(t|normp)(\d+(?:\.\d+)?)$")
+#: Name of the data-informed generator: a Student-t with ν fitted to the data's z-scores.
+FITTED = "tfit"
 
 
 @dataclass(frozen=True)
@@ -48,9 +55,16 @@ class Generator:
     parameter: float = math.nan
 
     @property
+    def fitted(self) -> bool:
+        """Whether this is the data-informed generator ``tfit`` (its ν comes from the data:
+        :func:`fit_generators`)."""
+        return self.name == FITTED
+
+    @property
     def df(self) -> float:
-        """Degrees of freedom of a Student-t generator (NaN for the others)."""
-        return self.parameter if self.code == _random.STUDENT else math.nan
+        """Degrees of freedom of a Student-t generator (NaN for the others, and for ``tfit``,
+        whose ν is a property of a data set: the result variable ``nu_tfit``)."""
+        return self.parameter if self.code == _random.STUDENT and not self.fitted else math.nan
 
     def distribution(self):
         """The distribution as a frozen ``scipy.stats`` object at unit variance (for its
@@ -123,11 +137,14 @@ def get_generator(name: str | Generator) -> Generator:
     key = re.sub(r"\s+", "", name).lower()
     if key in _FIXED:
         return Generator(key, _FIXED[key])
+    if key == FITTED:  # ν unknown until fitted to a data set (fit_generators)
+        return Generator(FITTED, _random.STUDENT)
     match = _PATTERN.match(key)
     if match is None:
         raise ValueError(
             f"generator: unknown generator {name!r}; use 'normal', 'uniform', 'laplace', "
-            "'t<ν>' (ν > 2, e.g. 't6') or 'normp<p>' (p > 0, e.g. 'normp4')"
+            "'t<ν>' (ν > 2, e.g. 't6'), 'normp<p>' (p > 0, e.g. 'normp4') or 'tfit' (a "
+            "Student-t fitted to the z-scores)"
         )
     family, value = match.group(1), float(match.group(2))
     # canonical spelling: one name per distribution ("t6.0", "T 6" and "t06" are "t6")
@@ -147,9 +164,46 @@ def generator_coords(generators: Iterable[str | Generator]) -> dict:
     """Coordinates of a ``generator`` dimension: names and the numeric ``df`` (NaN if none)."""
     from xuqcal.core.checks import check_generators
 
-    gens = check_generators(list(generators), "generator")
+    gens = check_generators(list(generators), "generator", fitted=True)
     names = [g.name for g in gens]
     return {
         "generator": ("generator", names),
         "df": ("generator", np.array([g.df for g in gens])),
     }
+
+
+def fitted_nu(E, uE) -> float:
+    """ν of the data-informed generator ``tfit`` for errors ``E`` and uncertainties ``uE``:
+    :func:`xuqcal.core.coverage.fit_student_nu` of ``Z = E / uE`` over the points where both
+    are finite; NaN when the fit is undefined or gives ν ≤ 2 (no unit-variance Student-t).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> u = rng.uniform(0.5, 2.0, 20_000)
+    >>> nu = fitted_nu(u * rng.standard_t(5, 20_000), u)
+    >>> bool(4.3 < nu < 5.8)
+    True
+    """
+    from xuqcal.core.coverage import fit_student_nu
+
+    E = np.asarray(E, dtype=np.float64)
+    uE = np.asarray(uE, dtype=np.float64)
+    present = np.isfinite(E) & np.isfinite(uE)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = fit_student_nu(E[present] / uE[present])
+    return nu if nu > 2.0 else math.nan
+
+
+def fit_generators(generators: Iterable[Generator], nu) -> list[Generator]:
+    """``generators`` with the data-informed ``tfit`` given its fitted ``nu``
+    (:func:`fitted_nu`; a number, or a Dask Delayed computing it for lazy data: the tasks
+    that draw from it receive the value); the others unchanged.
+
+    Examples
+    --------
+    >>> [g.parameter for g in fit_generators([get_generator("normal"), get_generator("tfit")],
+    ...                                      4.5)][1]
+    4.5
+    """
+    return [Generator(g.name, g.code, nu) if g.fitted else g for g in generators]

@@ -48,6 +48,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal import io
+from xuqcal.analysis.precision import AUTO, is_auto
 from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
 from xuqcal.analysis.tables import (
     SIZE_COORD,
@@ -109,6 +110,29 @@ def _fmt(value, digits: int = 4) -> str:
     if math.isnan(v):
         return "–"
     return f"{v:.{digits}g}"
+
+
+#: Above this ν_eff a Student-t fit is indistinguishable from a normal distribution: the
+#: maximum-likelihood ν runs away (to 1e8 and more) on normal data, so larger values are shown
+#: as "> 1000 (normal tails)" instead of a meaningless number.
+NU_EFF_CAP = 1000
+
+
+def _fmt_nu_eff(value, digits: int = 4) -> str:
+    """A ν_eff cell: as :func:`_fmt`, but ``> 1000 (normal tails)`` above :data:`NU_EFF_CAP`.
+
+    Examples
+    --------
+    >>> _fmt_nu_eff(5.83219), _fmt_nu_eff(3.104e8), _fmt_nu_eff(float("nan"))
+    ('5.832', '> 1000 (normal tails)', '–')
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if v > NU_EFF_CAP:  # also +inf
+        return f"> {NU_EFF_CAP} (normal tails)"
+    return _fmt(v, digits)
 
 
 def _table(df: pd.DataFrame, name: str, classes: pd.DataFrame | None = None,
@@ -176,7 +200,38 @@ def _bins_text(used: int, asked: int, m: int) -> str:
 
 
 def _verdict_class(verdict: str) -> str:
-    return {"pass": "pass", "fail": "fail"}.get(verdict, "other")
+    from xuqcal.analysis.validation import verdict_outcome
+
+    return verdict_outcome(verdict) or "other"
+
+
+def _summary_html(overview: xr.Dataset, name: str) -> str:
+    """The summary of one data set (:func:`xuqcal.summary`) as a table: question, verdict,
+    evidence and advice, then the accuracy and sharpness."""
+    frame = pd.DataFrame({
+        "question": [str(q) for q in overview.question.values],
+        "verdict": [str(v) for v in overview.verdict.values],
+        "evidence": [str(v) for v in overview.evidence.values],
+        "what it means": [str(v) for v in overview.advice.values]})
+    classes = pd.DataFrame("text", index=frame.index, columns=frame.columns)
+    classes["verdict"] = [_verdict_class(v) for v in frame["verdict"]]
+    context = (f"<p>Accuracy: MAE {_fmt(float(overview.mae))}, RMSE "
+               f"{_fmt(float(overview.rmse))}; sharpness: RMV {_fmt(float(overview.rmv))}; "
+               f"mean CRPS of N(0, uE²) {_fmt(float(overview.crps))}.</p>")
+    return _table(frame, name, classes) + "\n" + context
+
+
+def _summary_grid_html(summaries: Sequence[tuple[str, xr.Dataset]]) -> str:
+    """The verdicts of several data sets: one row per data set, one column per question."""
+    from xuqcal.analysis.summary import QUESTIONS
+
+    frame = pd.DataFrame([[label, *(str(v) for v in one.verdict.values)]
+                          for label, one in summaries], columns=["data set", *QUESTIONS])
+    classes = pd.DataFrame("", index=frame.index, columns=frame.columns)
+    classes["data set"] = "text"
+    for question in QUESTIONS:
+        classes[question] = [_verdict_class(v) for v in frame[question]]
+    return _table(frame, "summary_grid", classes)
 
 
 def _css_size(path: Path, figure_format: str, dpi: float) -> tuple[int, int]:
@@ -212,6 +267,17 @@ def _check_dpi(dpi: object) -> float:
     return float(dpi)
 
 
+def _check_count_argument(value: object, name: str) -> int | str:
+    """``n_boot`` or ``n_mc`` of :func:`report`: a positive integer or ``"auto"`` (the
+    validation checks the rest, e.g. enough replicates for its level)."""
+    if isinstance(value, str):
+        if not is_auto(value):
+            raise ValueError(f"{name}: expected a number of replicates or {AUTO!r} (as many as "
+                             f"mc_precision needs), got {value!r}")
+        return AUTO
+    return _check_bins_argument(value, name)
+
+
 def _check_bins_argument(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name}: expected a positive integer, got {value!r}")
@@ -233,6 +299,8 @@ class _Writer:
         self.figures: list[tuple[str, str, str, int, int]] = []
         # (group: the key of the data set, "" for the page's own, file)
         self.results: list[tuple[str, str]] = []
+        # (heading of the data set, its summary: xuqcal.summary), for the grid of several
+        self.summaries: list[tuple[str, xr.Dataset]] = []
 
     def figure(self, section: str, name: str, ax, caption: str) -> None:
         """Save ``ax``'s figure as ``figures/<name>.<format>`` (``dpi`` pixels per inch for
@@ -305,7 +373,7 @@ def _planned_files(features: Sequence[str],
     """Every file a report of one data set with these features may write (relative to its
     folder); ``prefix`` starts the name of each figure and result (a slice's key and ``_``)."""
     figures = ["zeta", "error_distribution", "reliability", "confidence_curve"]
-    results = ["validation", "diagnostics", "reliability", "confidence_curve"]
+    results = ["validation", "summary", "diagnostics", "reliability", "confidence_curve"]
     for by in ["uE", *features]:
         figures.append(f"zscores_{by}")
         for statistic in ("zm", "zms"):
@@ -554,11 +622,12 @@ class _Options:
 
     features: Sequence[str] | None
     statistics: Sequence[str] | None
-    n_boot: int
-    n_mc: int
-    n_bins: int
+    n_boot: int | str
+    n_mc: int | str
+    n_bins: int | None
     n_bins_local: int
     seed: int
+    mc_precision: float = defaults.MC_PRECISION
 
 
 def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: str = "",
@@ -574,6 +643,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     from xuqcal import plot
     from xuqcal.analysis import curves, diagnostics, local, probabilistic, running, validation
     from xuqcal.analysis import features as feature_analysis
+    from xuqcal.analysis import summary as summary_analysis
 
     def name(text: str) -> str:
         return f"{key}_{text}" if key else text
@@ -589,15 +659,25 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     n_boot, n_mc, n_bins, seed = options.n_boot, options.n_mc, options.n_bins, options.seed
     m = ds.sizes["sample"]
     n_local = recommended_n_bins(m, options.n_bins_local)  # the one rule (core.binning)
-    n_reliability = recommended_n_bins(m, n_bins)
+    n_reliability = recommended_n_bins(m, defaults.N_BINS if n_bins is None else n_bins)
+    # the per-bin bootstraps and the curve's band: the validation's counts, at most their caps
+    n_boot_bins = _capped(n_boot, defaults.N_BOOT_RELIABILITY)
     window = running.default_window(m)
     conditioning = ["uE", *features]
     h = f"h{level}"
 
     # validation
     result = validation_result if validation_result is not None else validation.validate(
-        ds, options.statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins)
+        ds, options.statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins,
+        mc_precision=options.mc_precision)
     writer.result(name("validation"), result, group=key)
+    # the answers first: a verdict per question, read from this validation
+    overview = summary_analysis.summary(ds, validation=result, features=features or None,
+                                        n_boot=n_boot, n_mc=n_mc, seed=seed,
+                                        mc_precision=options.mc_precision)
+    writer.result(name("summary"), overview, group=key)
+    writer.summaries.append((slice_title(labels) if labels else "", overview))
+    summary_html = _summary_html(overview, name("summary"))
     writer.figure(section("validation"), name("zeta"), plot.zeta(result),
                   "ζ-scores of every statistic and scheme; the grey band is |ζ| ≤ 1, circled "
                   "points decide the verdict")
@@ -636,6 +716,9 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     frame = (described[rows].sel(variable=["E", "Z"]).to_dataframe()[rows].T
              .rename_axis(columns=None).reset_index(names="diagnostic"))
     frame["description"] = [_description(described[n]) for n in rows]
+    for column in ("E", "Z"):  # ν_eff of near-normal data runs away (3.104e+08): capped
+        frame[column] = [_fmt_nu_eff(v) if row == "nu_eff" else _fmt(v)
+                         for row, v in zip(frame["diagnostic"], frame[column], strict=True)]
     describe_table = _table(frame, name("distributions"), _text_classes(frame))
     scalars = ["uE2_shape", "uE2_scale", "beta_gm_uE"]
     frame = pd.DataFrame({"uncertainties": scalars,
@@ -651,8 +734,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                       f"square over windows of {window} points")
         for statistic in ("zm", "zms"):
             try:
-                loc = local.local(ds, statistic, by=by, n_bins=n_local,
-                                  n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
+                loc = local.local(ds, statistic, by=by, n_bins=n_local, n_boot=n_boot_bins,
+                                  seed=seed)
             except ValueError as error:  # e.g. a feature too stratified for the bins
                 fv_rows.append([f"{statistic} | {by}", np.nan, "–", str(error)])
                 fv_classes.append("other")
@@ -672,14 +755,13 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     classes["analysis"] = "text"
     classes["verdict"] = fv_classes
     fv_table = _table(fv_frame, name("fraction_valid"), classes, digits=3)
-    rel = local.reliability(ds, n_bins=n_reliability,
-                            n_boot=min(n_boot, defaults.N_BOOT_RELIABILITY), seed=seed)
+    rel = local.reliability(ds, n_bins=n_reliability, n_boot=n_boot_bins, seed=seed)
     writer.result(name("reliability"), rel, group=key)
     writer.figure(section("conditional"), name("reliability"), plot.reliability(rel),
                   f"reliability diagram: RMSE against RMV per bin of uE ({n_reliability} "
                   "bins)")
     curve = curves.confidence_curve(ds, generator=defaults.GENERATORS[0],
-                                    n_mc=min(n_mc, defaults.N_MC_CURVE), seed=seed)
+                                    n_mc=_capped(n_mc, defaults.N_MC_CURVE), seed=seed)
     writer.result(name("confidence_curve"), curve, group=key)
     writer.figure(section("conditional"), name("confidence_curve"),
                   plot.confidence_curve(curve),
@@ -694,7 +776,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
 
     # interval-based validation (METHODS §9): PICP with Wilson intervals, local coverage, the
     # PIT and the proper scores (no bootstrap: binomial intervals and tests)
-    coverage = validation.validate(ds, ["picp"], n_boot=n_boot, n_mc=n_mc, seed=seed)
+    coverage = validation.validate(ds, ["picp"], n_boot=n_boot, n_mc=n_mc, seed=seed,
+                                   mc_precision=options.mc_precision)
     writer.result(name("coverage"), coverage, group=key)
     coverage_frame = pd.DataFrame({
         "statistic": [str(k) for k in coverage.statistic.values],
@@ -729,7 +812,11 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                                                  for n in score_names]})
     scores_table = _table(scores_frame, name("proper_scores"), _text_classes(scores_frame))
 
-    body = f"""<{h}>Validation of the statistics</{h}>
+    body = f"""<{h}>Summary</{h}>
+<p>A verdict for each question, the evidence behind it and what it means (the details follow
+below).</p>
+{summary_html}
+<{h}>Validation of the statistics</{h}>
 <p>Estimates with bootstrap BCa intervals; ζ-scores against predefined references (BS) and
 simulated references (Sim, Sim2); the verdict follows the recommended workflow.</p>
 {validation_table}
@@ -761,8 +848,12 @@ proper scores (lower is better; they compare models rather than validate one).</
         "uE": str(ds.attrs.get("uE_expression", "uE")),
         "where": str(ds.attrs.get("where", "") or "–"),
         "points (M)": str(m),
+        "bootstrap replicates": _count_used(result, "n_boot", options.n_boot, options),
+        "synthetic sets per generator": _count_used(result, "n_mc", options.n_mc, options),
+        "bins (binned statistics)": _bins_used(result, n_bins, m),
         "bins (local analyses)": _bins_text(n_local, options.n_bins_local, m),
-        "bins (reliability diagram)": _bins_text(n_reliability, n_bins, m),
+        "bins (reliability diagram)": _bins_text(
+            n_reliability, defaults.N_BINS if n_bins is None else n_bins, m),
         "running-statistics window": f"{window} points",
         "features": ", ".join(features) or "–",
     }
@@ -775,11 +866,54 @@ def _common_provenance(options: _Options, figure_format: str, dpi: float) -> dic
         "xuqcal version": stamp["xuqcal_version"],
         "created": stamp["created"],
         "seed": str(options.seed),
-        "bootstrap replicates": str(options.n_boot),
-        "synthetic sets per generator": str(options.n_mc),
-        "bins (binned statistics)": str(options.n_bins),
+        "bootstrap replicates": _count_text(options.n_boot, defaults.N_BOOT, options),
+        "synthetic sets per generator": _count_text(options.n_mc, defaults.N_MC, options),
+        "bins (binned statistics)": (str(options.n_bins) if options.n_bins is not None else
+                                     f"at most {defaults.N_BINS}, with at least "
+                                     f"{defaults.MIN_POINTS_PER_BIN_LOCAL} points per bin "
+                                     "(recommended_n_bins, per data set)"),
         "figures": f"{figure_format.upper()}, {dpi:g} dpi",
     }
+
+
+def _capped(count: int | str, cap: int) -> int:
+    """The replicates of an analysis of the report that has its own cap (per-bin bootstraps,
+    the band of the confidence curve): the validation's count, at most ``cap`` (``cap`` for
+    ``"auto"``)."""
+    return cap if isinstance(count, str) else min(int(count), cap)
+
+
+def _count_text(count: int | str, ceiling: int, options: _Options) -> str:
+    """A replicate count as asked: a number, or ``"auto"`` with its precision and ceiling."""
+    if isinstance(count, str):
+        return (f"auto: as many as a Monte Carlo precision of {options.mc_precision:g} needs, "
+                f"at most {ceiling}")
+    return str(count)
+
+
+def _count_used(result: xr.Dataset, name: str, asked: int | str, options: _Options) -> str:
+    """The replicate count ``name`` a validation used (its attribute; per statistic or slice
+    when it varies), with ``(auto)`` when it was driven by the precision."""
+    used = result.attrs.get(name)
+    if used is None and name in result.coords and result[name].ndim == 0:
+        used = result[name].item()  # differing between slices: a coordinate
+    if used is None:
+        return _count_text(asked, defaults.N_BOOT if name == "n_boot" else defaults.N_MC,
+                           options)
+    return f"{used} (auto)" if isinstance(asked, str) else str(used)
+
+
+def _bins_used(result: xr.Dataset, asked: int | None, m: int) -> str:
+    """The bins of the binned statistics of a validation (its ``n_bins`` attribute), and why
+    when the recommended number is fewer than ``defaults.N_BINS``."""
+    used = result.attrs.get("n_bins")
+    if used is None and "n_bins" in result.coords and result["n_bins"].ndim == 0:
+        used = result["n_bins"].item()  # differing between slices: a coordinate
+    if used is None or int(used) == 0:
+        return "–" if used is not None else str(asked if asked is not None else "–")
+    if asked is None and int(used) < defaults.N_BINS:
+        return _bins_text(int(used), defaults.N_BINS, m)
+    return str(int(used))
 
 
 #: The order of the provenance entries of a one-set page.
@@ -931,7 +1065,7 @@ def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence
     else:
         summary = validation.validate(ds, options.statistics, n_boot=options.n_boot,
                                       n_mc=options.n_mc, seed=options.seed,
-                                      n_bins=options.n_bins)
+                                      n_bins=options.n_bins, mc_precision=options.mc_precision)
     if isinstance(summary, xr.Dataset) and any(
             v.chunks is not None for v in summary.variables.values()):
         summary = summary.compute()  # lazy for Dask-backed data: once, here
@@ -971,6 +1105,9 @@ def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence
 </ol></nav>
 <section id="summary">
 <h2>Summary across data sets</h2>
+<p>The verdict of each question for each data set (the evidence is in each data set's
+summary below).</p>
+{_summary_grid_html(writer.summaries)}
 <p>One row per data set and statistic: the estimate with its bootstrap BCa interval, the
 verdict and the scheme that decided it. Each data set is analysed alone on its points (E and
 uE not both missing), with the same seed, as in its own section below.</p>
@@ -992,9 +1129,10 @@ def report(
     *,
     features: Sequence[str] | None = None,
     statistics: Sequence[str] | None = None,
-    n_boot: int = defaults.N_BOOT_REPORT,
-    n_mc: int = defaults.N_MC_REPORT,
-    n_bins: int = defaults.N_BINS,
+    n_boot: int | str = defaults.N_BOOT_VALIDATION,
+    n_mc: int | str = defaults.N_MC_VALIDATION,
+    mc_precision: float = defaults.MC_PRECISION,
+    n_bins: int | None = None,
     n_bins_local: int = defaults.N_BINS_LOCAL,
     seed: int = defaults.SEED,
     title: str | None = None,
@@ -1026,11 +1164,22 @@ def report(
         than E and uE).
     statistics : sequence of str, optional
         Statistics of the validation table (default: those of :func:`xuqcal.validate`).
-    n_boot, n_mc : int
-        Bootstrap replicates and synthetic data sets of the validation.
-    n_bins : int
+    n_boot, n_mc : int or "auto"
+        Bootstrap replicates and synthetic data sets of the validation: by default
+        ``defaults.N_BOOT_VALIDATION`` and ``defaults.N_MC_VALIDATION`` (``"auto"``: as many as
+        ``mc_precision`` needs, at most ``defaults.N_BOOT`` and ``defaults.N_MC``), the counts
+        of ``xuqcal validate``, ``xuqcal report`` and ``xuqcal demo``: the same data and seed
+        give the same validation from each. The per-bin bootstraps of the local analyses and
+        the reliability diagram use at most ``defaults.N_BOOT_RELIABILITY`` replicates, the band
+        of the confidence curve at most ``defaults.N_MC_CURVE`` sets (these caps with
+        ``"auto"``).
+    mc_precision : float
+        The precision of ``"auto"`` counts (:func:`xuqcal.validate`; default
+        ``defaults.MC_PRECISION``).
+    n_bins : int, optional
         Bins of the binned statistics of the validation (ENCE, UCE, ZMSE) and, at most, of the
-        reliability diagram.
+        reliability diagram; default: the recommended number for each data set
+        (:func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)``).
     n_bins_local : int
         Bins of the local analyses, at most. Both the local analyses and the reliability
         diagram use :func:`xuqcal.core.binning.recommended_n_bins`, ``min(n_bins, M // 20)``:
@@ -1088,9 +1237,11 @@ def report(
     """
     dpi, figure_format = _checked_options(title, dpi, figure_format)
     _check_validation_result(validation_result)
+    n_boot, n_mc = _check_count_argument(n_boot, "n_boot"), _check_count_argument(n_mc, "n_mc")
     options = _Options(features=None if features is None else list(features),
                        statistics=statistics, n_boot=n_boot, n_mc=n_mc,
-                       n_bins=_check_bins_argument(n_bins, "n_bins"),
+                       mc_precision=mc_precision,
+                       n_bins=None if n_bins is None else _check_bins_argument(n_bins, "n_bins"),
                        n_bins_local=_check_bins_argument(n_bins_local, "n_bins_local"),
                        seed=seed)
     ds = _checked_input(ds, E, uE)
