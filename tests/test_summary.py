@@ -248,3 +248,29 @@ def test_the_decision_rule_error_rates_of_the_design_notes():
                 assert rates["new"][key]["fail_rate"] <= rates["SimN"][key]["fail_rate"], name
             elif key != "cc":  # a rank correlation cannot see a uniform rescaling
                 assert rates["new"][key]["fail_rate"] >= 0.95, (name, key)
+
+
+def test_the_report_summary_is_the_summary_and_reuses_its_analyses(tmp_path, two_sets,
+                                                                  monkeypatch):
+    from xuqcal.analysis import summary as module
+
+    ds = two_sets["uE -20 %"]
+    alone = summary(ds, n_boot=300, n_mc=300)
+
+    def computed_again(*args, **kwargs):
+        raise AssertionError("the report's summary must read the report's own results")
+
+    for name in ("local", "local_coverage", "pit_test", "proper_scores"):
+        monkeypatch.setattr(module, name, computed_again)
+    page = xuqcal.report.report(ds, tmp_path / "r", n_boot=300, n_mc=300)
+    monkeypatch.undo()
+    with xr.open_dataset(page.parent / "results" / "summary.nc") as stored:
+        for name in ("verdict", "evidence", "advice", "zms", "fv_lzms_uE", "fv_lcp_uE",
+                     "pit_pvalue", "crps"):
+            np.testing.assert_array_equal(stored[name].values, alone[name].values)
+    # a result computed with other settings is refused by name
+    other = xuqcal.local(ds, "zms", n_boot=100)
+    with pytest.raises(ValueError, match=r"analyses\['local_zms_uE'\]: computed with n_boot"):
+        summary(ds, n_boot=300, n_mc=300, analyses={"local_zms_uE": other})
+    with pytest.raises(ValueError, match="analyses: 'local_zms_X' not read by the summary"):
+        summary(ds, n_boot=300, n_mc=300, analyses={"local_zms_X": other})

@@ -29,7 +29,7 @@ Everything is computed by the library's analyses (:func:`~xuqcal.validate`,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import xarray as xr
@@ -37,6 +37,7 @@ import xarray as xr
 from xuqcal.analysis.curves import local_coverage
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
+from xuqcal.analysis.precision import is_auto
 from xuqcal.analysis.probabilistic import pit_test, proper_scores
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.validation import (
@@ -45,7 +46,7 @@ from xuqcal.analysis.validation import (
     verdict_outcome,
 )
 from xuqcal.core import defaults
-from xuqcal.core.binning import recommended_n_bins
+from xuqcal.core.binning import resolve_n_bins
 from xuqcal.core.checks import minimum_replicates
 from xuqcal.core.intervals import check_level
 from xuqcal.core.provenance import provenance
@@ -94,6 +95,7 @@ def summary(
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     tol: float = defaults.COVERAGE_TOLERANCE,
     validation: xr.Dataset | None = None,
+    analyses: Mapping[str, xr.Dataset] | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -110,11 +112,19 @@ def summary(
     n_boot, n_mc, seed, level, generators, mc_precision, heavy_tail_threshold, tol
         As :func:`xuqcal.validate` (the defaults of the CLI and of the report: the same
         counts give the same numbers everywhere). The per-bin intervals of the local
-        analyses use ``defaults.N_BOOT_RELIABILITY`` replicates (more when ``level`` needs
-        them).
+        analyses use ``n_boot`` replicates, at most ``defaults.N_BOOT_RELIABILITY`` (that
+        many for ``"auto"``; more when ``level`` needs them), over the analyses' default bins
+        (:func:`~xuqcal.core.binning.resolve_n_bins`).
     validation : xarray.Dataset, optional
         A result of :func:`xuqcal.validate` of ``ds`` to read instead of validating again;
         the statistics it lacks among ``zms zm picp95 cc ence zmse`` are validated here.
+    analyses : mapping of str to xarray.Dataset, optional
+        Results of the analyses the summary reads, computed already with its settings (the
+        report's): ``"local_zms_<by>"`` (:func:`~xuqcal.local` of ``zms`` by ``uE`` and by
+        each feature), ``"local_coverage"`` (:func:`~xuqcal.local_coverage` by ``uE``),
+        ``"pit_test"`` and ``"proper_scores"``. A result whose settings (statistic, ``by``,
+        bins, replicates, seed, level) differ from the summary's is refused by name; those
+        not given are computed.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -138,7 +148,6 @@ def summary(
     """
     names = _check_features(ds, features, E, uE)
     m = ds.sizes["sample"]
-    bins = recommended_n_bins(m, defaults.N_BINS_LOCAL)
     check_level(level)
     counts = dict(n_boot=n_boot, n_mc=n_mc, seed=seed, level=level, generators=generators,
                   mc_precision=mc_precision, heavy_tail_threshold=heavy_tail_threshold,
@@ -159,16 +168,24 @@ def summary(
     # missing statistics are not concatenated before they are computed)
     valid = tuple(p[["estimate", "ci_low", "ci_high", "verdict", "verdict_scheme",
                      "estimate_outside_interval"]] for p in parts)
-    local_boot = max(defaults.N_BOOT_RELIABILITY, minimum_replicates(level))
-    lzms = local(ds, "zms", by=uE, n_bins=bins, n_boot=local_boot, seed=seed, level=level,
-                 E=E, uE=uE)
-    lcp = local_coverage(ds, by=uE, n_bins=bins, level=level, E=E, uE=uE)
-    adapt = [local(ds, "zms", by=f, n_bins=bins, n_boot=local_boot, seed=seed, level=level,
-                   E=E, uE=uE) for f in names]
-    pit = pit_test(ds, level=level, E=E, uE=uE)
-    scores = proper_scores(ds, E=E, uE=uE)
+    local_boot = max(local_replicates(n_boot), minimum_replicates(level))
+    given = _check_analyses(analyses, m, by=[uE, *names], local_boot=local_boot, seed=seed,
+                            level=level)
+
+    def reuse(key: str, compute):
+        return given[key] if key in given else compute()
+
+    lzms = reuse(f"local_zms_{uE}", lambda: local(ds, "zms", by=uE, n_boot=local_boot,
+                                                  seed=seed, level=level, E=E, uE=uE))
+    lcp = reuse("local_coverage", lambda: local_coverage(ds, by=uE, level=level, E=E, uE=uE))
+    adapt = [reuse(f"local_zms_{f}", lambda f=f: _local_or_reason(
+        ds, f, n_boot=local_boot, seed=seed, level=level, E=E, uE=uE)) for f in names]
+    pit = reuse("pit_test", lambda: pit_test(ds, level=level, E=E, uE=uE))
+    scores = reuse("proper_scores", lambda: proper_scores(ds, E=E, uE=uE))
+    bins = {"local": int(lzms.attrs["n_bins"]), "coverage": int(lcp.attrs["n_bins"])}
     fv = ["fraction_valid", "fraction_valid_low", "fraction_valid_high"]
-    inputs = (valid, beta, lzms[fv], lcp[fv], tuple(a[fv] for a in adapt),
+    inputs = (valid, beta, lzms[fv], lcp[fv],
+              tuple(a if isinstance(a, str) else a[fv] for a in adapt),
               pit[["chi2_pvalue", "ks_pvalue"]], scores[["crps_normal"]],
               ds[E].data, ds[uE].data)
     layout = _layout(names, bins, local_boot, n_boot=n_boot, n_mc=n_mc, seed=seed,
@@ -184,7 +201,63 @@ _NUMBERS = {
 }
 
 
-def _layout(features: Sequence[str], bins: int, local_boot: int, **how) -> xr.Dataset:
+def _local_or_reason(ds: xr.Dataset, feature: str, **kwargs) -> xr.Dataset | str:
+    """LZMS binned on ``feature``, or why it cannot be computed (a feature too stratified for
+    its bins: the summary says so instead of failing)."""
+    try:
+        return local(ds, "zms", by=feature, **kwargs)
+    except ValueError as error:
+        return str(error)
+
+
+def local_replicates(n_boot: int | str) -> int:
+    """Bootstrap replicates of the per-bin intervals of the summary's (and the report's)
+    local analyses: the validation's count ``n_boot``, at most
+    ``defaults.N_BOOT_RELIABILITY`` (that many for ``"auto"``).
+
+    Examples
+    --------
+    >>> local_replicates("auto"), local_replicates(300), local_replicates(10_000)
+    (2000, 300, 2000)
+    """
+    if is_auto(n_boot):
+        return defaults.N_BOOT_RELIABILITY
+    return min(int(n_boot), defaults.N_BOOT_RELIABILITY)
+
+
+def _check_analyses(analyses, m: int, *, by: Sequence[str], local_boot: int, seed: int,
+                    level: float) -> dict[str, xr.Dataset]:
+    """The precomputed ``analyses`` of :func:`summary`, checked against its settings."""
+    if analyses is None:
+        return {}
+    if not isinstance(analyses, Mapping):
+        raise ValueError(f"analyses: expected a mapping of names to results, got "
+                         f"{type(analyses).__name__}")
+    known = {f"local_zms_{b}" for b in by} | {"local_coverage", "pit_test", "proper_scores"}
+    unknown = sorted(set(analyses) - known)
+    if unknown:
+        raise ValueError(f"analyses: {', '.join(map(repr, unknown))} not read by the summary "
+                         f"(it reads {', '.join(sorted(known))})")
+    for key, result in analyses.items():
+        if not isinstance(result, xr.Dataset):
+            raise ValueError(f"analyses[{key!r}]: expected an xarray.Dataset, got "
+                             f"{type(result).__name__}")
+        expected: dict[str, object] = {}
+        if key.startswith("local_zms_"):
+            expected = {"statistic": "zms", "by": key.removeprefix("local_zms_"),
+                        "n_boot": local_boot, "seed": seed, "level": level,
+                        "n_bins": resolve_n_bins(m, None, defaults.N_BINS_LOCAL)}
+        elif key == "local_coverage":
+            expected = {"by": by[0], "level": level,
+                        "n_bins": resolve_n_bins(m, None, defaults.N_BINS)}
+        for name, value in expected.items():
+            if result.attrs.get(name) != value:
+                raise ValueError(f"analyses[{key!r}]: computed with {name} = "
+                                 f"{result.attrs.get(name)!r}, the summary uses {value!r}")
+    return dict(analyses)
+
+
+def _layout(features: Sequence[str], bins: dict, local_boot: int, **how) -> xr.Dataset:
     f8 = np.float64
     variables = {
         "verdict": (("question",), object, {"long_name": "verdict of the question"}),
@@ -229,7 +302,8 @@ def _layout(features: Sequence[str], bins: int, local_boot: int, **how) -> xr.Da
         "analysis": "summary: a verdict per question with its evidence",
         **{k: (str(v) if isinstance(v, str) else v) for k, v in how.items()},
         "generators": ", ".join(generators),
-        "n_bins_local": bins,
+        "n_bins_local": bins["local"],
+        "n_bins_coverage": bins["coverage"],
         "n_boot_local": local_boot,
         "fraction_valid_rule": f"pass when the Wilson-cc interval of f_v reaches "
                                f"{TARGET_FRACTION}",
@@ -321,14 +395,20 @@ def _summary_body(parts, *, features: Sequence[str]) -> xr.Dataset:
     advice.append(_consistency_advice(consistency, lzms_outcome, lcp_outcome, row,
                                       calibration))
     # adaptivity: LZMS by each feature
-    fv_feature = np.array([float(a.fraction_valid) for a in adapt])
-    fv_low = np.array([float(a.fraction_valid_low) for a in adapt])
-    fv_high = np.array([float(a.fraction_valid_high) for a in adapt])
+    def fraction(name: str) -> np.ndarray:
+        return np.array([math.nan if isinstance(a, str) else float(a[name]) for a in adapt])
+
+    fv_feature, fv_low, fv_high = (fraction(n) for n in ("fraction_valid",
+                                                         "fraction_valid_low",
+                                                         "fraction_valid_high"))
     if features:
         outcomes = [_fv_outcome(lo, hi) for lo, hi in zip(fv_low, fv_high, strict=True)]
         adaptivity = _combine(outcomes)
-        evidence.append("; ".join(f"f_v LZMS|{f} {_interval(v, lo, hi)}" for f, v, lo, hi in
-                                  zip(features, fv_feature, fv_low, fv_high, strict=True)))
+        evidence.append("; ".join(
+            f"f_v LZMS|{f} " + (f"not computed ({a})" if isinstance(a, str) else
+                                _interval(v, lo, hi))
+            for f, a, v, lo, hi in zip(features, adapt, fv_feature, fv_low, fv_high,
+                                       strict=True)))
         failing = [f for f, o in zip(features, outcomes, strict=True) if o == FAIL]
         advice.append(
             f"The uncertainties are not reliable across {', '.join(failing)}: some regions of "

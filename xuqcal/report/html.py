@@ -221,6 +221,19 @@ def _summary_html(overview: xr.Dataset, name: str) -> str:
     return _table(frame, name, classes) + "\n" + context
 
 
+def _summary_analyses(local_zms: dict[str, xr.Dataset], lcp: xr.Dataset, pit_test: xr.Dataset,
+                      scores: xr.Dataset, options: _Options) -> dict[str, xr.Dataset]:
+    """The report's results that :func:`xuqcal.summary` reads instead of computing them again:
+    those computed with the summary's settings (the default bins and the validation's
+    per-bin count, :func:`~xuqcal.analysis.summary.local_replicates`)."""
+    reused: dict[str, xr.Dataset] = {"pit_test": pit_test, "proper_scores": scores}
+    if options.n_bins_local == defaults.N_BINS_LOCAL:
+        reused.update(local_zms)
+    if options.n_bins is None:
+        reused["local_coverage"] = lcp
+    return reused
+
+
 def _summary_grid_html(summaries: Sequence[tuple[str, xr.Dataset]]) -> str:
     """The verdicts of several data sets: one row per data set, one column per question."""
     from xuqcal.analysis.summary import QUESTIONS
@@ -661,7 +674,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     n_local = recommended_n_bins(m, options.n_bins_local)  # the one rule (core.binning)
     n_reliability = recommended_n_bins(m, defaults.N_BINS if n_bins is None else n_bins)
     # the per-bin bootstraps and the curve's band: the validation's counts, at most their caps
-    n_boot_bins = _capped(n_boot, defaults.N_BOOT_RELIABILITY)
+    n_boot_bins = summary_analysis.local_replicates(n_boot)
     window = running.default_window(m)
     conditioning = ["uE", *features]
     h = f"h{level}"
@@ -671,13 +684,6 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
         ds, options.statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins,
         mc_precision=options.mc_precision)
     writer.result(name("validation"), result, group=key)
-    # the answers first: a verdict per question, read from this validation
-    overview = summary_analysis.summary(ds, validation=result, features=features or None,
-                                        n_boot=n_boot, n_mc=n_mc, seed=seed,
-                                        mc_precision=options.mc_precision)
-    writer.result(name("summary"), overview, group=key)
-    writer.summaries.append((slice_title(labels) if labels else "", overview))
-    summary_html = _summary_html(overview, name("summary"))
     writer.figure(section("validation"), name("zeta"), plot.zeta(result),
                   "ζ-scores of every statistic and scheme; the grey band is |ζ| ≤ 1, circled "
                   "points decide the verdict")
@@ -728,6 +734,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
 
     # conditional calibration
     fv_rows, fv_classes = [], []
+    local_zms: dict[str, xr.Dataset] = {}  # read again by the summary
     for by in conditioning:
         writer.figure(section("conditional"), name(f"zscores_{by}"), plot.zscores(ds, by=by),
                       f"z-scores against {by}, with their running mean and root mean "
@@ -741,6 +748,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                 fv_classes.append("other")
                 continue
             writer.result(name(f"local_{statistic}_{by}"), loc, group=key)
+            if statistic == "zms":
+                local_zms[f"local_zms_{by}"] = loc
             writer.figure(section("conditional"), name(f"local_{statistic}_{by}"),
                           plot.local(loc), f"per-bin {statistic} along {by} "
                           f"({loc.sizes['bin']} bins); red bins do not contain the target")
@@ -812,6 +821,16 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                                                  for n in score_names]})
     scores_table = _table(scores_frame, name("proper_scores"), _text_classes(scores_frame))
 
+    # the answers, shown first: a verdict per question, read from this validation and from
+    # the local analyses, PIT and scores above when the summary's settings are the report's
+    overview = summary_analysis.summary(
+        ds, validation=result, features=features or None, n_boot=n_boot, n_mc=n_mc,
+        seed=seed, mc_precision=options.mc_precision,
+        analyses=_summary_analyses(local_zms, lcp, pit_test, scores, options))
+    writer.result(name("summary"), overview, group=key)
+    writer.summaries.append((slice_title(labels) if labels else "", overview))
+    summary_html = _summary_html(overview, name("summary"))
+
     body = f"""<{h}>Summary</{h}>
 <p>A verdict for each question, the evidence behind it and what it means (the details follow
 below).</p>
@@ -877,9 +896,9 @@ def _common_provenance(options: _Options, figure_format: str, dpi: float) -> dic
 
 
 def _capped(count: int | str, cap: int) -> int:
-    """The replicates of an analysis of the report that has its own cap (per-bin bootstraps,
-    the band of the confidence curve): the validation's count, at most ``cap`` (``cap`` for
-    ``"auto"``)."""
+    """The replicates of an analysis of the report that has its own cap (the band of the
+    confidence curve; the per-bin bootstraps: :func:`~xuqcal.analysis.summary.local_replicates`):
+    the validation's count, at most ``cap`` (``cap`` for ``"auto"``)."""
     return cap if isinstance(count, str) else min(int(count), cap)
 
 
