@@ -540,14 +540,13 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
             bootstrap = _precise_bootstrap(boot, estimate, jack, stats, level=level,
                                            seed=seed, n_bins=b["n_bins"], by=b["by"],
                                            m=prepared.size)
-        # the references each bootstrap interval is compared with in a deciding zeta, one
-        # column per generator: the predefined one (BS), the deciding generator's simulated
-        # mean (Sim), every generator's mean when the references differ between generators
-        # and their agreement is judged by Sim (agreed_decision), else NaN (Sim2 does not
-        # use the bootstrap interval)
-        reference_value = np.full((len(stats), len(gens)), np.nan)
-        reference_value[:, 0] = predefined
-        u_ref = np.zeros_like(reference_value)
+        # the reference each bootstrap interval is compared with in a deciding zeta: the
+        # predefined one (BS), the deciding generator's simulated mean (Sim), and for a
+        # statistic whose references differ between generators, the mean of the generator
+        # nearest to changing their agreed decision when Sim judges it (agreed_decision);
+        # else none (NaN: Sim2 does not use the bootstrap interval, and a statistic whose
+        # generators disagree decides nothing)
+        reference_value, u_ref = predefined.copy(), np.zeros(len(stats))
         if sims is not None:
             reference = reference_result(
                 xr.DataArray(sims.values, dims=("statistic", "generator", "replicate")),
@@ -558,22 +557,31 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
             sensitive = (np.full(len(simulated), False) if known_generator is not None
                          else generator_sensitive(mean, se)
                          & np.array([not s.has_reference for s in simulated]))
+            # the generator whose zeta decides each simulated statistic (-1: none)
+            deciders = np.where(sensitive, -1, decider)
+            theta = estimate[rows][:, np.newaxis]
+            agreement_zeta = (sim2_zeta(theta, mean, reference["q025"].values,
+                                        reference["q975"].values) if agreeing == "Sim2" else
+                              zeta(theta, mean, bootstrap.ci_low.values[rows][:, np.newaxis],
+                                   bootstrap.ci_high.values[rows][:, np.newaxis],
+                                   U_REF_FACTOR * se))
+            for k in np.flatnonzero(sensitive):
+                agreed = agreed_decision(agreement_zeta[k], names)
+                deciders[k] = -1 if agreed is None else agreed[1]
             scheme = np.full(mean.shape, "", dtype=object)
-            scheme[~sensitive, decider] = deciding
-            scheme[sensitive, :] = agreeing
+            decided = np.flatnonzero(deciders >= 0)
+            scheme[decided, deciders[decided]] = np.where(sensitive[decided], agreeing,
+                                                          deciding)
+            by_sim = decided[scheme[decided, deciders[decided]] == "Sim"]
             rows_index = np.asarray(rows, dtype=np.int64)
-            if deciding == "Sim":  # the deciding generator's mean (none when sensitive)
-                reference_value[rows_index, 0] = np.where(sensitive, np.nan, mean[:, decider])
-                u_ref[rows_index, 0] = U_REF_FACTOR * se[:, decider]
-            if agreeing == "Sim":  # every generator's mean decides a sensitive statistic
-                chosen = rows_index[sensitive]
-                reference_value[chosen] = mean[sensitive]
-                u_ref[chosen] = U_REF_FACTOR * se[sensitive]
-        grew_boot = boot.grow(np.concatenate([np.max(
-            [bootstrap_shortfall(boot.values[i][np.newaxis], estimate[i:i + 1],
-                                 accelerations[i:i + 1], level, reference_value[i:i + 1, j],
-                                 u_ref[i:i + 1, j], mc_precision) for j in range(len(gens))],
-            axis=0) for i in range(len(stats))]))
+            if deciding == "Sim":  # (as before: a sensitive statistic has no reference)
+                reference_value[rows_index] = np.nan
+            reference_value[rows_index[by_sim]] = mean[by_sim, deciders[by_sim]]
+            u_ref[rows_index[by_sim]] = U_REF_FACTOR * se[by_sim, deciders[by_sim]]
+        grew_boot = boot.grow(np.concatenate([
+            bootstrap_shortfall(boot.values[i][np.newaxis], estimate[i:i + 1],
+                                accelerations[i:i + 1], level, reference_value[i:i + 1],
+                                u_ref[i:i + 1], mc_precision) for i in range(len(stats))]))
         grew_sims = sims is not None and sims.grow(reference_shortfall(
             sims.values, mc_precision, estimate=estimate[rows],
             low=bootstrap.ci_low.values[rows], high=bootstrap.ci_high.values[rows],

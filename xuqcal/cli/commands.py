@@ -575,31 +575,27 @@ def _feature_names(args: argparse.Namespace) -> list[str] | None:
 
 
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
-    """Validate ``ds`` with the options of ``args`` and print the result: one table, or, for
-    data with several slices (files stacked along ``dataset``, a NetCDF input over ``model``),
-    one table per slice under a line ``dataset = b (M = 3834)``, then one summary row per slice
-    and statistic."""
+    """Validate ``ds`` with the options of ``args`` and print the result: its summary
+    (:func:`xuqcal.summary`: a verdict per question) and one table, or, for data with several
+    slices (files stacked along ``dataset``, a NetCDF input over ``model``), the grid of
+    verdicts (slice × question), then per slice its summary and table under a line
+    ``dataset = b (M = 3834)``, then one summary row per slice and statistic."""
     start = time.perf_counter()
-    result = validate(ds, args.statistics, n_boot=args.n_boot, n_mc=args.n_mc, level=args.level,
-                      seed=args.seed, n_bins=args.n_bins, generators=args.generators,
+    # the options that validate and the summary share
+    shared = dict(n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed, level=args.level,
+                  generators=args.generators,
+                  mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
+                  heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
+                                               defaults.HEAVY_TAIL_THRESHOLD), tol=args.tol)
+    result = validate(ds, args.statistics, n_bins=args.n_bins,
                       known_generator=args.known_generator,
                       simulated_scheme=(None if args.simulated_scheme == "auto"
                                         else args.simulated_scheme),
-                      all_schemes=args.all_schemes,
-                      mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
-                      heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
-                                                   defaults.HEAVY_TAIL_THRESHOLD),
-                      tol=args.tol)
+                      all_schemes=args.all_schemes, **shared)
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     # the answers first: a verdict per question (the summary reads this validation)
-    overview = summary(ds, validation=result, features=_feature_names(args),
-                       n_boot=args.n_boot, n_mc=args.n_mc, seed=args.seed, level=args.level,
-                       generators=args.generators,
-                       mc_precision=getattr(args, "mc_precision", defaults.MC_PRECISION),
-                       heavy_tail_threshold=getattr(args, "heavy_tail_threshold",
-                                                    defaults.HEAVY_TAIL_THRESHOLD),
-                       tol=args.tol)
+    overview = summary(ds, validation=result, features=_feature_names(args), **shared)
     if any(type(v.data).__module__.startswith("dask") for v in overview.variables.values()):
         overview = overview.compute()
     elapsed = time.perf_counter() - start
