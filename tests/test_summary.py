@@ -102,6 +102,8 @@ def test_summary_answers_every_question_with_its_evidence(two_sets):
     assert float(bad.fv_lzms_uE) == float(lzms.fraction_valid)
     E = two_sets["uE -20 %"].E.values
     assert float(bad.mae) == float(np.mean(np.abs(E)))
+    scores = xuqcal.proper_scores(two_sets["uE -20 %"])
+    np.testing.assert_allclose(float(bad.crps), float(scores.crps_normal), rtol=1e-12)
     text = summary_text(bad)
     assert text.splitlines()[1].split()[:3] == ["average", "calibration", "FAIL:"]
 
@@ -196,8 +198,7 @@ SHARED_VERDICTS = {
 @pytest.fixture(scope="module")
 def shared_summaries(load_set):
     sets = {str(k): load_set(k) for k in range(1, 10)}
-    with pytest.warns(xuqcal.UndefinedStatisticWarning, match="nu = 1.41"):  # set 6's fit
-        return sets, summary(xuqcal.stack_datasets(sets))
+    return sets, summary(xuqcal.stack_datasets(sets))
 
 
 def test_every_shared_set_gets_a_summary_and_its_pinned_verdicts(shared_summaries):
@@ -260,7 +261,7 @@ def test_the_report_summary_is_the_summary_and_reuses_its_analyses(tmp_path, two
     def computed_again(*args, **kwargs):
         raise AssertionError("the report's summary must read the report's own results")
 
-    for name in ("local", "local_coverage", "pit_test", "proper_scores"):
+    for name in ("local", "local_coverage", "pit_test"):
         monkeypatch.setattr(module, name, computed_again)
     page = xuqcal.report.report(ds, tmp_path / "r", n_boot=300, n_mc=300)
     monkeypatch.undo()

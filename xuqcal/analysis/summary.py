@@ -22,8 +22,9 @@ distribution shape    the PIT of the Gaussian predictive distributions (chi-squa
 A question whose evidence decides nothing (no verdict passes or fails) is *inconclusive*.
 Accuracy and sharpness come as context: MAE, RMSE, RMV and the mean CRPS of N(0, uE²).
 Everything is computed by the library's analyses (:func:`~xuqcal.validate`,
-:func:`~xuqcal.local`, :func:`~xuqcal.local_coverage`, :func:`~xuqcal.pit_test`,
-:func:`~xuqcal.proper_scores`); the summary only reads their results.
+:func:`~xuqcal.local`, :func:`~xuqcal.local_coverage`, :func:`~xuqcal.pit_test`, and the
+CRPS of :func:`xuqcal.core.scores.crps_normal` that :func:`~xuqcal.proper_scores` averages);
+the summary only reads their results.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from xuqcal.analysis.curves import local_coverage
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
 from xuqcal.analysis.precision import is_auto
-from xuqcal.analysis.probabilistic import pit_test, proper_scores
+from xuqcal.analysis.probabilistic import pit_test
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.validation import (
     NOT_TESTABLE_PREFIX,
@@ -50,6 +51,7 @@ from xuqcal.core.binning import resolve_n_bins
 from xuqcal.core.checks import minimum_replicates
 from xuqcal.core.intervals import check_level
 from xuqcal.core.provenance import provenance
+from xuqcal.core.scores import crps_normal
 from xuqcal.io import by_role
 
 #: The questions of a summary, in the order they are shown.
@@ -121,8 +123,8 @@ def summary(
     analyses : mapping of str to xarray.Dataset, optional
         Results of the analyses the summary reads, computed already with its settings (the
         report's): ``"local_zms_<by>"`` (:func:`~xuqcal.local` of ``zms`` by ``uE`` and by
-        each feature), ``"local_coverage"`` (:func:`~xuqcal.local_coverage` by ``uE``),
-        ``"pit_test"`` and ``"proper_scores"``. A result whose settings (statistic, ``by``,
+        each feature), ``"local_coverage"`` (:func:`~xuqcal.local_coverage` by ``uE``) and
+        ``"pit_test"``. A result whose settings (statistic, ``by``,
         bins, replicates, seed, level) differ from the summary's is refused by name; those
         not given are computed.
     E, uE : str
@@ -181,12 +183,11 @@ def summary(
     adapt = [reuse(f"local_zms_{f}", lambda f=f: _local_or_reason(
         ds, f, n_boot=local_boot, seed=seed, level=level, E=E, uE=uE)) for f in names]
     pit = reuse("pit_test", lambda: pit_test(ds, level=level, E=E, uE=uE))
-    scores = reuse("proper_scores", lambda: proper_scores(ds, E=E, uE=uE))
     bins = {"local": int(lzms.attrs["n_bins"]), "coverage": int(lcp.attrs["n_bins"])}
     fv = ["fraction_valid", "fraction_valid_low", "fraction_valid_high"]
     inputs = (valid, beta, lzms[fv], lcp[fv],
               tuple(a if isinstance(a, str) else a[fv] for a in adapt),
-              pit[["chi2_pvalue", "ks_pvalue"]], scores[["crps_normal"]],
+              pit[["chi2_pvalue", "ks_pvalue"]],
               ds[E].data, ds[uE].data)
     layout = _layout(names, bins, local_boot, n_boot=n_boot, n_mc=n_mc, seed=seed,
                      level=level, generators=generators)
@@ -233,7 +234,7 @@ def _check_analyses(analyses, m: int, *, by: Sequence[str], local_boot: int, see
     if not isinstance(analyses, Mapping):
         raise ValueError(f"analyses: expected a mapping of names to results, got "
                          f"{type(analyses).__name__}")
-    known = {f"local_zms_{b}" for b in by} | {"local_coverage", "pit_test", "proper_scores"}
+    known = {f"local_zms_{b}" for b in by} | {"local_coverage", "pit_test"}
     unknown = sorted(set(analyses) - known)
     if unknown:
         raise ValueError(f"analyses: {', '.join(map(repr, unknown))} not read by the summary "
@@ -338,7 +339,7 @@ def _interval(value: float, low: float, high: float, digits: int = 3) -> str:
 
 def _summary_body(parts, *, features: Sequence[str]) -> xr.Dataset:
     """The summary from the computed results of the analyses (one task of the graph)."""
-    valid, beta, lzms, lcp, adapt, pit, scores, E, uE = parts
+    valid, beta, lzms, lcp, adapt, pit, E, uE = parts
     E, uE = np.asarray(E, dtype=np.float64), np.asarray(uE, dtype=np.float64)
     out: dict[str, object] = {}
     row = {}
@@ -364,7 +365,8 @@ def _summary_body(parts, *, features: Sequence[str]) -> xr.Dataset:
     out["mae"] = float(np.mean(np.abs(E)))
     out["rmse"] = float(np.sqrt(np.mean(E * E)))
     out["rmv"] = float(np.sqrt(np.mean(uE * uE)))
-    out["crps"] = float(scores.crps_normal)
+    # the mean CRPS of N(0, uE²) as proper_scores defines it (without its Student-t fit)
+    out["crps"] = float(np.mean(crps_normal(E, uE)))
 
     verdicts, evidence, advice = [], [], []
     # average calibration: ZMS, or PICP(0.95) when heavy tails make ZMS not testable

@@ -709,7 +709,8 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
              "long_name": "robust skewness beta_GM of the squared z-scores",
              "comment": "(mean - median) / mean |Z^2 - median|, Harrell-Davis median; about "
                         "0.64 for normal errors, larger for heavier tails"}),
-         **({"nu_tfit": ((), f8, NU_TFIT_ATTRS)} if FITTED in names else {}),
+         **({"nu_tfit": ((), f8, NU_TFIT_ATTRS)} if FITTED in names and simulated_stats
+            else {}),
          **(_COVERAGE_VARIABLES if coverage else {})},
         {"statistic": n_stat, "scheme": len(schemes), "generator": len(names)},
         {"scheme": ("scheme", schemes), "scheme_generator": ("scheme", ["", *names, *names]),
@@ -810,9 +811,8 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result["valid"] = xr.DataArray(np.abs(z) <= 1.0, dims=dims)
     for name in ("mean", "se", "q025", "q975"):
         result[f"sim_{name}"] = simulated[name]
-    if FITTED in names:  # from the simulation when it drew from tfit, else fitted here
-        result["nu_tfit"] = (simulated["nu_tfit"] if "nu_tfit" in simulated else
-                             xr.DataArray(fitted_nu(E_values, uE_values), attrs=NU_TFIT_ATTRS))
+    if "nu_tfit" in simulated:  # the nu of the simulations that drew from tfit
+        result["nu_tfit"] = simulated["nu_tfit"]
     result = result.assign_coords(df=simulated.df)
     sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
     result["generator_sensitive"] = xr.DataArray(sensitive, dims="statistic")

@@ -222,11 +222,12 @@ def _summary_html(overview: xr.Dataset, name: str) -> str:
 
 
 def _summary_analyses(local_zms: dict[str, xr.Dataset], lcp: xr.Dataset, pit_test: xr.Dataset,
-                      scores: xr.Dataset, options: _Options) -> dict[str, xr.Dataset]:
-    """The report's results that :func:`xuqcal.summary` reads instead of computing them again:
-    those computed with the summary's settings (the default bins and the validation's
-    per-bin count, :func:`~xuqcal.analysis.summary.local_replicates`)."""
-    reused: dict[str, xr.Dataset] = {"pit_test": pit_test, "proper_scores": scores}
+                      options: _Options) -> dict[str, xr.Dataset]:
+    """The report's results that :func:`xuqcal.summary` reads instead of computing them again
+    (its local analyses and PIT test): those computed with the summary's settings (the
+    default bins and the validation's per-bin count,
+    :func:`~xuqcal.analysis.summary.local_replicates`)."""
+    reused: dict[str, xr.Dataset] = {"pit_test": pit_test}
     if options.n_bins_local == defaults.N_BINS_LOCAL:
         reused.update(local_zms)
     if options.n_bins is None:
@@ -826,7 +827,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     overview = summary_analysis.summary(
         ds, validation=result, features=features or None, n_boot=n_boot, n_mc=n_mc,
         seed=seed, mc_precision=options.mc_precision,
-        analyses=_summary_analyses(local_zms, lcp, pit_test, scores, options))
+        analyses=_summary_analyses(local_zms, lcp, pit_test, options))
     writer.result(name("summary"), overview, group=key)
     writer.summaries.append((slice_title(labels) if labels else "", overview))
     summary_html = _summary_html(overview, name("summary"))
