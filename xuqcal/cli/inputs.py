@@ -62,6 +62,69 @@ def is_zarr(path: Path) -> bool:
                                                  for name in ZARR_MARKERS)
 
 
+#: Names of NetCDF (and HDF5) files: such a file that does not start like one (and is not
+#: text) is refused as a NetCDF file with a bad signature, not read as CSV.
+NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf", ".h5", ".hdf5", ".he5")
+
+#: What an input file of validate and report may be.
+INPUT_KINDS = "a CSV file, a NetCDF input dataset or a Zarr store"
+
+
+def _shown_bytes(head: bytes) -> str:
+    """The first bytes of a file, for a message: ``00 00 00 00 00 00 00 00``."""
+    return " ".join(f"{b:02x}" for b in head[:8]) or "nothing"
+
+
+def _is_text(head: bytes) -> bool:
+    """Whether the first bytes of a file read as UTF-8 text (a character cut at the end of the
+    block counts as text)."""
+    import codecs
+
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def check_input_kind(path: Path) -> None:
+    """Refuse, naming the file and what is wrong with it, an input that is neither a NetCDF
+    file nor a Zarr store and cannot be a CSV file either: missing, unreadable, empty, a folder
+    without Zarr metadata, a ``*.nc`` file without the NetCDF signature, binary content (NUL
+    bytes). Called before ``--E``/``--uE`` are required, so that a broken NetCDF file is not
+    answered with "required for a CSV file". Only the first 8 KiB are read (the CSV reader
+    scans the rest); a named pipe or a device is left to the CSV reader."""
+    shown = os.fspath(path)
+    try:
+        if not path.exists():
+            raise FileNotFoundError(f"{shown}: no such file (expected {INPUT_KINDS})")
+        if path.is_dir():
+            raise IsADirectoryError(
+                f"{shown} is a folder, not a CSV file or a NetCDF file; nor is it a Zarr store: "
+                f"it holds none of {', '.join(ZARR_MARKERS)}")
+        if not path.is_file():
+            return
+        with open(path, "rb") as handle:
+            head = handle.read(8192)
+    except (FileNotFoundError, IsADirectoryError):
+        raise
+    except OSError as error:
+        raise type(error)(f"{shown} cannot be read: {error.strerror or error} (expected "
+                          f"{INPUT_KINDS})") from None
+    if not head:
+        raise ValueError(f"{shown} is empty (0 bytes): not {INPUT_KINDS}")
+    if path.suffix.lower() in NETCDF_SUFFIXES and (b"\0" in head or not _is_text(head)):
+        raise ValueError(f"{shown} is not a NetCDF file (NetCDF-3 or NetCDF-4/HDF5): bad "
+                         f"signature (it starts with {_shown_bytes(head)}, not with CDF or "
+                         "\\x89HDF); it is truncated, corrupted or of another format")
+    nul = head.find(b"\0")
+    if nul >= 0:
+        line = head.count(b"\n", 0, nul) + 1
+        raise ValueError(f"{shown} is a binary file, not a text CSV file (a NUL byte on line "
+                         f"{line}, byte {nul}); expected "
+                         f"{INPUT_KINDS}")
+
+
 def zarr_available() -> bool:
     """Whether the optional ``zarr`` package can be imported."""
     return importlib.util.find_spec("zarr") is not None
@@ -98,6 +161,9 @@ def _open_zarr(path: Path, E: str | None, uE: str | None) -> xr.Dataset:
     try:
         ds = xr.open_zarr(path)
     except (OSError, ValueError, KeyError, TypeError) as error:
+        if not any(os.path.lexists(path / name) for name in ZARR_MARKERS):
+            raise ValueError(f"{path} is not a Zarr store: the folder holds none of "
+                             f"{', '.join(ZARR_MARKERS)} (its metadata is missing)") from None
         reason = str(error).strip().splitlines()[0] if str(error).strip() else \
             type(error).__name__
         raise ValueError(f"{path} cannot be read as a Zarr store ({reason})") from None
@@ -268,10 +334,14 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
                              "features with xuqcal.add_formula_features before writing it)")
         return read_store_input(path, E=E, uE=uE, where=args.where, features=features,
                                 zarr=not netcdf)
+    if not csv_only:  # what is wrong with a file that is neither NetCDF nor Zarr nor CSV
+        check_input_kind(path)
     missing = [option for option, value in (("--E", E), ("--uE", uE)) if value is None]
     if missing:
+        named = (f"; {path} does not start like a NetCDF file, so it is read as CSV"
+                 if path.suffix.lower() in NETCDF_SUFFIXES else "")
         raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "
-                         "expression over columns)")
+                         f"expression over columns){named}")
     ds = read_csv_input(path, E=E, uE=uE, where=args.where, features=features,
                         formula=formula)
     return ds, (E, uE)

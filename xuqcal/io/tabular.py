@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.io.expressions import _Expression, _series_to_numpy, evaluate_expression
-from xuqcal.io.netcdf import PathLike, _binary, _check_input_file, _netcdf_signature
+from xuqcal.io.netcdf import PathLike, _check_input_file, _netcdf_signature
 from xuqcal.io.quantiles import (
     check_points,
     check_without_uE,
@@ -321,9 +321,11 @@ def read_table(path: PathLike, **read_csv_kwargs: Any) -> pd.DataFrame:
         if _netcdf_signature(path):
             raise ValueError(f"{source} is a NetCDF file, not a CSV file; read it with "
                              "xuqcal.open_dataset")
-        if "encoding" not in read_csv_kwargs and _binary(path):
+        nul = None if "encoding" in read_csv_kwargs else _first_nul(path)
+        if nul is not None:  # anywhere: a NUL tail would make pandas read one endless field
             raise ValueError(f"{source} is a binary file, not a text CSV file (it contains NUL "
-                             "bytes); give a CSV file, or its encoding with encoding=...")
+                             f"bytes: the first on line {nul[1]}, byte {nul[0]}); give a CSV "
+                             "file, or its encoding with encoding=...")
     try:
         df = pd.read_csv(path, **read_csv_kwargs)
         _check_header(path, df, read_csv_kwargs, source)
@@ -423,6 +425,26 @@ _HEADER_ONLY_KWARGS = ("sep", "delimiter", "encoding", "encoding_errors", "skipr
 
 
 _COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zip", ".xz", ".zst", ".tar", ".tgz", ".tbz2")
+
+
+def _first_nul(path: PathLike | io_module.BytesIO,
+               block: int = 1 << 20) -> tuple[int, int] | None:
+    """The byte offset and the line (from 1) of the first NUL byte of a file, None without
+    one: the whole file is scanned, a block at a time (a NUL byte is never CSV text, and
+    pandas would read a NUL tail of gigabytes as one field, until the memory runs out)."""
+    if isinstance(path, io_module.BytesIO):
+        data = path.getvalue()
+        offset = data.find(b"\0")
+        return None if offset < 0 else (offset, data.count(b"\n", 0, offset) + 1)
+    lines, position = 1, 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(block):
+            offset = chunk.find(b"\0")
+            if offset >= 0:
+                return position + offset, lines + chunk.count(b"\n", 0, offset)
+            lines += chunk.count(b"\n")
+            position += len(chunk)
+    return None
 
 
 def _local_plain_file(path: Any, kwargs: Mapping[str, Any]) -> bool:

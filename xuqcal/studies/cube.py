@@ -63,6 +63,7 @@ from xuqcal.core.summaries import (
     differ_beyond_uncertainty,
     summarize_replicates,
 )
+from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
 from xuqcal.io.netcdf import read_netcdf
 from xuqcal.io.schema import present_points, slice_label, slice_positions
@@ -247,7 +248,8 @@ def build(
         the cube to ``path`` (NetCDF-4, atomic); an interrupted build called again with the
         same arguments resumes. Without ``path`` the cube is returned lazy. The folder of
         ``path`` must exist and be writable, and ``path`` must not be a folder (checked before
-        any computation).
+        any computation). The build holds the lock of ``path`` (as :func:`extend`): another
+        build or extend of the same file meanwhile is refused.
     overwrite : bool
         Allow replacing an existing file at ``path``.
     progress : bool, optional
@@ -401,16 +403,18 @@ def _build(kind, stats, cells, bins, *, n_mc, seed, chunks, keep_replicates, pre
         return _assemble(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates,
                          prepared)
     path = _outputs.check_output_file(path, overwrite=overwrite, option="path")
-    partial = _partial_dir(path)
-    _check_checkpoint_folder(partial, "path")
-    expected = _provenance(kind, stats, cells, bins, n_mc, seed)
-    cube = _compute_checkpointed(kind, stats, cells, bins, n_mc=n_mc, seed=seed, chunks=chunks,
-                                 keep_replicates=keep_replicates, prepared=prepared,
-                                 partial=partial, expected=expected,
-                                 progress=progress)
-    attach(cube, expected)
-    save(cube, path, overwrite=overwrite)
-    _remove_checkpoints(partial, cells)
+    with _locks.locked(path, "xuqcal cube build"):  # one writer of path (and its checkpoints)
+        _outputs.check_output_file(path, overwrite=overwrite, option="path")  # written meanwhile?
+        partial = _partial_dir(path)
+        _check_checkpoint_folder(partial, "path")
+        expected = _provenance(kind, stats, cells, bins, n_mc, seed)
+        cube = _compute_checkpointed(kind, stats, cells, bins, n_mc=n_mc, seed=seed,
+                                     chunks=chunks, keep_replicates=keep_replicates,
+                                     prepared=prepared, partial=partial, expected=expected,
+                                     progress=progress)
+        attach(cube, expected)
+        save(cube, path, overwrite=overwrite)
+        _remove_checkpoints(partial, cells)
     return cube
 
 
@@ -624,6 +628,12 @@ def extend(path: str | Path, *, data=None, progress: bool | None = None,
     again with the same arguments, computes only the cells that are missing there (the result
     is the same as an uninterrupted one); the folder is removed on success.
 
+    One writer at a time: the extend holds the lock of ``path`` (``.<name>.lock`` beside it,
+    :func:`xuqcal.io.locks.locked`) from reading the cube to replacing it, and another extend
+    or build of the same file meanwhile is refused at once with a
+    :class:`~xuqcal.io.locks.FileInUseError` naming the process that holds it (no lost update,
+    no wait).
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -637,6 +647,14 @@ def extend(path: str | Path, *, data=None, progress: bool | None = None,
         raise ValueError("extend: give new values for exactly one dimension, e.g. size=[20000]")
     (dim, values), = new_coords.items()
     path = Path(path)
+    # one writer at a time: a second extend (or build) of this cube would read it before this
+    # one replaces it, and its rename would drop this one's cells (a lost update)
+    with _locks.locked(path, "xuqcal cube extend"):
+        return _extend(path, data, progress, dim, values)
+
+
+def _extend(path: Path, data, progress, dim: str, values) -> xr.Dataset:
+    """:func:`extend` under the lock of ``path``: read, add the new cells, replace."""
     cube = open(path)
     grid = json.loads(cube.attrs["grid"])
     if dim not in grid or dim == "statistic":

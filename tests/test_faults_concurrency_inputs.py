@@ -1,0 +1,355 @@
+"""Fault catalogue, issue 23: concurrent writers, names printed to a terminal, wrong files.
+
+1. concurrency: two writers of one cube (``cube extend``, ``cube build``) never lose an update:
+   the second is refused at once, naming the process that holds the cube's lock
+   (:mod:`xuqcal.io.locks`); real processes, under time limits;
+2. terminal output: file names with escape sequences are printed escaped
+   (:func:`xuqcal.cli.terminal.escape`), in titles, ``written:`` lines and errors;
+3. wrong files: an empty ``.nc``, a ``.nc`` without the NetCDF signature (all zeros, a
+   truncated header), a folder without Zarr metadata, an unreadable file and a CSV file with a
+   NUL tail each get one line saying what is wrong with the file, not ``--E, --uE: required
+   for a CSV file`` (and no MemoryError).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+import xuqcal
+from xuqcal.cli import commands as cli
+from xuqcal.cli import inputs as cli_inputs
+from xuqcal.cli import main
+from xuqcal.cli.terminal import escape
+from xuqcal.io import locks
+from xuqcal.io import netcdf as io_netcdf
+from xuqcal.studies import cube
+
+FAST = ["--n-boot", "200", "--n-mc", "50", "--statistics", "zms,rce", "--no-progress"]
+TIMEOUT = 240
+
+
+def _one_line_error(capsys, status, command):
+    captured = capsys.readouterr()
+    assert status == 2, captured
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    assert lines[0].startswith(f"xuqcal {command}: error: ")
+    return lines[0]
+
+
+def _write_csv(path, m=300, seed=1):
+    ds = xuqcal.synthetic.nig(m, nu=6, seed=seed)
+    pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Every computation fails the test: errors must come before any of them."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("computed before the error")
+
+    monkeypatch.setattr(cli, "validate", forbidden)
+    monkeypatch.setattr(xuqcal.analysis.validation, "validate", forbidden)
+    monkeypatch.setattr(cube, "_compute_cell", forbidden)
+
+
+@pytest.fixture
+def cube_file(tmp_path):
+    path = tmp_path / "cube.nc"
+    cube.build(["ence"], size=[300], n_bins=[3], nu=[6], generators="normal", n_mc=400,
+               path=path)
+    return path
+
+
+# ------------------------------------------------------------------------ 1. concurrency
+
+
+def test_lock_refuses_a_second_writer_and_is_removed_after(tmp_path):
+    out = tmp_path / "out.nc"
+    with locks.locked(out, "xuqcal cube extend"):
+        assert locks.lock_path(out).exists()
+        start = time.monotonic()
+        with pytest.raises(locks.FileInUseError) as refused, \
+                locks.locked(out, "xuqcal cube build"):
+            pass
+        assert time.monotonic() - start < 2  # at once, no wait
+        assert str(refused.value).startswith(
+            f"{out} is in use by process {os.getpid()} (xuqcal cube extend, since ")
+        assert "wait for it to finish" in str(refused.value)
+    assert not locks.lock_path(out).exists()
+    with locks.locked(out, "again"):  # free again
+        pass
+
+
+def test_lock_wait_is_bounded(tmp_path):
+    out = tmp_path / "out.nc"
+    with locks.locked(out, "first"):
+        start = time.monotonic()
+        with pytest.raises(locks.FileInUseError), locks.locked(out, "second", timeout=0.5):
+            pass
+        assert 0.4 < time.monotonic() - start < 5
+
+
+def test_lock_file_of_a_dead_process_is_taken_over(tmp_path):
+    out = tmp_path / "out.nc"
+    locks.lock_path(out).write_text("999999999\nxuqcal cube extend\nsince long ago\n")
+    with locks.locked(out, "xuqcal cube extend"):
+        assert locks.lock_path(out).read_text().startswith(f"{os.getpid()}\n")
+    assert not locks.lock_path(out).exists()
+
+
+def test_lock_in_a_folder_that_cannot_hold_it_is_skipped(tmp_path):
+    with locks.locked(tmp_path / "missing" / "out.nc", "x"):  # the write fails later anyway
+        pass
+
+
+HOLDER = """
+import sys, time
+from xuqcal.io import locks
+with locks.locked(sys.argv[1], "xuqcal cube extend"):
+    print("locked", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture
+def holder_process(cube_file):
+    """Another process holding the lock of the cube (as a running ``cube extend`` does)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(cube_file)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def test_extend_and_build_refused_while_another_process_writes_the_cube(
+        cube_file, holder_process, tmp_path, capsys, no_compute):
+    before = cube_file.read_bytes()
+    status = main(["cube", "extend", str(cube_file), "--size", "500", "--no-progress"])
+    line = _one_line_error(capsys, status, "cube extend")
+    assert line == (f"xuqcal cube extend: error: {cube_file} is in use by process "
+                    f"{holder_process.pid} (xuqcal cube extend, since "
+                    f"{line.split('since ')[1].split(')')[0]}); wait for it to finish (or stop "
+                    "it), then run this again")
+    with pytest.raises(locks.FileInUseError, match=f"process {holder_process.pid}"):
+        cube.extend(cube_file, nu=[12])
+    status = main(["cube", "build", "--statistics", "ence", "--size", "300", "--n-bins", "3",
+                   "--nu", "6", "--generators", "normal", "--n-mc", "30", "-o",
+                   str(cube_file), "--overwrite", "--no-progress"])
+    assert "is in use by process" in _one_line_error(capsys, status, "cube build")
+    assert cube_file.read_bytes() == before  # untouched
+    assert not cube._extend_dir(cube_file).exists() and not cube._partial_dir(
+        cube_file).exists()
+
+
+def test_extend_after_the_holder_was_killed(cube_file, holder_process):
+    holder_process.kill()  # kill -9: the kernel releases the lock, the lock file stays
+    holder_process.wait(timeout=30)
+    assert locks.lock_path(cube_file).exists()
+    extended = cube.extend(cube_file, size=[500])
+    assert extended["size"].values.tolist() == [300, 500]
+    assert not locks.lock_path(cube_file).exists()
+
+
+def test_two_concurrent_extends_lose_no_update(cube_file):
+    """Two ``xuqcal cube extend`` of one cube at once: each either extends it or is refused
+    naming the other; the cube holds every extension that reported success."""
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    procs = {size: subprocess.Popen(
+        [sys.executable, "-m", "xuqcal.cli", "cube", "extend", str(cube_file), "--size",
+         str(size), "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env) for size in (500, 600)}
+    results = {}
+    try:
+        for size, proc in procs.items():
+            out, err = proc.communicate(timeout=TIMEOUT)
+            results[size] = (proc.returncode, out, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+    for status, _, err in results.values():
+        assert status in (0, 2), err
+        if status == 2:
+            assert "is in use by process" in err and len(err.strip().splitlines()) == 1, err
+    succeeded = [size for size, (status, _, _) in results.items() if status == 0]
+    assert succeeded
+    sizes = cube.open(cube_file)["size"].values.tolist()
+    assert set(sizes) == {300, *succeeded}
+    assert not locks.lock_path(cube_file).exists()
+
+
+# --------------------------------------------------------------------- 2. terminal output
+
+
+def test_escape_writes_control_characters_as_repr_does():
+    assert escape("\x1b[2J\x1b[31mred.csv") == "\\x1b[2J\\x1b[31mred.csv"
+    assert escape("a\u202eb\udcff\x07") == "a\\u202eb\\udcff\\x07"
+    assert escape("tab\tline\n", lines=True) == "tab\\tline\n"
+    assert escape("données é.csv") == "données é.csv"
+
+
+def test_file_names_with_escape_sequences_are_printed_escaped(tmp_path, capsys):
+    data = _write_csv(tmp_path / "\x1b[2J\x1b[31mred.csv")
+    output = tmp_path / "\x1b]0;title\x07out.nc"
+    assert main(["validate", str(data), "--E", "E", "--uE", "uE", *FAST, "-o",
+                 str(output)]) == 0
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.out + captured.err and "\x07" not in captured.out
+    assert f"Validation of {tmp_path}/\\x1b[2J\\x1b[31mred.csv" in captured.out
+    assert f"written: {tmp_path}/\\x1b]0;title\\x07out.nc" in captured.out
+    assert output.exists()  # the file itself has its real name
+
+
+def test_file_names_with_escape_sequences_in_errors_and_cube_lines(tmp_path, capsys):
+    missing = tmp_path / "\x1b[31mmissing.csv"
+    line = _one_line_error(capsys, main(["validate", str(missing), "--E", "E", "--uE", "uE",
+                                         *FAST]), "validate")
+    assert "\x1b" not in line and "\\x1b[31mmissing.csv: no such file" in line
+    output = tmp_path / "\x1b[2Jcube.nc"
+    assert main(["cube", "build", "--statistics", "ence", "--size", "300", "--n-bins", "3",
+                 "--nu", "6", "--generators", "normal", "--n-mc", "20", "-o", str(output),
+                 "--no-progress"]) == 0
+    assert main(["cube", "extend", str(output), "--nu", "12", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "written: " + str(tmp_path) + "/\\x1b[2Jcube.nc" in out
+    assert "extended " + str(tmp_path) + "/\\x1b[2Jcube.nc along nu" in out
+
+
+# ---------------------------------------------------------------------- 3. wrong files
+
+
+def _wrong_files(t):
+    t.joinpath("empty.nc").write_bytes(b"")
+    t.joinpath("zeros.nc").write_bytes(bytes(64 * 1024))
+    t.joinpath("header.nc").write_bytes(b"\x89HD")
+    good = xuqcal.to_netcdf(xuqcal.synthetic.nig(50, nu=6, seed=0), t / "good.nc")
+    t.joinpath("cut.nc").write_bytes(good.read_bytes()[:100])
+    store = t / "store"
+    (store / "E").mkdir(parents=True)
+    (store / "E" / "0").write_bytes(b"\x01\x02")
+    t.joinpath("bare.zarr").mkdir()
+    t.joinpath("folder.nc").mkdir()
+    t.joinpath("text.nc").write_text("E,uE\n0.1,0.2\n")
+    t.joinpath("nul.csv").write_bytes(b"E,uE\n\x00\x00")
+    return {
+        "empty nc": ("empty.nc", "empty.nc is empty (0 bytes): not a CSV file, a NetCDF "
+                     "input dataset or a Zarr store"),
+        "all zeros nc": ("zeros.nc", "zeros.nc is not a NetCDF file (NetCDF-3 or "
+                         "NetCDF-4/HDF5): bad signature (it starts with 00 00 00 00 00 00 00 "
+                         "00, not with CDF or \\x89HDF)"),
+        "truncated signature": ("header.nc", "header.nc is not a NetCDF file (NetCDF-3 or "
+                                "NetCDF-4/HDF5): bad signature (it starts with 89 48 44,"),
+        "truncated header": ("cut.nc", "cut.nc cannot be read: it is truncated or corrupted"),
+        "folder without zarr markers": ("store", "store is a folder, not a CSV file or a "
+                                        "NetCDF file; nor is it a Zarr store: it holds none "
+                                        "of .zgroup, .zarray, .zattrs, .zmetadata, "
+                                        "zarr.json"),
+        "zarr folder without markers": ("bare.zarr", "bare.zarr is not a Zarr store: the "
+                                        "folder holds none of .zgroup"),
+        "folder named nc": ("folder.nc", "folder.nc is a folder, not a CSV file"),
+        "text named nc": ("text.nc", "--E, --uE: required for a CSV file (a column name or "
+                          "an expression over columns); "),
+        "binary csv": ("nul.csv", "nul.csv is a binary file, not a text CSV file (a NUL "
+                       "byte on line 2, byte 5)"),
+    }
+
+
+WRONG = ["empty nc", "all zeros nc", "truncated signature", "truncated header",
+         "folder without zarr markers", "zarr folder without markers", "folder named nc",
+         "text named nc", "binary csv"]
+
+
+@pytest.mark.parametrize("command", ["validate", "report"])
+@pytest.mark.parametrize("case", WRONG)
+def test_wrong_files_say_what_is_wrong(case, command, tmp_path, capsys, no_compute):
+    name, expected = _wrong_files(tmp_path)[case]
+    argv = [command, str(tmp_path / name), *FAST]
+    if command == "report":
+        argv += ["-o", str(tmp_path / "rep")]
+    line = _one_line_error(capsys, main(argv), command)
+    assert expected in line, line
+    if case == "text named nc":
+        assert "text.nc does not start like a NetCDF file, so it is read as CSV" in line
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    ("empty nc", "is empty, not a NetCDF file"),
+    ("all zeros nc", "bad signature (it starts with 00 00"),
+    ("truncated signature", "bad signature (it starts with 89 48 44"),
+    ("folder without zarr markers", "nor is it a Zarr store: it holds none of .zgroup"),
+    ("zarr folder without markers", "is not a Zarr store: the folder holds none of"),
+    ("folder named nc", "is a folder, not a NetCDF file"),
+])
+@pytest.mark.parametrize("chunks", [None, {"sample": 10}])
+def test_wrong_files_in_open_dataset(case, expected, chunks, tmp_path):
+    name, _ = _wrong_files(tmp_path)[case]
+    with pytest.raises((ValueError, OSError)) as raised:
+        xuqcal.open_dataset(tmp_path / name, chunks=chunks)
+    assert str(raised.value).startswith(str(tmp_path / name))
+    assert expected in str(raised.value)
+
+
+def _unreadable(monkeypatch, path):
+    """``path`` cannot be opened (as permission 000 for a user other than root)."""
+    real = builtins.open
+
+    def fake(file, *args, **kwargs):
+        if os.fspath(file) == os.fspath(path):
+            raise PermissionError(13, "Permission denied", os.fspath(file))
+        return real(file, *args, **kwargs)
+
+    for module in (cli_inputs, io_netcdf):
+        monkeypatch.setattr(module, "open", fake, raising=False)
+
+
+def test_unreadable_nc_says_it_cannot_be_read(tmp_path, capsys, monkeypatch, no_compute):
+    path = xuqcal.to_netcdf(xuqcal.synthetic.nig(50, nu=6, seed=0), tmp_path / "locked.nc")
+    _unreadable(monkeypatch, path)
+    line = _one_line_error(capsys, main(["validate", str(path), *FAST]), "validate")
+    assert line.endswith(f"{path} cannot be read: Permission denied (expected a CSV file, a "
+                         "NetCDF input dataset or a Zarr store)")
+    with pytest.raises(PermissionError, match=r"locked\.nc cannot be read: Permission denied"):
+        xuqcal.open_dataset(path)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux /proc")
+def test_file_with_read_errors_says_it_cannot_be_read(tmp_path, capsys, no_compute):
+    """A file whose reads fail (EIO, here /proc/self/mem), even for root."""
+    path = tmp_path / "eio.nc"
+    path.symlink_to("/proc/self/mem")
+    line = _one_line_error(capsys, main(["validate", str(path), *FAST]), "validate")
+    assert "eio.nc cannot be read: Input/output error" in line
+    with pytest.raises(OSError, match=r"eio\.nc cannot be read: Input/output error"):
+        xuqcal.open_dataset(path)
+
+
+def test_csv_with_a_nul_tail_is_refused_quickly(tmp_path, capsys, no_compute):
+    """12 KB of CSV text then NUL bytes (a 2 GB tail made pandas run out of memory): refused
+    before parsing, naming the line."""
+    path = tmp_path / "tail.csv"
+    text = b"E,uE\n" + b"0.1,0.2\n" * 1500
+    with open(path, "wb") as handle:
+        handle.write(text)
+        handle.write(bytes(8 * 1024 * 1024))
+    start = time.monotonic()
+    line = _one_line_error(capsys, main(["validate", str(path), "--E", "E", "--uE", "uE",
+                                         *FAST]), "validate")
+    assert time.monotonic() - start < 30
+    assert (f"{path} is a binary file, not a text CSV file (it contains NUL bytes: the first "
+            f"on line 1502, byte {len(text)})") in line
+    with pytest.raises(ValueError, match="the first on line 1502"):
+        xuqcal.read_csv(path, E="E", uE="uE")
