@@ -19,7 +19,9 @@ is the rule "the interval contains ``p``"). Both analyses broadcast over the ext
 of the data (``model``, ``task``, ...) and stay lazy on Dask-backed data (the points are
 counted chunk by chunk; the bootstrap gathers each set's points into one task, as every
 bootstrap of xuqcal does; nothing is computed until ``.compute()``). A point where ``E`` or a
-bound is NaN (an absent point of a stacked data set) is not counted.
+bound is NaN (an absent point of a stacked data set) is not counted; for an interval, a point
+is absent only when ``E`` and both bounds are NaN: a NaN in some of them only is an error
+naming the variable and the rows.
 
 The scores are those of :mod:`xuqcal.core.scores` on the error: with the sign convention of
 xuqcal (``E = observed - prediction``, bounds and quantiles of the error are those of the
@@ -46,6 +48,7 @@ from xuqcal.io.expressions import _list_names
 from xuqcal.io.quantiles import (
     INTERVAL_LEVEL_ATTR,
     QUANTILE_DIM_ATTR,
+    check_points,
     check_probabilities,
     variable_with_role,
 )
@@ -115,6 +118,44 @@ def interval_bounds(ds: xr.Dataset, lower: str | None = None, upper: str | None 
                              f"{recorded['upper']}); pass interval_level=")
         interval_level = recorded["lower"]
     return bounds, check_level(interval_level, "interval_level")
+
+
+def _checked_absence(errors: xr.DataArray, bounds: dict[str, xr.DataArray]
+                     ) -> tuple[xr.DataArray, dict[str, xr.DataArray]]:
+    """``errors`` and the ``bounds`` of an interval, checked that a point is either absent
+    (all of them NaN: the padding of a stacked data set) or has all of them: a NaN contradicted
+    by the other variables of its point is an error naming the variable and the rows (at once
+    for NumPy-backed data, when computed for Dask-backed data, which are returned depending on
+    the check).
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"E": ("sample", [0.1, np.nan]), "lower": ("sample", [-1.0, np.nan]),
+    ...                  "upper": ("sample", [1.0, 2.0])})
+    >>> _checked_absence(ds.E, {"lower": ds.lower, "upper": ds.upper})
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid input data (2 problems):
+      E: 1 of 2 values are NaN where lower or upper is not (rows 1); a point is absent only \
+when E, lower and upper are all NaN
+      lower: 1 of 2 values are NaN where E or upper is not (rows 1); a point is absent only \
+when E, lower and upper are all NaN
+    """
+    variables = {str(errors.name): errors, **{str(v.name): v for v in bounds.values()}}
+    if len(variables) < 3:  # one variable in two roles: nothing to contradict
+        return errors, bounds
+    nan = {name: np.isnan(var) for name, var in variables.items()}
+    absent = nan[str(errors.name)]
+    for mask in nan.values():
+        absent = absent & mask
+    names = list(variables)
+    note = f"; a point is absent only when {', '.join(names[:-1])} and {names[-1]} are all NaN"
+    checks = [(name, nan[name] & ~absent,
+               f"values are NaN where {' or '.join(n for n in names if n != name)} is not",
+               note) for name in names]
+    checked = check_points(xr.Dataset(variables), checks)
+    return (checked[str(errors.name)],
+            {bound: checked[str(var.name)] for bound, var in bounds.items()})
 
 
 def _fractions(count: xr.DataArray, n: xr.DataArray, nominal: xr.DataArray | float,
@@ -428,7 +469,8 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         Before any work: for a level not in (0, 1), a missing variable, no nominal level (no
         attribute and no ``interval_level``), bounds that record different levels, too few
         ``n_boot``, an unknown ``method`` or an invalid ``seed``. For bounds with
-        ``lower > upper`` or infinite values (when computed, for Dask-backed data).
+        ``lower > upper`` or infinite values, and for a point where some of ``E``, ``lower``
+        and ``upper`` are NaN but not all (when computed, for Dask-backed data).
 
     Examples
     --------
@@ -449,6 +491,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
     errors = _check_variable(ds, E, "E")
     bounds, interval_level = interval_bounds(ds, lower, upper, interval_level)
+    errors, bounds = _checked_absence(errors, bounds)
     inside, counted, width = xr.apply_ufunc(
         _inside, errors, bounds["lower"], bounds["upper"], output_core_dims=[[], [], []],
         dask="parallelized", output_dtypes=[bool, bool, np.float64])

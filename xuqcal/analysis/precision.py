@@ -69,7 +69,9 @@ def is_auto(count: object) -> bool:
 
 
 def check_precision(precision: object, name: str = "mc_precision") -> float:
-    """A target precision: a fraction in (0, 1).
+    """A target precision: a fraction in (0, 1). Any such fraction is accepted: one too fine
+    to reach (``1e-300``) runs to the ceiling of replicates, and the result reports the
+    precision reached (``mc_precision_reached``).
 
     Examples
     --------
@@ -251,8 +253,10 @@ def next_count(count: int, shortfall: float, ceiling: int) -> int:
     >>> next_count(500, 2.0, 10_000), next_count(500, 1.01, 10_000), next_count(9000, 3.0, 10_000)
     (2200, 750, 10000)
     """
-    wanted = (math.ceil(1.1 * count * shortfall**2 / 100.0) * 100 if np.isfinite(shortfall)
-              else ceiling)
+    # a shortfall so large that the projection passes the ceiling gives the ceiling without
+    # squaring it (shortfall**2 overflows for a tiny mc_precision, e.g. 1e-300)
+    wanted = (math.ceil(1.1 * count * shortfall**2 / 100.0) * 100
+              if np.isfinite(shortfall) and shortfall * shortfall < ceiling else ceiling)
     return int(min(ceiling, max(wanted, count + defaults.AUTO_STEP)))
 
 
@@ -408,14 +412,16 @@ def computed(array) -> np.ndarray:
 
 def count_or_ceiling(count: int | str, ceiling: int) -> int:
     """The largest number of replicates a run may compute: ``count``, or ``ceiling`` for
-    ``"auto"``.
+    ``"auto"``. A fixed ``count`` is returned as given, for the caller's check
+    (:func:`~xuqcal.core.checks.check_count` refuses ``2.5`` or ``None``, which ``int``
+    would truncate or fail on with a TypeError).
 
     Examples
     --------
     >>> count_or_ceiling("auto", 10_000), count_or_ceiling(500, 10_000)
     (10000, 500)
     """
-    return ceiling if is_auto(count) else int(count)
+    return ceiling if is_auto(count) else count  # a fixed count is checked by the caller
 
 
 def describe(requested: Sequence[object]) -> str:

@@ -12,6 +12,10 @@ flox reduce over a core dimension and broadcast over every other one:
   analysed on its present points only (its own M, its own bins). A point where only one of them
   is NaN, any inf or ``uE <= 0`` is an error naming the variable, the slice's labels and the
   rows;
+- the extra dimensions are checked before any work: none may be empty, hold a label twice,
+  or bear the name of a dimension of the results (:data:`RESERVED_DIMS`: ``statistic``,
+  ``scheme``, ``bin``, ...); a DataTree node holding neither ``E`` nor ``uE`` is skipped when
+  it has children (a group) and refused by its path otherwise;
 - a warning raised while a slice's analysis is built (or computed, for NumPy-backed data whose
   analysis computes at once, such as a recalibration fit) starts with the slice's labels; those
   raised inside the tasks of the graph keep their own text;
@@ -58,6 +62,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
+from xuqcal.analysis.tables import RESULT_DIMS
 from xuqcal.io.schema import (
     SAMPLE_DIM,
     extra_dims,
@@ -109,6 +114,57 @@ def _with_sample_coordinate(ds: xr.Dataset) -> xr.Dataset:
 def _absent(ds: xr.Dataset, E: str, uE: str) -> xr.DataArray:
     """The absent points: ``E`` and ``uE`` both NaN (lazy for Dask-backed data)."""
     return np.isnan(ds[E]) & np.isnan(ds[uE])
+
+
+#: Dimensions of the results of the analyses, refused as extra dimensions of the data (the
+#: stacked results would hold two dimensions of one name): those of every stacked result
+#: (:data:`~xuqcal.analysis.tables.RESULT_DIMS`), the bins and lags of the local analyses, the
+#: ragged ones, the replicates and jackknife values and the scores of the coverage curves. A
+#: clash with a dimension of one analysis only is refused when its result is laid out.
+RESERVED_DIMS = (*RESULT_DIMS, "bin", "lag", *RAGGED_DIMS, "replicate", "jackknife", "score")
+
+
+def _check_slice_dims(ds: xr.Dataset, dims: Sequence[str], data: str,
+                      reserved: Sequence[str] = RESERVED_DIMS) -> None:
+    """The extra dimensions ``dims`` of ``ds`` can index slices: none named as a result
+    dimension, none of length 0, no label twice (no data are read).
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"E": (("model", "sample"), np.ones((2, 3)))},
+    ...                 coords={"model": ["a", "a"]})
+    >>> _check_slice_dims(ds, ["model"], "ds")
+    Traceback (most recent call last):
+    ...
+    ValueError: ds: the labels of the extra dimension 'model' must be unique, got 'a' 2 times
+    """
+    for dim in dims:
+        if dim in reserved:
+            raise ValueError(
+                f"{data}: the extra dimension {dim!r} has the name of a dimension of the "
+                f"results ({', '.join(map(repr, reserved))}); rename it, e.g. "
+                f"{data}.rename({{{dim!r}: '{dim}_'}})")
+        if ds.sizes[dim] == 0:
+            raise ValueError(f"{data}: the extra dimension {dim!r} has length 0: there is no "
+                             "data set to analyse")
+        if dim in ds.indexes and not ds.indexes[dim].is_unique:
+            index = ds.indexes[dim]
+            counts = index.value_counts()
+            twice = counts[counts > 1]
+            listed = ", ".join(f"{label!r} {count} times" for label, count in twice.items())
+            raise ValueError(f"{data}: the labels of the extra dimension {dim!r} must be "
+                             f"unique, got {listed}")
+
+
+def _check_layout_dims(results: Sequence[Any], dims: Sequence[str], data: str) -> None:
+    """No result of a slice has an extra dimension of the data (before any computation)."""
+    for result in results:
+        clash = [d for d in dims if d in result.dims]
+        if clash:
+            raise ValueError(
+                f"{data}: the extra dimension {clash[0]!r} has the name of a dimension of this "
+                f"analysis's results; rename it, e.g. {data}.rename({{{clash[0]!r}: "
+                f"'{clash[0]}_'}})")
 
 
 def _check_roles(ds: xr.Dataset, E: str, uE: str) -> None:
@@ -486,6 +542,7 @@ def _slice_task(inputs: xr.Dataset, *, function: Callable, bound: inspect.BoundA
 def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds: xr.Dataset,
                 dims: Sequence[str], E: str, uE: str) -> Any:
     """The lazy stacked result of ``function`` over the slices of ``ds`` along ``dims``."""
+    _check_slice_dims(ds, dims, data)
     ds = _with_sample_coordinate(ds)
     _check_roles(ds, E, uE)
     labels, slices = slice_positions(ds, dims)
@@ -503,11 +560,13 @@ def _run_slices(function: Callable, bound: inspect.BoundArguments, data: str, ds
                    for unit, position in zip(units, positions, strict=True)]
         results = [_call(function, bound, data, sub.chunk(), unit)
                    for unit, sub in zip(units, present, strict=True)]
+        _check_layout_dims(results, dims, data)
         counts = (~absent_values).sum(axis=-1).reshape(shape)
         sizes = _max_sizes(results)
     else:
         layouts = [_call(function, bound, data, ds.isel(position), unit)
                    for unit, position in zip(units, positions, strict=True)]
+        _check_layout_dims(layouts, dims, data)
         sizes = _max_sizes(layouts)
         results = [_lazy_slice(function, bound, data, ds.isel(position), unit, E, uE, layout,
                                sizes, sample)
@@ -568,13 +627,25 @@ def _run_tree(function: Callable, bound: inspect.BoundArguments, data: str, tree
     """The results of ``function`` for the nodes of a DataTree holding data: stacked along
     ``dataset`` (labelled by the node paths) as the slices of :func:`_run_slices` are, or, when
     their layouts differ, a DataTree of the results."""
-    nodes = [(node.path, node.to_dataset()) for node in tree.subtree if node.has_data]
+    nodes = []
+    for member in tree.subtree:
+        if not member.has_data:
+            continue
+        node = member.to_dataset()
+        E, uE = roles(node, given.get("E"), given.get("uE"))
+        if E not in node.data_vars and uE not in node.data_vars:
+            if member.children:  # a group (its own variables are metadata): skipped
+                continue
+            raise ValueError(f"{data}: the DataTree node {member.path!r} holds neither {E} nor "
+                             f"{uE}; a node without children must hold a data set")
+        nodes.append((member.path, node))
     if not nodes:
         raise ValueError(f"{data}: the DataTree has no node holding data")
     lazy = any(_is_lazy(node) for _, node in nodes)
     prepared = []  # every node checked before any analysis is built
     for path, node in nodes:
         E, uE = roles(node, given.get("E"), given.get("uE"))
+        _check_slice_dims(node, extra_dims(node, E, uE), data, (*RESERVED_DIMS, DATASET_DIM))
         node = _with_sample_coordinate(node)
         _check_roles(node, E, uE)
         unit = {DATASET_DIM: path}

@@ -93,6 +93,7 @@ from xuqcal.core.checks import (
     check_generators,
     check_skewness_threshold,
     check_tolerance,
+    minimum_replicates,
     user_stacklevel,
 )
 from xuqcal.core.coverage import band_zeta
@@ -253,7 +254,7 @@ def validate(
         Bootstrap replicates for the BCa intervals, at least ``ceil(2 / (1 - level))`` (40 at
         95 %: each tail beyond the interval must hold one replicate on average); ``"auto"``:
         as many as the precision ``mc_precision`` needs (see :mod:`xuqcal.analysis.precision`),
-        at most ``defaults.N_BOOT``.
+        at least ``ceil(2 / (1 - level))`` (the first round) and at most ``defaults.N_BOOT``.
     n_mc : int or "auto"
         Synthetic error sets per generator for the simulated references; ``"auto"``: as many
         as ``mc_precision`` needs, at most ``defaults.N_MC``. This function keeps fixed
@@ -527,7 +528,10 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # the bootstrap grows per statistic: a round computes the statistics still short of
     # precision only (at M = 2e6, the moment statistics' replicates cost a fraction of the
     # binned and rank statistics'); each keeps the prefix of its fixed-count replicates
-    boot = StatisticRounds(bootstrap_rounds, len(stats), b["n_boot"], ceiling=defaults.N_BOOT)
+    # the first round holds at least the replicates a fixed count needs at this level
+    # (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
+    boot = StatisticRounds(bootstrap_rounds, len(stats), b["n_boot"], ceiling=defaults.N_BOOT,
+                           first=max(defaults.AUTO_FIRST, minimum_replicates(level)))
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
     uE_values = np.asarray(ds[uE].values)
     predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan
