@@ -14,7 +14,8 @@ those of ``TEST`` (and ``--reference``), by default the same expressions. ``--wh
 ``--formula``) are the score variables of the evaluation and of the losses, and the variables
 ``--by`` may bin on (besides ``uE``).
 
-Writes three NetCDF files (each atomically, with :func:`xuqcal.to_netcdf`):
+Writes three NetCDF files, as one set (written to temporary files, then renamed together: a
+failure or an interruption leaves the old set or none, :func:`xuqcal.io.netcdf.to_netcdf_set`):
 
 - ``out.nc``: the recalibrated test set (``uE`` recalibrated, ``uE_uncalibrated`` kept);
 - ``out_evaluation.nc``: the evaluation table (:func:`xuqcal.recalibration.evaluate`) over
@@ -481,9 +482,10 @@ def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
 
 
 def _write(paths: dict[str, Path], results: dict[str, xr.Dataset], *, overwrite: bool) -> int:
-    """Write each result to its path (atomically, :func:`xuqcal.to_netcdf`) and say so."""
-    for key, result in results.items():
-        io.to_netcdf(result, paths[key], overwrite=overwrite)
+    """Write the results to their paths as one set (:func:`xuqcal.io.netcdf.to_netcdf_set`:
+    all or none, old files kept on a failure) and say so."""
+    io.netcdf.to_netcdf_set({paths[key]: result for key, result in results.items()},
+                            overwrite=overwrite, option="-o/--output")
     for path in paths.values():
         print(f"written: {path}")
     return 0

@@ -9,18 +9,34 @@ One rule for every command and writer of the package:
 - an output never replaces an input, with or without ``overwrite``;
 - in a folder of results (a report, the demo), ``overwrite`` replaces only the files that
   xuqcal itself wrote there, listed with their SHA-256 in ``.xuqcal-manifest.json``; a file
-  that is not listed, or that was changed since, is never replaced or removed.
+  that is not listed, or that was changed since, is never replaced or removed;
+- an output is never inside an input folder (e.g. a chunk of an input Zarr store);
+- a manifest entry authorises a replacement or a removal only when it carries xuqcal's
+  signature (an HMAC-SHA256 of the name and the SHA-256, keyed by a secret in the user's
+  configuration folder, :func:`manifest_key`): a manifest written by hand, by another user
+  account or by an older xuqcal authorises nothing;
+- temporary files and staging folders carry the writer's process id
+  (``.NAME.xuqcal-PID-HEX.tmp``, ``.xuqcal-staging-PID-HEX``): those of a dead process are
+  removed by the next run that writes in their folder (:func:`remove_leftovers`) and never
+  count as content;
+- a write that fails (a full disk, an I/O error) names the file, the errno and what was kept
+  (:func:`write_error`), and leaves the old file or set, or nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import hmac
 import json
 import os
+import re
 import secrets
 import shutil
+import signal
 import stat
+import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +44,192 @@ MANIFEST = ".xuqcal-manifest.json"
 """Name of the manifest of the files xuqcal wrote in a folder."""
 
 PathLike = str | os.PathLike[str]
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""Errnos of a failed write that are the environment's, not a bug (full disk, I/O error...)."""
+
+_LEFTOVER = re.compile(r"^(?:\.xuqcal-staging-(?P<staging>\d+)-[0-9a-f]{12}"
+                       r"|\..*\.xuqcal-(?P<pid>\d+)-[0-9a-f]{12}\.(?:tmp|old))$", re.S)
+
+
+def temporary_path(path: PathLike, kind: str = "tmp") -> Path:
+    """A hidden temporary path beside ``path``, naming this process:
+    ``.NAME.xuqcal-PID-HEX.tmp`` (``kind`` ``old``: the backup of a file being replaced).
+
+    Examples
+    --------
+    >>> leftover_pid(temporary_path("out.nc").name) == os.getpid()
+    True
+    """
+    path = Path(path)
+    # a short prefix of the name: the temporary name must not exceed the file system's limit
+    return path.with_name(f".{path.name[:40]}.xuqcal-{os.getpid()}-{secrets.token_hex(6)}"
+                          f".{kind}")
+
+
+def leftover_pid(name: str) -> int | None:
+    """The process id in the name of a temporary file or staging folder of xuqcal, or None.
+
+    Examples
+    --------
+    >>> leftover_pid(".v.nc.xuqcal-4242-0123456789ab.tmp"), leftover_pid("v.nc")
+    (4242, None)
+    """
+    match = _LEFTOVER.match(name)
+    if match is None:
+        return None
+    return int(match.group("staging") or match.group("pid"))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process: alive
+        return True
+    return True
+
+
+def remove_leftovers(folder: PathLike) -> list[Path]:
+    """Remove the temporary files and staging folders that a dead xuqcal process left in
+    ``folder`` (killed, or its machine stopped); those of a running process are kept.
+    Returns what was removed."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        pid = leftover_pid(entry.name)
+        if pid is None or _alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def fsync_path(path: PathLike) -> None:
+    """``fsync`` a file or a folder (its entries: renames into it; a file system that cannot
+    ``fsync`` a folder is let be)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        if not (os.path.isdir(path) and error.errno in (errno.EINVAL, errno.ENOTSUP,
+                                                        errno.EBADF, errno.EACCES,
+                                                        errno.EPERM)):
+            raise
+
+
+def write_error(error: OSError, path: PathLike, kept: str, option: str | None = None) -> OSError:
+    """The error of a failed write on one line: the output (and ``option``), the reason with its
+    errno, and what was kept; of the same type and errno as ``error``.
+
+    Examples
+    --------
+    >>> print(write_error(OSError(errno.ENOSPC, "No space left on device"), "v.nc",
+    ...                   "the old file is unchanged", "-o"))
+    -o: cannot write v.nc: No space left on device (ENOSPC, errno 28); the old file is unchanged
+    """
+    code = error.errno if isinstance(error.errno, int) and error.errno > 0 else None
+    reason = error.strerror or (os.strerror(code) if code else str(error))
+    tag = f" ({errno.errorcode.get(code, '?')}, errno {code})" if code else ""
+    prefix = f"{option}: " if option else ""
+    new = type(error)(f"{prefix}cannot write {path}: {reason}{tag}; {kept}")
+    new.errno = code
+    return new
+
+
+def disk_errno(folder: PathLike) -> int | None:
+    """Whether the file system of ``folder`` fails writes now: ``ENOSPC`` when less than 1 MiB
+    is free, else the errno of writing and ``fsync``-ing a 64 KiB probe (e.g. ``EIO``,
+    ``EDQUOT``), else None. Tells what a library's error hides (netCDF/HDF5 reports a full
+    disk as ``RuntimeError: NetCDF: HDF error``)."""
+    try:
+        info = os.statvfs(folder)
+        if info.f_bavail * info.f_frsize < 1 << 20:
+            return errno.ENOSPC
+    except OSError:
+        pass
+    probe = temporary_path(Path(folder) / "xuqcal-probe")
+    try:
+        fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        try:
+            os.write(fd, b"\0" * (1 << 16))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return error.errno if error.errno in WRITE_ERRNOS else None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return None
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Defer SIGINT and SIGTERM (in the main thread) while a set of files is renamed into
+    place: the set is committed whole, then the signal acts."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def commit_set(pairs: Iterable[tuple[PathLike, PathLike]], *, overwrite: bool = False,
+               option: str | None = None) -> None:
+    """Rename each written and ``fsync``-ed temporary onto its final path, as one set: when a
+    rename fails, the files already renamed are put back (the old ones restored from their
+    backups, the new ones removed), so that the old set, or nothing, remains."""
+    pairs = [(Path(tmp), Path(final)) for tmp, final in pairs]
+    done: list[tuple[Path, Path | None]] = []
+    with signals_deferred():
+        try:
+            for tmp, final in pairs:
+                backup = None
+                if os.path.lexists(final):
+                    if not overwrite:
+                        raise FileExistsError(f"{option + ': ' if option else ''}{final} "
+                                              "already exists; pass --overwrite "
+                                              "(overwrite=True) to replace it")
+                    backup = temporary_path(final, "old")
+                    os.replace(final, backup)
+                done.append((final, backup))
+                os.replace(tmp, final)
+            for folder in {final.parent for _, final in pairs}:
+                fsync_path(folder)
+        except BaseException as error:
+            for final, backup in reversed(done):
+                with contextlib.suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, final)
+                    else:
+                        os.unlink(final)
+            if isinstance(error, OSError) and not isinstance(error, FileExistsError) and \
+                    pairs:
+                raise write_error(error, ", ".join(str(f) for _, f in pairs),
+                                  "the old files are unchanged", option) from error
+            raise
+    for _, backup in done:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
 
 
 def same_file(a: PathLike, b: PathLike) -> bool:
@@ -61,6 +263,18 @@ def check_not_input(path: PathLike, inputs: Iterable[PathLike], option: str = "o
         if source is not None and same_file(path, source):
             raise ValueError(f"{option}: {path} is also an input file; choose another output "
                              "path")
+        if source is not None and os.path.isdir(source) and _inside(path, source):
+            raise ValueError(f"{option}: {path} is inside the input folder {source} (e.g. a "
+                             "Zarr store); choose an output path outside it")
+
+
+def _inside(path: PathLike, folder: PathLike) -> bool:
+    """Whether ``path`` lies inside ``folder`` (resolved paths, links followed)."""
+    try:
+        real, top = Path(path).resolve(), Path(folder).resolve()
+    except (OSError, RuntimeError):
+        return False
+    return real != top and top in real.parents
 
 
 def check_folder_writable(folder: PathLike, option: str = "output") -> None:
@@ -80,7 +294,7 @@ def check_folder_writable(folder: PathLike, option: str = "output") -> None:
         raise NotADirectoryError(f"{option}: {shown} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(f"{option}: the folder {shown} is not writable")
-    probe = folder / f".xuqcal-probe-{secrets.token_hex(6)}.tmp"
+    probe = temporary_path(folder / "xuqcal-probe")
     try:  # what os.access cannot tell (e.g. /proc, some network or read-only mounts)
         os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except OSError as error:
@@ -202,37 +416,102 @@ def _valid_entry(name: object) -> bool:
     return not PurePosixPath(name).is_absolute() and ".." not in parts and MANIFEST not in parts
 
 
+def config_dir() -> Path:
+    """xuqcal's configuration folder: ``$XUQCAL_CONFIG_DIR``, else
+    ``$XDG_CONFIG_HOME/xuqcal``, else ``~/.config/xuqcal``."""
+    if os.environ.get("XUQCAL_CONFIG_DIR"):
+        return Path(os.environ["XUQCAL_CONFIG_DIR"])
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
+                                                             ".config")
+    return Path(base) / "xuqcal"
+
+
+def manifest_key(create: bool = True) -> bytes | None:
+    """The secret that signs the manifests of this user account (``manifest.key`` in
+    :func:`config_dir`, readable by the user alone; made on first use), or None when it
+    cannot be read or made (then manifests are unsigned and authorise nothing)."""
+    path = config_dir() / "manifest.key"
+    with contextlib.suppress(OSError, ValueError):
+        return bytes.fromhex(path.read_text(encoding="ascii").strip()) or None
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = temporary_path(path)
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)  # the first process to make it wins
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        return bytes.fromhex(path.read_text(encoding="ascii").strip()) or None
+    except (OSError, ValueError):
+        return None
+
+
+def _signature(key: bytes, name: str, digest: str) -> str:
+    return hmac.new(key, f"xuqcal-manifest\0{name}\0{digest}".encode(), "sha256").hexdigest()
+
+
+def manifest_entries(folder: PathLike) -> tuple[dict[str, str], dict[str, str]]:
+    """The entries of the manifest of ``folder``: (those signed by xuqcal for this user
+    account, all of them); relative path -> SHA-256."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return {}, {}
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+        files = content["files"]
+        signatures = content.get("signatures", {})
+        if not isinstance(files, Mapping) or not isinstance(signatures, Mapping):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path}: not a valid xuqcal manifest ({error or 'bad structure'}); "
+                         "remove it, and the files it listed, by hand") from None
+    every = {str(k): str(v) for k, v in files.items() if _valid_entry(k)}
+    key = manifest_key(create=False) if every else None
+    signed = {k: v for k, v in every.items() if key is not None and isinstance(
+        signatures.get(k), str) and hmac.compare_digest(signatures[k], _signature(key, k, v))}
+    return signed, every
+
+
 def read_manifest(folder: PathLike) -> dict[str, str]:
-    """The files xuqcal wrote in ``folder``: relative path -> SHA-256 (empty if none).
+    """The files xuqcal wrote in ``folder``: relative path -> SHA-256 (empty if none); only
+    the entries that carry xuqcal's signature (see :func:`manifest_key`).
 
     Examples
     --------
     >>> read_manifest("no/such/folder")
     {}
     """
-    path = Path(folder) / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-        files = content["files"]
-        if not isinstance(files, Mapping):
-            raise TypeError
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not a valid xuqcal manifest ({error or 'bad structure'}); "
-                         "remove it, and the files it listed, by hand") from None
-    return {str(k): str(v) for k, v in files.items() if _valid_entry(k)}
+    return manifest_entries(folder)[0]
 
 
 def write_manifest(folder: PathLike, files: Mapping[str, str]) -> None:
-    """Write the manifest of ``folder`` atomically (a temporary file renamed)."""
+    """Write the manifest of ``folder`` atomically (a temporary file renamed), each entry
+    signed with :func:`manifest_key`."""
     folder = Path(folder)
-    text = json.dumps({"written_by": "xuqcal", "files": dict(sorted(files.items()))},
+    key = manifest_key()
+    files = dict(sorted(files.items()))
+    signatures = {k: _signature(key, k, v) for k, v in files.items()} if key else {}
+    text = json.dumps({"written_by": "xuqcal", "files": files, "signatures": signatures},
                       indent=1)
-    tmp = folder / f".{MANIFEST}.{secrets.token_hex(6)}.tmp"
+    tmp = temporary_path(folder / MANIFEST)
     try:
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, folder / MANIFEST)
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, folder / MANIFEST)
+        except OSError as error:
+            raise write_error(error, folder / MANIFEST, "the old manifest is unchanged") \
+                from error
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -242,6 +521,17 @@ def owned(folder: PathLike, name: str, manifest: Mapping[str, str]) -> bool:
     """Whether ``folder/name`` is a file xuqcal wrote and nobody changed since."""
     path = Path(folder) / name
     return name in manifest and path.is_file() and file_digest(path) == manifest[name]
+
+
+def _not_owned_reason(folder: PathLike, name: str) -> str:
+    """Why ``folder/name`` is not replaced (for messages)."""
+    with contextlib.suppress(ValueError):
+        signed, every = manifest_entries(folder)
+        if name in every and name not in signed:
+            return (f"its entry in {MANIFEST} does not carry xuqcal's signature for this user "
+                    "account (a manifest written by hand, copied from another account, or by "
+                    "an older xuqcal), so it authorises nothing")
+    return "it was not written by xuqcal (or was changed since)"
 
 
 def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = False,
@@ -275,7 +565,7 @@ def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = 
         raise NotADirectoryError(f"{option}: {folder} is a file, not a folder")
     check_folder_writable(folder, option)
     check_manifest_file(folder, option)
-    if refuse_nonempty and not overwrite and any(folder.iterdir()):
+    if refuse_nonempty and not overwrite and has_content(folder):
         raise FileExistsError(f"{option}: {folder} already exists and is not empty; pass "
                               "--overwrite (overwrite=True) to replace what xuqcal wrote there")
     manifest = read_manifest(folder) if overwrite else {}
@@ -293,9 +583,20 @@ def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = 
             raise FileExistsError(f"{option}: {path} already exists; pass --overwrite "
                                   "(overwrite=True) to replace it")
         if path.is_dir() or not owned(folder, name, manifest):
-            raise FileExistsError(
-                f"{option}: {path} was not written by xuqcal (or was changed since), so "
-                "--overwrite does not replace it; move it away or choose another folder")
+            why = _not_owned_reason(folder, name)
+            if why.startswith("it was not"):
+                raise FileExistsError(
+                    f"{option}: {path} was not written by xuqcal (or was changed since), so "
+                    "--overwrite does not replace it; move it away or choose another folder")
+            raise FileExistsError(f"{option}: {path} was not written by xuqcal as far as it "
+                                  f"can tell: {why}; --overwrite does not replace it: move it "
+                                  "away or choose another folder")
+
+
+def has_content(folder: PathLike) -> bool:
+    """Whether ``folder`` holds anything but the leftovers of xuqcal's runs (temporary files,
+    staging folders: they never make a folder non-empty)."""
+    return any(leftover_pid(p.name) is None for p in Path(folder).iterdir())
 
 
 class ManagedFolder:
@@ -329,11 +630,13 @@ class ManagedFolder:
         if self.created:
             check_folder_writable(self.folder.parent, option)
             self.folder.mkdir()
+        else:
+            remove_leftovers(self.folder)
         check_manifest_file(self.folder, option)
         self.previous = read_manifest(self.folder) if overwrite else {}
         self.files = {k: v for k, v in self.previous.items() if (self.folder / k).is_file()}
         self.written: set[str] = set()  # staged, moved into place by close()
-        self.staging = self.folder / f".xuqcal-staging-{secrets.token_hex(6)}"
+        self.staging = self.folder / f".xuqcal-staging-{os.getpid()}-{secrets.token_hex(6)}"
         self.staging.mkdir()
         self.closed = False
 
@@ -353,9 +656,10 @@ class ManagedFolder:
         check_not_input(path, self.inputs, self.option)
         if os.path.lexists(path) and not (self.overwrite and owned(self.folder, name,
                                                                    self.previous)):
+            why = _not_owned_reason(self.folder, name)
             raise FileExistsError(
-                f"{self.option}: {path} exists and was not written by xuqcal (or was changed "
-                "since); it is left alone: move it away or choose another folder")
+                f"{self.option}: {path} exists and {why[3:]}; it is left alone: move it "
+                "away or choose another folder")
         return path
 
     def target(self, name: str) -> Path:
@@ -368,14 +672,17 @@ class ManagedFolder:
 
     def temporary(self, name: str) -> Path:
         """A temporary path beside the staged ``name`` (renamed onto it by :meth:`commit`)."""
-        path = self.target(name)
-        return path.with_name(f".{path.name[:40]}.{secrets.token_hex(6)}.tmp")
+        return temporary_path(self.target(name))
 
     def commit(self, name: str, tmp: Path | None = None) -> Path:
         """Record the staged ``name`` (moving ``tmp`` onto it first, when given); it is moved
         into the folder by :meth:`close`. Returns its final path."""
-        if tmp is not None:
-            os.replace(tmp, self.staging / name)
+        try:
+            fsync_path(tmp if tmp is not None else self.staging / name)
+            if tmp is not None:
+                os.replace(tmp, self.staging / name)
+        except OSError as error:
+            raise self.write_error(error, name) from error
         self.written.add(name)
         return self.folder / name
 
@@ -383,36 +690,82 @@ class ManagedFolder:
         """Write a text file (staged) and record it."""
         tmp = self.temporary(name)
         try:
-            tmp.write_text(text, encoding="utf-8")
+            try:
+                tmp.write_text(text, encoding="utf-8")
+            except OSError as error:
+                raise self.write_error(error, name) from error
             return self.commit(name, tmp)
         finally:
             if os.path.lexists(tmp):
                 os.unlink(tmp)
 
+    def write_error(self, error: OSError, name: str) -> OSError:
+        """The one-line error of a failed write of ``name`` (:func:`write_error`)."""
+        kept = ("nothing of this run is left" if self.created else
+                "the folder is left as it was")
+        if "cannot write" in str(error):  # already named (by io.to_netcdf): keep its reason
+            error = OSError(error.errno, os.strerror(error.errno)) if error.errno else error
+        return write_error(error, self.folder / name, kept, self.option)
+
     def close(self) -> None:
         """Move the staged files into place, record them in the manifest, and remove the
-        unchanged files of an earlier run that this run did not write again."""
+        unchanged files of an earlier run that this run did not write again: as one set (the
+        files replaced or removed are kept in the staging folder until the manifest is
+        written; on a failure they are put back, and the folder is as it was)."""
         if self.closed:
             return
         for name in sorted(self.written):  # checked again: the folder may have changed
             self._check_target(name)
+        backups = self.staging / ".old"
+        moved: list[tuple[str, bool]] = []  # (name, whether an old file was kept aside)
+        removed: list[str] = []
+        files = dict(self.files)
         try:
-            for name in sorted(self.written):
-                path = self.folder / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                digest = file_digest(self.staging / name)
-                os.replace(self.staging / name, path)
-                self.files[name] = digest
-            for name in list(self.files):
-                if name in self.written:
-                    continue
-                if owned(self.folder, name, self.previous):
-                    (self.folder / name).unlink()
-                del self.files[name]
+            with signals_deferred():
+                try:
+                    for name in sorted(self.written):
+                        path = self.folder / name
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        digest = file_digest(self.staging / name)
+                        kept = os.path.lexists(path)
+                        if kept:
+                            (backups / name).parent.mkdir(parents=True, exist_ok=True)
+                            os.replace(path, backups / name)
+                        moved.append((name, kept))
+                        os.replace(self.staging / name, path)
+                        files[name] = digest
+                    for name in list(files):
+                        if name in self.written:
+                            continue
+                        if owned(self.folder, name, self.previous):
+                            (backups / name).parent.mkdir(parents=True, exist_ok=True)
+                            os.replace(self.folder / name, backups / name)
+                            removed.append(name)
+                        del files[name]
+                    write_manifest(self.folder, files)
+                    for sub in {(self.folder / name).parent for name in self.written}:
+                        fsync_path(sub)
+                except BaseException as error:
+                    for name, kept in reversed(moved):
+                        with contextlib.suppress(OSError):
+                            if kept:
+                                os.replace(backups / name, self.folder / name)
+                            else:
+                                os.unlink(self.folder / name)
+                    for name in removed:
+                        with contextlib.suppress(OSError):
+                            os.replace(backups / name, self.folder / name)
+                    if isinstance(error, OSError) and "cannot write" not in str(error):
+                        raise self.write_error(error, moved[-1][0] if moved else MANIFEST) \
+                            from error
+                    raise
+            self.files = files
         finally:
-            write_manifest(self.folder, self.files)
             shutil.rmtree(self.staging, ignore_errors=True)
             self.closed = True
+            if self.created and not self.files:
+                with contextlib.suppress(OSError):
+                    self.folder.rmdir()  # only if empty
 
     def abort(self) -> None:
         """Forget the staged files: the folder is left as it was (and removed when this run

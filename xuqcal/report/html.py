@@ -327,7 +327,11 @@ class _Writer:
         try:
             # no creation date in the file: the same figure gives the same bytes
             metadata = {"Date": None} if self.figure_format == "svg" else None
-            figure.savefig(tmp, dpi=self.dpi, format=self.figure_format, metadata=metadata)
+            try:
+                figure.savefig(tmp, dpi=self.dpi, format=self.figure_format,
+                               metadata=metadata)
+            except OSError as error:  # e.g. a full disk: name the figure and the errno
+                raise self.managed.write_error(error, file) from error
             width, height = _css_size(tmp, self.figure_format, self.dpi)
             self.managed.commit(file, tmp)
         finally:
@@ -338,7 +342,12 @@ class _Writer:
     def result(self, name: str, ds: xr.Dataset, group: str = "") -> None:
         """Write ``ds`` as ``results/<name>.nc``, listed under ``group`` (a data set's key)."""
         file = f"results/{name}.nc"
-        io.to_netcdf(ds, self.managed.target(file), overwrite=True)
+        try:
+            io.to_netcdf(ds, self.managed.target(file), overwrite=True)
+        except OSError as error:  # named by its place in the report, not the staging folder
+            if error.errno not in _outputs.WRITE_ERRNOS:
+                raise
+            raise self.managed.write_error(error, file) from error
         self.managed.commit(file)
         self.results.append((group, file))
 
