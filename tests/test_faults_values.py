@@ -124,6 +124,27 @@ def test_datatree_nodes_without_E_and_uE(data):
     assert float(result.sel(dataset="/g/a")[0]) == float(xuqcal.stats(data, ["zms"])[0])
 
 
+# --------------------------------------------------------------------------- 4. options
+
+
+@pytest.mark.parametrize(("chunks", "message"), [
+    (0, r"^chunks: expected None, an integer >= 1, 'auto', or a mapping .*got 0$"),
+    (-5, r"^chunks: expected None, an integer >= 1, 'auto', .*got -5$"),
+    ("bad", r"^chunks: expected None, an integer >= 1, 'auto', .*got 'bad'$"),
+    ((100,), r"^chunks: expected None, an integer >= 1, 'auto', .*got \(100,\)$"),
+    ({"sample": 0}, r"^chunks: expected per dimension a positive integer, -1 .*got sample=0$"),
+    ({"sample": "x"}, r"^chunks: expected per dimension .*got sample='x'$"),
+], ids=["0", "-5", "bad", "tuple", "sample=0", "sample=x"])
+def test_open_dataset_chunks(data, tmp_path, chunks, message):
+    path = tmp_path / "d.nc"
+    xuqcal.to_netcdf(data, path)
+    with pytest.raises(ValueError, match=message):
+        xuqcal.open_dataset(path, chunks=chunks)
+    for good in (100, "auto", {"sample": 100}, {"sample": -1}, {"sample": "1MB"}):
+        opened = xuqcal.open_dataset(path, chunks=good)
+        assert np.array_equal(opened.E.values, data.E.values)
+
+
 # ------------------------------------------------------------------------- 5. intervals
 
 
@@ -161,3 +182,16 @@ def test_interval_absent_points_are_still_dropped(data):
     assert result.n.values.tolist() == [300, 299]
     assert float(result.picp.sel(model="a")) == float(
         xuqcal.interval_coverage(ds.sel(model="a"), lower="lower", upper="upper").picp)
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["recalibrate", "--method", "conformal", "--levels", "0.683,,0.95"], "--levels"),
+    (["cube", "build", "--statistics", "ence", "--size", "2000,,4000", "--n-bins", "10",
+      "--nu", "6", "-o", "c.nc"], "--size"),
+])
+def test_an_empty_item_of_a_comma_list_is_refused(argv, option, capsys):
+    from xuqcal.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{option}: item 2 of" in err and "is empty" in err

@@ -19,7 +19,9 @@ Counts (``--n-boot``, ``--n-mc``, ``--size``...) are at most 10^8 and ``--worker
 CPU, so that a typo fails at once instead of exhausting the memory or hanging.
 
 A user error (bad option, bad file, refused output) prints one line ``xuqcal COMMAND: error:
-...`` naming the option at fault, with exit status 2; an internal error prints one line and
+...`` naming the option at fault, with exit status 2; so does a write that fails (a full disk,
+an I/O error: the line names the output, its option and the errno; the old output is kept, or
+nothing is left). An internal error prints one line and
 exits with 1 (``xuqcal --debug ...`` shows the traceback); Ctrl-C exits with 130.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
 import os
 import re
@@ -59,6 +62,7 @@ from xuqcal.cli.common import (
     FEATURES_HELP,
     MAX_COUNT,
     Interrupted,
+    comma_items,
     count_or_auto,
     feature_list,
     feature_options,
@@ -72,6 +76,7 @@ from xuqcal.cli.common import (
     positive_int,
     tolerance,
 )
+from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators
 from xuqcal.core.statistics import get_statistics
@@ -237,7 +242,7 @@ class OneLineErrorParser(argparse.ArgumentParser):
             option = message.split(":", 1)[0].split("/")[-1]
             message += (f"; a value starting with '-' must be attached with '=', e.g. "
                         f"{option}=-{option.lstrip('-')}")
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {escape(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,7 +378,7 @@ def _add_data_options(parser: argparse.ArgumentParser, *, netcdf: bool = False,
 def _number_list(kind):
     def parse(text: str) -> list:
         try:
-            values = [kind(v) for v in text.split(",") if v.strip()]
+            values = [kind(v) for v in comma_items(text)]
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected comma-separated numbers, got {text!r}") from None
@@ -603,23 +608,23 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     settings = (f"BCa {format_level(args.level)} intervals from {_counts(result, 'n_boot')} "
                 f"bootstrap replicates, {_simulated_settings(result, args)}, "
                 f"{_bins_setting(result)} bins, seed {args.seed} ({elapsed:.1f} s)")
-    print(f"\n{title}")
+    print(f"\n{escape(title)}")  # names of files and labels, escaped
     if len(blocks) == 1 and not blocks[0][0]:
         print(f"M = {ds.sizes['sample']}, {settings}\n")
-        print(summary_text(overview))
+        print(escape(summary_text(overview), lines=True))
         print("\nDetails: every statistic, its zeta-scores and verdict")
-        print(summary_table(result))
+        print(escape(summary_table(result), lines=True))
         return result
     print(f"{len(blocks)} slices along {', '.join(blocks[0][0])}, {settings}\n")
     print("Summary: the verdict of each question for each data set")
-    print(summary_grid(overview))
+    print(escape(summary_grid(overview), lines=True))
     for labels, block in blocks:
-        print(f"\n{slice_title(labels, block)}")
-        print(summary_text(overview.sel(labels)))
+        print(f"\n{escape(slice_title(labels, block))}")
+        print(escape(summary_text(overview.sel(labels)), lines=True))
         print()
-        print(summary_table(block))
+        print(escape(summary_table(block), lines=True))
     print("\nsummary: one row per slice and statistic (verdict and the scheme that decided it)")
-    print(slices_table(result))
+    print(escape(slices_table(result), lines=True))
     return result
 
 
@@ -689,7 +694,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         where=args.where or "")
     if args.output is not None:
         path = io.to_netcdf(result, args.output, overwrite=args.overwrite)
-        print(f"\nwritten: {path}")
+        print(f"\nwritten: {escape(path)}")
     return 0
 
 
@@ -750,8 +755,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         with compute_context(args):
             for name, ds in cases.items():
                 result = _run_validation(ds, args, titles[name])
-                io.to_netcdf(result, managed.target(files[name]), overwrite=True)
-                print(f"written: {managed.commit(files[name])}")
+                try:
+                    io.to_netcdf(result, managed.target(files[name]), overwrite=True)
+                except OSError as error:  # named by its final place, not the staging folder
+                    if error.errno not in _outputs.WRITE_ERRNOS:
+                        raise
+                    raise managed.write_error(error, files[name]) from error
+                print(f"written: {escape(managed.commit(files[name]))}")
                 pages.append(report(ds, reports[name], title=titles[name], n_boot=args.n_boot,
                                     n_mc=args.n_mc, mc_precision=args.mc_precision,
                                     n_bins=args.n_bins, seed=args.seed,
@@ -764,7 +774,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise
     managed.close()
     for page in pages:
-        print(f"report: {page.resolve()}")
+        print(f"report: {escape(page.resolve())}")
     return 0
 
 
@@ -778,7 +788,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise NotADirectoryError(f"{OUTPUT}: {args.output} is a file, not a folder")
     _outputs.check_folder_writable(args.output if args.output.is_dir() else
                                    args.output.parent, OUTPUT)
-    if args.output.exists() and any(args.output.iterdir()) and not args.overwrite:
+    if args.output.exists() and _outputs.has_content(args.output) and not args.overwrite:
         raise FileExistsError(f"{OUTPUT}: {args.output} already exists and is not empty; pass "
                               "--overwrite to replace the report (only the files xuqcal wrote "
                               "there are replaced)")
@@ -800,7 +810,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                       statistics=args.statistics,
                       overwrite=args.overwrite, validation_result=result, title=args.title,
                       dpi=args.dpi, figure_format=args.figure_format)
-    print(f"report: {page.resolve()}")
+    print(f"report: {escape(page.resolve())}")
     return 0
 
 
@@ -825,7 +835,7 @@ def cmd_cube(args: argparse.Namespace) -> int:
             saved = cube.checkpoint_count(args.output)
             raise Interrupted(f"interrupted: {saved} of {total} cells saved; rerun the same "
                               "command to resume") from None
-        print(f"written: {args.output} ({time.perf_counter() - start:.1f} s)")
+        print(f"written: {escape(args.output)} ({time.perf_counter() - start:.1f} s)")
         print(_cube_summary(result))
         return 0
     if args.cube_command == "info":
@@ -853,7 +863,7 @@ def cmd_cube(args: argparse.Namespace) -> int:
         saved = cube.checkpoint_count(args.file, "extend")
         raise Interrupted(f"interrupted: {saved} of {_new_cells(args.file, dim, values)} new "
                           "cells saved; rerun the same command to resume") from None
-    print(f"extended {args.file} along {dim} with {values}")
+    print(f"extended {escape(args.file)} along {dim} with {values}")
     print(_cube_summary(result))
     return 0
 
@@ -879,7 +889,7 @@ def _cube_summary(result: xr.Dataset) -> str:
         lines.append(f"  {dim:<10} {size:>4}: {values}")
     lines.append(f"  variables: {', '.join(map(str, result.data_vars))}")
     lines.append(f"  n_mc = {result.attrs.get('n_mc')}, seed = {result.attrs.get('seed')}")
-    return "\n".join(lines)
+    return escape("\n".join(lines), lines=True)  # build_from cubes: labels of files
 
 
 #: The folder of the xuqcal package (this module is in its cli/ folder).
@@ -911,11 +921,29 @@ def _data_names(args: argparse.Namespace) -> dict[str, str]:
     return {}
 
 
+def _write_message(error: OSError, args: argparse.Namespace, command: str) -> str:
+    """A failed write (full disk, I/O error: exit status 2) on one line, naming the output,
+    its option and the errno (the errors of :func:`xuqcal.io.outputs.write_error` already do;
+    a bare one, e.g. ``[Errno 28] No space left on device``, is completed here)."""
+    option = "FILE" if command == "cube extend" else OUTPUT
+    output = getattr(args, "file", None) if command == "cube extend" else \
+        getattr(args, "output", None)
+    text = option_message(error, command)
+    if "cannot write" not in text:
+        code = error.errno
+        text = (f"cannot write {output if output is not None else 'the output'}: "
+                f"{error.strerror or os.strerror(code)} ({errno.errorcode.get(code, '?')}, "
+                f"errno {code}); what xuqcal had written before is unchanged")
+    if not text.startswith(f"{option}: "):
+        text = f"{option}: {text}"
+    return text
+
+
 def _one_line_warning(command: str):
     """``warnings.showwarning`` printing ``xuqcal COMMAND: warning: message`` on one line."""
     def show(message, category, filename, lineno, file=None, line=None):
         text = " ".join(str(message).split())
-        print(f"xuqcal {command}: warning: {text} ({category.__name__})",
+        print(f"xuqcal {command}: warning: {escape(text)} ({category.__name__})",
               file=file or sys.stderr)
     return show
 
@@ -924,8 +952,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``xuqcal`` command.
 
     Returns the exit status: 0 on success, 2 for a user error (one line on stderr, naming the
-    option at fault), 1 for an internal error (one line; ``--debug`` shows the traceback),
-    130 when interrupted (Ctrl-C).
+    option at fault; also a write that failed for want of space or an I/O error, ENOSPC, EIO,
+    EDQUOT: the line names the output, its option and the errno, and the old output is kept),
+    1 for an internal error (one line; ``--debug`` shows the traceback), 130 when interrupted
+    (Ctrl-C).
 
     Examples
     --------
@@ -950,7 +980,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         detail = str(error) if isinstance(error, Interrupted) else "interrupted"
-        print(f"xuqcal {command}: {detail}", file=sys.stderr)
+        print(f"xuqcal {command}: {escape(detail)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. ``xuqcal ... | head``: stop quietly, as other commands do
         with contextlib.suppress(OSError):
@@ -959,20 +989,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError as error:
         if debug:
             raise
-        detail = str(error).strip() or "MemoryError"
+        detail = escape(str(error).strip() or "MemoryError")
         print(f"xuqcal {command}: error: not enough memory ({detail}); reduce --n-boot, --n-mc, "
               "--n-bins or the number of points", file=sys.stderr)
         return 2
     except Exception as error:
         if debug:
             raise
+        if isinstance(error, OSError) and error.errno in _outputs.WRITE_ERRNOS:
+            print(f"xuqcal {command}: error: {escape(_write_message(error, args, command))}",
+                  file=sys.stderr)
+            return 2
         if _user_error(error):
             extra = feature_options(getattr(args, "features", None))
             extra.update(_data_names(args))
-            print(f"xuqcal {command}: error: {option_message(error, command, extra=extra)}",
+            print(f"xuqcal {command}: error: "
+                  f"{escape(option_message(error, command, extra=extra))}",
                   file=sys.stderr)
             return 2
-        reason = option_message(error, command)
+        reason = escape(option_message(error, command))
         print(f"xuqcal {command}: internal error ({type(error).__name__}: {reason}); this is "
               "a bug of xuqcal: rerun with --debug for the traceback and report it",
               file=sys.stderr)

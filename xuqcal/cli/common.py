@@ -214,6 +214,26 @@ FEATURES_HELP = ("feature columns or NAME=EXPR (an expression over columns), com
 """The help of ``--features`` (``validate``, ``report``, ``recalibrate``)."""
 
 
+def comma_items(text: str) -> list[str]:
+    """The items of a comma-separated option value, stripped; an empty item (``0.683,,0.95``,
+    a leading or trailing comma) is refused instead of skipped.
+
+    Examples
+    --------
+    >>> comma_items("0.683, 0.95")
+    ['0.683', '0.95']
+    >>> comma_items("1,,2")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: item 2 of '1,,2' is empty; separate the values by single commas
+    """
+    items = [item.strip() for item in text.split(",")]
+    empty = [k for k, item in enumerate(items, start=1) if not item]
+    if empty:
+        raise argparse.ArgumentTypeError(f"item {empty[0]} of {text!r} is empty; separate the "
+                                         "values by single commas")
+    return items
+
+
 def feature_list(text: str) -> list[str]:
     """An argparse type: the value of ``--features``, comma-separated ``NAME`` (a column or
     variable) or ``NAME=EXPR`` (an expression over columns named ``NAME``).

@@ -61,6 +61,7 @@ import xarray as xr
 from xuqcal import io
 from xuqcal.cli.common import (
     FEATURES_HELP,
+    comma_items,
     feature_list,
     feature_specs,
     output_file,
@@ -115,7 +116,7 @@ def coverage_levels(text: str) -> tuple[float, ...]:
     argparse.ArgumentTypeError: expected coverage levels in (0, 1) such as 0.95, got 95.0
     """
     try:
-        values = [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in comma_items(text)]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated coverage levels in (0, 1), "
                                          f"e.g. 0.683,0.95, got {text!r}") from None

@@ -4,17 +4,21 @@ any NetCDF file written by xuqcal with clear errors."""
 
 from __future__ import annotations
 
+import contextlib
 import io as io_module
 import os
 import pathlib
-import secrets
 import stat
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["ZARR_MARKERS", "is_zarr_store", "open_dataset", "read_netcdf", "to_netcdf"]
+from xuqcal.io import outputs as _outputs
+
+__all__ = ["ZARR_MARKERS", "is_zarr_store", "open_dataset", "read_netcdf", "to_netcdf",
+           "to_netcdf_set"]
 
 PathLike = str | os.PathLike[str]
 
@@ -71,6 +75,23 @@ def _netcdf_signature(path: PathLike | io_module.BytesIO) -> bool:
     return head.startswith((b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n"))
 
 
+def _readable_head(path: PathLike, what: str) -> bytes:
+    """The first 8 bytes of ``path``, or an error naming the file when it cannot be read (an
+    I/O error, permission denied)."""
+    try:
+        return _head(path, 8)
+    except OSError as err:
+        raise type(err)(f"{os.fspath(path)} cannot be read: {err.strerror or err} (expected "
+                        f"{what})") from None
+
+
+def _bad_signature(shown: str, head: bytes, what: str) -> str:
+    """The message for a file that does not start like a NetCDF file."""
+    first = " ".join(f"{b:02x}" for b in head[:8]) or "nothing"
+    return (f"{shown} is not a NetCDF file (NetCDF-3 or NetCDF-4/HDF5): bad signature (it "
+            f"starts with {first}, not with CDF or \\x89HDF); expected {what}")
+
+
 def _binary(path: PathLike | io_module.BytesIO) -> bool:
     """Whether the start of a file holds NUL bytes (no 8-bit text encoding has them)."""
     return b"\x00" in _head(path, 8192)
@@ -90,6 +111,7 @@ def read_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
     """
     _check_input_file(path, what)
     shown = os.fspath(path)
+    head = _readable_head(path, what)
     if os.path.getsize(path) == 0:
         raise ValueError(f"{shown} is empty, not {what}")
     signature = _netcdf_signature(path)
@@ -104,7 +126,7 @@ def read_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
         if isinstance(err, PermissionError):
             raise PermissionError(f"{shown}: permission denied") from None
         if not signature:
-            raise ValueError(f"{shown} is not a NetCDF file (expected {what})") from None
+            raise ValueError(_bad_signature(shown, head, what)) from None
         raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
                          f"expected {what}") from None
 
@@ -133,7 +155,8 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     """Write a dataset to a NetCDF-4 file atomically.
 
     The data are written with the ``netcdf4`` engine to a temporary file in the destination
-    folder, which is then renamed to ``path``: an interrupted write never leaves a partial file
+    folder (``.NAME.xuqcal-PID-HEX.tmp``, removed by a later write when its process is dead),
+    ``fsync``-ed, then renamed to ``path``: an interrupted write never leaves a partial file
     and readers see either the old or the new file. Boolean attributes are stored as integers
     (0/1); ``ds`` itself is not modified. Dask-backed data are computed while writing.
 
@@ -155,6 +178,10 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     ------
     FileExistsError
         If ``path`` exists and ``overwrite`` is false.
+    OSError
+        If the write fails (a full disk, an I/O error: netCDF's ``RuntimeError: NetCDF: HDF
+        error`` is raised as the ``OSError`` of the disk's errno, e.g. ``ENOSPC``), with one
+        line naming ``path`` and the errno; the old file is kept, no temporary is left.
     ValueError
         If an attribute cannot be stored in NetCDF (e.g. ``None`` or a dict).
 
@@ -165,51 +192,19 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     >>> to_netcdf(ds, "set1.nc", overwrite=True)  # doctest: +SKIP
     PosixPath('set1.nc')
     """
-    if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
     path = pathlib.Path(path)
     refusal = f"{path} already exists; pass overwrite=True to replace it"
-    if not overwrite and os.path.lexists(path):
-        raise FileExistsError(refusal)
-    if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
-        from xuqcal.io.outputs import check_replaceable
-
-        check_replaceable(path, "path")
-    out = ds.copy(deep=False)
-    out.attrs = {k: _netcdf_attr(v, "dataset", k) for k, v in ds.attrs.items()}
-    for var_name, variable in out.variables.items():
-        variable.attrs = {
-            k: _netcdf_attr(v, f"variable '{var_name}'", k) for k, v in variable.attrs.items()
-        }
-    directory = path.parent
-    if not directory.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: the folder {directory} does not exist")
-    # a short prefix of the name: the temporary name must not exceed the file system's limit
-    # (255 bytes) when the final name is close to it
-    tmp = directory / f".{path.name[:40]}.{secrets.token_hex(6)}.tmp"
-    # Reserve the name; os.open applies the umask, so the final file gets the usual permissions.
+    out = _prepare(ds, path, overwrite)
+    tmp = _write_temporary(out, path)
     try:
-        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
-    except OSError as err:  # e.g. a read-only file system, or /proc
-        raise type(err)(err.errno, f"cannot write {path}: {err.strerror or err}; nothing was "
-                        "written") from err
-    try:
-        try:
-            out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as err:  # e.g. a full disk: name the file, keep the kind of error
-            kept = "the old file is unchanged" if os.path.lexists(path) else \
-                "no partial file was left"
-            message = f"cannot write {path}: {err.strerror or err}; {kept}"
-            if err.errno is None:
-                raise type(err)(message) from err
-            raise type(err)(err.errno, message) from err
         if overwrite:
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+                _outputs.fsync_path(path.parent)
+            except OSError as err:
+                raise _outputs.write_error(err, path, "the old file is unchanged" if
+                                           os.path.lexists(path) else "nothing was left") \
+                    from err
         else:
             try:
                 os.link(tmp, path)  # atomic and fails if path appeared in the meantime
@@ -219,17 +214,149 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
                 if os.path.lexists(path):
                     raise FileExistsError(refusal) from None
                 os.replace(tmp, path)
+            _outputs.fsync_path(path.parent)
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
     return path
 
 
+def to_netcdf_set(datasets: Mapping[PathLike, xr.Dataset], *, overwrite: bool = False,
+                  option: str | None = None) -> list[pathlib.Path]:
+    """Write several datasets to NetCDF-4 files as one set: each is written to a temporary
+    file and ``fsync``-ed, then all are renamed into place together
+    (:func:`xuqcal.io.outputs.commit_set`). A failure or an interruption leaves the old files
+    (or none), never some new and some old.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.io.from_arrays([0.1, -0.2], [0.3, 0.2])
+    >>> to_netcdf_set({"a.nc": ds, "b.nc": ds}, overwrite=True)  # doctest: +SKIP
+    [PosixPath('a.nc'), PosixPath('b.nc')]
+    """
+    prepared = {pathlib.Path(p): _prepare(ds, pathlib.Path(p), overwrite)
+                for p, ds in datasets.items()}
+    temporaries: dict[pathlib.Path, pathlib.Path] = {}
+    try:
+        for path, out in prepared.items():
+            temporaries[path] = _write_temporary(out, path, option)
+        _outputs.commit_set([(tmp, path) for path, tmp in temporaries.items()],
+                            overwrite=overwrite, option=option)
+    finally:
+        for tmp in temporaries.values():
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+    return list(prepared)
+
+
+def _prepare(ds: xr.Dataset, path: pathlib.Path, overwrite: bool) -> xr.Dataset:
+    """Check ``path`` and return a shallow copy of ``ds`` with NetCDF-safe attributes."""
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+    refusal = f"{path} already exists; pass overwrite=True to replace it"
+    if not overwrite and os.path.lexists(path):
+        raise FileExistsError(refusal)
+    if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
+        _outputs.check_replaceable(path, "path")
+    out = ds.copy(deep=False)
+    out.attrs = {k: _netcdf_attr(v, "dataset", k) for k, v in ds.attrs.items()}
+    for var_name, variable in out.variables.items():
+        variable.attrs = {
+            k: _netcdf_attr(v, f"variable '{var_name}'", k) for k, v in variable.attrs.items()
+        }
+    return out
+
+
+def _write_temporary(out: xr.Dataset, path: pathlib.Path,
+                     option: str | None = None) -> pathlib.Path:
+    """Write ``out`` to a new temporary file beside ``path`` and ``fsync`` it; returns it. A
+    failed write (a full disk, an I/O error: netCDF/HDF5 reports them as ``RuntimeError:
+    NetCDF: HDF error``, told apart by :func:`xuqcal.io.outputs.disk_errno`) raises an
+    ``OSError`` naming ``path`` and the errno, and leaves no temporary file."""
+    directory = path.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {directory} does not exist")
+    _outputs.remove_leftovers(directory)  # of a dead run (killed while it wrote)
+    tmp = _outputs.temporary_path(path)
+    # Reserve the name; os.open applies the umask, so the final file gets the usual permissions.
+    try:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+    except OSError as err:  # e.g. a read-only file system, or /proc
+        raise _outputs.write_error(err, path, "nothing was written", option) from err
+    try:
+        out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
+        _outputs.fsync_path(tmp)
+    except (OSError, RuntimeError) as err:  # e.g. a full disk: name the file and the errno
+        # the library's own errno may be a guess (netCDF reports a full disk at creation as
+        # EACCES): the state of the disk decides first
+        code = _outputs.disk_errno(directory)
+        if code is None and isinstance(err, OSError) and isinstance(err.errno, int) and \
+                err.errno > 0:
+            code = err.errno
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if code is None:
+            raise
+        kept = "the old file is unchanged" if os.path.lexists(path) else \
+            "no partial file was left"
+        cause = err if isinstance(err, OSError) and err.errno == code else OSError(
+            code, os.strerror(code))
+        raise _outputs.write_error(cause, path, kept, option) from err
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
 def _check_chunks(chunks: object) -> None:
-    if chunks is None or (isinstance(chunks, int | str | dict | tuple) and not isinstance(
-            chunks, bool)):
+    """``chunks`` of :func:`open_dataset`: None, a positive integer, ``"auto"``, or a mapping
+    of dimension names to a positive integer, ``-1`` (the whole dimension), ``None``,
+    ``"auto"``, a size in bytes (``"100MB"``) or a tuple of positive integers (no file is
+    read).
+
+    Examples
+    --------
+    >>> _check_chunks({"sample": 1000}), _check_chunks("auto")
+    (None, None)
+    >>> _check_chunks(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: chunks: expected None, an integer >= 1, 'auto', or a mapping such as \
+{'sample': 1_000_000} (points per chunk along each dimension), got 0
+    """
+    from dask.utils import parse_bytes
+
+    def size(value: object) -> bool:
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int | np.integer):
+            return value >= 1 or value == -1
+        if isinstance(value, str):
+            if value == "auto":
+                return True
+            try:
+                return parse_bytes(value) > 0
+            except (ValueError, TypeError):
+                return False
+        if isinstance(value, tuple):
+            return len(value) > 0 and all(isinstance(v, int | np.integer)
+                                          and not isinstance(v, bool) and v >= 1 for v in value)
+        return value is None
+
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto") or (
+            isinstance(chunks, int | np.integer) and not isinstance(chunks, bool)
+            and chunks >= 1):
         return
-    raise ValueError(f"chunks: expected None, an integer, 'auto', or a mapping such as "
+    if isinstance(chunks, dict) and all(isinstance(k, str) for k in chunks):
+        wrong = [f"{k}={v!r}" for k, v in chunks.items() if not size(v)]
+        if not wrong:
+            return
+        raise ValueError(f"chunks: expected per dimension a positive integer, -1 (the whole "
+                         f"dimension), None, 'auto' or a size in bytes such as '100MB', got "
+                         f"{', '.join(wrong)}")
+    raise ValueError(f"chunks: expected None, an integer >= 1, 'auto', or a mapping such as "
                      f"{{'sample': 1_000_000}} (points per chunk along each dimension), got "
                      f"{chunks!r}")
 
@@ -247,6 +374,9 @@ def _open_zarr(path: PathLike, chunks: object) -> xr.Dataset:
         return xr.open_zarr(path, chunks="auto" if chunks is None else chunks,
                             decode_times=False, decode_timedelta=False).drop_encoding()
     except (OSError, ValueError, KeyError, TypeError) as error:
+        if not any(os.path.lexists(os.path.join(path, name)) for name in ZARR_MARKERS):
+            raise ValueError(f"{shown} is not a Zarr store: the folder holds none of "
+                             f"{', '.join(ZARR_MARKERS)} (its metadata is missing)") from None
         reason = str(error).strip().splitlines()[0] if str(error).strip() else \
             type(error).__name__
         raise ValueError(f"{shown} cannot be read as a Zarr store ({reason})") from None
@@ -257,6 +387,7 @@ def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset
     :func:`read_netcdf`."""
     _check_input_file(path, what)
     shown = os.fspath(path)
+    head = _readable_head(path, what)
     if os.path.getsize(path) == 0:
         raise ValueError(f"{shown} is empty, not {what}")
     try:
@@ -266,7 +397,7 @@ def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset
         if isinstance(err, PermissionError):
             raise PermissionError(f"{shown}: permission denied") from None
         if not _netcdf_signature(path):
-            raise ValueError(f"{shown} is not a NetCDF file (expected {what})") from None
+            raise ValueError(_bad_signature(shown, head, what)) from None
         raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
                          f"expected {what}") from None
 
@@ -331,6 +462,9 @@ def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
 
     _check_chunks(chunks)
     what = "a NetCDF file of an input dataset"
+    if os.path.isdir(path) and not is_zarr_store(path):
+        raise IsADirectoryError(f"{os.fspath(path)} is a folder, not {what}; nor is it a Zarr "
+                                f"store: it holds none of {', '.join(ZARR_MARKERS)}")
     if is_zarr_store(path):
         ds = _open_zarr(path, chunks)
     elif chunks is not None:
