@@ -65,3 +65,22 @@ def load_set(shared_data):
         return cache[k]
 
     return load
+
+
+@pytest.fixture
+def no_compute(monkeypatch):
+    """Every computation fails the test: errors must come before any of them (the fault
+    catalogue, tests/test_faults_*.py)."""
+    from xuqcal.analysis import validation
+    from xuqcal.cli import commands as cli
+    from xuqcal.cli import recalibrate as cli_recalibrate
+    from xuqcal.studies import cube
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("computed before the error")
+
+    monkeypatch.setattr(cli, "validate", forbidden)
+    monkeypatch.setattr(validation, "validate", forbidden)
+    monkeypatch.setattr(cube, "_compute_cell", forbidden)
+    monkeypatch.setattr(cli_recalibrate, "fit", forbidden)
+    monkeypatch.setattr(cli_recalibrate, "evaluate", forbidden)

@@ -25,14 +25,13 @@ import socket
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 import xarray as xr
+from faults import one_line_error, write_csv
 
 import xuqcal
 from xuqcal.cli import commands as cli
 from xuqcal.cli import main
-from xuqcal.cli import recalibrate as _cli_recalibrate
 from xuqcal.cli.common import format_level
 from xuqcal.studies import cube
 
@@ -41,41 +40,11 @@ GRID = ["--size", "300,400", "--n-bins", "3", "--nu", "4,6", "--generators", "no
         "--n-mc", "30"]
 
 
-def _write_csv(path, m=300, seed=1):
-    ds = xuqcal.synthetic.nig(m, nu=6, seed=seed)
-    pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
-    return path
-
-
 @pytest.fixture
 def files(tmp_path):
     """Two small CSV files (train and test) in tmp_path."""
-    return {"data": _write_csv(tmp_path / "data.csv"),
-            "train": _write_csv(tmp_path / "train.csv", seed=2)}
-
-
-def _one_line_error(capsys, status, expected_status=2, command=None):
-    err = capsys.readouterr().err
-    assert status == expected_status, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    if command is not None:
-        assert lines[0].startswith(f"xuqcal {command}: ")
-    return lines[0]
-
-
-@pytest.fixture
-def no_compute(monkeypatch):
-    """Every computation fails the test: errors must come before any of them."""
-    def forbidden(*args, **kwargs):
-        raise AssertionError("computed before the outputs were checked")
-
-    monkeypatch.setattr(cli, "validate", forbidden)
-    monkeypatch.setattr(xuqcal.analysis.validation, "validate", forbidden)
-    monkeypatch.setattr(cube, "_compute_cell", forbidden)
-    monkeypatch.setattr(_cli_recalibrate, "fit", forbidden)
-    monkeypatch.setattr(_cli_recalibrate, "evaluate", forbidden)
+    return {"data": write_csv(tmp_path / "data.csv"),
+            "train": write_csv(tmp_path / "train.csv", seed=2)}
 
 
 # ---------------------------------------------------------------------- class 1: data loss
@@ -119,7 +88,7 @@ def test_class1_an_output_never_replaces_an_input(case, files, tmp_path, capsys,
     shutil.copy(files["train"], tmp_path / "o_recalibrator.nc")
     shutil.copy(files["train"], tmp_path / "o_evaluation.nc")
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    line = _one_line_error(capsys, main(_samefile_cases()[case](tmp_path)))
+    line = one_line_error(capsys, main(_samefile_cases()[case](tmp_path)))
     assert "is also an input file" in line and "-o/--output" in line
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
 
@@ -128,7 +97,7 @@ def test_class1_an_output_never_replaces_an_input(case, files, tmp_path, capsys,
 def first_report(tmp_path_factory):
     """A report folder written by xuqcal (copied by each test that overwrites it)."""
     folder = tmp_path_factory.mktemp("first")
-    data = _write_csv(folder / "data.csv")
+    data = write_csv(folder / "data.csv")
     assert main(["report", str(data), "--E", "E", "--uE", "uE", *FAST, "-o",
                  str(folder / "proj")]) == 0
     return folder
@@ -189,7 +158,7 @@ def test_class1_overwrite_refuses_a_file_xuqcal_did_not_write(name, how, first_r
     else:
         target.write_bytes(target.read_bytes() + b" edited")
     content = target.read_bytes()
-    line = _one_line_error(capsys, main(["report", str(tmp_path / "data.csv"), "--E", "E",
+    line = one_line_error(capsys, main(["report", str(tmp_path / "data.csv"), "--E", "E",
                                          "--uE", "uE", *FAST, "-o", str(folder),
                                          "--overwrite"]), command="report")
     assert str(target) in line and "not written by xuqcal" in line
@@ -229,7 +198,7 @@ def test_class1_demo_overwrite_keeps_user_files(tmp_path, capsys):
     assert sorted(manifest) == ["demo_calibrated.nc", "demo_miscalibrated.nc"]
     capsys.readouterr()
     (out / "demo_calibrated.nc").write_text("the user's file now")
-    assert "demo_calibrated.nc" in _one_line_error(capsys, main([*args, "--overwrite"]))
+    assert "demo_calibrated.nc" in one_line_error(capsys, main([*args, "--overwrite"]))
     assert (out / "demo_calibrated.nc").read_text() == "the user's file now"
 
 
@@ -251,7 +220,7 @@ def _closed_port() -> int:
     ["cube", "build", *GRID, "-o", "c.nc", "--workers", "0"],
 ])
 def test_class2_workers_below_one_are_refused(args, files, capsys, no_compute):
-    line = _one_line_error(capsys, main([a.format(data=files["data"]) for a in args]))
+    line = one_line_error(capsys, main([a.format(data=files["data"]) for a in args]))
     assert ": error: --workers: expected an integer >= 1" in line
 
 
@@ -269,7 +238,7 @@ def test_class2_unreachable_scheduler_fails_fast(args, address, files, tmp_path,
     argv = [a.format(data=files["data"], tmp=tmp_path) for a in args]
     start = time.perf_counter()
     with xuqcal.set_options(scheduler_timeout=1.0):
-        line = _one_line_error(capsys, main([*argv, "--scheduler", address]))
+        line = one_line_error(capsys, main([*argv, "--scheduler", address]))
     assert time.perf_counter() - start < 8
     assert "--scheduler" in line and address in line
 
@@ -335,7 +304,7 @@ def test_class3_bad_input_files_give_one_line(command, case, files, tmp_path, ca
         "recalibrate-reference": ["recalibrate", str(files["train"]), str(files["data"]),
                                   *cols, "--reference", bad, "-o", str(tmp_path / "o.nc")],
     }[command]
-    line = _one_line_error(capsys, main(argv), command=command.split("-")[0])
+    line = one_line_error(capsys, main(argv), command=command.split("-")[0])
     assert expected in line and name in line
 
 
@@ -390,7 +359,7 @@ def test_class3_bad_cube_files_give_one_line(action, case, cube_file, tmp_path, 
     argv = ["cube", action, str(tmp_path / name)]
     if action == "extend":
         argv += ["--nu", "12", "--no-progress"]
-    line = _one_line_error(capsys, main(argv), command=f"cube {action}")
+    line = one_line_error(capsys, main(argv), command=f"cube {action}")
     assert expected in line and name in line
 
 
@@ -486,7 +455,7 @@ def test_class4_outputs_are_checked_before_any_computation(case, files, tmp_path
     (tmp_path / "o_recalibrator.nc").write_text("old")
     make, *expected = _output_cases()[case]
     before = sorted(p.name for p in tmp_path.rglob("*"))
-    line = _one_line_error(capsys, main(make(tmp_path)))  # exit 1 if anything was computed
+    line = one_line_error(capsys, main(make(tmp_path)))  # exit 1 if anything was computed
     assert "-o/--output" in line
     for text in expected:
         assert text in line
@@ -516,7 +485,7 @@ def test_class4_read_only_folder_is_refused_before_computing(command, how, files
             "demo": ["demo", "--size", "300", "-o", str(locked / "d")]}[command]
     locked.chmod(0o500)
     try:
-        line = _one_line_error(capsys, main(argv))
+        line = one_line_error(capsys, main(argv))
     finally:
         locked.chmod(0o700)
     assert "is not writable" in line and str(locked) in line
@@ -535,7 +504,7 @@ def test_class4_failed_write_is_one_line_and_keeps_the_old_file(error, files, tm
         raise OSError(error, os.strerror(error))
 
     monkeypatch.setattr(xr.Dataset, "to_netcdf", full_disk)
-    line = _one_line_error(capsys, main(["validate", str(files["data"]), "--E", "E", "--uE",
+    line = one_line_error(capsys, main(["validate", str(files["data"]), "--E", "E", "--uE",
                                          "uE", *FAST, "-o", str(out), "--overwrite"]))
     assert f"cannot write {out}" in line and os.strerror(error) in line
     assert out.read_text() == "old result"
@@ -578,7 +547,7 @@ def test_class4_failed_write_is_one_line_and_keeps_the_old_file(error, files, tm
 ])
 def test_class6_errors_name_the_cli_option(args, option, files, tmp_path, capsys):
     argv = [a.format(data=files["data"], train=files["train"], tmp=tmp_path) for a in args]
-    line = _one_line_error(capsys, main([*argv, "--no-progress"] if argv[0] != "recalibrate"
+    line = one_line_error(capsys, main([*argv, "--no-progress"] if argv[0] != "recalibrate"
                                         else argv))
     message = line.split(": error: ", 1)[1]
     assert message.startswith((f"{option}: ", f"{option} ")), line
@@ -622,7 +591,7 @@ def test_class6_one_line_for_every_error_and_debug_shows_the_traceback(
         fail, kind, status, expected, files, capsys, monkeypatch):
     monkeypatch.setattr(cli, "validate", fail)
     argv = ["validate", str(files["data"]), "--E", "E", "--uE", "uE", *FAST]
-    assert expected in _one_line_error(capsys, main(argv), status, command="validate")
+    assert expected in one_line_error(capsys, main(argv), status, command="validate")
     for debug in (["--debug", *argv], [*argv, "--debug"]):
         with pytest.raises(kind):
             main(debug)
@@ -651,7 +620,7 @@ def test_class6_interrupted_cube_build_prints_one_line_and_resumes(stop_after, t
     path = tmp_path / "c.nc"
     argv = ["cube", "build", *GRID, "-o", str(path), "--no-progress"]
     _count_cells(monkeypatch, stop_after)
-    line = _one_line_error(capsys, main(argv), 130, command="cube build")
+    line = one_line_error(capsys, main(argv), 130, command="cube build")
     assert line == (f"xuqcal cube build: interrupted: {stop_after} of 4 cells saved; rerun the "
                     "same command to resume")
     computed = _count_cells(monkeypatch)
@@ -698,7 +667,7 @@ def test_class6_interrupted_cube_extend_command_prints_one_line(tmp_path, capsys
     assert main(["cube", "build", *GRID, "-o", str(path), "--no-progress"]) == 0
     capsys.readouterr()
     _count_cells(monkeypatch, stop_after=1)
-    line = _one_line_error(capsys, main(["cube", "extend", str(path), "--nu", "8",
+    line = one_line_error(capsys, main(["cube", "extend", str(path), "--nu", "8",
                                          "--no-progress"]), 130, command="cube extend")
     assert line.endswith("interrupted: 1 of 2 new cells saved; rerun the same command to "
                          "resume")
@@ -755,7 +724,7 @@ def test_class1_4_special_outputs_are_refused_before_computing(case, files, tmp_
     (tmp_path / "rep" / ".xuqcal-manifest.json").mkdir(parents=True)
     before = sorted(p.name for p in tmp_path.rglob("*"))
     make, expected = _more_output_cases()[case]
-    line = _one_line_error(capsys, main([*make(tmp_path), "--no-progress"]
+    line = one_line_error(capsys, main([*make(tmp_path), "--no-progress"]
                                         if make(tmp_path)[0] != "recalibrate"
                                         else make(tmp_path)))
     assert expected in line and ("-o/--output" in line or "--output" in line), line
@@ -794,7 +763,7 @@ def test_class2_3_more_bad_input_files(command, case, files, tmp_path, capsys, n
             "recalibrate": ["recalibrate", str(files["train"]), bad, *cols, "-o",
                             str(tmp_path / "o.nc")]}[command]
     start = time.perf_counter()
-    line = _one_line_error(capsys, main(argv), command=command)
+    line = one_line_error(capsys, main(argv), command=command)
     assert expected in line and time.perf_counter() - start < 20
     assert not (tmp_path / "r").exists()
 
@@ -857,7 +826,7 @@ def test_class2_6_huge_or_meaningless_values_are_refused_up_front(case, files, t
     fill = dict(data=files["data"], train=files["train"], tmp=tmp_path,
                 three=tmp_path / "three.csv")
     start = time.perf_counter()
-    line = _one_line_error(capsys, main([a.format(**fill) for a in args]))
+    line = one_line_error(capsys, main([a.format(**fill) for a in args]))
     assert time.perf_counter() - start < 20
     message = line.split(": error: ", 1)[1]
     assert message.startswith(option.format(**fill)), line
@@ -866,7 +835,7 @@ def test_class2_6_huge_or_meaningless_values_are_refused_up_front(case, files, t
 
 def test_class6_memory_error_is_one_line(files, capsys, monkeypatch):
     monkeypatch.setattr(cli, "validate", _raise(MemoryError("Unable to allocate 8 TiB")))
-    line = _one_line_error(capsys, main(["validate", str(files["data"]), "--E", "E", "--uE",
+    line = one_line_error(capsys, main(["validate", str(files["data"]), "--E", "E", "--uE",
                                          "uE", *FAST]))
     assert "not enough memory (Unable to allocate 8 TiB)" in line
 
@@ -938,7 +907,7 @@ def test_class3_more_wrong_cubes(action, case, cube_file, tmp_path, capsys, no_c
     argv = ["cube", action, str(tmp_path / f"{case}.nc")]
     if action == "extend":
         argv += ["--nu", "12", "--no-progress"]
-    line = _one_line_error(capsys, main(argv), command=f"cube {action}")
+    line = one_line_error(capsys, main(argv), command=f"cube {action}")
     assert expected in line and f"{case}.nc" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no checkpoint folder left
 
@@ -949,7 +918,7 @@ def test_class3_more_wrong_cubes(action, case, cube_file, tmp_path, capsys, no_c
 ])
 def test_class6_extend_names_the_option(args, expected, cube_file, tmp_path, capsys):
     path = shutil.copy(cube_file, tmp_path / "c.nc")
-    line = _one_line_error(capsys, main(["cube", "extend", str(path), *args, "--no-progress"]))
+    line = one_line_error(capsys, main(["cube", "extend", str(path), *args, "--no-progress"]))
     assert expected in line
 
 

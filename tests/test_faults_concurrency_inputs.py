@@ -19,11 +19,10 @@ import subprocess
 import sys
 import time
 
-import pandas as pd
 import pytest
+from faults import one_line_error, write_csv
 
 import xuqcal
-from xuqcal.cli import commands as cli
 from xuqcal.cli import inputs as cli_inputs
 from xuqcal.cli import main
 from xuqcal.cli.terminal import escape
@@ -33,33 +32,6 @@ from xuqcal.studies import cube
 
 FAST = ["--n-boot", "200", "--n-mc", "50", "--statistics", "zms,rce", "--no-progress"]
 TIMEOUT = 240
-
-
-def _one_line_error(capsys, status, command):
-    captured = capsys.readouterr()
-    assert status == 2, captured
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert "Traceback" not in captured.err
-    assert lines[0].startswith(f"xuqcal {command}: error: ")
-    return lines[0]
-
-
-def _write_csv(path, m=300, seed=1):
-    ds = xuqcal.synthetic.nig(m, nu=6, seed=seed)
-    pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
-    return path
-
-
-@pytest.fixture
-def no_compute(monkeypatch):
-    """Every computation fails the test: errors must come before any of them."""
-    def forbidden(*args, **kwargs):
-        raise AssertionError("computed before the error")
-
-    monkeypatch.setattr(cli, "validate", forbidden)
-    monkeypatch.setattr(xuqcal.analysis.validation, "validate", forbidden)
-    monkeypatch.setattr(cube, "_compute_cell", forbidden)
 
 
 @pytest.fixture
@@ -138,7 +110,7 @@ def test_extend_and_build_refused_while_another_process_writes_the_cube(
         cube_file, holder_process, tmp_path, capsys, no_compute):
     before = cube_file.read_bytes()
     status = main(["cube", "extend", str(cube_file), "--size", "500", "--no-progress"])
-    line = _one_line_error(capsys, status, "cube extend")
+    line = one_line_error(capsys, status, command="cube extend")
     assert line == (f"xuqcal cube extend: error: {cube_file} is in use by process "
                     f"{holder_process.pid} (xuqcal cube extend, since "
                     f"{line.split('since ')[1].split(')')[0]}); wait for it to finish (or stop "
@@ -148,7 +120,7 @@ def test_extend_and_build_refused_while_another_process_writes_the_cube(
     status = main(["cube", "build", "--statistics", "ence", "--size", "300", "--n-bins", "3",
                    "--nu", "6", "--generators", "normal", "--n-mc", "30", "-o",
                    str(cube_file), "--overwrite", "--no-progress"])
-    assert "is in use by process" in _one_line_error(capsys, status, "cube build")
+    assert "is in use by process" in one_line_error(capsys, status, command="cube build")
     assert cube_file.read_bytes() == before  # untouched
     assert not cube._extend_dir(cube_file).exists() and not cube._partial_dir(
         cube_file).exists()
@@ -202,7 +174,7 @@ def test_escape_writes_control_characters_as_repr_does():
 
 
 def test_file_names_with_escape_sequences_are_printed_escaped(tmp_path, capsys):
-    data = _write_csv(tmp_path / "\x1b[2J\x1b[31mred.csv")
+    data = write_csv(tmp_path / "\x1b[2J\x1b[31mred.csv")
     output = tmp_path / "\x1b]0;title\x07out.nc"
     assert main(["validate", str(data), "--E", "E", "--uE", "uE", *FAST, "-o",
                  str(output)]) == 0
@@ -215,8 +187,8 @@ def test_file_names_with_escape_sequences_are_printed_escaped(tmp_path, capsys):
 
 def test_file_names_with_escape_sequences_in_errors_and_cube_lines(tmp_path, capsys):
     missing = tmp_path / "\x1b[31mmissing.csv"
-    line = _one_line_error(capsys, main(["validate", str(missing), "--E", "E", "--uE", "uE",
-                                         *FAST]), "validate")
+    line = one_line_error(capsys, main(["validate", str(missing), "--E", "E", "--uE", "uE",
+                                         *FAST]), command="validate")
     assert "\x1b" not in line and "\\x1b[31mmissing.csv: no such file" in line
     output = tmp_path / "\x1b[2Jcube.nc"
     assert main(["cube", "build", "--statistics", "ence", "--size", "300", "--n-bins", "3",
@@ -280,7 +252,7 @@ def test_wrong_files_say_what_is_wrong(case, command, tmp_path, capsys, no_compu
     argv = [command, str(tmp_path / name), *FAST]
     if command == "report":
         argv += ["-o", str(tmp_path / "rep")]
-    line = _one_line_error(capsys, main(argv), command)
+    line = one_line_error(capsys, main(argv), command=command)
     assert expected in line, line
     if case == "text named nc":
         assert "text.nc does not start like a NetCDF file, so it is read as CSV" in line
@@ -319,7 +291,7 @@ def _unreadable(monkeypatch, path):
 def test_unreadable_nc_says_it_cannot_be_read(tmp_path, capsys, monkeypatch, no_compute):
     path = xuqcal.to_netcdf(xuqcal.synthetic.nig(50, nu=6, seed=0), tmp_path / "locked.nc")
     _unreadable(monkeypatch, path)
-    line = _one_line_error(capsys, main(["validate", str(path), *FAST]), "validate")
+    line = one_line_error(capsys, main(["validate", str(path), *FAST]), command="validate")
     assert line.endswith(f"{path} cannot be read: Permission denied (expected a CSV file, a "
                          "NetCDF input dataset or a Zarr store)")
     with pytest.raises(PermissionError, match=r"locked\.nc cannot be read: Permission denied"):
@@ -331,7 +303,7 @@ def test_file_with_read_errors_says_it_cannot_be_read(tmp_path, capsys, no_compu
     """A file whose reads fail (EIO, here /proc/self/mem), even for root."""
     path = tmp_path / "eio.nc"
     path.symlink_to("/proc/self/mem")
-    line = _one_line_error(capsys, main(["validate", str(path), *FAST]), "validate")
+    line = one_line_error(capsys, main(["validate", str(path), *FAST]), command="validate")
     assert "eio.nc cannot be read: Input/output error" in line
     with pytest.raises(OSError, match=r"eio\.nc cannot be read: Input/output error"):
         xuqcal.open_dataset(path)
@@ -346,8 +318,8 @@ def test_csv_with_a_nul_tail_is_refused_quickly(tmp_path, capsys, no_compute):
         handle.write(text)
         handle.write(bytes(8 * 1024 * 1024))
     start = time.monotonic()
-    line = _one_line_error(capsys, main(["validate", str(path), "--E", "E", "--uE", "uE",
-                                         *FAST]), "validate")
+    line = one_line_error(capsys, main(["validate", str(path), "--E", "E", "--uE", "uE",
+                                         *FAST]), command="validate")
     assert time.monotonic() - start < 30
     assert (f"{path} is a binary file, not a text CSV file (it contains NUL bytes: the first "
             f"on line 1502, byte {len(text)})") in line

@@ -25,8 +25,8 @@ import sys
 import time
 import uuid
 
-import pandas as pd
 import pytest
+from faults import write_csv
 
 import xuqcal
 from xuqcal.cli import main
@@ -50,15 +50,9 @@ def config(config_folder, monkeypatch):
     return config_folder
 
 
-def _write_csv(path, m=300, seed=1):
-    ds = xuqcal.synthetic.nig(m, nu=6, seed=seed)
-    pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
-    return path
-
-
 @pytest.fixture
 def data(tmp_path):
-    return _write_csv(tmp_path / "data.csv")
+    return write_csv(tmp_path / "data.csv")
 
 
 def _one_line_error(capsys, status, expected_status=2):
@@ -375,7 +369,7 @@ def test_item4_an_output_inside_an_input_store_is_refused(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def first_report(tmp_path_factory, config_folder):
     folder = tmp_path_factory.mktemp("first")
-    data = _write_csv(folder / "data.csv")
+    data = write_csv(folder / "data.csv")
     with pytest.MonkeyPatch.context() as patch:  # signed with this module's key
         patch.setenv("XUQCAL_CONFIG_DIR", str(config_folder))
         assert main(["report", str(data), "--E", "E", "--uE", "uE", *FAST, "-o",
@@ -394,7 +388,7 @@ def _forge(folder, names, signatures=None):
 @pytest.mark.parametrize("how", ["written by hand", "signed with another key"])
 def test_item5_a_forged_manifest_authorises_no_removal(how, tmp_path, capsys, config,
                                                        monkeypatch):
-    data = _write_csv(tmp_path / "data.csv")
+    data = write_csv(tmp_path / "data.csv")
     rep = tmp_path / "rep"
     rep.mkdir()
     (rep / "index.html").write_text("the user's page")
