@@ -119,9 +119,11 @@ def _absent(ds: xr.Dataset, E: str, uE: str) -> xr.DataArray:
 #: Dimensions of the results of the analyses, refused as extra dimensions of the data (the
 #: stacked results would hold two dimensions of one name): those of every stacked result
 #: (:data:`~xuqcal.analysis.tables.RESULT_DIMS`), the bins and lags of the local analyses, the
-#: ragged ones, the replicates and jackknife values and the scores of the coverage curves. A
-#: clash with a dimension of one analysis only is refused when its result is laid out.
-RESERVED_DIMS = (*RESULT_DIMS, "bin", "lag", *RAGGED_DIMS, "replicate", "jackknife", "score")
+#: ragged ones and the scores of the coverage curves. A clash with a dimension of one analysis
+#: only (``replicate`` of a bootstrap that keeps its replicates, ...) is refused when its
+#: result is laid out: ``replicate`` is a common name of an extra dimension (repeated data
+#: sets), which the analyses whose results have no such dimension accept.
+RESERVED_DIMS = (*RESULT_DIMS, "bin", "lag", *RAGGED_DIMS, "score")
 
 
 def _check_slice_dims(ds: xr.Dataset, dims: Sequence[str], data: str,
