@@ -424,6 +424,19 @@ def count_or_ceiling(count: int | str, ceiling: int) -> int:
     return ceiling if is_auto(count) else count  # a fixed count is checked by the caller
 
 
+def capped_count(count: int | str, cap: int) -> int:
+    """The replicates of an analysis run beside a validation with its own cap (the per-bin
+    bootstraps of the local analyses, the band of a confidence curve): the validation's
+    ``count``, at most ``cap`` (``cap`` for ``"auto"``).
+
+    Examples
+    --------
+    >>> capped_count("auto", 2000), capped_count(300, 2000), capped_count(10_000, 2000)
+    (2000, 300, 2000)
+    """
+    return min(int(count_or_ceiling(count, cap)), cap)
+
+
 def describe(requested: Sequence[object]) -> str:
     """The ``precision_rule`` attribute of a result (empty when no count was ``"auto"``)."""
     if not any(is_auto(c) for c in requested):

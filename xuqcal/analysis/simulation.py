@@ -19,6 +19,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import n_bins_for
+from xuqcal.analysis.lazy import is_lazy
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
@@ -195,7 +196,7 @@ def fitted_nu_of(ds: xr.Dataset, E: str, uE: str):
     """ν of the data-informed generator ``tfit`` for ``ds``
     (:func:`~xuqcal.core.generators.fitted_nu`): a number for NumPy-backed data, a Dask
     Delayed for Dask-backed data (computed with the simulations that draw from it)."""
-    if ds[E].chunks is None and ds[uE].chunks is None:
+    if not is_lazy(ds, [E, uE]):
         return fitted_nu(ds[E].values, ds[uE].values)
     return dask.delayed(fitted_nu, pure=True)(ds[E].data, ds[uE].data)
 

@@ -38,7 +38,7 @@ import xarray as xr
 from xuqcal.analysis.curves import local_coverage
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
-from xuqcal.analysis.precision import is_auto
+from xuqcal.analysis.precision import capped_count
 from xuqcal.analysis.probabilistic import pit_test
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.validation import (
@@ -96,7 +96,7 @@ def summary(
     mc_precision: float = defaults.MC_PRECISION,
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     tol: float = defaults.COVERAGE_TOLERANCE,
-    validation: xr.Dataset | None = None,
+    validation_result: xr.Dataset | None = None,
     analyses: Mapping[str, xr.Dataset] | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
@@ -117,7 +117,7 @@ def summary(
         analyses use ``n_boot`` replicates, at most ``defaults.N_BOOT_RELIABILITY`` (that
         many for ``"auto"``; more when ``level`` needs them), over the analyses' default bins
         (:func:`~xuqcal.core.binning.resolve_n_bins`).
-    validation : xarray.Dataset, optional
+    validation_result : xarray.Dataset, optional
         A result of :func:`xuqcal.validate` of ``ds`` to read instead of validating again;
         the statistics it lacks among ``zms zm picp95 cc ence zmse`` are validated here.
     analyses : mapping of str to xarray.Dataset, optional
@@ -155,14 +155,15 @@ def summary(
                   mc_precision=mc_precision, heavy_tail_threshold=heavy_tail_threshold,
                   tol=tol, E=E, uE=uE)
     wanted = list(SUMMARY_STATISTICS)
-    if validation is not None:
-        have = [str(k) for k in validation.statistic.values]
+    if validation_result is not None:
+        have = [str(k) for k in validation_result.statistic.values]
         missing = [k for k in wanted if k not in have]
         rows = [k for k in wanted if k in have]
-        parts = [validation.sel(statistic=rows)]
+        parts = [validation_result.sel(statistic=rows)]
         if missing:
             parts.append(validate(ds, missing, **counts))
-        beta = (validation if "beta_gm_z2" in validation else parts[-1])["beta_gm_z2"]
+        beta = (validation_result if "beta_gm_z2" in validation_result else parts[-1])[
+            "beta_gm_z2"]
     else:
         parts = [validate(ds, wanted, **counts)]
         beta = parts[0]["beta_gm_z2"]
@@ -221,9 +222,7 @@ def local_replicates(n_boot: int | str) -> int:
     >>> local_replicates("auto"), local_replicates(300), local_replicates(10_000)
     (2000, 300, 2000)
     """
-    if is_auto(n_boot):
-        return defaults.N_BOOT_RELIABILITY
-    return min(int(n_boot), defaults.N_BOOT_RELIABILITY)
+    return capped_count(n_boot, defaults.N_BOOT_RELIABILITY)
 
 
 def _check_analyses(analyses, m: int, *, by: Sequence[str], local_boot: int, seed: int,

@@ -572,13 +572,6 @@ def _simulated_settings(result: xr.Dataset, args: argparse.Namespace) -> str:
             f"({', '.join(args.generators)})")
 
 
-def _feature_names(args: argparse.Namespace) -> list[str] | None:
-    """The names of the features of ``--features`` (``NAME`` or ``NAME=EXPR`` items), or
-    ``None`` without the option."""
-    items = getattr(args, "features", None)
-    return [str(item).partition("=")[0].strip() for item in items] if items else None
-
-
 def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.Dataset:
     """Validate ``ds`` with the options of ``args`` and print the result: its summary
     (:func:`xuqcal.summary`: a verdict per question) and one table, or, for data with several
@@ -600,7 +593,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     # the answers first: a verdict per question (the summary reads this validation)
-    overview = summary(ds, validation=result, features=_feature_names(args), **shared)
+    features = list(feature_specs(getattr(args, "features", None))) or None
+    overview = summary(ds, validation_result=result, features=features, **shared)
     if any(type(v.data).__module__.startswith("dask") for v in overview.variables.values()):
         overview = overview.compute()
     elapsed = time.perf_counter() - start

@@ -38,11 +38,8 @@ def confidence_curve(curve: xr.Dataset, ax=None, *, col: str | None = None,
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -106,11 +103,8 @@ def ablation(result: xr.Dataset, ax=None, *, col: str | None = None, row: str | 
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -178,11 +172,8 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -246,11 +237,8 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------

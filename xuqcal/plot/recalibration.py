@@ -54,11 +54,8 @@ def bin_zms(before: xr.Dataset, after: xr.Dataset, ax=None, *, by: str | None = 
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------

@@ -47,11 +47,8 @@ def validation_probability(result: xr.Dataset, statistic: str | Iterable[str] | 
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -115,11 +112,8 @@ def generator_sensitivity_study(result: xr.Dataset, statistic: str = "ence", ax=
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -183,11 +177,8 @@ def size_bins_study(result: xr.Dataset, statistic: str = "ence", ax=None, *,
         Extra dimensions of ``result`` laid out as a grid of panels; one extra dimension goes
         along the columns by default (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -248,11 +239,8 @@ def zero_bins_extrapolation(result: xr.Dataset, statistic: str = "ence", ax=None
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------

@@ -47,11 +47,8 @@ def zscores(ds: xr.Dataset, by: str = defaults.BY, window: int | None = None, *,
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (see :func:`running_statistics`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -95,11 +92,8 @@ def running_statistics(result: xr.Dataset, *, ax=None, log_x: bool | None = None
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------
@@ -198,11 +192,8 @@ def rank_correlation(matrix: xr.DataArray, *, ax=None, col: str | None = None,
     col, row : str, optional
         Extra dimensions laid out as a grid of panels (:mod:`xuqcal.plot.facets`).
     sharex, sharey : bool or None
-        Whether the panels of a grid share their x / y axis; ``None`` (the default): shared
-        unless the panels' sets differ, in their numbers of points (``n_samples``) by more
-        than a factor 2, or in their ranges (ranges without a common value, or one spanning
-        less than a fifth of all panels together, in decades on a log axis), see
-        :func:`~xuqcal.plot.facets.share_axis`.
+        Whether the panels of a grid share their x / y axis; ``None`` (the default):
+        shared unless the panels' sets differ (:func:`~xuqcal.plot.facets.share_axis`).
 
     Returns
     -------

@@ -48,7 +48,7 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal import io
-from xuqcal.analysis.precision import AUTO, is_auto
+from xuqcal.analysis.precision import AUTO, capped_count, is_auto
 from xuqcal.analysis.slices import DATASET_DIM, extra_dims, slice_label
 from xuqcal.analysis.tables import (
     SIZE_COORD,
@@ -780,7 +780,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                   f"reliability diagram: RMSE against RMV per bin of uE ({n_reliability} "
                   "bins)")
     curve = curves.confidence_curve(ds, generator=defaults.GENERATORS[0],
-                                    n_mc=_capped(n_mc, defaults.N_MC_CURVE), seed=seed)
+                                    n_mc=capped_count(n_mc, defaults.N_MC_CURVE), seed=seed)
     writer.result(name("confidence_curve"), curve, group=key)
     writer.figure(section("conditional"), name("confidence_curve"),
                   plot.confidence_curve(curve),
@@ -834,7 +834,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     # the answers, shown first: a verdict per question, read from this validation and from
     # the local analyses, PIT and scores above when the summary's settings are the report's
     overview = summary_analysis.summary(
-        ds, validation=result, features=features or None, n_boot=n_boot, n_mc=n_mc,
+        ds, validation_result=result, features=features or None, n_boot=n_boot, n_mc=n_mc,
         seed=seed, mc_precision=options.mc_precision,
         analyses=_summary_analyses(local_zms, lcp, pit_test, options))
     writer.result(name("summary"), overview, group=key)
@@ -903,13 +903,6 @@ def _common_provenance(options: _Options, figure_format: str, dpi: float) -> dic
                                      "(recommended_n_bins, per data set)"),
         "figures": f"{figure_format.upper()}, {dpi:g} dpi",
     }
-
-
-def _capped(count: int | str, cap: int) -> int:
-    """The replicates of an analysis of the report that has its own cap (the band of the
-    confidence curve; the per-bin bootstraps: :func:`~xuqcal.analysis.summary.local_replicates`):
-    the validation's count, at most ``cap`` (``cap`` for ``"auto"``)."""
-    return cap if isinstance(count, str) else min(int(count), cap)
 
 
 def _count_text(count: int | str, ceiling: int, options: _Options) -> str:
