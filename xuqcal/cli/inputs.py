@@ -22,7 +22,6 @@ applies to every file.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,11 +31,9 @@ import xarray as xr
 from xuqcal import io
 from xuqcal.cli.common import feature_specs
 from xuqcal.core import defaults
-from xuqcal.io.netcdf import _netcdf_signature
+from xuqcal.io import netcdf
+from xuqcal.io.netcdf import ZARR_MARKERS, _netcdf_signature
 from xuqcal.io.schema import _record_roles, standard_names
-
-#: Files that mark a folder as a Zarr store (Zarr format 2: .zgroup ...; format 3: zarr.json).
-ZARR_MARKERS = (".zgroup", ".zarray", ".zattrs", ".zmetadata", "zarr.json")
 
 #: The variables of an input as the commands use them (a CSV file's expressions give them).
 E_NAME, UE_NAME = defaults.E, defaults.UE
@@ -54,12 +51,10 @@ def is_netcdf(path: Path) -> bool:
 
 
 def is_zarr(path: Path) -> bool:
-    """Whether ``path`` is a folder that looks like a Zarr store: named ``*.zarr`` or holding
-    Zarr metadata. Any other folder goes to the CSV reader, which refuses it by name."""
-    if not path.is_dir():
-        return False
-    return path.suffix.lower() == ".zarr" or any((path / name).exists()
-                                                 for name in ZARR_MARKERS)
+    """Whether ``path`` is a folder that looks like a Zarr store
+    (:func:`xuqcal.io.netcdf.is_zarr_store`). Any other folder goes to the CSV reader, which
+    refuses it by name."""
+    return netcdf.is_zarr_store(path)
 
 
 #: Names of NetCDF (and HDF5) files: such a file that does not start like one (and is not
@@ -126,8 +121,9 @@ def check_input_kind(path: Path) -> None:
 
 
 def zarr_available() -> bool:
-    """Whether the optional ``zarr`` package can be imported."""
-    return importlib.util.find_spec("zarr") is not None
+    """Whether the optional ``zarr`` package can be imported
+    (:func:`xuqcal.io.netcdf.zarr_available`)."""
+    return netcdf.zarr_available()
 
 
 def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
@@ -153,20 +149,10 @@ def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
 
 def _open_zarr(path: Path, E: str | None, uE: str | None) -> xr.Dataset:
     """A Zarr store as a checked input dataset (lazy: Dask-backed, values checked when
-    computed), with the roles recorded as :func:`xuqcal.io.open_dataset` records them."""
-    if not zarr_available():
-        raise ValueError(f"{path} is a Zarr store; reading it needs the zarr package, which is "
-                         "not installed: pip install zarr (or write the data to a NetCDF file "
-                         "with xuqcal.to_netcdf)")
-    try:
-        ds = xr.open_zarr(path)
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        if not any(os.path.lexists(path / name) for name in ZARR_MARKERS):
-            raise ValueError(f"{path} is not a Zarr store: the folder holds none of "
-                             f"{', '.join(ZARR_MARKERS)} (its metadata is missing)") from None
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else \
-            type(error).__name__
-        raise ValueError(f"{path} cannot be read as a Zarr store ({reason})") from None
+    computed), with the roles recorded as :func:`xuqcal.io.open_dataset` records them. The
+    store is opened as :func:`xuqcal.io.open_dataset` opens it (its metadata and chunks
+    checked, a damaged chunk named when read), in the store's chunks."""
+    ds = netcdf._open_zarr(path, {}, installed=zarr_available())
     try:
         E, uE = io.roles(ds, E, uE)
         ds = io.validate_dataset(ds, E=E, uE=uE)

@@ -17,8 +17,8 @@ import xarray as xr
 
 from xuqcal.io import outputs as _outputs
 
-__all__ = ["ZARR_MARKERS", "is_zarr_store", "open_dataset", "read_netcdf", "to_netcdf",
-           "to_netcdf_set"]
+__all__ = ["ZARR_MARKERS", "DamagedInputError", "is_zarr_store", "open_dataset", "read_netcdf",
+           "to_netcdf", "to_netcdf_set", "zarr_available"]
 
 PathLike = str | os.PathLike[str]
 
@@ -121,8 +121,10 @@ def read_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
         ) as stored:
             # drop the file's encodings (e.g. fixed-width strings) so that writing an extended
             # dataset back cannot truncate new values
-            return stored.load().drop_encoding()
+            return _load_checked(stored, shown).drop_encoding()
     except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
+        if isinstance(err, DamagedInputError):
+            raise
         if isinstance(err, PermissionError):
             raise PermissionError(f"{shown}: permission denied") from None
         if not signature:
@@ -268,6 +270,27 @@ def _prepare(ds: xr.Dataset, path: pathlib.Path, overwrite: bool) -> xr.Dataset:
     return out
 
 
+def _with_checksums(out: xr.Dataset) -> xr.Dataset:
+    """``out`` (a shallow copy) with every variable's data written with HDF5's Fletcher-32
+    checksum filter, so that damaged data are detected when read (:func:`read_netcdf`,
+    :func:`open_dataset`) rather than read as other numbers. Values are unchanged.
+
+    HDF5 filters apply to chunked storage only: a scalar (0-d) variable is stored contiguous
+    (or compact) and cannot be filtered (netCDF4 would silently ignore the request), so it is
+    left without a checksum; a requested ``contiguous`` layout is dropped for the others. For
+    a variable-length string variable the checksum covers the chunks of references, not the
+    strings themselves (they live in HDF5's global heap, which is not filtered).
+    """
+    checked = out.copy(deep=False)
+    for variable in checked.variables.values():
+        if variable.ndim == 0:
+            continue
+        encoding = {key: value for key, value in variable.encoding.items()
+                    if key != "contiguous"}
+        variable.encoding = {**encoding, "fletcher32": True}
+    return checked
+
+
 def _write_temporary(out: xr.Dataset, path: pathlib.Path,
                      option: str | None = None) -> pathlib.Path:
     """Write ``out`` to a new temporary file beside ``path`` and ``fsync`` it; returns it. A
@@ -285,7 +308,7 @@ def _write_temporary(out: xr.Dataset, path: pathlib.Path,
     except OSError as err:  # e.g. a read-only file system, or /proc
         raise _outputs.write_error(err, path, "nothing was written", option) from err
     try:
-        out.to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
+        _with_checksums(out).to_netcdf(tmp, mode="w", format="NETCDF4", engine="netcdf4")
         _outputs.fsync_path(tmp)
     except (OSError, RuntimeError) as err:  # e.g. a full disk: name the file and the errno
         # the library's own errno may be a guess (netCDF reports a full disk at creation as
@@ -361,38 +384,439 @@ def _check_chunks(chunks: object) -> None:
                      f"{chunks!r}")
 
 
-def _open_zarr(path: PathLike, chunks: object) -> xr.Dataset:
-    """A Zarr store, lazily (Dask-backed), with clear errors."""
+class DamagedInputError(ValueError):
+    """An input whose stored data cannot be read: a chunk of a Zarr store that cannot be
+    decoded (garbage bytes, a wrong size), a NetCDF variable whose checksum does not match.
+    The message is one line naming the file, the variable and the points concerned."""
+
+
+#: The remedy for a damaged input.
+_REWRITE = "write it again from the original data (or restore it from a copy)"
+
+
+def _point_ranges(key: tuple[slice, ...], dims: tuple[str, ...],
+                  shape: tuple[int, ...]) -> str:
+    """The points a block of an array covers, per dimension, for a message.
+
+    Examples
+    --------
+    >>> _point_ranges((slice(1, 2), slice(200, 400)), ("model", "sample"), (2, 400))
+    'model 1, sample 200 to 399'
+    >>> _point_ranges((), (), ())
+    'the single value'
+    """
+    parts = []
+    for dim, part, size in zip(dims, key, shape, strict=True):
+        start, stop, _ = part.indices(size)
+        parts.append(f"{dim} {start}" if stop - start == 1 else
+                     f"{dim} {start} to {stop - 1}")
+    return ", ".join(parts) or "the single value"
+
+
+def _first_line(error: BaseException) -> str:
+    """The first line of an error's message, or its type when it has none."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _netcdf_read_failure(shown: str, name: str, variable: xr.Variable, error: BaseException,
+                         where: str = "", remedy: str = _REWRITE) -> str:
+    """The message for a NetCDF variable whose data cannot be read: a checksum that does not
+    match (a variable written with the Fletcher-32 filter, as xuqcal writes them) or other
+    corrupted data."""
+    at = f" ({where})" if where else ""
+    if variable.encoding.get("fletcher32"):
+        problem = "its checksum does not match (the file is damaged)"
+    else:
+        problem = f"its data are corrupted ({_first_line(error)}; the file is damaged)"
+    return f"{shown}: variable {name} cannot be read{at}: {problem}; {remedy}"
+
+
+class _CheckedReader:
+    """The blocks of one lazily opened variable (a NetCDF file's or a Zarr store's), read
+    through xarray's lazy indexing (so values are those xarray reads: decoded, bit for bit),
+    with a failed read turned into a :class:`DamagedInputError` naming the file, the variable
+    and the points of the block. Dask reads it with :func:`dask.array.from_array`; it is
+    picklable (xarray's backend arrays are), so that distributed workers read it too.
+
+    Parameters
+    ----------
+    variable : xarray.Variable
+        The variable, opened lazily (not loaded, not Dask-backed).
+    name : str
+        Its name in the dataset.
+    source : str
+        The file or store, as shown in messages.
+    zarr_metadata : object, optional
+        The Zarr array's metadata (a Zarr store's variable): a failed block is then searched
+        for the chunk file(s) that cannot be read, named in the message.
+    """
+
+    def __init__(self, variable: xr.Variable, name: str, source: str,
+                 zarr_metadata: Any = None) -> None:
+        self.variable = variable
+        self.name = name
+        self.source = source
+        self.zarr_metadata = zarr_metadata
+        self.shape = variable.shape
+        self.dtype = variable.dtype
+        self.ndim = variable.ndim
+
+    def _read(self, key: tuple[slice, ...]) -> np.ndarray:
+        return np.asarray(self.variable[key].values)
+
+    def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
+        key = key if isinstance(key, tuple) else (key,)
+        try:
+            return self._read(key)
+        except MemoryError:
+            raise
+        except Exception as error:  # a codec's, HDF5's or zarr's own error: name the points
+            raise DamagedInputError(self._message(key, error)) from error
+
+    def _message(self, key: tuple[slice, ...], error: BaseException) -> str:
+        where = _point_ranges(key, self.variable.dims, self.shape)
+        if self.zarr_metadata is None:
+            return _netcdf_read_failure(self.source, self.name, self.variable, error, where)
+        failed = self._failed_chunk(key)
+        if failed is not None:
+            chunk_key, region, error = failed
+            where = _point_ranges(region, self.variable.dims, self.shape)
+        else:
+            chunk_key = "?"
+        return (f"{os.path.join(self.source, self.name, chunk_key)}: the chunk of variable "
+                f"{self.name} at {where} cannot be read ({_first_line(error)}): the Zarr "
+                f"store is damaged; {_REWRITE}")
+
+    def _failed_chunk(self, key: tuple[slice, ...]
+                      ) -> tuple[str, tuple[slice, ...], BaseException] | None:
+        """The first chunk of the store in the block ``key`` that cannot be read (its key, its
+        points and the error), read one by one (only after a failure)."""
+        import itertools
+
+        chunk_shape = tuple(self.zarr_metadata.chunks)
+        spans = []
+        for part, size, step in zip(key, self.shape, chunk_shape, strict=True):
+            start, stop, _ = part.indices(size)
+            spans.append(range(start // step, -(-stop // step)))
+        for coords in itertools.product(*spans):
+            region = tuple(slice(c * step, min((c + 1) * step, size))
+                           for c, step, size in zip(coords, chunk_shape, self.shape,
+                                                    strict=True))
+            try:
+                self._read(region)
+            except MemoryError:
+                raise
+            except Exception as error:
+                return self.zarr_metadata.encode_chunk_key(coords), region, error
+        return None
+
+
+def _checked_dask(lazy: xr.Dataset, chunked: xr.Dataset, source: str,
+                  zarr_metadata: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """``chunked`` (a file opened with Dask chunks) with each Dask-backed data variable read
+    through a :class:`_CheckedReader` of the same variable in ``lazy`` (the file opened
+    without chunks): the same chunks, values and attributes, and a deterministic name (from
+    xarray's own), but a failed read is a :class:`DamagedInputError`."""
+    import dask.array as da
+
+    replaced = {}
+    for name, array in chunked.data_vars.items():
+        variable = array.variable
+        if variable.chunks is None or name not in lazy.variables:
+            continue
+        reader = _CheckedReader(lazy.variables[name], str(name), source,
+                                (zarr_metadata or {}).get(str(name)))
+        data = da.from_array(reader, chunks=variable.chunks, lock=False, fancy=False,
+                             asarray=True, name=f"xuqcal-checked-{array.data.name}",
+                             meta=np.empty((0,) * variable.ndim, dtype=variable.dtype))
+        replaced[name] = array.copy(data=data)
+    return chunked.assign(replaced) if replaced else chunked
+
+
+def _load_checked(stored: xr.Dataset, shown: str, remedy: str = _REWRITE) -> xr.Dataset:
+    """``stored`` (an open NetCDF file) loaded variable by variable, so that data that cannot
+    be read (a checksum that does not match: netCDF's ``NetCDF: HDF error``) are one error
+    naming the file (as ``shown``) and the variable, ending with ``remedy``
+    (:class:`DamagedInputError`)."""
+    for name, variable in stored.variables.items():
+        try:
+            variable.load()
+        except (OSError, RuntimeError, ValueError) as error:
+            if isinstance(error, PermissionError):
+                raise
+            raise DamagedInputError(_netcdf_read_failure(shown, str(name), variable, error,
+                                                         remedy=remedy)) from None
+    return stored
+
+
+# --------------------------------------------------------------------------------------------
+# Zarr
+# --------------------------------------------------------------------------------------------
+
+
+def zarr_available() -> bool:
+    """Whether the optional ``zarr`` package can be imported."""
     import importlib.util
 
-    shown = os.fspath(path)
-    if importlib.util.find_spec("zarr") is None:
-        raise ValueError(f"{shown} is a Zarr store; reading it needs the zarr package, which is "
-                         "not installed: pip install zarr (or write the data to a NetCDF file "
-                         "with xuqcal.to_netcdf)")
+    return importlib.util.find_spec("zarr") is not None
+
+
+def _zarr_missing(shown: str) -> str:
+    """The message for a Zarr store when the zarr package is not installed."""
+    return (f"{shown} is a Zarr store; reading it needs the zarr package, which is not "
+            "installed: pip install zarr (or write the data to a NetCDF file with "
+            "xuqcal.to_netcdf)")
+
+
+#: The metadata files of one array of a Zarr store (format 2; format 3).
+_ARRAY_METADATA = (".zarray", ".zattrs", "zarr.json")
+
+
+def _array_folders(store: pathlib.Path) -> dict[str, pathlib.Path]:
+    """The arrays of a store's root group: sub-folders holding ``.zarray`` or ``zarr.json``
+    (a group of format 3 also has a ``zarr.json``: only arrays are read by xarray, so a
+    sub-group is told apart by its ``node_type``)."""
+    import json
+
+    folders = {}
+    for entry in sorted(store.iterdir()):
+        if not entry.is_dir():
+            continue
+        if (entry / ".zarray").exists():
+            folders[entry.name] = entry
+        elif (entry / "zarr.json").exists():
+            try:
+                node = json.loads((entry / "zarr.json").read_text()).get("node_type")
+            except (ValueError, AttributeError, OSError):
+                node = "array"  # refused as invalid metadata by the caller
+            if node != "group":
+                folders[entry.name] = entry
+    return folders
+
+
+def _consolidated(store: pathlib.Path) -> tuple[str, dict[str, dict]] | None:
+    """The consolidated metadata of a store's arrays (the file and, per array, its copy), or
+    None when the store has none."""
+    import json
+
+    if (store / ".zmetadata").exists():
+        try:
+            entries = json.loads((store / ".zmetadata").read_text())["metadata"]
+        except (ValueError, KeyError, TypeError, OSError):
+            return None  # xuqcal reads each array's own metadata: an unusable copy is ignored
+        return ".zmetadata", {key[:-len("/.zarray")]: value for key, value in entries.items()
+                              if isinstance(value, dict) and key.endswith("/.zarray")
+                              and key.count("/") == 1}
+    if (store / "zarr.json").exists():
+        try:
+            root = json.loads((store / "zarr.json").read_text())
+            entries = (root.get("consolidated_metadata") or {}).get("metadata") or {}
+        except (ValueError, AttributeError, OSError):
+            return None
+        return "zarr.json", {key: value for key, value in entries.items()
+                             if isinstance(value, dict) and "/" not in key
+                             and value.get("node_type") == "array"}
+    return None
+
+
+def _layout(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """What an array's metadata (format 2 or 3) says of its layout: shape, chunks, dtype."""
+    grid = metadata.get("chunk_grid")
+    chunks = grid.get("configuration", {}).get("chunk_shape") if isinstance(grid, dict) \
+        else metadata.get("chunks")
+    return {"shape": metadata.get("shape"), "chunks": chunks,
+            "dtype": metadata.get("data_type", metadata.get("dtype"))}
+
+
+def _check_zarr_metadata(store: pathlib.Path, shown: str) -> dict[str, Any]:
+    """Each array's own metadata read and checked (not only the consolidated copy that xarray
+    would read instead): invalid JSON, metadata that zarr refuses, and a consolidated copy
+    that disagrees with it are one error naming the store, the variable and the file. Returns
+    the zarr arrays of the root group by name."""
+    import json
+
+    import zarr
+
+    for name in (".zgroup", ".zattrs", "zarr.json"):
+        file = store / name
+        if file.is_file():
+            try:
+                json.loads(file.read_text())
+            except (ValueError, OSError) as error:
+                raise ValueError(f"{shown}: the store's metadata file {file} is invalid "
+                                 f"({_first_line(error)}); the Zarr store is damaged: "
+                                 f"{_REWRITE}") from None
+    folders = _array_folders(store)
+    for name, folder in folders.items():
+        for file in (folder / kind for kind in _ARRAY_METADATA):
+            if file.is_file():
+                try:
+                    json.loads(file.read_text())
+                except (ValueError, OSError) as error:
+                    raise ValueError(_invalid_array_metadata(shown, name, file, error)) \
+                        from None
     try:
-        return xr.open_zarr(path, chunks="auto" if chunks is None else chunks,
-                            decode_times=False, decode_timedelta=False).drop_encoding()
+        group = zarr.open_group(store, mode="r", use_consolidated=False)
+    except Exception as error:  # zarr's own errors have no common base
+        raise ValueError(f"{shown} cannot be read as a Zarr store ({_first_line(error)})") \
+            from None
+    arrays = {}
+    for name, folder in folders.items():
+        try:
+            arrays[name] = group[name]
+        except Exception as error:
+            file = folder / (".zarray" if (folder / ".zarray").exists() else "zarr.json")
+            raise ValueError(_invalid_array_metadata(shown, name, file, error)) from None
+    consolidated = _consolidated(store)
+    if consolidated is not None:
+        where, copies = consolidated
+        for name, copy in copies.items():
+            if name not in folders:
+                continue
+            file = folders[name] / (".zarray" if (folders[name] / ".zarray").exists()
+                                    else "zarr.json")
+            own, kept = _layout(json.loads(file.read_text())), _layout(copy)
+            wrong = [f"{key} {kept[key]} there, {own[key]} in {file.name}" for key in own
+                     if own[key] != kept[key]]
+            if wrong:
+                raise ValueError(
+                    f"{shown}: variable {name}: its metadata {file} and the store's "
+                    f"consolidated copy ({store / where}) disagree ({'; '.join(wrong)}): the "
+                    f"Zarr store is damaged or was changed without consolidating it again; "
+                    f"{_REWRITE}")
+    return arrays
+
+
+def _invalid_array_metadata(shown: str, name: str, file: pathlib.Path,
+                            error: BaseException) -> str:
+    return (f"{shown}: variable {name}: its metadata {file} is invalid ({_first_line(error)}); "
+            f"the Zarr store is damaged: {_REWRITE}")
+
+
+def _reads_as_missing(array: Any) -> bool:
+    """Whether a chunk of ``array`` absent from the store reads as missing values (NaN): its
+    fill value is NaN or xarray masks it (``_FillValue``, ``missing_value``). Other absent
+    chunks hold the fill value itself (e.g. 0): zarr does not write such chunks, and reading
+    them gives the values written."""
+    if "_FillValue" in array.attrs or "missing_value" in array.attrs:
+        return True
+    fill = array.fill_value
+    try:
+        return bool(np.isnan(fill))
+    except (TypeError, ValueError):
+        return False
+
+
+def _stored_chunk_keys(folder: pathlib.Path) -> set[str]:
+    """The keys of the files below an array's folder (names only: no data read)."""
+    keys = set()
+    for root, _, files in os.walk(folder):
+        prefix = os.path.relpath(root, folder).replace(os.sep, "/")
+        keys.update(name if prefix == "." else f"{prefix}/{name}" for name in files)
+    return keys
+
+
+def _check_zarr_chunks(store: pathlib.Path, shown: str, arrays: Mapping[str, Any]) -> None:
+    """Refuse a store whose arrays lack chunks that would read as missing values (NaN):
+    deleted or never written. Only the names of the stored files are listed."""
+    import itertools
+
+    lacking: list[str] = []  # the variables that lack chunks, the first described in full
+    for name, array in arrays.items():
+        if array.nchunks == 0 or not _reads_as_missing(array):
+            continue
+        if array.nchunks_initialized >= array.nchunks:
+            continue
+        stored = _stored_chunk_keys(store / name)
+        grid = array.cdata_shape
+        missing = [coords for coords in itertools.product(*map(range, grid))
+                   if array.metadata.encode_chunk_key(coords) not in stored]
+        if not missing:
+            continue
+        if lacking:
+            lacking.append(f"{name} ({len(missing)} of {array.nchunks})")
+            continue
+        dims = tuple(array.attrs.get("_ARRAY_DIMENSIONS") or
+                     getattr(array.metadata, "dimension_names", None) or
+                     [f"axis {k}" for k in range(array.ndim)])
+        shown_chunks = []
+        for coords in missing[:3]:
+            region = tuple(slice(c * step, min((c + 1) * step, size))
+                           for c, step, size in zip(coords, array.chunks, array.shape,
+                                                    strict=True))
+            shown_chunks.append(f"{name}/{array.metadata.encode_chunk_key(coords)} ("
+                                f"{_point_ranges(region, dims, array.shape)})")
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        lacking.append(f"variable {name} lacks {len(missing)} of its {array.nchunks} chunks: "
+                       f"{', '.join(shown_chunks)}{more}")
+    if lacking:
+        also = f" (also lacking chunks: {', '.join(lacking[1:])})" if len(lacking) > 1 else ""
+        raise ValueError(
+            f"{shown}: {lacking[0]}{also}; their points would read as missing (NaN). zarr "
+            "does not write a chunk whose points are all the fill value (by default): if "
+            "those points are meant to be absent, write the store again with "
+            "ds.to_zarr(..., write_empty_chunks=True); otherwise the store is incomplete "
+            "(chunk files deleted): write it again from the original data")
+
+
+def _open_zarr(path: PathLike, chunks: object, *, installed: bool | None = None
+               ) -> xr.Dataset:
+    """A Zarr store, lazily (Dask-backed), with clear errors: each array's own metadata is
+    read and checked (not the consolidated copy), chunks that would read as missing values
+    are refused before any work, and a chunk that cannot be decoded when the data are
+    computed is a :class:`DamagedInputError` naming its file, variable and points.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The store (a local folder).
+    chunks : object
+        Dask chunks (checked by :func:`_check_chunks`); None: ``"auto"`` (whole multiples of
+        the store's chunks); ``{}``: the store's chunks.
+    installed : bool, optional
+        Whether zarr can be imported (the caller's answer); by default :func:`zarr_available`.
+    """
+    shown = os.fspath(path)
+    if not (zarr_available() if installed is None else installed):
+        raise ValueError(_zarr_missing(shown))
+    store = pathlib.Path(path)
+    marked = any(os.path.lexists(store / name) for name in ZARR_MARKERS)
+    arrays: dict[str, Any] = {}
+    if marked:  # (a folder without metadata is refused by xarray below)
+        arrays = _check_zarr_metadata(store, shown)
+        _check_zarr_chunks(store, shown, arrays)
+    options = {"consolidated": False, "decode_times": False, "decode_timedelta": False}
+    try:
+        chunked = xr.open_zarr(path, chunks="auto" if chunks is None else chunks, **options)
+        # the same variables unchunked (lazily indexed), which the checked reads go through
+        lazy = xr.open_dataset(path, engine="zarr", chunks=None, **options) if marked else \
+            None
     except (OSError, ValueError, KeyError, TypeError) as error:
-        if not any(os.path.lexists(os.path.join(path, name)) for name in ZARR_MARKERS):
+        if not marked:
             raise ValueError(f"{shown} is not a Zarr store: the folder holds none of "
                              f"{', '.join(ZARR_MARKERS)} (its metadata is missing)") from None
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else \
-            type(error).__name__
-        raise ValueError(f"{shown} cannot be read as a Zarr store ({reason})") from None
+        raise ValueError(f"{shown} cannot be read as a Zarr store ({_first_line(error)})") \
+            from None
+    if lazy is None:
+        return chunked.drop_encoding()
+    metadata = {name: array.metadata for name, array in arrays.items()}
+    return _checked_dask(lazy, chunked, shown, metadata).drop_encoding()
 
 
 def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset:
     """A NetCDF file opened (not loaded) with Dask chunks, with the errors of
-    :func:`read_netcdf`."""
+    :func:`read_netcdf`; data that cannot be read when computed (a checksum that does not
+    match) are a :class:`DamagedInputError` naming the file, the variable and the points."""
     _check_input_file(path, what)
     shown = os.fspath(path)
     head = _readable_head(path, what)
     if os.path.getsize(path) == 0:
         raise ValueError(f"{shown} is empty, not {what}")
+    options = {"engine": "netcdf4", "decode_times": False, "decode_timedelta": False}
     try:
-        return xr.open_dataset(path, engine="netcdf4", chunks=chunks, decode_times=False,
-                               decode_timedelta=False).drop_encoding()
+        lazy = xr.open_dataset(path, **options)
+        chunked = xr.open_dataset(path, chunks=chunks, **options)
     except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
         if isinstance(err, PermissionError):
             raise PermissionError(f"{shown}: permission denied") from None
@@ -400,6 +824,7 @@ def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset
             raise ValueError(_bad_signature(shown, head, what)) from None
         raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
                          f"expected {what}") from None
+    return _checked_dask(lazy, chunked, shown).drop_encoding()
 
 
 def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
@@ -412,7 +837,11 @@ def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
     reduces them chunk by chunk); keep the file in place while the dataset is used. A Zarr
     store (a folder named ``*.zarr`` or holding Zarr metadata; needs the ``zarr`` package) is
     always opened lazily (:func:`xarray.open_zarr`), in Dask's automatic chunks (whole
-    multiples of the store's chunks) unless ``chunks`` is given. Times and time
+    multiples of the store's chunks) unless ``chunks`` is given; each array's own metadata is
+    read and checked (not only a consolidated copy), and chunks that would read as missing
+    values (deleted, or all-NaN chunks that zarr did not write) are refused before any work.
+    Lazily read data that cannot be decoded (a damaged Zarr chunk, a NetCDF checksum that does
+    not match) raise a :class:`DamagedInputError` when computed. Times and time
     deltas are not decoded: a variable with ``units="s"`` stays a number. The roles of the two
     variables are recorded in their attribute ``xuqcal_role`` (see :func:`xuqcal.io.roles`).
 
@@ -444,8 +873,12 @@ def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
         If ``path`` does not exist, or is a folder that is not a Zarr store.
     ValueError
         If the file is empty, truncated, corrupted or not NetCDF, a Zarr store cannot be read
-        (or zarr is not installed), or the content is not a valid input dataset; the message
-        starts with the path.
+        (or zarr is not installed, its metadata are invalid, or chunks are missing), or the
+        content is not a valid input dataset; the message starts with the path.
+    DamagedInputError
+        (a ValueError) If data cannot be read: a NetCDF variable whose checksum does not match
+        (loaded data: here; lazy data: when computed), a Zarr chunk that cannot be decoded
+        (when computed); one line naming the file, the variable and the points.
 
     Examples
     --------

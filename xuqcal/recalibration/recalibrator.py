@@ -458,9 +458,13 @@ class Recalibrator:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Recalibrator:
-        """Read a recalibrator written by :meth:`to_netcdf` (loaded into memory)."""
+        """Read a recalibrator written by :meth:`to_netcdf` (loaded into memory); damaged data
+        (a checksum that does not match) are a one-line
+        :class:`~xuqcal.io.netcdf.DamagedInputError` naming the file and the variable."""
+        from xuqcal.io.netcdf import _load_checked
+
         with xr.open_dataset(path) as stored:
-            return cls(stored.load())
+            return cls(_load_checked(stored, os.fspath(path)))
 
     @property
     def method(self) -> str:

@@ -65,7 +65,7 @@ from xuqcal.core.summaries import (
 )
 from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
-from xuqcal.io.netcdf import read_netcdf
+from xuqcal.io.netcdf import DamagedInputError, _load_checked, read_netcdf
 from xuqcal.io.schema import present_points, slice_label, slice_positions
 from xuqcal.io.synthetic import check_nu
 from xuqcal.studies import progress as _progress
@@ -509,7 +509,10 @@ def _compute_cell(kind, stats, cells, bins, n_mc, seed, chunks, keep_replicates,
 def _load_checkpoint(file: Path, expected: dict, keep_replicates: bool) -> xr.Dataset:
     try:
         with xr.open_dataset(file, engine="netcdf4") as piece:
-            piece = piece.load()
+            piece = _load_checked(piece, f"checkpoint {file}",
+                                  remedy="remove it to compute that cell again")
+    except DamagedInputError:  # one line naming the file and the variable
+        raise
     except (OSError, ValueError, RuntimeError) as err:
         raise ValueError(f"checkpoint {file} cannot be read ({err}); remove it to compute "
                          "that cell again") from None
