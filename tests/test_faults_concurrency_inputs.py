@@ -2,7 +2,10 @@
 
 1. concurrency: two writers of one cube (``cube extend``, ``cube build``) never lose an update:
    the second is refused at once, naming the process that holds the cube's lock
-   (:mod:`xuqcal.io.locks`); real processes, under time limits;
+   (:mod:`xuqcal.io.locks`); real processes, under time limits; so are the second writers of
+   every other output (``validate -o``, ``report``, ``demo``, ``recalibrate``,
+   :func:`xuqcal.to_netcdf`), before any computation, with the first one's output intact and
+   no lock file left; the lock is re-entrant in its thread;
 2. terminal output: file names with escape sequences are printed escaped
    (:func:`xuqcal.cli.terminal.escape`), in titles, ``written:`` lines and errors;
 3. wrong files: an empty ``.nc``, a ``.nc`` without the NetCDF signature (all zeros, a
@@ -14,19 +17,23 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+import xarray as xr
 from faults import one_line_error, write_csv
 
 import xuqcal
 from xuqcal.cli import inputs as cli_inputs
 from xuqcal.cli import main
+from xuqcal.cli import recalibrate as cli_recalibrate
 from xuqcal.cli.terminal import escape
-from xuqcal.io import locks
+from xuqcal.io import locks, outputs
 from xuqcal.io import netcdf as io_netcdf
 from xuqcal.studies import cube
 
@@ -45,18 +52,39 @@ def cube_file(tmp_path):
 # ------------------------------------------------------------------------ 1. concurrency
 
 
+def _in_another_thread(function):
+    """What ``function()`` raised in another thread (a second writer: the lock is re-entrant
+    in the thread that holds it, and refuses other threads as it refuses other processes)."""
+    raised = []
+
+    def run():
+        try:
+            function()
+        except BaseException as error:  # handed to the test
+            raised.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    return raised[0] if raised else None
+
+
+def _lock_once(path, what, **kwargs):
+    with locks.locked(path, what, **kwargs):
+        pass
+
+
 def test_lock_refuses_a_second_writer_and_is_removed_after(tmp_path):
     out = tmp_path / "out.nc"
     with locks.locked(out, "xuqcal cube extend"):
         assert locks.lock_path(out).exists()
         start = time.monotonic()
-        with pytest.raises(locks.FileInUseError) as refused, \
-                locks.locked(out, "xuqcal cube build"):
-            pass
+        refused = _in_another_thread(lambda: _lock_once(out, "xuqcal cube build"))
+        assert isinstance(refused, locks.FileInUseError)
         assert time.monotonic() - start < 2  # at once, no wait
-        assert str(refused.value).startswith(
+        assert str(refused).startswith(
             f"{out} is in use by process {os.getpid()} (xuqcal cube extend, since ")
-        assert "wait for it to finish" in str(refused.value)
+        assert "wait for it to finish" in str(refused)
     assert not locks.lock_path(out).exists()
     with locks.locked(out, "again"):  # free again
         pass
@@ -66,8 +94,8 @@ def test_lock_wait_is_bounded(tmp_path):
     out = tmp_path / "out.nc"
     with locks.locked(out, "first"):
         start = time.monotonic()
-        with pytest.raises(locks.FileInUseError), locks.locked(out, "second", timeout=0.5):
-            pass
+        refused = _in_another_thread(lambda: _lock_once(out, "second", timeout=0.5))
+        assert isinstance(refused, locks.FileInUseError)
         assert 0.4 < time.monotonic() - start < 5
 
 
@@ -161,6 +189,230 @@ def test_two_concurrent_extends_lose_no_update(cube_file):
     sizes = cube.open(cube_file)["size"].values.tolist()
     assert set(sizes) == {300, *succeeded}
     assert not locks.lock_path(cube_file).exists()
+
+
+def test_lock_is_reentrant_in_its_thread_only(tmp_path):
+    out = tmp_path / "out.nc"
+    with locks.locked(out, "xuqcal validate", option="-o/--output"):
+        with locks.locked(out, "xuqcal.to_netcdf"):  # nested: no deadlock, no refusal
+            assert locks.holder(out).startswith(f"process {os.getpid()} (xuqcal validate, ")
+        assert locks.lock_path(out).exists()  # still held by the outer one
+        refused = _in_another_thread(lambda: _lock_once(out, "another thread"))
+        assert isinstance(refused, locks.FileInUseError)
+        assert str(refused).startswith(f"{out} is in use by process {os.getpid()} (xuqcal "
+                                       "validate, since ")
+    assert not locks.lock_path(out).exists()
+
+
+def test_lock_set_is_taken_in_one_order_and_released_when_refused(tmp_path):
+    a, b, c = (tmp_path / f"{name}.nc" for name in "abc")
+    with locks.locked(b, "first writer"):
+        def second():
+            with locks.locked_set([c, b, a], "second writer", option="-o/--output"):
+                pass
+        refused = _in_another_thread(second)
+        assert isinstance(refused, locks.FileInUseError)
+        assert str(refused).startswith(f"-o/--output: {b} is in use by process ")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".b.nc.lock"]  # a's released
+    with locks.locked_set([c, a, c], "set"):
+        assert sorted(p.name for p in tmp_path.iterdir()) == [".a.nc.lock", ".c.nc.lock"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lock_paths_of_folders_and_long_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path / "..")
+    assert locks.lock_path(tmp_path / "report/") == tmp_path / ".report.lock"
+    assert locks.lock_path(".") == tmp_path.parent.parent / f".{tmp_path.parent.name}.lock"
+    long = tmp_path / ("é" * 120 + ".nc")  # 240 bytes: '.NAME.lock' would exceed 255
+    with locks.locked(long, "x"):
+        (lock,) = tmp_path.iterdir()
+        assert len(os.fsencode(lock.name)) < 255 and locks.is_lock_file(lock)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lock_files_are_never_the_content_of_a_folder(tmp_path):
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / ".report_calibrated.lock").write_text("999999999\nxuqcal demo\nsince then\n")
+    assert not outputs.has_content(folder)  # a dead demo's lock of its report folder
+    (folder / ".mine.lock").write_text("my notes")  # not a lock file of xuqcal
+    assert outputs.has_content(folder)
+    with outputs.ManagedFolder(tmp_path / "rep", overwrite=False) as managed:
+        assert locks.holder(managed.folder).startswith(f"process {os.getpid()} (xuqcal, ")
+        assert not any(p.name.endswith(".lock") for p in managed.folder.iterdir())
+        managed.write_text("index.html", "<html></html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo", "rep"]
+
+
+# A process holding the lock of an output until a line arrives on its stdin. It loads
+# xuqcal/io/locks.py alone (no numpy or xarray to import: it starts in a few milliseconds).
+HOLDER_UNTIL_RELEASED = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("xuqcal_locks", sys.argv[1])
+locks = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(locks)
+with locks.locked(sys.argv[2], sys.argv[3]):
+    print("locked", flush=True)
+    sys.stdin.readline()
+print("released", flush=True)
+"""
+
+
+@contextlib.contextmanager
+def held_by_another_process(path, what):
+    """Another process holds the lock of ``path`` (as a running ``what`` does) in the block;
+    it releases it at the end (and its lock file is gone)."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER_UNTIL_RELEASED, locks.__file__,
+                             str(path), what], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        yield proc
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "released"
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def _in_use(line, command, option, path, proc, what):
+    """The line of a second writer refused: the output, its option, the holder."""
+    since = line.split("since ")[1].split(")")[0]
+    assert line == (f"xuqcal {command}: error: {option}: {escape(path)} is in use by process "
+                    f"{proc.pid} ({what}, since {since}); wait for it to finish (or stop it), "
+                    "then run this again")
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder): p.read_bytes() if p.is_file() else None
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_validate_output_in_use_is_refused(tmp_path, capsys, no_compute, overwrite):
+    data = write_csv(tmp_path / "data.csv")
+    out = xuqcal.to_netcdf(xuqcal.synthetic.nig(50, nu=6, seed=0), tmp_path / "out.nc")
+    before = _snapshot(tmp_path)
+    with held_by_another_process(out, "xuqcal validate") as proc:
+        status = main(["validate", str(data), "--E", "E", "--uE", "uE", *FAST, "-o", str(out),
+                       *(["--overwrite"] if overwrite else [])])
+        # refused by the lock before the check that out exists (no race with the first)
+        _in_use(one_line_error(capsys, status, command="validate"), "validate", "-o/--output",
+                out, proc, "xuqcal validate")
+    assert _snapshot(tmp_path) == before  # intact, no temporary or lock file left
+
+
+def test_report_folder_in_use_is_refused(tmp_path, capsys, no_compute):
+    data = write_csv(tmp_path / "data.csv")
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "index.html").write_text("<html>the first writer's report</html>")
+    before = _snapshot(tmp_path)
+    with held_by_another_process(rep, "xuqcal report") as proc:
+        status = main(["report", str(data), "--E", "E", "--uE", "uE", *FAST, "-o", str(rep),
+                       "--overwrite"])
+        _in_use(one_line_error(capsys, status, command="report"), "report", "-o/--output",
+                rep, proc, "xuqcal report")
+        # without --overwrite: the lock comes before the check that rep is not empty
+        status = main(["report", str(data), "--E", "E", "--uE", "uE", *FAST, "-o", str(rep)])
+        assert "is in use by process" in one_line_error(capsys, status, command="report")
+        with pytest.raises(locks.FileInUseError, match=f"rep is in use by process {proc.pid}"):
+            outputs.ManagedFolder(rep, overwrite=True)
+    assert _snapshot(tmp_path) == before
+
+
+def test_report_api_refused_before_computing(tmp_path, no_compute):
+    from xuqcal.report.html import report
+
+    rep = tmp_path / "rep"
+    with held_by_another_process(rep, "xuqcal report") as proc, \
+            pytest.raises(locks.FileInUseError, match=f"in use by process {proc.pid}"):
+        report(xuqcal.synthetic.nig(100, nu=6, seed=0), rep, n_boot=200, n_mc=50)
+    assert list(tmp_path.iterdir()) == []  # no folder, no lock file
+
+
+def test_demo_folder_in_use_is_refused(tmp_path, capsys, no_compute):
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    (demo / "demo_calibrated.nc").write_bytes(b"the first writer's file")
+    before = _snapshot(tmp_path)
+    with held_by_another_process(demo, "xuqcal demo") as proc:
+        status = main(["demo", "--size", "300", *FAST, "-o", str(demo), "--overwrite"])
+        _in_use(one_line_error(capsys, status, command="demo"), "demo", "-o/--output", demo,
+                proc, "xuqcal demo")
+    assert _snapshot(tmp_path) == before
+
+
+def test_recalibrate_set_in_use_is_refused(tmp_path, capsys, no_compute):
+    train = write_csv(tmp_path / "train.csv", seed=1)
+    test = write_csv(tmp_path / "test.csv", seed=2)
+    out = tmp_path / "out.nc"
+    paths = cli_recalibrate.output_paths(out)
+    for path in paths.values():
+        path.write_bytes(b"the first writer's set")
+    before = _snapshot(tmp_path)
+    # any file of the set: here the second one (its locks are taken in one order)
+    with held_by_another_process(paths["evaluation"], "xuqcal recalibrate") as proc:
+        status = main(["recalibrate", str(train), str(test), "--E", "E", "--uE", "uE",
+                       "--method", "temperature", "-o", str(out), "--overwrite"])
+        _in_use(one_line_error(capsys, status, command="recalibrate"), "recalibrate",
+                "-o/--output", paths["evaluation"], proc, "xuqcal recalibrate")
+    assert _snapshot(tmp_path) == before
+
+
+def test_to_netcdf_in_use_is_refused(tmp_path):
+    ds = xuqcal.synthetic.nig(50, nu=6, seed=0)
+    out = xuqcal.to_netcdf(ds, tmp_path / "out.nc")
+    before = _snapshot(tmp_path)
+    with held_by_another_process(out, "xuqcal validate") as proc:
+        with pytest.raises(locks.FileInUseError) as refused:
+            xuqcal.to_netcdf(ds, out, overwrite=True)
+        assert str(refused.value).startswith(
+            f"{out} is in use by process {proc.pid} (xuqcal validate, since ")
+        assert len(str(refused.value).splitlines()) == 1
+        with pytest.raises(locks.FileInUseError, match=r"^-o/--output: .*out\.nc is in use"):
+            io_netcdf.to_netcdf_set({tmp_path / "z.nc": ds, out: ds}, option="-o/--output")
+    assert _snapshot(tmp_path) == before  # z.nc not written either: the set is one
+    with locks.locked(out, "xuqcal validate"):  # the CLI's lock, then the API's: re-entrant
+        xuqcal.to_netcdf(ds, out, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nc"]
+
+
+def test_two_concurrent_validates_of_one_output(tmp_path):
+    """Two ``xuqcal validate -o same.nc`` at once: one writes, the other is refused naming it
+    (or both write, one after the other); the output is complete either way."""
+    data = write_csv(tmp_path / "data.csv", m=200)
+    out = tmp_path / "same.nc"
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(xuqcal.__file__)))
+    env = dict(os.environ, PYTHONWARNINGS="ignore",  # this xuqcal, not an installed one
+               PYTHONPATH=os.pathsep.join(filter(None, [checkout,
+                                                         os.environ.get("PYTHONPATH")])))
+    argv = [sys.executable, "-m", "xuqcal.cli", "validate", str(data), "--E", "E", "--uE", "uE",
+            *FAST, "-o", str(out), "--overwrite"]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(2)]
+    results = []
+    try:
+        for proc in procs:
+            _, err = proc.communicate(timeout=TIMEOUT)
+            results.append((proc.returncode, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    statuses = sorted(status for status, _ in results)
+    assert statuses in ([0, 0], [0, 2]), results
+    for status, err in results:
+        if status == 2:
+            assert len(err.strip().splitlines()) == 1, err
+            assert "-o/--output: " in err and "is in use by process" in err, err
+            assert "(xuqcal validate, since " in err
+    with xr.open_dataset(out) as written:
+        assert written.attrs["source"] == str(data) and "zms" in written.statistic.values
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "same.nc"]
 
 
 # --------------------------------------------------------------------- 2. terminal output

@@ -15,6 +15,9 @@ replaced only with ``--overwrite`` (never a read-only file, a device or a named 
 report or demo folder, ``--overwrite`` replaces only the files xuqcal wrote there (listed in
 its ``.xuqcal-manifest.json``); the user's own files are left alone, and the files of a run are
 moved into place only when it is complete (an error or Ctrl-C leaves the folder as it was).
+An output is locked from before its checks until it is written (:mod:`xuqcal.io.locks`): a
+second command writing it at the same time is refused at once, naming the process that holds
+it (``-o/--output: out.nc is in use by process 4242 (xuqcal validate, since ...)``).
 Counts (``--n-boot``, ``--n-mc``, ``--size``...) are at most 10^8 and ``--workers`` a few per
 CPU, so that a typo fails at once instead of exhausting the memory or hanging.
 
@@ -80,6 +83,7 @@ from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_generators
 from xuqcal.core.statistics import get_statistics
+from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
 from xuqcal.io import synthetic
 from xuqcal.io.schema import slice_positions
@@ -677,7 +681,16 @@ def _read_data(args: argparse.Namespace, *, formula: str | None = None,
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """``xuqcal validate``."""
+    """``xuqcal validate``: with ``-o``, the output is locked (:mod:`xuqcal.io.locks`) before
+    anything is checked, read or computed, until it is written; another writer is refused."""
+    if args.output is None:
+        return _validate(args)
+    with _locks.locked(args.output, "xuqcal validate", option=OUTPUT):
+        return _validate(args)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``xuqcal validate`` (its output, if any, locked)."""
     if args.output is not None:
         check_outputs([args.output], inputs=args.files, overwrite=args.overwrite)
     ds = _read_data(args)
@@ -717,7 +730,16 @@ def demo_datasets(size: int = 5000, seed: int = defaults.SEED) -> dict[str, xr.D
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``xuqcal demo``: validate two synthetic data sets and write their HTML reports."""
+    """``xuqcal demo``: validate two synthetic data sets and write their HTML reports (the
+    output folder locked, :mod:`xuqcal.io.locks`, before any check or computation)."""
+    output = args.output if args.output is not None else _free_folder(Path("xuqcal-demo"))
+    with _locks.locked(output, "xuqcal demo",
+                       option=OUTPUT if args.output is not None else None):
+        return _demo(args, output)
+
+
+def _demo(args: argparse.Namespace, output: Path) -> int:
+    """``xuqcal demo`` writing to the folder ``output`` (locked)."""
     from xuqcal.report.html import check_folder, check_options, report
 
     check_options(dpi=args.dpi, figure_format=args.figure_format)
@@ -725,7 +747,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         "calibrated": "Synthetic NIG data (nu = 6), calibrated uncertainties",
         "miscalibrated": "Synthetic NIG data (nu = 6), uncertainties 20% too small",
     }
-    output = args.output if args.output is not None else _free_folder(Path("xuqcal-demo"))
     files = {name: f"demo_{name}.nc" for name in titles}
     reports = {name: output / f"report_{name}" for name in titles}
     _outputs.check_folder(output, list(files.values()), overwrite=args.overwrite,
@@ -743,7 +764,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("A calibrated data set fails a 95 % test by chance in about 5 % of cases; the "
           "mis-calibrated one fails zms, rce, zv and nll far beyond |zeta| = 1.")
     new_reports = [folder for folder in reports.values() if not folder.exists()]
-    managed = _outputs.ManagedFolder(output, overwrite=args.overwrite, option=OUTPUT)
+    managed = _outputs.ManagedFolder(output, overwrite=args.overwrite, option=OUTPUT,
+                                     what="xuqcal demo")
     pages = []
     try:
         with compute_context(args):
@@ -773,7 +795,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """``xuqcal report``."""
+    """``xuqcal report``: the output folder is locked (:mod:`xuqcal.io.locks`) before anything
+    is checked, read or computed, until the report is in place; another writer is refused."""
+    with _locks.locked(args.output, "xuqcal report", option=OUTPUT):
+        return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
+    """``xuqcal report`` (its output folder locked)."""
     from xuqcal.report.html import check_folder, check_options, report
 
     check_options(title=args.title, dpi=args.dpi, figure_format=args.figure_format)

@@ -43,7 +43,9 @@ anything is read.
 
 Nothing is computed when an output file exists and ``--overwrite`` is not given, when an
 output's folder is missing or not writable, or when an output would replace an input file
-(``TRAIN``, ``TEST`` or ``--reference``; refused even with ``--overwrite``). Separate files
+(``TRAIN``, ``TEST`` or ``--reference``; refused even with ``--overwrite``), nor when
+another process is writing one of the three files (their locks, :mod:`xuqcal.io.locks`, are
+taken before the checks and held until the set is written). Separate files
 rather than NetCDF groups keep each file an ordinary Dataset that ``xr.open_dataset`` reads
 without a ``group=`` argument, and let every write be atomic. The table is printed.
 """
@@ -79,6 +81,7 @@ from xuqcal.core.defaults import (
     N_BINS_SCORES,
     SEED,
 )
+from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
 from xuqcal.recalibration import (
     LOSSES,
@@ -288,6 +291,13 @@ def run(args: argparse.Namespace) -> int:
     read or computed (see the module docstring)."""
     _check_method_options(args)
     paths = output_paths(args.output)
+    # the set locked before its checks, until it is written (one lock a file, in one order)
+    with _locks.locked_set(paths.values(), "xuqcal recalibrate", option="-o/--output"):
+        return _run(args, paths)
+
+
+def _run(args: argparse.Namespace, paths: dict[str, Path]) -> int:
+    """``run`` with the outputs ``paths`` locked."""
     inputs = [p for p in (args.train, args.test, args.reference) if p is not None]
     for path in paths.values():
         _outputs.check_output_file(path, overwrite=args.overwrite, inputs=inputs,

@@ -180,6 +180,9 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     ------
     FileExistsError
         If ``path`` exists and ``overwrite`` is false.
+    xuqcal.io.locks.FileInUseError
+        If another process is writing ``path`` (it holds its lock, :mod:`xuqcal.io.locks`,
+        taken here from the check of ``path`` to the rename); the message names that process.
     OSError
         If the write fails (a full disk, an I/O error: netCDF's ``RuntimeError: NetCDF: HDF
         error`` is raised as the ``OSError`` of the disk's errno, e.g. ``ENOSPC``), with one
@@ -195,32 +198,35 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     PosixPath('set1.nc')
     """
     path = pathlib.Path(path)
-    refusal = f"{path} already exists; pass overwrite=True to replace it"
-    out = _prepare(ds, path, overwrite)
-    tmp = _write_temporary(out, path)
-    try:
-        if overwrite:
-            try:
-                os.replace(tmp, path)
-                _outputs.fsync_path(path.parent)
-            except OSError as err:
-                raise _outputs.write_error(err, path, "the old file is unchanged" if
-                                           os.path.lexists(path) else "nothing was left") \
-                    from err
-        else:
-            try:
-                os.link(tmp, path)  # atomic and fails if path appeared in the meantime
-            except FileExistsError:
-                raise FileExistsError(refusal) from None
-            except OSError:  # no hard links on this file system
-                if os.path.lexists(path):
+    from xuqcal.io.locks import locked
+
+    with locked(path, "xuqcal.to_netcdf"):  # one writer (the check, then the rename)
+        refusal = f"{path} already exists; pass overwrite=True to replace it"
+        out = _prepare(ds, path, overwrite)
+        tmp = _write_temporary(out, path)
+        try:
+            if overwrite:
+                try:
+                    os.replace(tmp, path)
+                    _outputs.fsync_path(path.parent)
+                except OSError as err:
+                    raise _outputs.write_error(err, path, "the old file is unchanged" if
+                                               os.path.lexists(path) else "nothing was left") \
+                        from err
+            else:
+                try:
+                    os.link(tmp, path)  # atomic and fails if path appeared in the meantime
+                except FileExistsError:
                     raise FileExistsError(refusal) from None
-                os.replace(tmp, path)
-            _outputs.fsync_path(path.parent)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-    return path
+                except OSError:  # no hard links on this file system
+                    if os.path.lexists(path):
+                        raise FileExistsError(refusal) from None
+                    os.replace(tmp, path)
+                _outputs.fsync_path(path.parent)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+        return path
 
 
 def to_netcdf_set(datasets: Mapping[PathLike, xr.Dataset], *, overwrite: bool = False,
@@ -237,18 +243,22 @@ def to_netcdf_set(datasets: Mapping[PathLike, xr.Dataset], *, overwrite: bool = 
     >>> to_netcdf_set({"a.nc": ds, "b.nc": ds}, overwrite=True)  # doctest: +SKIP
     [PosixPath('a.nc'), PosixPath('b.nc')]
     """
-    prepared = {pathlib.Path(p): _prepare(ds, pathlib.Path(p), overwrite)
-                for p, ds in datasets.items()}
-    temporaries: dict[pathlib.Path, pathlib.Path] = {}
-    try:
-        for path, out in prepared.items():
-            temporaries[path] = _write_temporary(out, path, option)
-        _outputs.commit_set([(tmp, path) for path, tmp in temporaries.items()],
-                            overwrite=overwrite, option=option)
-    finally:
-        for tmp in temporaries.values():
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+    from xuqcal.io.locks import locked_set
+
+    paths = [pathlib.Path(p) for p in datasets]
+    with locked_set(paths, "xuqcal.to_netcdf_set", option=option):  # in a fixed order
+        prepared = {pathlib.Path(p): _prepare(ds, pathlib.Path(p), overwrite)
+                    for p, ds in datasets.items()}
+        temporaries: dict[pathlib.Path, pathlib.Path] = {}
+        try:
+            for path, out in prepared.items():
+                temporaries[path] = _write_temporary(out, path, option)
+            _outputs.commit_set([(tmp, path) for path, tmp in temporaries.items()],
+                                overwrite=overwrite, option=option)
+        finally:
+            for tmp in temporaries.values():
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
     return list(prepared)
 
 

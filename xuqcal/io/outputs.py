@@ -40,6 +40,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+from xuqcal.io.locks import is_lock_file, locked
+
 MANIFEST = ".xuqcal-manifest.json"
 """Name of the manifest of the files xuqcal wrote in a folder."""
 
@@ -595,8 +597,10 @@ def check_folder(folder: PathLike, planned: Iterable[str], *, overwrite: bool = 
 
 def has_content(folder: PathLike) -> bool:
     """Whether ``folder`` holds anything but the leftovers of xuqcal's runs (temporary files,
-    staging folders: they never make a folder non-empty)."""
-    return any(leftover_pid(p.name) is None for p in Path(folder).iterdir())
+    staging folders, the lock files of outputs written inside it: they never make a folder
+    non-empty)."""
+    return any(leftover_pid(p.name) is None and not is_lock_file(p)
+               for p in Path(folder).iterdir())
 
 
 class ManagedFolder:
@@ -608,6 +612,11 @@ class ManagedFolder:
     :meth:`close` records the files in the folder's manifest and removes the files of an
     earlier run that this run did not write again, when they are unchanged; nothing else in
     the folder is touched.
+
+    The folder is locked (:func:`xuqcal.io.locks.locked`, its lock file ``.<folder>.lock`` in
+    the parent folder) from its creation or its checks to :meth:`close` or :meth:`abort`:
+    another writer of the same folder is refused at once with a
+    :class:`~xuqcal.io.locks.FileInUseError` naming this process and ``what``.
 
     Examples
     --------
@@ -621,11 +630,25 @@ class ManagedFolder:
     """
 
     def __init__(self, folder: PathLike, *, overwrite: bool, inputs: Iterable[PathLike] = (),
-                 option: str = "output") -> None:
+                 option: str = "output", what: str = "xuqcal, writing a results folder",
+                 ) -> None:
         self.folder = Path(folder)
         self.overwrite = overwrite
         self.inputs = [Path(p) for p in inputs if p is not None]
         self.option = option
+        self.closed = True  # until staged
+        self._lock = contextlib.ExitStack()
+        self._lock.enter_context(locked(self.folder, what, option=option))
+        try:
+            self._open()
+        except BaseException:
+            self._lock.close()
+            raise
+        self.closed = False
+
+    def _open(self) -> None:
+        """Check the folder (created when missing) and make the staging folder."""
+        option = self.option
         self.created = not self.folder.exists()
         if self.created:
             check_folder_writable(self.folder.parent, option)
@@ -633,12 +656,11 @@ class ManagedFolder:
         else:
             remove_leftovers(self.folder)
         check_manifest_file(self.folder, option)
-        self.previous = read_manifest(self.folder) if overwrite else {}
+        self.previous = read_manifest(self.folder) if self.overwrite else {}
         self.files = {k: v for k, v in self.previous.items() if (self.folder / k).is_file()}
         self.written: set[str] = set()  # staged, moved into place by close()
         self.staging = self.folder / f".xuqcal-staging-{os.getpid()}-{secrets.token_hex(6)}"
         self.staging.mkdir()
-        self.closed = False
 
     def __enter__(self) -> ManagedFolder:
         return self
@@ -766,6 +788,7 @@ class ManagedFolder:
             if self.created and not self.files:
                 with contextlib.suppress(OSError):
                     self.folder.rmdir()  # only if empty
+            self._lock.close()
 
     def abort(self) -> None:
         """Forget the staged files: the folder is left as it was (and removed when this run
@@ -777,6 +800,7 @@ class ManagedFolder:
         if self.created:
             with contextlib.suppress(OSError):
                 self.folder.rmdir()  # only if empty
+        self._lock.close()
 
 
 def check_manifest_file(folder: PathLike, option: str = "output") -> None:
