@@ -492,15 +492,17 @@ def test_analyses_needing_one_task_refuse_data_too_large_before_any_work(monkeyp
         raise AssertionError("data were prepared")
 
     monkeypatch.setattr(resampling.PreparedData, "from_arrays", never)
-    ds = xuqcal.synthetic.nig(5000, nu=6, seed=0).chunk(sample=1000)
-    with xuqcal.set_options(task_memory_limit=100_000):
+    # 10**6 points need about 200 MB in one task; the replicates of these counts, and a task
+    # of the out-of-core reduction (a chunk and its temporaries), fit in 100 MB
+    ds = xuqcal.synthetic.nig(10**6, nu=6, seed=0).chunk(sample=10**5)
+    with xuqcal.set_options(task_memory_limit=100 * 10**6):
         for call, name in ((lambda: xuqcal.bootstrap(ds, ["zms"], n_boot=100), "bootstrap"),
                            (lambda: xuqcal.simulate(ds, ["cc"], n_mc=100), "simulate"),
                            (lambda: xuqcal.validate(ds, ["zms", "cc"], n_boot=100, n_mc=100),
                             "bootstrap"),
                            (lambda: xuqcal.validate(ds, ["zms"], n_boot="auto"), "validate")):
             with pytest.raises(xuqcal.DataTooLargeError,
-                               match=rf"^{name}: 5,000 points need about .*"
+                               match=rf"^{name}: 1,000,000 points need about .*"
                                      r"xuqcal\.reduce_statistics"):
                 call()
         # the out-of-core reduction of the same data is not refused

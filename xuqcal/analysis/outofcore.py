@@ -61,6 +61,7 @@ from xuqcal.core.checks import (
     user_stacklevel,
     variable_name,
 )
+from xuqcal.core.memory import DataTooLargeError, format_bytes, task_memory_limit
 from xuqcal.core.provenance import attach
 from xuqcal.core.statistics import (
     SAFE_EXPONENT,
@@ -80,8 +81,18 @@ __all__ = ["SAMPLE_CHUNK", "reduce_statistics"]
 #: Points per chunk along ``sample`` when NumPy-backed data are reduced (the tasks run in
 #: parallel; the results do not depend on it).
 SAMPLE_CHUNK = 1 << 20
-#: Values (rows × points) processed at once inside a task (bounds its temporaries).
-PIECE = 1 << 18
+#: Values (rows × points) processed at once inside a task (bounds its temporaries; at
+#: ``1 << 18`` they were four times larger, for no gain in speed).
+PIECE = 1 << 16
+#: Bytes per value of a block that a task holds: each input value as read (its compressed
+#: bytes, the decoded chunk, the copy the checked reader of a store returns, the row copy of
+#: ``_rows_of`` and the slices of a piece), counted as six float64: a Zarr chunk of E and uE
+#: peaked at about 75 bytes per point over the data (``benchmarks/memory_estimates.py``).
+BLOCK_BYTES_PER_VALUE = 6 * 8
+#: Bytes of a task besides its block: the temporaries of a piece (:data:`PIECE` values of
+#: the point columns and their products) and the exact accumulators
+#: (``benchmarks/memory_estimates.py`` measures both beside these estimates).
+TASK_OVERHEAD_BYTES = 16 * 10**6
 #: Chunk results combined per task of the tree reductions.
 SPLIT_EVERY = 8
 #: Passes of the exact selection of the bin edges (16 bits of the 64-bit keys per pass).
@@ -213,6 +224,30 @@ class _Layout:
 
     def block_shape(self, index: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(int(c[i]) for c, i in zip(self.e.chunks[:-1], index, strict=True))
+
+    def check_fits(self) -> None:
+        """Refuse, before any work, chunks too large for the memory one task may use
+        (:func:`xuqcal.core.memory.task_memory_limit`): every task holds one block of each
+        input variable (:data:`BLOCK_BYTES_PER_VALUE` per value) and the temporaries of a
+        piece (:data:`TASK_OVERHEAD_BYTES`). A worker given more than it has is killed by
+        its nanny and its tasks retried on the next worker, again and again; the error names
+        the chunks, the estimate, the limit and the chunk size that fits."""
+        rows = int(np.prod([max(c) for c in self.e.chunks[:-1]], dtype=np.int64))
+        points = max(self.e.chunks[-1])
+        variables = 2 + (self.x is not None)
+        need = rows * points * variables * BLOCK_BYTES_PER_VALUE + TASK_OVERHEAD_BYTES
+        limit, source = task_memory_limit()
+        if need <= limit:
+            return
+        room = (limit - TASK_OVERHEAD_BYTES) // (rows * variables * BLOCK_BYTES_PER_VALUE)
+        advice = (f"rechunk to at most {room:,} points along sample (e.g. "
+                  f"xuqcal.open_dataset(path, chunks={{'sample': {room}}}), or "
+                  f"ds.chunk(sample={room}) of data in memory)"
+                  if room >= 1024 else "give each worker more memory")
+        raise DataTooLargeError(
+            f"reduce_statistics: a chunk of {rows:,} row(s) × {points:,} points needs about "
+            f"{format_bytes(need)} in one task ({variables} variables), more than the "
+            f"{format_bytes(limit)} one task may use ({source}); {advice}")
 
 
 def _blocks(arrays: Sequence[da.Array | None]) -> list[np.ndarray | None]:
@@ -807,6 +842,7 @@ def reduce_statistics(
     products = [c for c in moments.needed_columns(keys) if c in moments.PRODUCT_COLUMNS]
     separate = binned and by != uE
     layout = _Layout.of(ds, E, uE, by if separate else None, dims)
+    layout.check_fits()
     absent = bool(dims)
     slice_names = _slice_names(ds, dims)
     by_dtype = ds[by].dtype if binned else np.dtype(np.float64)

@@ -365,18 +365,20 @@ class StatisticRounds:
 def round_chunks(size: int, chunks: int | None) -> int:
     """Replicates per Dask task in a round of ``size``: ``chunks`` when given, else the
     option ``replicate_chunk``, but small enough that a round gives every core of the machine
-    two tasks (a first round of 500 replicates in one task would use one core). The chunking
-    does not change any value.
+    two tasks (a first round of 500 replicates in one task would use one core), and large
+    enough that a round has at most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not
+    change any value.
 
     Examples
     --------
-    >>> round_chunks(500, 100), round_chunks(100_000, None)
-    (100, 1000)
+    >>> round_chunks(500, 100), round_chunks(100_000, None), round_chunks(10**8, None)
+    (100, 1000, 100000)
     """
     if chunks is not None:
         return int(chunks)
     cores = os.cpu_count() or 1
-    return max(1, min(OPTIONS["replicate_chunk"], math.ceil(size / (2 * cores))))
+    return max(1, min(OPTIONS["replicate_chunk"], math.ceil(size / (2 * cores))),
+               math.ceil(size / defaults.MAX_REPLICATE_TASKS))
 
 
 def computes_when_auto(function: Callable) -> Callable:

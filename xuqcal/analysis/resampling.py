@@ -39,7 +39,11 @@ from xuqcal.core.intervals import (
     percentile_interval,
     student_interval,
 )
-from xuqcal.core.memory import TASK_BYTES_PER_POINT, check_fits_in_one_task
+from xuqcal.core.memory import (
+    check_fits_in_one_task,
+    check_replicates_fit,
+    task_bytes_per_point,
+)
 from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
@@ -65,20 +69,26 @@ RNG_DESCRIPTION = (
 
 
 def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = None, *,
-                     name: str = "n_boot") -> tuple[int, ...]:
+                     name: str = "n_boot", width: int = 1) -> tuple[int, ...]:
     """Chunk sizes along ``replicate`` for ``n_replicates`` replicates (the public parameter
-    ``name``: ``n_boot`` or ``n_mc``); ``chunks=None`` takes the option ``replicate_chunk``
-    (:func:`xuqcal.set_options`).
+    ``name``: ``n_boot`` or ``n_mc``); ``chunks=None`` takes the option ``replicate_chunk``,
+    grown where needed so that there are at most ``defaults.MAX_REPLICATE_TASKS`` chunks.
+
+    A count whose replicates (``width`` values each) would not fit in memory when summarised
+    is refused here, before any work (:func:`xuqcal.core.memory.check_replicates_fit`).
 
     Examples
     --------
     >>> replicate_chunks(2500, 1000)
     (1000, 1000, 500)
+    >>> len(replicate_chunks(10**8)), replicate_chunks(10**8)[0]
+    (1000, 100000)
     """
     check_count(n_replicates, name, 1)
     chunks = check_chunks(chunks)
+    check_replicates_fit(n_replicates, width, name)
     if chunks is None:
-        chunks = OPTIONS["replicate_chunk"]
+        chunks = max(OPTIONS["replicate_chunk"], -(-n_replicates // defaults.MAX_REPLICATE_TASKS))
     if isinstance(chunks, int):
         size = chunks
         rest = [n_replicates % size] if n_replicates % size else []
@@ -216,13 +226,18 @@ def _as_delayed(obj):
 
 
 def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: int, by: str,
-                   E: str = defaults.E, uE: str = defaults.UE, analysis: str = "bootstrap"):
+                   E: str = defaults.E, uE: str = defaults.UE, analysis: str = "bootstrap",
+                   jackknife: bool = False, simulation: bool = False):
     """A Delayed :class:`PreparedData` for ``ds`` (lazy when the data are Dask arrays).
 
     All the points go into one task: data that would not fit in the memory one task may use
     raise :class:`~xuqcal.DataTooLargeError` here, before any work, naming ``analysis``
-    (:func:`xuqcal.core.memory.check_fits_in_one_task`)."""
-    check_fits_in_one_task(int(ds.sizes["sample"]), TASK_BYTES_PER_POINT, analysis)
+    (:func:`xuqcal.core.memory.check_fits_in_one_task`; the bytes per point of
+    :func:`xuqcal.core.memory.task_bytes_per_point`: ``jackknife`` when the BCa jackknife of
+    every statistic is gathered, ``simulation`` when synthetic sets are drawn from it)."""
+    per_point = task_bytes_per_point(len(statistics), jackknife=jackknife,
+                                     simulation=simulation)
+    check_fits_in_one_task(int(ds.sizes["sample"]), per_point, analysis)
     needs_bins = any(s.needs_bins for s in statistics)
     by = variable_name(ds, by, uE)
     if needs_bins:
@@ -304,7 +319,7 @@ def _bootstrap_iv(ds, statistics, *, n_boot, method, level, seed, chunks, n_bins
         raise ValueError(f"ds: the bootstrap needs at least 2 points, but the data have {m}")
     check_sizes(stats, m, jackknife=method == "bca")
     if method != "student":
-        replicate_chunks(n_boot, chunks, name=n_name)
+        replicate_chunks(n_boot, chunks, name=n_name, width=len(stats))
     return stats, n_boot, method, level, seed, chunks, by
 
 
@@ -402,7 +417,8 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)
 
-    prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
+    prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
+                              jackknife=method == "bca")
     estimate = xr.DataArray(
         da.from_delayed(dask.delayed(PreparedData.evaluate, pure=True)(prepared, codes),
                         shape=(len(stats),), dtype=np.float64),

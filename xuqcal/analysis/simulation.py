@@ -88,7 +88,7 @@ def _simulate_iv(ds, statistics, *, generators, n_mc, seed, n_bins, by, chunks, 
     n_mc = check_count(n_mc, n_name)
     seed = check_seed(seed)
     chunks = check_chunks(chunks)
-    replicate_chunks(n_mc, chunks, name=n_name)
+    replicate_chunks(n_mc, chunks, name=n_name, width=len(stats) * len(gens))
     check_bool(keep_replicates, "keep_replicates")
     check_bool(warn_undefined, "warn_undefined")
     by, m = check_input(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE)
@@ -179,7 +179,7 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
     codes = codes_of(stats)
     if prepared is None:
         prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
-                                  analysis="simulate")
+                                  analysis="simulate", simulation=True)
     gens = fit_generators(gens, fitted_nu_of(ds, E, uE)) if any(g.fitted for g in gens) \
         else gens
     replicates = xr.DataArray(

@@ -423,7 +423,8 @@ def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[
                                                 n_bins=simulate_arguments["n_bins"],
                                                 by=simulate_arguments["by"],
                                                 E=simulate_arguments["E"],
-                                                uE=simulate_arguments["uE"])}
+                                                uE=simulate_arguments["uE"],
+                                                simulation=True)}
         return _over_every_statistic(simulate_checked(ds, simulated, gens, **arguments),
                                      stats)
     return _no_reference(stats, gens)
@@ -499,7 +500,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                simulated_scheme=simulated_scheme, mc_precision=mc_precision,
                                heavy_tail_threshold=heavy_tail_threshold, tol=tol)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
-                              analysis="validate").compute()
+                              analysis="validate", jackknife=True,
+                              simulation=bool(simulated)).compute()
     if simulated and any(g.fitted for g in gens):
         gens = fit_generators(gens, fitted_nu(ds[E].values, ds[uE].values))
     codes = codes_of(stats)

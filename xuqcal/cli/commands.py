@@ -927,6 +927,17 @@ def _argument_check(error: BaseException) -> bool:
     return raised_here and bool(re.match(r"^(\w+: |expected )", str(error)))
 
 
+def _killed_worker_message(error: BaseException) -> str:
+    """One line for ``distributed.KilledWorker``: the workers that ran a task died, one after
+    the other, until the scheduler gave up (``distributed.scheduler.allowed-failures``)."""
+    task = getattr(error, "task", None)
+    named = f" running task {task!r}" if task else ""
+    return (f"the dask workers died{named}, on every retry: most often a worker's memory "
+            "passed its memory_limit and its nanny stopped it; give the workers more memory "
+            "(dask worker --memory-limit, LocalCluster(memory_limit=...)) or use fewer points "
+            "per task, and see the workers' logs")
+
+
 def _user_error(error: BaseException) -> bool:
     if isinstance(error, ValueError | OSError):  # incl. UnicodeDecodeError, FileExistsError,
         return True  # FileNotFoundError, IsADirectoryError, PermissionError, ConnectionError
@@ -1028,6 +1039,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra.update(_data_names(args))
             print(f"xuqcal {command}: error: "
                   f"{escape(option_message(error, command, extra=extra))}",
+                  file=sys.stderr)
+            return 2
+        if type(error).__name__ == "KilledWorker":  # distributed gave up on a task
+            print(f"xuqcal {command}: error: {escape(_killed_worker_message(error))}",
                   file=sys.stderr)
             return 2
         reason = escape(option_message(error, command))

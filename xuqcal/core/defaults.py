@@ -118,3 +118,9 @@ N_BOOT_ABLATION = 5000
 REPORT_DPI = 192
 #: File format of the report's figures ("png" or "svg").
 REPORT_FIGURE_FORMAT = "png"
+
+#: Most Dask tasks along ``replicate`` when the chunk size comes from the option
+#: ``replicate_chunk``: beyond it the chunks grow, so that building the graph stays quick and
+#: the progress display starts at once (``n_boot=10**8`` gave 10**5 tasks, whose graph took
+#: minutes to build before any progress was shown). The chunking changes no value.
+MAX_REPLICATE_TASKS = 1000
