@@ -437,6 +437,20 @@ def test_file_names_with_escape_sequences_are_printed_escaped(tmp_path, capsys):
     assert output.exists()  # the file itself has its real name
 
 
+@pytest.mark.parametrize("method", ["temperature", "conformal"])
+def test_file_names_with_escape_sequences_in_recalibrate_lines(tmp_path, capsys, method):
+    train = write_csv(tmp_path / "\x1b[31mtrain.csv", m=300, seed=1)
+    test = write_csv(tmp_path / "\x1b[2Jtest.csv", m=300, seed=2)
+    out = tmp_path / "\x1b]0;t\x07o"
+    assert main(["recalibrate", str(train), str(test), "--E", "E", "--uE", "uE",
+                 "--method", method, "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert f"{tmp_path}/\\x1b[2Jtest.csv" in printed.splitlines()[0]
+    assert f"fitted on {tmp_path}/\\x1b[31mtrain.csv" in printed.splitlines()[0]
+    assert f"written: {tmp_path}/\\x1b]0;t\\x07o_recalibrator.nc" in printed
+
+
 def test_file_names_with_escape_sequences_in_errors_and_cube_lines(tmp_path, capsys):
     missing = tmp_path / "\x1b[31mmissing.csv"
     line = one_line_error(capsys, main(["validate", str(missing), "--E", "E", "--uE", "uE",

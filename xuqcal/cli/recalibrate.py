@@ -72,6 +72,7 @@ from xuqcal.cli.common import (
     zero_or_count,
 )
 from xuqcal.cli.inputs import in_file, read_csv_input
+from xuqcal.cli.terminal import escape
 from xuqcal.core.defaults import (
     COVERAGE_LEVELS,
     COVERAGE_TOLERANCE,
@@ -334,12 +335,13 @@ def _run(args: argparse.Namespace, paths: dict[str, Path]) -> int:
                        features=",".join(features),
                        reference_source=str(args.reference or ""))
     done = time.perf_counter()
-    print(f"Recalibration of {args.test} by {args.method} fitted on {args.train} "
+    print(f"Recalibration of {escape(args.test)} by {args.method} fitted on "
+          f"{escape(args.train)} "
           f"(loss {args.loss}; fit {fitted - start:.1f} s, evaluation {done - fitted:.1f} s)")
     _print_factors(recalibrator)
     print(f"scores with {args.n_bins_scores} bins per variable; 'simulated' rows: means over "
           f"{args.n_mc} error sets drawn from N(0, uE²); f_v target 0.95")
-    print(evaluation_table(table))
+    print(escape(evaluation_table(table), lines=True))
     return _write(paths, {"test": test_new, "evaluation": table, "recalibrator": recalibrator},
                   overwrite=args.overwrite)
 
@@ -429,7 +431,8 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
     done = time.perf_counter()
     quantiles = (f"Mondrian quantiles in {recalibrator.scale.size} bins of {mondrian}"
                  if mondrian else "global quantiles")
-    print(f"Conformal recalibration of {args.test} fitted on {args.train} (levels "
+    print(f"Conformal recalibration of {escape(args.test)} fitted on {escape(args.train)} "
+          f"(levels "
           f"{table.attrs['levels']}; {quantiles}; fit {fitted - start:.1f} s, evaluation "
           f"{done - fitted:.1f} s)")
     _print_factors(recalibrator)
@@ -437,7 +440,7 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
           f"correction, confidence {LEVEL:g}), valid when it overlaps [p - {tol:g}, p + {tol:g}]; "
           f"f_v: fraction of valid bins among {n_bins} equal-count bins of {binned} "
           "(target 0.95)")
-    print(coverage_table(table))
+    print(escape(coverage_table(table), lines=True))
     return _write(paths, {"test": test_new, "evaluation": table, "recalibrator": recalibrator},
                   overwrite=args.overwrite)
 
@@ -447,11 +450,11 @@ def _print_factors(recalibrator: xr.Dataset) -> None:
     factor, the factors per bin with the bins' limits, or the conformal quantiles."""
     lines = factor_lines(recalibrator)
     if len(lines) == 1:
-        print(f"fitted {lines[0]}")
+        print(f"fitted {escape(lines[0])}")
         return
     print("fitted, per slice:")
     for line in lines:
-        print(f"  {line}")
+        print(f"  {escape(line)}")
 
 
 def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
@@ -498,5 +501,5 @@ def _write(paths: dict[str, Path], results: dict[str, xr.Dataset], *, overwrite:
     io.netcdf.to_netcdf_set({paths[key]: result for key, result in results.items()},
                             overwrite=overwrite, option="-o/--output")
     for path in paths.values():
-        print(f"written: {path}")
+        print(f"written: {escape(path)}")
     return 0
