@@ -223,7 +223,7 @@ def test_heavy_tail_threshold_option(tmp_path, capsys):
     pd.DataFrame({"err": rng.standard_t(2.2, 3000), "u": np.ones(3000)}).to_csv(path,
                                                                                index=False)
     args = ["validate", str(path), "--E", "err", "--uE", "u", "--statistics", "zms,rce",
-            "--n-boot", "300", "--no-progress"]
+            "--n-boot", "300", "--n-mc", "100", "--no-progress"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "not testable: heavy tails (β_GM(Z²) = " in printed

@@ -182,11 +182,11 @@ _PEAK = textwrap.dedent("""
     thread.start()
     with dask.config.set(scheduler="synchronous"):
         if what == "bootstrap":
-            xuqcal.bootstrap(ds, statistics, n_boot=100).compute()
+            xuqcal.bootstrap(ds, statistics, n_boot=40).compute()
         elif what == "simulate":
-            xuqcal.simulate(ds, statistics, n_mc=100).compute()
+            xuqcal.simulate(ds, statistics, n_mc=20).compute()
         else:
-            xuqcal.validate(ds, statistics, n_boot=100, n_mc=100).compute()
+            xuqcal.validate(ds, statistics, n_boot=40, n_mc=20).compute()
     done = True
     thread.join()
     estimate = memory.task_bytes_per_point(len(statistics),
@@ -197,15 +197,15 @@ _PEAK = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("what, statistics", [
-    ("bootstrap", "zms"),
     ("bootstrap", "zms,cc,ence,zmse,rce,nll"),
-    ("simulate", "zms,cc,ence,zmse,rce,nll"),
-    ("validate", "zms,rce,cc,ence,zmse"),
+    ("simulate", "zms,cc,ence"),
+    ("validate", "zms,cc"),
 ])
 def test_the_estimate_of_a_task_covers_its_measured_peak(what, statistics, tmp_path):
     """The estimate per point (:func:`xuqcal.core.memory.task_bytes_per_point`) is above the
     peak RSS of the analysis over its data, in a fresh process, and not so far above that it
-    refuses data that fit (at most twice the peak)."""
+    refuses data that fit (at most twice the peak). ``benchmarks/memory_estimates.py``
+    measures more analyses at M = 10**6."""
     script = tmp_path / "peak.py"
     script.write_text(_PEAK)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(

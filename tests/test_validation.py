@@ -210,6 +210,7 @@ def test_the_sim_scheme_failure_is_the_bootstrap_bias():
     assert wilson_interval(int(counts["ence", "unadjusted"]), 150)[0] > 0.95, counts
 
 
+@pytest.mark.slow  # 150 validations (pytest -m slow)
 def test_known_generator_verdicts_pass_calibrated_data_at_the_nominal_rate():
     """The acceptance criterion of the simulated-reference issue: calibrated NIG data
     (D = normal), validated with D = normal, pass ENCE and ZMSE in a fraction of data sets
