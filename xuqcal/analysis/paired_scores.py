@@ -1,0 +1,406 @@
+"""Paired comparisons of point-wise scores between models evaluated on the same points.
+
+The labelled layer over :mod:`xuqcal.core.paired`. The data are a Dataset with ``E`` and ``uE``
+over ``(dim, sample)`` (``dim="model"`` by default): the slices along ``dim`` are the compared
+models, point ``sample = s`` of every model being the same point (the same molecule, the same
+test case). Two results:
+
+- :func:`paired_scores`: each model's mean score, the mean paired difference of every ordered
+  pair of models and its Diebold–Mariano test (independent points);
+- :func:`sip_matrix`: the systematic improvement probability (SIP) of every ordered pair, the
+  fraction of the points where one model's point-wise score beats the other's, with a paired
+  bootstrap interval.
+
+**Pairing.** ``pairing="common"`` (the only rule so far) keeps the points present in every
+model: ``E`` and ``uE`` both finite (absent points are NaN in both, as
+:func:`xuqcal.stack_datasets` pads shorter sets). The result says how many points each model
+lost to that rule (coordinate ``n_dropped`` over ``dim``) and how many are compared
+(``n_samples``). A point where only one of ``E`` and ``uE`` is NaN, an infinite value or
+``uE <= 0`` is an error naming the variable, the model and the samples.
+
+**Broadcasting.** Any other extra dimension (``task``, ``seed``, ...) broadcasts: each of its
+slices is compared on its own common points, and with the same random streams, so that a
+slice's result is the one of that slice alone.
+
+**Data.** Paired comparisons need every model's scores at once: Dask-backed data are loaded
+(computed) first, O(K × M) memory; the results are NumPy-backed and identical, bit for bit, to
+those of the same data in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+
+from xuqcal.analysis.stats import check_data_variables
+from xuqcal.core import defaults
+from xuqcal.core import paired as P
+from xuqcal.core.checks import check_level, check_replicates, check_seed
+from xuqcal.core.provenance import attach
+
+__all__ = ["paired_scores", "sip_matrix"]
+
+#: The rules of ``pairing``.
+PAIRINGS = ("common",)
+#: The second dimension of the pairwise results (the same labels as ``dim``).
+OTHER = "other"
+#: Dimensions of the results: the data may not have them.
+_RESULT_DIMS = (OTHER, "score")
+#: The Diebold-Mariano variant (recorded in the attributes).
+DM_VARIANT = ("Diebold-Mariano for independent points: d = s_model - s_other, DM = mean(d) / "
+              "sqrt(var(d, ddof=1) / n), two-sided p-value 2 Phi(-|DM|) of the standard "
+              "normal; no HAC correction (iid points); equals the HLN variant of the scores "
+              "package at h = 1; NaN when every d is 0")
+
+
+# ---------------------------------------------------------------------------------- checks
+
+
+def _check_dim(ds: xr.Dataset, dim: object, E: str, uE: str) -> tuple[str, list[str]]:
+    """``dim`` and the other extra dimensions of ``E`` and ``uE``."""
+    if not isinstance(dim, str):
+        raise ValueError(f"dim: expected a dimension name (a string), got {dim!r}")
+    dims = list(dict.fromkeys((*ds[E].dims, *ds[uE].dims)))
+    if dim not in dims:
+        raise ValueError(f"dim: {dim!r} is not a dimension of ds (its dimensions: "
+                         f"{', '.join(map(str, dims))})")
+    if dim == "sample":
+        raise ValueError("dim: the compared dimension cannot be 'sample' (the paired points)")
+    if ds.sizes[dim] < 2:
+        raise ValueError(f"dim: comparing needs at least 2 models, got {ds.sizes[dim]}")
+    for d in dims:
+        if d in _RESULT_DIMS:
+            raise ValueError(f"ds: the dimension {d!r} is a dimension of the results; rename it "
+                             f"(e.g. ds.rename({{{d!r}: '{d}_'}}))")
+    labels = _labels(ds, dim)
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"dim: the coordinate of {dim!r} holds a label twice ({labels})")
+    extra = [d for d in dims if d not in (dim, "sample")]
+    return dim, extra
+
+
+def _check_pairing(pairing: object) -> str:
+    if not isinstance(pairing, str) or pairing not in PAIRINGS:
+        raise ValueError(f"pairing: expected 'common' (the points present in every model), "
+                         f"got {pairing!r}")
+    return pairing
+
+
+def _check_scores(scores: object) -> tuple[str, ...]:
+    names = [scores] if isinstance(scores, str) else scores
+    if not isinstance(names, Sequence) or not names:
+        raise ValueError(f"scores: expected a score name or a non-empty sequence of them "
+                         f"({', '.join(P.SCORES)}), got {scores!r}")
+    for name in names:
+        P._check_score(name, "scores")
+    if len(set(names)) != len(names):
+        raise ValueError(f"scores: a score is named twice ({', '.join(names)})")
+    return tuple(names)
+
+
+def _labels(ds: xr.Dataset, dim: str) -> list[Any]:
+    if dim in ds.coords:
+        return np.asarray(ds[dim].values).tolist()
+    return list(range(ds.sizes[dim]))
+
+
+# ------------------------------------------------------------------------------------ data
+
+
+def _load(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """``E`` and ``uE`` as ``(*extra, K, M)`` float64 arrays (Dask-backed data computed)."""
+    e, u = xr.broadcast(ds[E], ds[uE])
+    order = (*extra, dim, "sample")
+    e_data, u_data = dask.compute(e.transpose(*order).data, u.transpose(*order).data)
+    return np.asarray(e_data, dtype=np.float64), np.asarray(u_data, dtype=np.float64)
+
+
+def _where(labels: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in labels.items())
+
+
+def _samples(ds: xr.Dataset, mask: np.ndarray, limit: int = 5) -> str:
+    rows = np.flatnonzero(mask)
+    names = (ds["sample"].values[rows[:limit]] if "sample" in ds.coords else rows[:limit])
+    more = f", ... ({rows.size} in all)" if rows.size > limit else ""
+    return ", ".join(map(str, np.asarray(names).tolist())) + more
+
+
+def _check_values(ds: xr.Dataset, e: np.ndarray, u: np.ndarray, where: dict[str, Any],
+                  E: str, uE: str) -> None:
+    """One slice ``(K, M)``: refuse half-missing points, infinite values and ``uE <= 0``."""
+    dim = next(reversed(where))
+    for k, label in enumerate(where[dim]):
+        labels = {**{n: v for n, v in where.items() if n != dim}, dim: label}
+        ek, uk = e[k], u[k]
+        for name, bad, what in (
+                (E, np.isnan(ek) & ~np.isnan(uk), "NaN where uE is present"),
+                (uE, np.isnan(uk) & ~np.isnan(ek), "NaN where E is present"),
+                (E, np.isinf(ek), "infinite"),
+                (uE, np.isinf(uk), "infinite"),
+                (uE, ~np.isnan(uk) & (uk <= 0), "<= 0")):
+            if bad.any():
+                raise ValueError(f"{name}: {what} at {int(bad.sum())} point(s) ({_where(labels)}; "
+                                 f"samples {_samples(ds, bad)})")
+
+
+def _slices(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str, pairing: str):
+    """Yield ``(index, E_common, uE_common, n_dropped)`` for each slice of the extra dims,
+    after checking every slice's values and common points."""
+    e_all, u_all = _load(ds, dim, extra, E, uE)
+    shape = e_all.shape[:len(extra)]
+    labels = _labels(ds, dim)
+    prepared = []
+    for index in np.ndindex(*shape):
+        where = {d: _labels(ds, d)[i] for d, i in zip(extra, index, strict=True)}
+        e, u = e_all[index], u_all[index]
+        _check_values(ds, e, u, {**where, dim: labels}, E, uE)
+        common, n_dropped = P.common_points(e, u)
+        n = int(common.sum())
+        if n < 2:
+            at = f" ({_where(where)})" if where else ""
+            raise ValueError(f"pairing: {pairing!r} leaves {n} point(s) present in every "
+                             f"model{at} of {e.shape[1]}; a paired comparison needs at least 2")
+        prepared.append((index, e[:, common], u[:, common], n_dropped))
+    return shape, prepared
+
+
+def _layout(ds: xr.Dataset, dim: str, extra: list[str], shape: tuple[int, ...],
+            prepared: list) -> tuple[dict[Hashable, Any], np.ndarray, np.ndarray]:
+    """Coordinates of the result and the arrays ``n_samples`` and ``n_dropped``."""
+    labels = _labels(ds, dim)
+    n_samples = np.zeros(shape, dtype=np.int64)
+    n_dropped = np.zeros((*shape, len(labels)), dtype=np.int64)
+    for index, e, _, dropped in prepared:
+        n_samples[index] = e.shape[1]
+        n_dropped[index] = dropped
+    coords: dict[Hashable, Any] = {dim: labels, OTHER: (OTHER, labels)}
+    for d in extra:
+        coords[d] = _labels(ds, d)
+    coords["n_samples"] = (tuple(extra), n_samples,
+                           {"long_name": "points present in every model (compared points)"})
+    coords["n_dropped"] = ((*extra, dim), n_dropped,
+                           {"long_name": f"points present in this {dim} but absent from "
+                                         f"another one (dropped by the pairing)"})
+    return coords, n_samples, n_dropped
+
+
+def _n_samples_attr(n_samples: np.ndarray) -> int | None:
+    return int(n_samples) if n_samples.ndim == 0 else None
+
+
+# -------------------------------------------------------------------------------- analyses
+
+
+def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", "interval"),
+                  *, dim: str = "model", pairing: str = "common",
+                  level: float = defaults.LEVEL, E: str = defaults.E,
+                  uE: str = defaults.UE) -> xr.Dataset:
+    """Mean point-wise scores of models on the same points, their paired differences and
+    Diebold–Mariano tests.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        ``E`` and ``uE`` over ``(dim, sample)`` and possibly other dimensions (broadcast).
+    scores : str or sequence of str
+        Point-wise scores among ``"crps"`` (Gaussian CRPS), ``"nll"`` (Gaussian negative
+        log-likelihood ``½ (ln 2π + ln uE² + Z²)``) and ``"interval"`` (interval score of the
+        central prediction interval at ``level``); definitions in
+        :data:`xuqcal.core.paired.SCORES`. Lower is better.
+    dim : str
+        The compared dimension (at least 2 labels).
+    pairing : {"common"}
+        The points compared: those present in every model.
+    level : float
+        Nominal level ``p`` of the central prediction interval ``∓ Φ⁻¹((1 + p)/2) uE`` of the
+        interval score.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``(*extra, dim, other, score)`` (``other`` holds the labels of ``dim`` again):
+
+        - ``mean_score`` ``(*extra, dim, score)``: each model's mean score;
+        - ``score_difference`` ``(*extra, dim, other, score)``: ``mean(s_dim - s_other)``
+          over the common points (0 on the diagonal; negative: ``dim`` is better);
+        - ``dm_statistic``, ``dm_p_value``: the Diebold–Mariano statistic of that difference
+          and its two-sided p-value (:func:`xuqcal.core.paired.diebold_mariano`; NaN on the
+          diagonal and wherever the scores of the two models are equal at every point);
+        - coordinates ``n_samples`` (common points per slice) and ``n_dropped`` (points of each
+          model dropped by the pairing); attributes saying how it was computed.
+
+    Raises
+    ------
+    ValueError
+        For a bad argument (one line naming the parameter), before any work; for half-missing
+        points, infinite values or ``uE <= 0``; when the pairing leaves fewer than 2 points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(500, nu=6, seed=1)
+    >>> ds = xr.concat([a, a.assign(uE=a.uE * 0.8)], dim="model")
+    >>> ds = ds.assign_coords(model=["calibrated", "overconfident"])
+    >>> result = paired_scores(ds, ("nll", "crps"))
+    >>> float(result.score_difference.sel(model="calibrated", other="overconfident",
+    ...                                   score="nll")) < 0
+    True
+    >>> int(result.n_samples), result.n_dropped.values.tolist()
+    (500, [0, 0])
+    """
+    E, uE = check_data_variables(ds, E, uE, extra_dims=True)
+    dim, extra = _check_dim(ds, dim, E, uE)
+    names = _check_scores(scores)
+    pairing = _check_pairing(pairing)
+    level = check_level(level)
+
+    shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
+    coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
+    k, n_scores = ds.sizes[dim], len(names)
+    mean = np.empty((*shape, k, n_scores))
+    diff = np.empty((*shape, k, k, n_scores))
+    dm = np.full((*shape, k, k, n_scores), np.nan)
+    p_value = np.full((*shape, k, k, n_scores), np.nan)
+    pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
+    for index, e, u, _ in prepared:
+        for j, name in enumerate(names):
+            s = P.point_scores(e, u, name, level)
+            mean[(*index, slice(None), j)] = s.mean(axis=1)
+            diff[(*index, slice(None), slice(None), j)] = P.mean_differences(s)
+            stat, p = P.diebold_mariano(s[[a for a, _ in pairs]], s[[b for _, b in pairs]])
+            for (a, b), st, pv in zip(pairs, stat, p, strict=True):
+                dm[(*index, a, b, j)] = st
+                p_value[(*index, a, b, j)] = pv
+
+    coords["score"] = list(names)
+    over = (*extra, dim)
+    pair = (*extra, dim, OTHER, "score")
+    result = xr.Dataset(
+        {"mean_score": ((*over, "score"), mean,
+                        {"long_name": "mean point-wise score over the common points "
+                                      "(lower is better)"}),
+         "score_difference": (pair, diff,
+                              {"long_name": f"mean paired difference s_{dim} - s_{OTHER} "
+                                            f"(negative: {dim} better)"}),
+         "dm_statistic": (pair, dm, {"long_name": "Diebold-Mariano statistic of s_" + dim
+                                                  + " - s_" + OTHER}),
+         "dm_p_value": (pair, p_value, {"long_name": "two-sided p-value of the "
+                                                     "Diebold-Mariano test (standard normal)"})},
+        coords=coords)
+    return attach(result, {
+        "analysis": "paired_scores", "dim": dim, "pairing": pairing,
+        "n_samples": _n_samples_attr(n_samples), "level": level,
+        "level_meaning": "nominal level of the central prediction interval of the interval "
+                         "score",
+        "scores": ", ".join(names),
+        **{f"score_{name}": P.SCORES[name] for name in names},
+        "dm_test": DM_VARIANT})
+
+
+def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
+               pairing: str = "common", n_boot: int = defaults.N_BOOT,
+               level: float = defaults.LEVEL, seed: int = defaults.SEED,
+               interval_level: float = defaults.LEVEL, E: str = defaults.E,
+               uE: str = defaults.UE) -> xr.Dataset:
+    """The systematic improvement probability (SIP) matrix of models on the same points.
+
+    ``SIP(A, B)`` is the fraction of the common points where A's point-wise score is strictly
+    lower (better) than B's (Pernot & Savin 2020; ErrViewLib's ``sip``, ``plotSIPMat``).
+    **Tie rule:** a point where the two scores are equal counts for neither model, so
+    ``SIP(A, B) + SIP(B, A) <= 1`` (the rest is the fraction of ties) and ``SIP(A, A) = 0``.
+    Its interval is a paired percentile bootstrap: replicate ``r`` resamples the point indices
+    once, from the counter-based stream ``(seed, "sip", r)``, and applies them to every model
+    (:func:`xuqcal.core.paired.sip_replicates`), so it is reproducible for a seed and the same
+    however the data are chunked or backed.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        ``E`` and ``uE`` over ``(dim, sample)`` and possibly other dimensions (broadcast).
+    score : {"crps", "nll", "interval"}
+        The point-wise score (:data:`xuqcal.core.paired.SCORES`).
+    dim : str
+        The compared dimension (at least 2 labels).
+    pairing : {"common"}
+        The points compared: those present in every model.
+    n_boot : int
+        Bootstrap replicates of the interval (at least ``ceil(2 / (1 - level))``).
+    level : float
+        Confidence level of the interval.
+    seed : int
+        Seed of the random streams.
+    interval_level : float
+        Nominal level of the prediction interval of ``score="interval"``.
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``sip``, ``sip_low``, ``sip_high`` over ``(*extra, dim, other)`` (``other``: the labels
+        of ``dim`` again; ``[a, b]`` = SIP(a, b); 0 on the diagonal), coordinates
+        ``n_samples`` and ``n_dropped``, and attributes saying how it was computed.
+
+    Raises
+    ------
+    ValueError
+        For a bad argument (one line naming the parameter), before any work; for half-missing
+        points, infinite values or ``uE <= 0``; when the pairing leaves fewer than 2 points.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(400, nu=6, seed=1)
+    >>> ds = xr.concat([a, a.assign(uE=a.uE * 0.8)], dim="model")
+    >>> ds = ds.assign_coords(model=["calibrated", "overconfident"])
+    >>> sips = sip_matrix(ds, "crps", n_boot=200)
+    >>> s = sips.sip.values
+    >>> bool(s[0, 1] + s[1, 0] <= 1), float(s[0, 0])
+    (True, 0.0)
+    """
+    E, uE = check_data_variables(ds, E, uE, extra_dims=True)
+    dim, extra = _check_dim(ds, dim, E, uE)
+    score = P._check_score(score, "score")
+    pairing = _check_pairing(pairing)
+    level = check_level(level)
+    n_boot = check_replicates(n_boot, level)
+    seed = check_seed(seed)
+    interval_level = check_level(interval_level, "interval_level")
+
+    shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
+    coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
+    k = ds.sizes[dim]
+    value = np.empty((*shape, k, k))
+    low = np.empty((*shape, k, k))
+    high = np.empty((*shape, k, k))
+    for index, e, u, _ in prepared:
+        s = P.point_scores(e, u, score, interval_level)
+        value[index], low[index], high[index] = P.sip_bootstrap(s, n_boot, level, seed)
+
+    pair = (*extra, dim, OTHER)
+    result = xr.Dataset(
+        {"sip": (pair, value, {"long_name": f"systematic improvement probability: fraction of "
+                                            f"the points where {dim} scores strictly lower "
+                                            f"than {OTHER}"}),
+         "sip_low": (pair, low, {"long_name": "lower bound of the paired percentile bootstrap "
+                                              "interval of sip"}),
+         "sip_high": (pair, high, {"long_name": "upper bound of the paired percentile "
+                                                "bootstrap interval of sip"})},
+        coords=coords)
+    return attach(result, {
+        "analysis": "sip_matrix", "dim": dim, "pairing": pairing,
+        "n_samples": _n_samples_attr(n_samples), "score": score,
+        "score_definition": P.SCORES[score],
+        "interval_level": interval_level if score == "interval" else None,
+        "level": level, "n_boot": n_boot, "seed": seed,
+        "interval_method": "percentile (paired bootstrap over points)",
+        "rng": f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
+        "tie_rule": P.TIE_RULE})
