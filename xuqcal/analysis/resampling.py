@@ -100,10 +100,11 @@ def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = Non
 
 
 def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, start: int,
-                     stop: int) -> np.ndarray:
+                     stop: int, draw_map: np.ndarray = K.NO_MAP) -> np.ndarray:
     out = np.empty((stop - start, codes.shape[0]))
     K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out,
+                      draw_map)
     return prepared.unscale(codes, out)
 
 

@@ -821,13 +821,23 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
     _store_bin(b, b_n, b_e2, b_u2, b_z2, s_n, s_e2, s_u2, s_z2)
 
 
+#: The ``draw_map`` of an unpaired bootstrap (:func:`bootstrap_block`): none.
+NO_MAP = np.empty(0, dtype=np.int64)
+
+
 @nb.njit(nogil=True, cache=True, error_model="numpy")
 def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
-                    order_u, tie_u, order_e, tie_e, tie_bin, work, out):
+                    order_u, tie_u, order_e, tie_e, tie_bin, work, out, draw_map):
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
 
     Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`; the drawn
-    sequence is :func:`~xuqcal.core.random.fill_draws`). Moment sums are accumulated while drawing;
+    sequence is :func:`~xuqcal.core.random.fill_draws`). With a ``draw_map`` (int64, length
+    M), a drawn number ``d`` selects position ``draw_map[d]`` instead of ``d``: data sets that
+    share their points (models evaluated on the same samples) each pass the map from the
+    sample's row ``d`` to its own position (their arrays are in the order of their own binning
+    variable), and the replicate ``r`` of every one of them resamples the same rows (a paired
+    bootstrap, :func:`xuqcal.compare`). Without it (:data:`NO_MAP`, an empty array), every
+    value is the unpaired one, bit for bit. Moment sums are accumulated while drawing;
     multiplicities are counted only when a binned or rank statistic needs them. ``tie_bin``
     flags ties of the binning variable (points in its order); binned statistics sort the drawn
     sequence stably, so tied points keep their draw order.
@@ -838,6 +848,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     (:func:`_compact_rows`). Each replicate's sums keep their order, bit for bit.
     """
     m = e2.shape[0]
+    mapped = draw_map.shape[0] > 0
     need_counts = False
     need_bins = False
     for k in range(codes.shape[0]):
@@ -888,6 +899,8 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
         # the arrays made every draw slower (reference counting of its array arguments)
         for _ in range(0 if batched else m):
             j, state = next_below(state, m)
+            if mapped:
+                j = draw_map[j]
             if need_counts:
                 counts[j] += 1
                 if record and tied[j]:
@@ -913,6 +926,8 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
             n = min(_BATCH, m - done)
             for t in range(n):
                 j, state = next_below(state, m)
+                if mapped:
+                    j = draw_map[j]
                 batch[t] = j
                 _prefetch(flat, np.uint64(j) * stride)
                 if need_counts:

@@ -1,0 +1,180 @@
+"""Model comparison (issue 24): the paired bootstrap of xuqcal.compare, its differences,
+intervals, verdicts and rank probabilities."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+
+import xuqcal
+from xuqcal.analysis import compare as C
+from xuqcal.core import kernels as K
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import codes_of, get_statistics
+
+ALL = ["zms", "rce", "zm", "zv", "nll", "cc", "ence", "uce", "zmse"]
+
+
+def _models(m=1500, seed=0, **models):
+    base = xuqcal.synthetic.nig(m, nu=6, seed=seed)
+    return xuqcal.stack_datasets({name: make(base) for name, make in models.items()},
+                                 dim="model")
+
+
+def _identical_values(a: xr.Dataset, b: xr.Dataset) -> None:
+    assert set(a.data_vars) == set(b.data_vars)
+    for name in a.data_vars:
+        x, y = a[name].values, b[name].values
+        if x.dtype.kind == "f":
+            assert np.array_equal(x, y, equal_nan=True), name
+        else:
+            assert (x == y).all(), name
+
+
+def test_identical_models_differ_by_exactly_zero_and_share_the_ranks():
+    ds = _models(A=lambda d: d, B=lambda d: d)
+    r = C.compare(ds, ALL, n_boot=400)
+    off = r.sel(model="A", other="B")
+    assert (off.difference == 0).all() and (off.ci_low == 0).all() and (off.ci_high == 0).all()
+    assert (off.zeta == 0).all()
+    assert set(off.verdict.values.tolist()) == {"no significant difference"}
+    # the tie rule: two identical models share ranks 1 and 2 equally in every replicate
+    np.testing.assert_array_equal(r.rank_probability.values, np.full((2, 2, len(ALL)), 0.5))
+    np.testing.assert_array_equal(r.p_best.values, np.full((2, len(ALL)), 0.5))
+    assert (r.verdict.sel(model="A", other="A") == "").all()
+
+
+def test_a_calibrated_model_beats_its_overconfident_copy():
+    # the acceptance of issue 24: the same 5000 points, uE x 0.8, n_boot 2000
+    ds = _models(5000, A=lambda d: d, B=lambda d: d.assign(uE=d.uE * 0.8))
+    r = C.compare(ds, ["zms", "rce", "nll", "ence", "zmse"], n_boot=2000)
+    assert float(r.p_best.sel(model="A", statistic="zms")) >= 0.99
+    for key in ("zms", "rce", "nll", "ence", "zmse"):
+        assert str(r.verdict.sel(model="A", other="B", statistic=key).values) == "better", key
+        assert str(r.verdict.sel(model="B", other="A", statistic=key).values) == "worse", key
+    # antisymmetric: the difference and interval of (B, A) are those of (A, B) negated
+    ab, ba = r.sel(model="A", other="B"), r.sel(model="B", other="A")
+    np.testing.assert_array_equal(ab.difference, -ba.difference)
+    # nll is compared by |zms - 1| / 2, exactly
+    np.testing.assert_array_equal(r.distance.sel(statistic="nll"),
+                                  np.abs(r.estimate.sel(statistic="zms") - 1) / 2)
+
+
+def test_every_model_resamples_the_same_rows():
+    """Replicate r of each model is its statistic on the rows drawn by (seed, "compare", r),
+    whatever the order of its own arrays (here: models binned on opposite orders of uE)."""
+    base = xuqcal.synthetic.nig(300, nu=6, seed=3)
+    e, u = base.E.values, base.uE.values
+    codes = codes_of(get_statistics(["zms", "ence", "cc"]))
+    key = stream_key(11, "compare")
+    draws = np.empty(300, dtype=np.int64)
+    for x in (u, -u, np.arange(300.0)):  # three binning orders of the same points
+        pair = C._prepare(e, u, x, n_bins=5, by="x", needs_bins=True)
+        got = C._paired_block(pair, codes, key, 4, 7)
+        for r in range(4, 7):
+            K.fill_draws(key, r, draws)
+            rows = draws  # rows of the sample, in draw order
+            direct = xuqcal.stats(xuqcal.from_arrays(e[rows], u[rows]).assign(
+                x=("sample", x[rows])), ["zms", "ence", "cc"], n_bins=5, by="x")
+            np.testing.assert_allclose(got[r - 4], direct.values, rtol=1e-12)
+
+
+def test_an_unpaired_bootstrap_is_unchanged_by_the_draw_map():
+    ds = xuqcal.synthetic.nig(500, nu=6, seed=1)
+    kept = xuqcal.bootstrap(ds, ["zms", "cc", "zmse"], n_boot=200, keep_replicates=True)
+    pair = C._prepare(ds.E.values, ds.uE.values, None, n_bins=20, by="uE", needs_bins=True)
+    identity = np.arange(500, dtype=np.int64)[np.argsort(pair[1])]  # positions in order
+    with_map = C._paired_block((pair[0], np.sort(identity)), codes_of(get_statistics(
+        ["zms", "cc", "zmse"])), stream_key(0, "bootstrap"), 0, 200)
+    np.testing.assert_array_equal(with_map, kept.replicates.values.T)
+
+
+def test_common_pairing_drops_and_counts_the_points_absent_from_a_model():
+    a = xuqcal.synthetic.nig(800, nu=6, seed=2)
+    b = a.assign(uE=a.uE * 1.1).isel(sample=slice(50, None))  # B lacks the first 50 points
+    ds = xr.concat([a, b], dim="model", join="outer").assign_coords(model=["A", "B"])
+    r = C.compare(ds, ["zms"], n_boot=200)
+    assert r.n_samples.values.tolist() == [750, 750]
+    assert r.n_dropped.sel(model="A").item() == 50 and r.n_dropped.sel(model="B").item() == 0
+    same = C.compare(ds.isel(sample=slice(50, None)), ["zms"], n_boot=200)
+    np.testing.assert_array_equal(r.estimate, same.estimate)
+    ragged = C.compare(ds, ["zms"], n_boot=200, pairing="independent")
+    assert ragged.n_samples.values.tolist() == [800, 750]
+    assert ragged.attrs["interval"] == "percentile of independent replicates"
+
+
+def test_the_paired_interval_is_narrower_than_independent_bootstraps():
+    rng = np.random.default_rng(5)
+    m = 3000
+    u_a = xuqcal.synthetic.nig(m, nu=6, seed=4).uE.values
+    u_b = u_a * np.exp(rng.normal(0, 0.1, m))
+    z1, z2 = rng.standard_normal(m), rng.standard_normal(m)
+    ds = xuqcal.stack_datasets({
+        "A": xuqcal.from_arrays(u_a * z1, u_a),
+        "B": xuqcal.from_arrays(u_b * (0.8 * z1 + 0.6 * z2), u_b)}, dim="model")
+    paired = C.compare(ds, ["zms"], n_boot=1000).sel(model="A", other="B")
+    apart = C.compare(ds, ["zms"], n_boot=1000, pairing="independent").sel(model="A",
+                                                                           other="B")
+    width = float((paired.ci_high - paired.ci_low).squeeze())
+    # 0.78 of the independent width here; the study of benchmarks/compare_power.py measures
+    # the gain over many pairs
+    assert width < 0.85 * float((apart.ci_high - apart.ci_low).squeeze())
+
+
+def test_lazy_chunked_and_scheduled_alike_bit_for_bit():
+    ds = _models(600, A=lambda d: d, B=lambda d: d.assign(uE=d.uE * 0.9),
+                 C=lambda d: d.assign(E=d.E * 1.1))
+    eager = C.compare(ds, ["zms", "cc", "ence"], n_boot=300, seed=7)
+    lazy = C.compare(ds.chunk(sample=200), ["zms", "cc", "ence"], n_boot=300, seed=7)
+    assert lazy.difference.chunks is not None
+    with dask.config.set(scheduler="synchronous"):
+        chunked = C.compare(ds, ["zms", "cc", "ence"], n_boot=300, seed=7, chunks=37)
+    _identical_values(eager, lazy.compute())
+    _identical_values(eager, chunked)
+    assert eager.attrs["seed"] == 7 and eager.attrs["analysis"] == "compare"
+
+
+def test_other_extra_dimensions_are_compared_slice_by_slice():
+    ds = _models(500, A=lambda d: d, B=lambda d: d.assign(uE=d.uE * 0.9))
+    tasks = xr.concat([ds, ds.assign(E=ds.E * 1.2)], dim="task").assign_coords(
+        task=["t1", "t2"])
+    r = C.compare(tasks, ["zms", "rce"], n_boot=200)
+    assert r.difference.dims == ("task", "model", "other", "statistic")
+    one = C.compare(tasks.sel(task="t2"), ["zms", "rce"], n_boot=200)
+    np.testing.assert_array_equal(r.difference.sel(task="t2"), one.difference)
+    np.testing.assert_array_equal(r.ci_low.sel(task="t2"), one.ci_low)
+
+
+def test_rank_probabilities_follow_the_tie_rule():
+    d = np.array([[0.1, 0.2, np.nan], [0.1, 0.1, 0.3], [0.3, 0.1, 0.3]])
+    p = C.rank_probabilities(d)
+    # replicate 1: models 0 and 1 tie first; 2: models 1 and 2 tie first, 0 third; 3: model
+    # 0 undefined (NaN) ranks last, behind 1 and 2 tied first
+    np.testing.assert_allclose(p, [[1 / 6, 1 / 6, 2 / 3], [1 / 2, 1 / 2, 0],
+                                   [1 / 3, 1 / 3, 1 / 3]])
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_allclose(p.sum(axis=0), 1.0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ds: C.compare(ds, ["zms"], dim="method"), r"^dim: 'method' is not a dimension"),
+    (lambda ds: C.compare(ds.isel(model=[0]), ["zms"]), r"^dim: comparing needs at least 2"),
+    (lambda ds: C.compare(ds.assign_coords(model=["A", "A"]), ["zms"]),
+     r"^dim: the labels along 'model' repeat \(A\)"),
+    (lambda ds: C.compare(ds, ["picp95"]), r"^statistics: 'picp95' is a coverage statistic"),
+    (lambda ds: C.compare(ds, ["mse"]), r"^statistics: mse cannot be compared"),
+    (lambda ds: C.compare(ds, ["zms"], pairing="rows"), r"^pairing: "),
+    (lambda ds: C.compare(ds, ["zms"], n_boot=10), r"^n_boot: expected an integer >= 40"),
+    (lambda ds: C.compare(ds, ["zms"], dim="sample"), r"^dim: 'sample' is not|^dim: the "),
+])
+def test_bad_arguments_are_refused_before_any_work(call, message, monkeypatch):
+    ds = _models(100, A=lambda d: d, B=lambda d: d)
+
+    def never(*args, **kwargs):
+        raise AssertionError("compared before the error")
+
+    monkeypatch.setattr(C, "_compare_arrays", never)
+    with pytest.raises(ValueError, match=message):
+        call(ds)

@@ -1,0 +1,544 @@
+"""Compare models on the same points: paired bootstrap differences, their BCa intervals and
+verdicts, and rank probabilities (issue 24).
+
+Models evaluated on the same test set (the slices of a dimension ``dim``, e.g. ``model``, that
+share ``sample``) have strongly correlated errors. Bootstrapping each on its own streams and
+comparing the intervals throws that pairing away: overlapping intervals are not a test of a
+difference. :func:`compare` resamples the *rows of the sample* once per replicate and applies
+that resample to every model (a paired bootstrap), so that each replicate of a difference
+compares the models on the same points.
+
+**Pairing.** Replicate ``r`` draws M rows from the stream keyed by ``(seed, "compare", r)``
+(:func:`xuqcal.core.random.stream_key`); each model's kernel maps a drawn row to its own
+position (its arrays are in the order of its own binning variable: the ``draw_map`` of
+:func:`xuqcal.core.kernels.bootstrap_block`), so every model sees the same points, whatever
+the chunking and the scheduler. ``pairing="common"`` (the default) keeps the points present
+in every compared model (E and uE both given) and reports how many of each model's points
+were left out (``n_dropped``). For ragged sets whose models were evaluated on different
+points, ``pairing="independent"`` bootstraps each model on its own points and streams
+(keyed by the model's label); the differences of independent replicates then give
+percentile intervals (no paired jackknife exists), which are wider.
+
+**Distances.** A statistic is compared by its distance to the value of calibrated data:
+``|zms - 1|``, ``|zv - 1|``, ``|zm|``, ``|rce|``; ``nll`` by ``|nll - nll_ref| =
+|zms - 1| / 2`` (the reference ``½ (ln 2π + <ln uE²> + 1)`` of METHODS has the same
+``<ln uE²>`` as the NLL itself, so their difference is half that of ZMS from 1, exactly, for
+the data and for every resample). Statistics without a predefined reference are compared by
+their value: ``ence``, ``uce``, ``zmse`` (0 for ideal consistency: lower is better) and
+``cc`` through ``1 - cc`` (higher rank correlation of ``|E|`` and ``uE`` is better). No
+simulated reference is used: it depends on a generator, and a difference of distances to
+two generator-dependent references would mix the models with the generators.
+
+**Differences.** For each ordered pair (``model``, ``other``) and statistic:
+``difference = distance(model) - distance(other)`` (negative: ``model`` is nearer to
+calibration), its BCa interval from the paired replicates and the paired jackknife (leave
+the same row out of both models), its ζ-score against 0 (:func:`xuqcal.zeta`), and a
+verdict: ``"better"`` when the interval lies below 0, ``"worse"`` above, else ``"no
+significant difference"``. Identical models give differences of exactly 0 in every
+replicate: the interval is ``[0, 0]``, ζ = 0, no significant difference.
+
+**Ranks.** In every replicate the models are ranked by distance (1 = nearest). Tie rule:
+``t`` models tied at one distance share the ranks they span, each receiving ``1 / t`` of
+each of them (identical models are each first with probability 1/2 when two of them lead);
+an undefined distance (NaN: a statistic undefined on a resample) ranks after every defined
+one, tied with the other undefined ones. ``rank_probability`` is the mean over the replicates
+and ``p_best`` its first rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+
+from xuqcal.analysis.lazy import lazy_result, template
+from xuqcal.analysis.resampling import blocks_along_replicate, jackknife_values
+from xuqcal.core import defaults
+from xuqcal.core import kernels as K
+from xuqcal.core.binning import equal_count_order, resolve_n_bins
+from xuqcal.core.checks import (
+    check_choice,
+    check_chunks,
+    check_level,
+    check_replicates,
+    check_seed,
+)
+from xuqcal.core.intervals import bca_interval, percentile_interval, zeta
+from xuqcal.core.memory import check_fits_in_one_task, task_bytes_per_point
+from xuqcal.core.provenance import attach
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import PreparedData, Statistic, codes_of, get_statistics
+from xuqcal.io.schema import SAMPLE_DIM, roles
+
+__all__ = ["COMPARED_STATISTICS", "PAIRINGS", "compare", "distance"]
+
+#: The statistics :func:`compare` compares, and how their distance to calibration is taken.
+COMPARED_STATISTICS = {
+    "zms": "|zms - 1|", "zv": "|zv - 1|", "zm": "|zm|", "rce": "|rce|",
+    "nll": "|nll - nll_ref| = |zms - 1| / 2",
+    "ence": "ence", "uce": "uce", "zmse": "zmse", "cc": "1 - cc",
+}
+#: The ways to pair the points of the compared models.
+PAIRINGS = ("common", "independent")
+#: The dimensions that hold the models when ``dim`` is not given, in this order.
+MODEL_DIMS = ("model", "dataset")
+#: The default statistics of :func:`compare`.
+DEFAULT_STATISTICS = ("zms", "rce", "cc", "ence", "zmse")
+VERDICTS = ("better", "worse", "no significant difference")
+
+
+def distance(key: str, values: np.ndarray) -> np.ndarray:
+    """The distance of statistic ``key``'s ``values`` to calibration (lower is better; see
+    :data:`COMPARED_STATISTICS`). ``nll`` takes the values of ``zms``.
+
+    Examples
+    --------
+    >>> distance("zms", np.array([0.9, 1.2])).round(12).tolist()
+    [0.1, 0.2]
+    >>> distance("cc", np.array([0.25])).tolist()
+    [0.75]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if key in ("zms", "zv"):
+        return np.abs(values - 1.0)
+    if key in ("zm", "rce"):
+        return np.abs(values)
+    if key == "nll":  # from zms: |nll - nll_ref| = |zms - 1| / 2
+        return np.abs(values - 1.0) / 2.0
+    if key == "cc":
+        return 1.0 - values
+    if key in ("ence", "uce", "zmse"):
+        return values.copy()
+    raise ValueError(f"statistics: {key} cannot be compared; choose from "
+                     f"{', '.join(COMPARED_STATISTICS)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks
+# --------------------------------------------------------------------------------------------
+
+
+def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by, pairing, E,
+                uE):
+    """Argument checks of :func:`compare`, before any data are read; returns the compared
+    statistics, the kernel statistics (``nll`` is computed from ``zms``) and the normalised
+    arguments."""
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset with {E} and {uE} over ({dim}, "
+                        f"sample), got {type(ds).__name__}")
+    stats = get_statistics(DEFAULT_STATISTICS if statistics is None else statistics)
+    wrong = [s.key for s in stats if s.key not in COMPARED_STATISTICS]
+    if wrong:
+        raise ValueError(f"statistics: {', '.join(wrong)} cannot be compared by compare (no "
+                         f"distance to calibration); choose from "
+                         f"{', '.join(COMPARED_STATISTICS)} (coverage: compare the interval "
+                         "scores with xuqcal.paired_scores)")
+    level = check_level(level)
+    n_boot = check_replicates(n_boot, level)
+    seed = check_seed(seed)
+    chunks = check_chunks(chunks)
+    pairing = check_choice(pairing, "pairing", PAIRINGS)
+    E, uE = roles(ds, E, uE)
+    if dim is None:
+        dim = next((d for d in MODEL_DIMS if d in ds.dims), MODEL_DIMS[0])
+    for name in (E, uE):
+        if name not in ds.data_vars:
+            raise ValueError(f"ds: no variable {name!r} (its variables: "
+                             f"{', '.join(map(str, ds.data_vars))})")
+    if not isinstance(dim, str) or dim not in ds[E].dims:
+        raise ValueError(f"dim: {dim!r} is not a dimension of {E} (its dimensions: "
+                         f"{', '.join(map(str, ds[E].dims))}); stack the models along one, "
+                         "e.g. xuqcal.stack_datasets({'A': a, 'B': b}, dim='model')")
+    if dim == SAMPLE_DIM:
+        raise ValueError("dim: the models are compared on the points of 'sample'; give the "
+                         "dimension that holds the models (e.g. 'model')")
+    if ds.sizes[dim] < 2:
+        raise ValueError(f"dim: comparing needs at least 2 labels along {dim!r}, got "
+                         f"{ds.sizes[dim]}")
+    labels = (ds[dim].values.tolist() if dim in ds.coords
+              else list(range(ds.sizes[dim])))
+    repeated = sorted({str(x) for x in labels if labels.count(x) > 1})
+    if repeated:
+        raise ValueError(f"dim: the labels along {dim!r} repeat ({', '.join(repeated)}); "
+                         "give each model its own label")
+    if by is not None and by != defaults.BY and by not in ds.data_vars:
+        raise ValueError(f"by: no variable {by!r} to bin on (its variables: "
+                         f"{', '.join(map(str, ds.data_vars))})")
+    keys = [s.key for s in stats]
+    kernel_keys = list(dict.fromkeys("zms" if k == "nll" else k for k in keys))
+    return (stats, get_statistics(kernel_keys), n_boot, level, seed, chunks, pairing, E, uE,
+            labels, dim)
+
+
+# --------------------------------------------------------------------------------------------
+# One slice: models x points, in memory
+# --------------------------------------------------------------------------------------------
+
+
+def _paired_block(pair: tuple[PreparedData, np.ndarray], codes: np.ndarray, key: np.uint64,
+                  start: int, stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` of one model, its draws mapped to its positions."""
+    prepared, draw_map = pair
+    out = np.empty((stop - start, codes.shape[0]))
+    K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out,
+                      draw_map)
+    return prepared.unscale(codes, out)
+
+
+def _prepare(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, *, n_bins: int, by: str,
+             needs_bins: bool) -> tuple[PreparedData, np.ndarray]:
+    """One model's prepared data and the map from a row of its points to its position."""
+    prepared = PreparedData.from_arrays(e, u, by_values=x, by=by, n_bins=n_bins,
+                                        needs_bins=needs_bins)
+    order = equal_count_order(u if x is None else x)  # as from_arrays orders the points
+    draw_map = np.empty(order.size, dtype=np.int64)
+    draw_map[order] = np.arange(order.size, dtype=np.int64)
+    return prepared, draw_map
+
+
+def _ranks(distances: np.ndarray) -> np.ndarray:
+    """Rank probabilities of one replicate's distances ``(models,)`` as a ``(models, ranks)``
+    matrix, ties sharing their ranks equally and NaN last (the module's tie rule)."""
+    k = distances.shape[0]
+    keyed = np.where(np.isnan(distances), np.inf, distances)
+    undefined = np.isnan(distances)
+    out = np.zeros((k, k))
+    order = np.lexsort((keyed, undefined))
+    position = 0
+    while position < k:
+        first = order[position]
+        group = [first]
+        stop = position + 1
+        while stop < k and undefined[order[stop]] == undefined[first] and (
+                undefined[first] or keyed[order[stop]] == keyed[first]):
+            group.append(order[stop])
+            stop += 1
+        share = 1.0 / len(group)
+        for model in group:
+            out[model, position:stop] = share
+        position = stop
+    return out
+
+
+def rank_probabilities(distances: np.ndarray) -> np.ndarray:
+    """Mean rank probabilities over replicates: ``distances`` is ``(models, replicates)``;
+    returns ``(models, ranks)`` (see the module's tie rule).
+
+    Examples
+    --------
+    >>> rank_probabilities(np.array([[0.1, 0.3], [0.2, 0.2]])).tolist()
+    [[0.5, 0.5], [0.5, 0.5]]
+    >>> rank_probabilities(np.array([[0.1, 0.1], [0.1, np.nan]])).tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
+    """
+    distances = np.asarray(distances, dtype=np.float64)
+    total = np.zeros((distances.shape[0], distances.shape[0]))
+    for r in range(distances.shape[1]):
+        total += _ranks(distances[:, r])
+    return total / distances.shape[1]
+
+
+def _difference_interval(replicates: np.ndarray, estimate: float, jack: np.ndarray | None,
+                         level: float) -> tuple[float, float]:
+    """The interval of one difference: BCa with the paired jackknife, percentile without;
+    ``[d, d]`` when every replicate equals the estimate (identical models)."""
+    finite = replicates[np.isfinite(replicates)]
+    if finite.size == replicates.size and np.all(replicates == estimate):
+        return float(estimate), float(estimate)
+    with np.errstate(invalid="ignore", over="ignore"):
+        if jack is None:
+            lo, hi = percentile_interval(replicates[None, :], level)
+        else:
+            lo, hi = bca_interval(replicates[None, :], np.array([estimate]), jack[None, :],
+                                  level)
+    return float(np.asarray(lo).ravel()[0]), float(np.asarray(hi).ravel()[0])
+
+
+def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
+                    stats: Sequence[Statistic], kernel_stats: Sequence[Statistic],
+                    labels: Sequence[Any], n_boot: int, level: float, seed: int, chunks,
+                    n_bins: int | None, by: str, pairing: str) -> dict[str, np.ndarray]:
+    """The comparison of the models of one slice: ``E``, ``U`` (and the binning variable
+    ``X``) are ``(models, sample)``; returns the arrays of the result."""
+    k = E.shape[0]
+    present = np.isfinite(E) & np.isfinite(U)
+    codes = codes_of(kernel_stats)
+    needs_bins = any(s.needs_bins for s in kernel_stats)
+    if pairing == "common":
+        common = present.all(axis=0)
+        rows = [np.flatnonzero(common)] * k
+        n_dropped = (present & ~common).sum(axis=1)
+    else:
+        rows = [np.flatnonzero(present[i]) for i in range(k)]
+        n_dropped = np.zeros(k, dtype=np.int64)
+    sizes = [r.size for r in rows]
+    for i, size in enumerate(sizes):
+        if size < 2:
+            where = " in common with every other model" if pairing == "common" else ""
+            raise ValueError(f"ds: model {labels[i]!r} has {size} point(s){where}; "
+                             "comparing needs at least 2")
+    pairs, estimates, blocks, jacks = [], [], [], []
+    for i in range(k):
+        bins = resolve_n_bins(sizes[i], n_bins, binned=needs_bins)
+        check_fits_in_one_task(sizes[i], task_bytes_per_point(len(codes), jackknife=True),
+                               "compare")
+        prepared, draw_map = _prepare(E[i, rows[i]], U[i, rows[i]],
+                                      None if X is None else X[i, rows[i]], n_bins=bins,
+                                      by=by, needs_bins=needs_bins)
+        if pairing == "independent":
+            draw_map = K.NO_MAP
+        pairs.append((prepared, draw_map))
+        estimates.append(prepared.evaluate(codes))
+    keys = ([stream_key(seed, "compare")] * k if pairing == "common"
+            else [stream_key(seed, f"compare:{label}") for label in labels])
+    for i in range(k):
+        blocks.append(blocks_along_replicate(_paired_block, dask.delayed(pairs[i]), n_boot,
+                                             chunks, codes.shape[0], codes, keys[i]))
+    replicates = np.stack(dask.compute(*blocks), axis=0)  # (model, replicate, code)
+    if pairing == "common":
+        for i in range(k):
+            prepared, draw_map = pairs[i]
+            values = jackknife_values(prepared, codes, prepared.size)  # (code, position)
+            jacks.append(values[:, draw_map])  # (code, row of the common points)
+    estimate = np.stack(estimates)  # (model, code)
+    keys_of = [s.key for s in kernel_stats]
+    n_stat = len(stats)
+    out_estimate = np.empty((k, n_stat))
+    dist = np.empty((k, n_stat))
+    dist_rep = np.empty((k, n_stat, n_boot))
+    dist_jack = [] if pairing == "common" else None
+    for j, s in enumerate(stats):
+        c = keys_of.index("zms" if s.key == "nll" else s.key)
+        if s.key == "nll":
+            out_estimate[:, j] = [pairs[i][0].evaluate(codes_of(get_statistics(["nll"])))[0]
+                                  for i in range(k)]
+        else:
+            out_estimate[:, j] = estimate[:, c]
+        dist[:, j] = distance(s.key, estimate[:, c])
+        dist_rep[:, j] = distance(s.key, replicates[:, :, c])
+        if dist_jack is not None:
+            dist_jack.append(np.stack([distance(s.key, jacks[i][c]) for i in range(k)]))
+    difference = dist[:, None, :] - dist[None, :, :]
+    low = np.zeros((k, k, n_stat))
+    high = np.zeros((k, k, n_stat))
+    for a, b in itertools.product(range(k), repeat=2):
+        for j in range(n_stat):
+            if a == b:
+                continue
+            reps = dist_rep[a, j] - dist_rep[b, j]
+            jack = None if dist_jack is None else dist_jack[j][a] - dist_jack[j][b]
+            low[a, b, j], high[a, b, j] = _difference_interval(reps, difference[a, b, j],
+                                                              jack, level)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = zeta(difference, 0.0, low, high)
+    z = np.where(difference == 0.0, 0.0, z)  # identical models: 0, not 0 / 0
+    verdict = np.where(high < 0, "better", np.where(low > 0, "worse",
+                                                     "no significant difference"))
+    verdict = verdict.astype(object)
+    for a in range(k):
+        verdict[a, a, :] = ""
+    rank = np.stack([rank_probabilities(dist_rep[:, j]) for j in range(n_stat)], axis=-1)
+    return {"estimate": out_estimate, "distance": dist, "difference": difference,
+            "ci_low": low, "ci_high": high, "zeta": z, "verdict": verdict.astype(str),
+            "rank_probability": rank, "p_best": rank[:, 0, :],
+            "n_samples": np.array(sizes, dtype=np.int64), "n_dropped": n_dropped}
+
+
+# --------------------------------------------------------------------------------------------
+# Labelled entry point
+# --------------------------------------------------------------------------------------------
+
+
+def _layout(stats: Sequence[Statistic], labels: Sequence[Any], dim: str) -> xr.Dataset:
+    """The result of one slice laid out for :func:`~xuqcal.analysis.lazy.lazy_result`."""
+    k, n = len(labels), len(stats)
+    shapes = {"estimate": (k, n), "distance": (k, n), "difference": (k, k, n),
+              "ci_low": (k, k, n), "ci_high": (k, k, n), "zeta": (k, k, n),
+              "verdict": (k, k, n), "rank_probability": (k, k, n), "p_best": (k, n),
+              "n_samples": (k,), "n_dropped": (k,)}
+    dtypes = {"verdict": np.dtype("<U25"), "n_samples": np.int64, "n_dropped": np.int64}
+    shell = _as_dataset({name: np.zeros(shape, dtype=dtypes.get(name, np.float64))
+                         for name, shape in shapes.items()}, stats, labels, dim)
+    return template({name: (v.dims, v.dtype, v.attrs) for name, v in shell.data_vars.items()},
+                    dict(shell.sizes), {c: shell[c].values for c in shell.coords})
+
+
+def _as_dataset(arrays: dict[str, np.ndarray], stats, labels, dim: str) -> xr.Dataset:
+    keys = [s.key for s in stats]
+    k = len(labels)
+    coords = {dim: labels, "other": labels, "statistic": keys,
+              "rank": np.arange(1, k + 1)}
+    pair = (dim, "other", "statistic")
+    return xr.Dataset(
+        {
+            "estimate": ((dim, "statistic"), arrays["estimate"],
+                         {"long_name": "the statistic of each model"}),
+            "distance": ((dim, "statistic"), arrays["distance"],
+                         {"long_name": "distance to calibration (lower is better)",
+                          "definitions": "; ".join(f"{s}: {COMPARED_STATISTICS[s]}"
+                                                   for s in keys)}),
+            "difference": (pair, arrays["difference"],
+                           {"long_name": f"distance of {dim} minus distance of other "
+                                         f"(negative: {dim} is better)"}),
+            "ci_low": (pair, arrays["ci_low"],
+                       {"long_name": "lower bound of the difference"}),
+            "ci_high": (pair, arrays["ci_high"],
+                        {"long_name": "upper bound of the difference"}),
+            "zeta": (pair, arrays["zeta"], {"long_name": "zeta-score of the difference "
+                                                         "against 0"}),
+            "verdict": (pair, np.asarray(arrays["verdict"], dtype="<U25"),
+                        {"long_name": f"{dim} against other: better, worse or no significant "
+                                      "difference"}),
+            "rank_probability": ((dim, "rank", "statistic"), arrays["rank_probability"],
+                                 {"long_name": "probability of each rank (1: nearest to "
+                                               "calibration)"}),
+            "p_best": ((dim, "statistic"), arrays["p_best"],
+                       {"long_name": "probability of being the nearest to calibration"}),
+            "n_samples": ((dim,), arrays["n_samples"],
+                          {"long_name": "points compared"}),
+            "n_dropped": ((dim,), arrays["n_dropped"],
+                          {"long_name": "points of the model left out (absent from another "
+                                        "model)"}),
+        },
+        coords=coords,
+    )
+
+
+def compare(
+    ds: xr.Dataset,
+    statistics: str | Iterable[str] | None = None,
+    *,
+    dim: str | None = None,
+    n_boot: int = defaults.N_BOOT,
+    level: float = defaults.LEVEL,
+    seed: int = defaults.SEED,
+    chunks: int | Sequence[int] | None = None,
+    n_bins: int | None = None,
+    by: str = defaults.BY,
+    pairing: str = "common",
+    E: str = defaults.E,
+    uE: str = defaults.UE,
+) -> xr.Dataset:
+    """Compare the models along ``dim`` on the same points: paired differences of their
+    distances to calibration, with BCa intervals, ζ-scores and verdicts, and the probability
+    of each model's rank.
+
+    See :mod:`xuqcal.analysis.compare` for the pairing, the distances, the intervals and the
+    tie rule of the ranks.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        ``E`` and ``uE`` over ``(dim, sample)`` (e.g. :func:`xuqcal.stack_datasets` of the
+        models' test sets, which share their sample labels); further extra dimensions
+        (``task``, ``seed``, ...) are compared slice by slice.
+    statistics : str or sequence of str, optional
+        Keys of :data:`COMPARED_STATISTICS`; default ``zms rce cc ence zmse``.
+    dim : str, optional
+        The dimension of the models; default: ``model``, else ``dataset`` (the dimension of
+        :func:`xuqcal.stack_datasets` and of the CLI's several files).
+    n_boot : int
+        Bootstrap replicates (each resamples the rows once, for every model).
+    level : float
+        Confidence level of the intervals.
+    seed : int
+        Seed of the streams (``(seed, "compare", r)``).
+    chunks : int or sequence of int, optional
+        Replicates per Dask task (the option ``replicate_chunk`` by default); no value
+        depends on it.
+    n_bins : int, optional
+        Bins of the binned statistics (default: the recommended number for the compared
+        points).
+    by : str
+        Binning variable (``"uE"``, or a feature over ``(dim, sample)`` or ``sample``).
+    pairing : {"common", "independent"}
+        ``"common"``: the points present in every model, resampled together;
+        ``"independent"``: each model on its own points and streams (ragged sets;
+        percentile intervals).
+    E, uE : str
+        Names of the error and uncertainty variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``dim``, ``other`` (the same labels: the second model of a pair),
+        ``statistic`` and ``rank``: ``estimate``, ``distance``, ``difference``, ``ci_low``,
+        ``ci_high``, ``zeta``, ``verdict``, ``rank_probability``, ``p_best``,
+        ``n_samples`` and ``n_dropped``; attributes say how it was computed. Computed for
+        NumPy-backed data, lazy (one task per slice) for Dask-backed data.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(2000, nu=6, seed=0)
+    >>> b = a.assign(uE=a.uE * 0.8)  # the same errors, uncertainties 20 % too small
+    >>> both = xuqcal.stack_datasets({"A": a, "B": b}, dim="model")
+    >>> result = compare(both, ["zms"], n_boot=500)
+    >>> str(result.verdict.sel(model="A", other="B", statistic="zms").values)
+    'better'
+    >>> float(result.p_best.sel(model="A", statistic="zms"))
+    1.0
+    """
+    (stats, kernel_stats, n_boot, level, seed, chunks, pairing, E, uE,
+     labels, dim) = _compare_iv(ds, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
+                           chunks=chunks, n_bins=n_bins, by=by, pairing=pairing, E=E, uE=uE)
+    by_name = uE if by in (None, defaults.BY) else by
+    others = [d for d in ds[E].dims if d not in (dim, SAMPLE_DIM)]
+    options = {"stats": stats, "kernel_stats": kernel_stats, "labels": labels,
+               "n_boot": n_boot, "level": level, "seed": seed, "chunks": chunks,
+               "n_bins": n_bins, "by": by_name, "pairing": pairing}
+
+    names = [E, uE] + ([] if by_name == uE else [by_name])
+
+    def body(part: xr.Dataset) -> xr.Dataset:
+        e = part[E].transpose(dim, SAMPLE_DIM).values
+        u = part[uE].broadcast_like(part[E]).transpose(dim, SAMPLE_DIM).values
+        x = (None if by_name == uE
+             else part[by_name].broadcast_like(part[E]).transpose(dim, SAMPLE_DIM).values)
+        return _as_dataset(_compare_arrays(e, u, x, **options), stats, labels, dim)
+
+    def lazily(part: xr.Dataset) -> xr.Dataset:
+        # in one task: its replicate blocks run on the task's own threads (a nested
+        # computation on a distributed worker must not wait for the cluster)
+        with dask.config.set(scheduler="threads"):
+            return body(part)
+
+    def one(part: xr.Dataset) -> xr.Dataset:
+        data = part[names]
+        if any(data[n].chunks is not None for n in names):
+            return lazy_result(lazily, data, _layout(stats, labels, dim))
+        return body(data)
+
+    if others:
+        combos = list(itertools.product(*(range(ds.sizes[d]) for d in others)))
+        parts = [one(ds.isel(dict(zip(others, c, strict=True)))) for c in combos]
+        result = parts[0] if len(parts) == 1 else _stack(parts, ds, others)
+    else:
+        result = one(ds)
+    if dim in ds.coords:
+        result = result.assign_coords({dim: ds[dim].values, "other": ds[dim].values})
+    return attach(result, {
+        "analysis": "compare", "statistics": " ".join(s.key for s in stats), "dim": dim,
+        "n_boot": n_boot, "level": level, "seed": seed, "pairing": pairing,
+        "n_bins": n_bins, "by": by_name,
+        "interval": ("BCa, paired jackknife" if pairing == "common"
+                     else "percentile of independent replicates"),
+        "random_streams": "rows drawn from the stream (seed, 'compare', r), the same for "
+                          "every model; each model maps a row to its own position",
+        "tie_rule": "tied distances share their ranks equally; NaN ranks last",
+    })
+
+
+def _stack(parts: list[xr.Dataset], ds: xr.Dataset, others: list[str]) -> xr.Dataset:
+    """The results of the slices of the other extra dimensions, stacked over them."""
+    shape = [ds.sizes[d] for d in others]
+    nested: Any = np.empty(shape, dtype=object)
+    for index, part in zip(itertools.product(*(range(s) for s in shape)), parts, strict=True):
+        nested[index] = part
+    stacked = xr.combine_nested(nested.tolist(), concat_dim=others)
+    return stacked.assign_coords({d: ds[d].values for d in others if d in ds.coords})
