@@ -178,3 +178,62 @@ def test_bad_arguments_are_refused_before_any_work(call, message, monkeypatch):
     monkeypatch.setattr(C, "_compare_arrays", never)
     with pytest.raises(ValueError, match=message):
         call(ds)
+
+
+# ------------------------------------------------------------------------------ the command
+
+
+def _three_files(tmp_path):
+    a = xuqcal.synthetic.nig(600, nu=6, seed=0)
+    paths = []
+    for name, ds in (("good", a), ("tight", a.assign(uE=a.uE * 0.8)),
+                     ("noisy", a.assign(E=a.E * 1.1))):
+        path = tmp_path / f"{name}.csv"
+        ds.to_dataframe().to_csv(path)
+        paths.append(str(path))
+    return paths
+
+
+def test_the_compare_command_prints_a_ranking_and_writes_every_result(tmp_path, capsys):
+    from xuqcal.cli.commands import main
+
+    files = _three_files(tmp_path)
+    out = tmp_path / "cmp.nc"
+    args = ["compare", *files, "--E", "E", "--uE", "uE", "--n-boot", "300",
+            "--statistics", "zms,rce,ence", "--no-progress", "-o", str(out)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    first = printed.splitlines()[0]
+    assert first.startswith("Comparison of 3 models (good, tight, noisy) on 600 common points")
+    block = printed.split("zms (distance |zms - 1|)")[1].splitlines()
+    assert block[2].split()[0] == "good"  # first by expected rank
+    assert "good better than tight: difference" in printed
+    assert "mean scores (lower is better" in printed and "SIP (crps)" in printed
+    written = xuqcal.io.netcdf.read_netcdf(out)
+    assert {"difference", "rank_probability", "mean_score", "dm_p_value", "sip"} <= set(
+        written.data_vars)
+    assert written.dataset.values.tolist() == ["good", "tight", "noisy"]
+    expected = C.compare(xuqcal.stack_datasets({
+        p.rsplit("/", 1)[1][:-4]: xuqcal.read_csv(p, E="E", uE="uE") for p in files}),
+        ["zms", "rce", "ence"], dim="dataset", n_boot=300)
+    np.testing.assert_array_equal(written.ci_low.values, expected.ci_low.values)
+    assert main(args) == 2  # the output exists: refused without --overwrite
+    assert "--overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--statistics", "zms,picp95"], "--statistics: picp95 cannot be compared"),
+    (["--dim", "model"], "--dim: 'model' is not a dimension of the data"),
+    (["--pairing", "rows"], "--pairing: invalid choice"),
+])
+def test_the_compare_command_refuses_bad_options_in_one_line(tmp_path, capsys, extra,
+                                                             message):
+    from faults import one_line_error
+
+    from xuqcal.cli.commands import main
+
+    files = _three_files(tmp_path)
+    line = one_line_error(capsys, main(["compare", *files, "--E", "E", "--uE", "uE",
+                                        "--n-boot", "100", "--no-progress", *extra]),
+                          command="compare")
+    assert message in line

@@ -116,10 +116,10 @@ def test_forest_colours_intervals_and_legend_by_verdict(tmp_path):
     render(ax, tmp_path / "verdicts.png")
 
 
-def test_forest_reference_mode():
+def test_forest_baseline_mode():
     models = ["GCN", "RF", "LR", "GPR", "MPNN"]
     result = make_result(models, ["zms"], distance=[0.05, 0.15, 0.16, 0.30, 0.14])
-    ax = difference_forest(result, reference="RF")
+    ax = difference_forest(result, baseline="RF")
     assert tick_texts(ax.get_yticklabels()) == [f"{m} {MINUS} RF" for m in models if m != "RF"]
     drawn = points_by_label(ax)
     assert drawn["first model better"][1] == [0.0]  # GCN − RF = −0.10
@@ -175,8 +175,8 @@ def test_forest_on_given_axes_and_refusals():
         difference_forest(result, "x")
     assert str(error.value) == "statistic: 'x' is not in the result (its statistics: zms, rce)"
     with pytest.raises(ValueError) as error:
-        difference_forest(result, reference="X")
-    assert str(error.value) == "reference: 'X' is not a model of the result (its models: GCN, RF)"
+        difference_forest(result, baseline="X")
+    assert str(error.value) == "baseline: 'X' is not a model of the result (its models: GCN, RF)"
     with pytest.raises(ValueError, match=r"^result: expected the output of xuqcal.compare .* "
                                          r"without verdict$"):
         difference_forest(result.drop_vars("verdict"))

@@ -16,12 +16,15 @@ from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.analysis import curves, features
 from xuqcal.analysis.binning import make_bins
+from xuqcal.analysis.compare import compare
 from xuqcal.analysis.coverage import interval_coverage, quantile_coverage
+from xuqcal.analysis.decomposition import corp_reliability, nll_split, score_decomposition
 from xuqcal.analysis.diagnostics import describe
 from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.analysis.labelled import zeta
 from xuqcal.analysis.local import adversarial_groups, local, order_sensitivity, reliability
 from xuqcal.analysis.outofcore import reduce_statistics
+from xuqcal.analysis.paired_scores import paired_scores, sip_matrix
 from xuqcal.analysis.probabilistic import pit, pit_test, proper_scores
 from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
@@ -76,6 +79,8 @@ __all__ = [
     "bca_interval",
     "beta_gm",
     "bootstrap",
+    "compare",
+    "corp_reliability",
     "curves",
     "describe",
     "features",
@@ -91,8 +96,10 @@ __all__ = [
     "kappa_cs",
     "local",
     "make_bins",
+    "nll_split",
     "open_dataset",
     "order_sensitivity",
+    "paired_scores",
     "percentile_interval",
     "pit",
     "pit_test",
@@ -107,8 +114,10 @@ __all__ = [
     "report",
     "roles",
     "running_statistics",
+    "score_decomposition",
     "set_options",
     "simulate",
+    "sip_matrix",
     "stack_datasets",
     "stats",
     "student_interval",

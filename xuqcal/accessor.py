@@ -20,12 +20,15 @@ import xarray as xr
 from xuqcal import plot as _plot
 from xuqcal import recalibration as _recalibration
 from xuqcal.analysis import binning as _binning
+from xuqcal.analysis import compare as _compare
 from xuqcal.analysis import coverage as _coverage
 from xuqcal.analysis import curves as _curves
+from xuqcal.analysis import decomposition as _decomposition
 from xuqcal.analysis import diagnostics as _diagnostics
 from xuqcal.analysis import features as _features
 from xuqcal.analysis import local as _local
 from xuqcal.analysis import outofcore as _outofcore
+from xuqcal.analysis import paired_scores as _paired
 from xuqcal.analysis import probabilistic as _probabilistic
 from xuqcal.analysis import resampling as _resampling
 from xuqcal.analysis import running as _running
@@ -105,6 +108,18 @@ class UQCalAccessor:
     simulate = delegate(_simulation.simulate, "Lazy simulated references")
     validate = delegate(_validation.validate, "ζ-scores per scheme and verdicts")
     summary = delegate(_summary.summary, "A verdict per question with its evidence")
+    compare = delegate(_compare.compare, "Paired differences and rank probabilities of the "
+                                         "models along a dimension")
+    paired_scores = delegate(_paired.paired_scores, "Paired mean-score differences and "
+                                                    "Diebold-Mariano tests of the models")
+    sip_matrix = delegate(_paired.sip_matrix, "Systematic improvement probabilities of the "
+                                              "models")
+    score_decomposition = delegate(_decomposition.score_decomposition,
+                                   "CORP decomposition of a score of uE²: MCB, DSC, UNC")
+    corp_reliability = delegate(_decomposition.corp_reliability,
+                                "CORP reliability diagram data with its consistency band")
+    nll_split = delegate(_decomposition.nll_split,
+                         "The NLL split into a calibration and a sharpness term")
     describe = delegate(_diagnostics.describe, "Distribution diagnostics")
     bins = delegate(_binning.make_bins, "Bins of a variable (or a 2-D grid)")
     local = delegate(_local.local, "Local z-score analysis (LZM, LZMS, ...)")

@@ -59,6 +59,7 @@ from xuqcal.analysis.validation import (
     summary_table,
     validate,
 )
+from xuqcal.cli import compare as _cli_compare
 from xuqcal.cli import inputs as _inputs
 from xuqcal.cli import recalibrate as _cli_recalibrate
 from xuqcal.cli.common import (
@@ -331,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compute_options(rep)
     _add_cube_commands(commands)
     _cli_recalibrate.add_parser(commands)
+    _cli_compare.add_parser(commands, data_options=_add_data_options,
+                            cluster_options=_add_cluster_options, positive_int=positive_int)
     return parser
 
 
@@ -1002,7 +1005,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a bad option (one line printed)
         return int(done.code or 0)
     commands = {"validate": cmd_validate, "demo": cmd_demo, "report": cmd_report,
-                "cube": cmd_cube, "recalibrate": _cli_recalibrate.run}
+                "cube": cmd_cube, "recalibrate": _cli_recalibrate.run,
+                "compare": _cli_compare.run}
     command = args.command + (f" {args.cube_command}" if args.command == "cube" else "")
     debug = getattr(args, "debug", False)
     try:

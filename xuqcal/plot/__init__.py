@@ -12,6 +12,8 @@ put it along the columns. The panels of a grid share their axes unless their set
 or range (``sharex=`` / ``sharey=``, :func:`~xuqcal.plot.facets.share_axis`).
 """
 
+from xuqcal.plot.compare import difference_forest, rank_heatmap, sip_heatmap
+from xuqcal.plot.corp import corp_reliability_diagram
 from xuqcal.plot.coverage import plot_quantile_calibration
 from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
 from xuqcal.plot.facets import FacetGrid
@@ -43,6 +45,8 @@ __all__ = [
     "bin_zms",
     "calibration_curve",
     "confidence_curve",
+    "corp_reliability_diagram",
+    "difference_forest",
     "error_distribution",
     "fraction_valid",
     "generator_sensitivity_study",
@@ -53,10 +57,12 @@ __all__ = [
     "plot_pit",
     "plot_quantile_calibration",
     "rank_correlation",
+    "rank_heatmap",
     "recalibration_scan",
     "reliability",
     "running_statistics",
     "scales",
+    "sip_heatmap",
     "size_bins_study",
     "validation_probability",
     "zero_bins_extrapolation",

@@ -125,11 +125,11 @@ def _cell_fontsize(k: int, two_lines: bool = False) -> str:
     return "x-small" if k <= 12 else "xx-small"
 
 
-def _pairs(models: list[str], reference: str | None) -> list[tuple[int, int]]:
+def _pairs(models: list[str], baseline: str | None) -> list[tuple[int, int]]:
     """Indices (model, other) of the rows of the forest plot."""
-    if reference is None:
+    if baseline is None:
         return [(i, j) for i in range(len(models)) for j in range(i + 1, len(models))]
-    r = models.index(reference)
+    r = models.index(baseline)
     return [(i, r) for i in range(len(models)) if i != r]
 
 
@@ -138,7 +138,7 @@ def _style(verdict: str) -> tuple[str, str, str]:
 
 
 def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None = None, *,
-                      reference: str | None = None, ax=None, col: str | None = None,
+                      baseline: str | None = None, ax=None, col: str | None = None,
                       row: str | None = None, sharex: bool | None = None):
     """Forest plot of the paired differences of a model comparison with their intervals.
 
@@ -146,7 +146,7 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
     distances to the reference (a point; negative: A is better) and its BCa interval (a
     horizontal bar), coloured and marked by verdict (A better, B better, no significant
     difference; legend), with a vertical line at 0. The rows are each unordered pair once
-    (``A`` before ``B`` in the order of the labels along ``model``), or, with ``reference``,
+    (``A`` before ``B`` in the order of the labels along ``model``), or, with ``baseline``,
     every other model against that one. The first pair is at the top.
 
     Parameters
@@ -157,8 +157,8 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
     statistic : str or iterable of str, optional
         The statistics to draw (default: all): one statistic gives one Axes, several give one
         panel per statistic (along the columns; ``row="statistic"`` puts them along the rows).
-    reference : str, optional
-        A model of the result: each other model against it (rows ``model − reference``).
+    baseline : str, optional
+        A model of the result: each other model against it (rows ``model − baseline``).
     ax : matplotlib Axes, optional
         Where to draw one panel (one statistic, no other extra dimension).
     col, row : str, optional
@@ -177,7 +177,7 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
     ------
     ValueError
         For a result that is not a comparison (naming the missing variables), fewer than two
-        models, a statistic or a reference not in the result, and as
+        models, a statistic or a baseline not in the result, and as
         :func:`~xuqcal.plot.facets.facet` (dimensions that cannot be placed, ``ax`` with a
         grid).
 
@@ -187,7 +187,7 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
     >>> ax = difference_forest(result, "zms")
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['GCN − RF', 'GCN − LR', 'RF − LR']
-    >>> ax = difference_forest(result, "zms", reference="RF")
+    >>> ax = difference_forest(result, "zms", baseline="RF")
     >>> [t.get_text() for t in ax.get_yticklabels()]
     ['GCN − RF', 'LR − RF']
     >>> difference_forest(result).axes.shape
@@ -201,8 +201,8 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
     if len(models) < 2:
         raise ValueError(f"result: {len(models)} model ({_listed(models)}): a forest plot of "
                          "differences needs two models at least")
-    if reference is not None and (not isinstance(reference, str) or reference not in models):
-        raise ValueError(f"reference: {reference!r} is not a model of the result (its models: "
+    if baseline is not None and (not isinstance(baseline, str) or baseline not in models):
+        raise ValueError(f"baseline: {baseline!r} is not a model of the result (its models: "
                          f"{_listed(models)})")
     data = result[list(variables)]
     if "statistic" in data.dims:
@@ -218,11 +218,11 @@ def difference_forest(result: xr.Dataset, statistic: str | Iterable[str] | None 
                     row = "statistic"
     elif statistic is not None:
         _check_statistic(result, statistic)
-    pairs = _pairs(models, reference)
+    pairs = _pairs(models, baseline)
     labels = [f"{models[i]}{MINUS}{models[j]}" for i, j in pairs]
     n = len(pairs)
     numbers = _title_numbers(result)
-    against = f" against {reference}" if reference is not None else ""
+    against = f" against {baseline}" if baseline is not None else ""
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = data.isel(indexers)

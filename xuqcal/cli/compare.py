@@ -1,0 +1,214 @@
+"""``xuqcal compare``: rank models evaluated on the same points (issue 24).
+
+Several files (one per model, read with the same options and stacked along ``dataset``,
+labelled by file name or ``--names``), or one NetCDF input dataset whose variables have a
+model dimension (``--dim``), are compared by :func:`xuqcal.compare` (paired bootstrap
+differences of the distances to calibration, BCa intervals, verdicts, rank probabilities),
+:func:`xuqcal.paired_scores` (mean CRPS, NLL and interval score, Diebold–Mariano tests) and
+:func:`xuqcal.sip_matrix` (systematic improvement probabilities). The command prints a ranking
+table per statistic, the significant pairs, the mean scores and the SIP matrix, and writes
+all of it to one NetCDF file with ``-o``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from xuqcal.analysis.compare import COMPARED_STATISTICS, DEFAULT_STATISTICS, PAIRINGS
+from xuqcal.cli.common import comma_items
+from xuqcal.cli.terminal import escape
+from xuqcal.core import defaults
+
+#: The point-wise scores of the SIP matrix.
+SIP_SCORES = ("crps", "nll", "interval")
+
+
+def _statistics(text: str) -> list[str]:
+    keys = comma_items(text)
+    wrong = [k for k in keys if k not in COMPARED_STATISTICS]
+    if wrong:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(wrong)} cannot be compared; choose from "
+            f"{', '.join(COMPARED_STATISTICS)}")
+    return keys
+
+
+def add_parser(commands, *, data_options: Callable, cluster_options: Callable,
+               positive_int: Callable) -> argparse.ArgumentParser:
+    """Register ``compare`` on the sub-parsers ``commands`` of the ``xuqcal`` command (the
+    option groups shared with the other commands are passed in)."""
+    parser = commands.add_parser(
+        "compare", help="rank models evaluated on the same points (paired differences)",
+        description="Compare models on the same points: a paired bootstrap resamples the rows "
+                    "once per replicate for every model; differences of the distances to "
+                    "calibration with BCa intervals and verdicts, rank probabilities, mean "
+                    "proper scores with Diebold-Mariano tests, and the SIP matrix. Give one "
+                    "file per model (stacked along 'dataset', labelled by file name or "
+                    "--names), or one NetCDF file over a model dimension (--dim).")
+    parser.add_argument("files", type=Path, nargs="+", metavar="FILE",
+                        help="one CSV, NetCDF or Zarr file per model (the same points in the "
+                             "same rows), or one NetCDF file over a model dimension")
+    data_options(parser, netcdf=True)
+    parser.add_argument("--dim", metavar="DIM",
+                        help="the dimension of the models in a NetCDF input (default: "
+                             "dataset for several files, else model)")
+    parser.add_argument("--statistics", type=_statistics, default=list(DEFAULT_STATISTICS),
+                        metavar="LIST",
+                        help=f"comma-separated statistics (default: "
+                             f"{','.join(DEFAULT_STATISTICS)}; any of "
+                             f"{','.join(COMPARED_STATISTICS)})")
+    parser.add_argument("--n-boot", type=positive_int, default=defaults.N_BOOT, metavar="N",
+                        help=f"bootstrap replicates (default: {defaults.N_BOOT})")
+    parser.add_argument("--seed", type=int, default=defaults.SEED,
+                        help=f"seed of every random draw (default: {defaults.SEED})")
+    parser.add_argument("--level", type=float, default=defaults.LEVEL,
+                        help=f"confidence level of the intervals (default: {defaults.LEVEL:g})")
+    parser.add_argument("--n-bins", type=positive_int, default=None, metavar="N",
+                        help="bins of the binned statistics (default: recommended for the "
+                             "compared points)")
+    parser.add_argument("--pairing", choices=PAIRINGS, default="common",
+                        help="common: the points every model has, resampled together "
+                             "(default); independent: each model on its own points (ragged "
+                             "sets; no scores or SIP)")
+    parser.add_argument("--score", choices=SIP_SCORES, default="crps",
+                        help="point-wise score of the SIP matrix (default: crps)")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE.nc",
+                        help="write every result to this NetCDF file (its folder must exist)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="allow replacing an existing output file")
+    cluster_options(parser)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """``xuqcal compare``: with ``-o``, the output is locked before anything is read."""
+    from xuqcal.cli.commands import OUTPUT
+    from xuqcal.io import locks
+
+    if args.output is None:
+        return _run(args)
+    with locks.locked(args.output, "xuqcal compare", option=OUTPUT):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import xuqcal
+    from xuqcal.cli.commands import _read_data, check_outputs, compute_context
+
+    if args.output is not None:
+        check_outputs([args.output], inputs=args.files, overwrite=args.overwrite)
+    ds = _read_data(args)
+    dim = args.dim or ("dataset" if "dataset" in ds.dims else "model")
+    if dim not in ds.dims:
+        raise ValueError(f"--dim: {dim!r} is not a dimension of the data (its dimensions: "
+                         f"{', '.join(map(str, ds.dims))}); give one file per model or the "
+                         "model dimension of the NetCDF file")
+    with compute_context(args):
+        result = xuqcal.compare(ds, args.statistics, dim=dim, n_boot=args.n_boot,
+                                level=args.level, seed=args.seed, n_bins=args.n_bins,
+                                pairing=args.pairing).compute()
+        scores = sip = None
+        if args.pairing == "common":
+            scores = xuqcal.paired_scores(ds, dim=dim)
+            sip = xuqcal.sip_matrix(ds, args.score, dim=dim, n_boot=args.n_boot,
+                                    level=args.level, seed=args.seed)
+    print(comparison_text(result, scores, sip, dim=dim))
+    if args.output is not None:
+        merged = _merged(result, scores, sip)
+        merged.attrs.update(source=", ".join(map(str, args.files)),
+                            E_expression=args.E, uE_expression=args.uE)
+        path = xuqcal.to_netcdf(merged, args.output, overwrite=args.overwrite)
+        print(f"\nwritten: {escape(path)}")
+    return 0
+
+
+def _merged(result: xr.Dataset, scores: xr.Dataset | None,
+            sip: xr.Dataset | None) -> xr.Dataset:
+    """One Dataset of the comparison, the scores and the SIP matrix (their counts of points
+    are the comparison's)."""
+    parts = [result]
+    for part in (scores, sip):
+        if part is not None:
+            parts.append(part.drop_vars([c for c in ("n_samples", "n_dropped")
+                                         if c in part.variables]))
+    merged = xr.merge(parts, combine_attrs="override", compat="override", join="exact")
+    if sip is not None:
+        merged.attrs["sip_score"] = sip.attrs.get("score", "")
+    return merged
+
+
+def comparison_text(result: xr.Dataset, scores: xr.Dataset | None = None,
+                    sip: xr.Dataset | None = None, *, dim: str = "model") -> str:
+    """The printed report of ``xuqcal compare``: per statistic, the models by expected rank
+    with their estimate, distance and probability of being best, and the significant pairs;
+    then the mean scores with the Diebold–Mariano p-values, and the SIP matrix.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(1000, nu=6, seed=0)
+    >>> both = xuqcal.stack_datasets({"A": a, "B": a.assign(uE=a.uE * 0.8)}, dim="model")
+    >>> text = comparison_text(xuqcal.compare(both, ["zms"], n_boot=200))
+    >>> print(text.splitlines()[0].split(":")[0])
+    Comparison of 2 models (A, B) on 1000 common points
+    """
+    labels = [str(x) for x in result[dim].values]
+    n = int(np.max(result.n_samples.values))
+    pairing = result.attrs.get("pairing", "common")
+    where = f"{n} common points" if pairing == "common" else "their own points"
+    lines = [f"Comparison of {len(labels)} models ({', '.join(labels)}) on {where}: "
+             f"{result.attrs.get('interval', '')} at {result.attrs.get('level')}, n_boot "
+             f"{result.attrs.get('n_boot')}, seed {result.attrs.get('seed')}"]
+    dropped = {lab: int(v) for lab, v in zip(labels, result.n_dropped.values, strict=True)
+               if int(v)}
+    if dropped:
+        lines.append("points left out (absent from another model): " + ", ".join(
+            f"{lab} {v}" for lab, v in dropped.items()))
+    ranks = result["rank"].values
+    for key in result.statistic.values.tolist():
+        one = result.sel(statistic=key)
+        expected = (one.rank_probability * ranks).sum("rank").values
+        order = np.argsort(expected, kind="stable")
+        lines += ["", f"{key} (distance {COMPARED_STATISTICS[key]})",
+                  f"  {'model':<16} {'estimate':>10} {'distance':>10} {'P(best)':>8} "
+                  f"{'mean rank':>9}"]
+        for i in order:
+            lines.append(f"  {labels[i][:16]:<16} {float(one.estimate[i]):>10.4g} "
+                         f"{float(one.distance[i]):>10.4g} {float(one.p_best[i]):>8.3f} "
+                         f"{expected[i]:>9.2f}")
+        for a, b in ((a, b) for a in order for b in order if a != b):
+            verdict = str(one.verdict.values[a, b])
+            if verdict == "better":
+                lines.append(f"  {labels[a]} better than {labels[b]}: difference "
+                             f"{float(one.difference[a, b]):.4g} "
+                             f"[{float(one.ci_low[a, b]):.4g}, "
+                             f"{float(one.ci_high[a, b]):.4g}]")
+        if not any(str(v) == "better" for v in one.verdict.values.ravel()):
+            lines.append("  no significant difference between any two models")
+    if scores is not None:
+        names = scores.score.values.tolist()
+        lines += ["", "mean scores (lower is better; Diebold-Mariano p-values of the pairs "
+                      "below)",
+                  "  " + f"{'model':<16}" + "".join(f"{s:>12}" for s in names)]
+        for i, lab in enumerate(labels):
+            lines.append("  " + f"{lab[:16]:<16}" + "".join(
+                f"{float(scores.mean_score.values[i, j]):>12.5g}" for j in range(len(names))))
+        for a in range(len(labels)):
+            for b in range(a + 1, len(labels)):
+                p = scores.dm_p_value.values[a, b]
+                lines.append(f"  {labels[a]} - {labels[b]}: " + ", ".join(
+                    f"{s} p = {p[j]:.3g}" for j, s in enumerate(names)))
+    if sip is not None:
+        lines += ["", f"SIP ({sip.attrs.get('score', '')}): fraction of the points where the "
+                      "row's model scores better than the column's",
+                  "  " + f"{'':<16}" + "".join(f"{lab[:10]:>12}" for lab in labels)]
+        for a, lab in enumerate(labels):
+            lines.append("  " + f"{lab[:16]:<16}" + "".join(
+                f"{'':>12}" if a == b else f"{float(sip.sip.values[a, b]):>12.3f}"
+                for b in range(len(labels))))
+    return escape("\n".join(lines), lines=True)
