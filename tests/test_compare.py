@@ -237,3 +237,22 @@ def test_the_compare_command_refuses_bad_options_in_one_line(tmp_path, capsys, e
                                         "--n-boot", "100", "--no-progress", *extra]),
                           command="compare")
     assert message in line
+
+
+@pytest.mark.slow  # 800 comparisons of 1000 points (pytest -m slow)
+def test_paired_coverage_and_power_study():
+    """Issue 24's acceptance: for two calibrated models with errors correlated at 0.8 on
+    shared points, the paired 95 % interval of the zms difference covers the true difference
+    (0) in 95 % ± 2 % of 400 pairs (benchmarks/compare_power.py; its record in
+    benchmarks/measured/ gives the width ratios)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_power.py"
+    spec = importlib.util.spec_from_file_location("compare_power", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    record = module.study(pairs=400, m=1000, n_boot=1000)
+    zms = record["statistics"]["zms"]
+    assert 0.93 <= zms["coverage"] <= 0.97, zms
+    assert zms["median_width_ratio"] < 1.0, zms

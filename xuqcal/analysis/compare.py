@@ -243,20 +243,39 @@ def rank_probabilities(distances: np.ndarray) -> np.ndarray:
     return total / distances.shape[1]
 
 
-def _difference_interval(replicates: np.ndarray, estimate: float, jack: np.ndarray | None,
-                         level: float) -> tuple[float, float]:
-    """The interval of one difference: BCa with the paired jackknife, percentile without;
-    ``[d, d]`` when every replicate equals the estimate (identical models)."""
-    finite = replicates[np.isfinite(replicates)]
-    if finite.size == replicates.size and np.all(replicates == estimate):
-        return float(estimate), float(estimate)
-    with np.errstate(invalid="ignore", over="ignore"):
-        if jack is None:
-            lo, hi = percentile_interval(replicates[None, :], level)
-        else:
-            lo, hi = bca_interval(replicates[None, :], np.array([estimate]), jack[None, :],
-                                  level)
-    return float(np.asarray(lo).ravel()[0]), float(np.asarray(hi).ravel()[0])
+#: Values of the paired jackknife differences held at once by :func:`_pair_intervals`.
+PAIR_BLOCK = 1 << 22
+
+
+def _pair_intervals(replicates: np.ndarray, estimates: np.ndarray, jack: np.ndarray | None,
+                    first: np.ndarray, second: np.ndarray, level: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of the differences ``first - second`` of one statistic: ``replicates``
+    and ``jack`` are the models' distances ``(model, replicate)`` and ``(model, row)``; BCa
+    with the paired jackknife, percentile without. A difference equal to its estimate in
+    every replicate (identical models) has the interval ``[d, d]``. Pairs are taken a block
+    at a time (:data:`PAIR_BLOCK` jackknife values)."""
+    n_pairs = first.size
+    low, high = np.empty(n_pairs), np.empty(n_pairs)
+    step = n_pairs if jack is None else max(1, PAIR_BLOCK // max(1, jack.shape[1]))
+    for start in range(0, n_pairs, step):
+        block = slice(start, start + step)
+        a, b = first[block], second[block]
+        reps = replicates[a] - replicates[b]
+        est = estimates[block]
+        constant = np.isfinite(reps).all(axis=1) & (reps == est[:, None]).all(axis=1)
+        lo, hi = est.copy(), est.copy()
+        varying = ~constant
+        if varying.any():
+            with np.errstate(invalid="ignore", over="ignore"):
+                if jack is None:
+                    bounds = percentile_interval(reps[varying], level)
+                else:
+                    bounds = bca_interval(reps[varying], est[varying],
+                                        jack[a[varying]] - jack[b[varying]], level)
+            lo[varying], hi[varying] = bounds
+        low[block], high[block] = lo, hi
+    return low, high
 
 
 def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
@@ -326,14 +345,15 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
     difference = dist[:, None, :] - dist[None, :, :]
     low = np.zeros((k, k, n_stat))
     high = np.zeros((k, k, n_stat))
-    for a, b in itertools.product(range(k), repeat=2):
-        for j in range(n_stat):
-            if a == b:
-                continue
-            reps = dist_rep[a, j] - dist_rep[b, j]
-            jack = None if dist_jack is None else dist_jack[j][a] - dist_jack[j][b]
-            low[a, b, j], high[a, b, j] = _difference_interval(reps, difference[a, b, j],
-                                                              jack, level)
+    first, second = np.triu_indices(k, 1)
+    for j in range(n_stat):
+        jack = None if dist_jack is None else dist_jack[j]
+        lo, hi = _pair_intervals(dist_rep[:, j], difference[first, second, j], jack, first,
+                                 second, level)
+        # (B, A) is (A, B) negated: its interval is the negated one, exactly (BCa respects a
+        # monotone transformation), so the matrix is antisymmetric by construction
+        low[first, second, j], high[first, second, j] = lo, hi
+        low[second, first, j], high[second, first, j] = -hi, -lo
     with np.errstate(invalid="ignore", divide="ignore"):
         z = zeta(difference, 0.0, low, high)
     z = np.where(difference == 0.0, 0.0, z)  # identical models: 0, not 0 / 0
