@@ -50,6 +50,7 @@ _SCRIPT = textwrap.dedent("""
         estimate = (chunk * 2 * outofcore.BLOCK_BYTES_PER_VALUE
                     + outofcore.TASK_OVERHEAD_BYTES) / chunk
     else:
+        count = int(sys.argv[4]) if len(sys.argv) > 4 else 100  # n_boot and n_mc
         xuqcal.bootstrap(ds.isel(sample=slice(0, 2000)), statistics, n_boot=50).compute()
         estimate = memory.task_bytes_per_point(
             len(statistics), jackknife=what in ("bootstrap", "validate"),
@@ -71,11 +72,11 @@ _SCRIPT = textwrap.dedent("""
     start = time.perf_counter()
     with dask.config.set(scheduler="synchronous"):
         if what == "bootstrap":
-            xuqcal.bootstrap(ds, statistics, n_boot=100).compute()
+            xuqcal.bootstrap(ds, statistics, n_boot=count).compute()
         elif what == "simulate":
-            xuqcal.simulate(ds, statistics, n_mc=100).compute()
+            xuqcal.simulate(ds, statistics, n_mc=count).compute()
         elif what == "validate":
-            xuqcal.validate(ds, statistics, n_boot=100, n_mc=100).compute()
+            xuqcal.validate(ds, statistics, n_boot=count, n_mc=count).compute()
         else:
             xuqcal.reduce_statistics(data, statistics).compute()
     seconds = time.perf_counter() - start
@@ -88,7 +89,9 @@ _SCRIPT = textwrap.dedent("""
 
 
 def measure(points: int, what: str, statistics: str, *extra: str) -> dict:
-    """One analysis in a fresh process: its peak RSS over the data and the estimate."""
+    """One analysis in a fresh process: its peak RSS over the data and the estimate.
+    ``extra``: the replicates of an in-memory analysis (default 100), or the Zarr store and
+    its chunk of ``reduce_statistics``."""
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "peak.py"
         script.write_text(_SCRIPT)

@@ -6,12 +6,8 @@ estimate, the limit and where the limit comes from."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import pytest
@@ -159,61 +155,31 @@ def _never(*args, **kwargs):
 
 # ------------------------------------------------------------- estimates against the peaks
 
-_PEAK = textwrap.dedent("""
-    import gc, json, sys, threading, time
-    import dask, psutil
-    import xuqcal
-    from xuqcal.core import memory
-    m, what, statistics = int(sys.argv[1]), sys.argv[2], sys.argv[3].split(",")
-    ds = xuqcal.synthetic.nig(m, nu=6, seed=0).compute()
-    xuqcal.bootstrap(ds.isel(sample=slice(0, 2000)), statistics, n_boot=50).compute()  # jit
-    gc.collect()
-    process = psutil.Process()
-    base = peak = process.memory_info().rss
-    done = False
+def _memory_benchmark():
+    """benchmarks/memory_estimates.py, whose measurement the test repeats on fewer points."""
+    import importlib.util
+    from pathlib import Path
 
-    def watch():
-        global peak
-        while not done:
-            peak = max(peak, process.memory_info().rss)
-            time.sleep(0.0005)
-
-    thread = threading.Thread(target=watch)
-    thread.start()
-    with dask.config.set(scheduler="synchronous"):
-        if what == "bootstrap":
-            xuqcal.bootstrap(ds, statistics, n_boot=40).compute()
-        elif what == "simulate":
-            xuqcal.simulate(ds, statistics, n_mc=20).compute()
-        else:
-            xuqcal.validate(ds, statistics, n_boot=40, n_mc=20).compute()
-    done = True
-    thread.join()
-    estimate = memory.task_bytes_per_point(len(statistics),
-                                           jackknife=what in ("bootstrap", "validate"),
-                                           simulation=what in ("simulate", "validate"))
-    print(json.dumps({"measured": (peak - base) / m, "estimate": estimate}))
-""")
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "memory_estimates.py"
+    spec = importlib.util.spec_from_file_location("memory_estimates", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-@pytest.mark.parametrize("what, statistics", [
-    ("bootstrap", "zms,cc,ence,zmse,rce,nll"),
-    ("simulate", "zms,cc,ence"),
-    ("validate", "zms,cc"),
+@pytest.mark.parametrize("what, statistics, count", [
+    ("bootstrap", "zms,cc,ence,zmse,rce,nll", "40"),
+    ("simulate", "zms,cc,ence", "20"),
+    ("validate", "zms,cc", "40"),
 ])
-def test_the_estimate_of_a_task_covers_its_measured_peak(what, statistics, tmp_path):
+def test_the_estimate_of_a_task_covers_its_measured_peak(what, statistics, count):
     """The estimate per point (:func:`xuqcal.core.memory.task_bytes_per_point`) is above the
     peak RSS of the analysis over its data, in a fresh process, and not so far above that it
     refuses data that fit (at most twice the peak). ``benchmarks/memory_estimates.py``
     measures more analyses at M = 10**6."""
-    script = tmp_path / "peak.py"
-    script.write_text(_PEAK)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [os.path.dirname(os.path.dirname(xuqcal.__file__)), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(script), "200000", what, statistics],
-                          capture_output=True, text=True, timeout=120, env=env, check=True)
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    assert figures["measured"] <= figures["estimate"] <= 2 * figures["measured"], figures
+    figures = _memory_benchmark().measure(200_000, what, statistics, count)
+    assert figures["measured_bytes_per_point"] <= figures["estimated_bytes_per_point"] \
+        <= 2 * figures["measured_bytes_per_point"], figures
 
 
 # --------------------------------------------------------------- a worker lost in the middle
