@@ -46,7 +46,11 @@ SCRIPTS = {
     "compare_logp_models": (True, ["validation.nc", "local_zms_uE.nc", "reliability.nc",
                                    "confidence_curve.nc", "zeta.png", "local_zms_uE.png",
                                    "reliability.png", "confidence_curve.png"]),
-    "rank_models": (True, [f"{k}_{g}.{e}" for g in ("logP", "Diffusion", "Perovskite") for k, e in (("compare", "nc"), ("corp", "nc"), ("forest", "png"), ("ranks", "png"), ("sip", "png"), ("corp", "png"))]),  # noqa: E501
+    "rank_models": (True, [f"{kind}_{group}.{suffix}"
+                           for group in ("logP", "Diffusion", "Perovskite")
+                           for kind, suffix in (("compare", "nc"), ("corp", "nc"),
+                                                ("forest", "png"), ("ranks", "png"),
+                                                ("sip", "png"), ("corp", "png"))]),
     "multi_task": (False, ["data.nc", "validation.nc", "local_x.nc", "recalibrator.nc",
                            "validation_test.nc", "local_x_test.nc", "local_x.png", "zeta.png"]),
 }
