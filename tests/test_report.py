@@ -624,3 +624,157 @@ def test_report_refuses_a_validation_result_of_other_data(two_sets, tmp_path):
         with pytest.raises(ValueError, match=re.escape(message)):
             xuqcal.report.report(data, tmp_path / "r", validation_result=given, **SMALL)
         assert not (tmp_path / "r").exists()  # nothing left of the run
+
+
+# --------------------------------------------------------------------------------------------
+# Comparison of models (issue 24, item 5)
+# --------------------------------------------------------------------------------------------
+
+import xuqcal.report.html as report_html  # noqa: E402
+
+COMPARISON_FIGURES = ("comparison_forest", "comparison_rank_zms", "comparison_sip")
+COMPARISON_RESULTS = ("comparison", "comparison_scores", "comparison_sip")
+
+
+@pytest.fixture
+def only_the_summary(monkeypatch):
+    """The section of each set left out (its content is tested above): the pages of the
+    comparison tests hold the summary across the sets and the comparison of models, fast."""
+    monkeypatch.setattr(report_html, "_set_sections", lambda *args, **kwargs: ("", {}))
+
+
+@pytest.fixture(scope="module")
+def three_models():
+    """Three models on the same 200 points (the same errors, uncertainties scaled), the third
+    named with HTML special characters and missing its last 20 points."""
+    a = xuqcal.synthetic.nig(200, nu=6, seed=11)
+    sets = {"a": a, "b": a.assign(uE=a.uE * 0.7),
+            "c<&>": a.isel(sample=slice(0, 180)).assign(uE=lambda d: d.uE * 1.4)}
+    return xuqcal.stack_datasets(sets)
+
+
+def _comparison_order(result, key):
+    """The labels of a comparison result by expected rank of statistic ``key``."""
+    one = result.sel(statistic=key)
+    expected = (one.rank_probability * one["rank"]).sum("rank").values
+    labels = [str(x) for x in result.dataset.values]
+    return [labels[i] for i in np.argsort(expected, kind="stable")], expected
+
+
+def test_report_of_sets_sharing_samples_has_a_comparison_of_models(three_models, tmp_path,
+                                                                   only_the_summary):
+    page = xuqcal.report.report(three_models, tmp_path / "r", **SMALL)
+    parser = _check_page(page)
+    text = page.read_text(encoding="utf-8")
+    assert '<section id="comparison">\n<h3>Comparison of models</h3>' in text
+    # after the summary across the sets, before the section of each set
+    assert text.index('id="T_summary"') < text.index('<section id="comparison">') \
+        < text.index('<section id="dataset-a">')
+    section = text.split('<section id="comparison">', 1)[1].split("</section>", 1)[0]
+    words = " ".join(section.split())
+    assert "on the 180 points present in every one of them" in words
+    assert "Points left out (absent from another set): a: 20, b: 20." in words
+    assert "Replicates: 200; level 0.95; seed 0" in words
+    assert "Summary across data sets and comparison of models" in text  # the contents
+
+    expected = xuqcal.compare(three_models, SMALL["statistics"], dim="dataset",
+                              n_boot=SMALL["n_boot"], seed=defaults.SEED)
+    labels = [str(x) for x in expected.dataset.values]
+    for key in SMALL["statistics"]:
+        cells = _table_cells(text, f"comparison_{key}")
+        assert cells[0] == ["model", "estimate", "distance", "expected rank", "P(best)",
+                            "significantly better than"]
+        order, ranks = _comparison_order(expected, key)
+        assert [row[0] for row in cells[1:]] == order
+        shown = [float(row[3]) for row in cells[1:]]
+        assert shown == sorted(shown)
+        one = expected.sel(statistic=key)
+        for row in cells[1:]:
+            i = labels.index(row[0])
+            assert row[1:5] == [f"{float(one.estimate[i]):.4g}",
+                                f"{float(one.distance[i]):.4g}", f"{ranks[i]:.4g}",
+                                f"{float(one.p_best[i]):.4g}"]
+            better = [m for m in order if m != row[0]
+                      and str(one.verdict.sel(dataset=row[0], other=m).values) == "better"]
+            assert row[5] == (", ".join(better) or "–")
+    assert _table_cells(text, "comparison_scores")[0] == ["model", "crps", "nll", "interval"]
+
+    # the figures, shown in the section and listed in the manifest with the results
+    manifest = json.loads((page.parent / ".xuqcal-manifest.json").read_text())["files"]
+    for name in COMPARISON_FIGURES:
+        assert f"figures/{name}.png" in parser.images and f'src="figures/{name}.png"' in section
+        assert f"figures/{name}.png" in manifest
+    for name in COMPARISON_RESULTS:
+        assert f"results/{name}.nc" in manifest and f'href="results/{name}.nc"' in text
+    assert sorted(f for f in manifest if f.startswith("figures/")) == sorted(parser.images)
+
+    # results/comparison.nc: xuqcal.compare of the same data with the same counts and seed
+    with xr.open_dataset(page.parent / "results" / "comparison.nc") as saved:
+        assert sorted(saved.data_vars) == sorted(expected.data_vars)
+        assert saved.dataset.values.tolist() == labels
+        for variable in expected.data_vars:
+            np.testing.assert_array_equal(saved[variable].values, expected[variable].values,
+                                          err_msg=variable)
+        assert saved.attrs["n_boot"] == SMALL["n_boot"] and saved.attrs["seed"] == 0
+    sip = xuqcal.sip_matrix(three_models, "crps", dim="dataset", n_boot=SMALL["n_boot"],
+                            seed=defaults.SEED)
+    with xr.open_dataset(page.parent / "results" / "comparison_sip.nc") as saved:
+        np.testing.assert_array_equal(saved.sip.values, sip.sip.values)
+    with xr.open_dataset(page.parent / "results" / "comparison_scores.nc") as saved:
+        np.testing.assert_array_equal(
+            saved.mean_score.values,
+            xuqcal.paired_scores(three_models, dim="dataset").mean_score.values)
+
+    # the label with HTML special characters is escaped wherever the section shows it
+    assert "c<&>" not in section and "c&lt;&amp;&gt;" in section
+    assert "c<&>" not in text
+
+
+def test_report_of_sets_not_sharing_samples_has_no_comparison(tmp_path, only_the_summary):
+    sets = {"a": xuqcal.synthetic.nig(200, nu=6, seed=1),
+            "b": xuqcal.synthetic.nig(60, nu=6, seed=2)}  # 60 common points: under half of a
+    page = xuqcal.report.report(xuqcal.stack_datasets(sets), tmp_path / "r", **SMALL)
+    _check_page(page)
+    text = page.read_text(encoding="utf-8")
+    assert 'id="comparison"' not in text and "Comparison of models" not in text
+    assert "No comparison of models: the 2 data sets share 60 point(s)" in text
+    manifest = json.loads((page.parent / ".xuqcal-manifest.json").read_text())["files"]
+    assert not [f for f in manifest if "comparison" in f]
+    assert not list(page.parent.glob("*/comparison*"))
+    # a DataTree of the same sets: no comparison either (nor a sentence)
+    tree = xr.DataTree.from_dict({"/a": sets["a"], "/b": sets["a"]})
+    text = xuqcal.report.report(tree, tmp_path / "t", **SMALL).read_text(encoding="utf-8")
+    assert "comparison" not in text.lower()
+
+
+def test_report_command_compares_files_sharing_their_rows(tmp_path, capsys, only_the_summary):
+    ds = xuqcal.synthetic.nig(200, nu=6, seed=5)
+    files = []
+    for name, scale in (("gp", 1.0), ("rf", 0.7), ("a&b", 1.4)):
+        files.append(tmp_path / f"{name}.csv")
+        pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values * scale}).to_csv(files[-1],
+                                                                             index=False)
+    out = tmp_path / "r"
+    assert main(["report", *map(str, files), "--E", "E", "--uE", "uE", "--n-boot", "200",
+                 "--n-mc", "60", "--statistics", "zms,rce", "--no-progress", "-o",
+                 str(out)]) == 0
+    capsys.readouterr()
+    parser = _check_page(out / "index.html")
+    text = (out / "index.html").read_text(encoding="utf-8")
+    section = text.split('<section id="comparison">', 1)[1].split("</section>", 1)[0]
+    assert "(gp, rf, a&amp;b)" in " ".join(section.split())
+    assert "No point was left out." in section
+    assert _table_cells(text, "comparison_zms")[1][0] == "gp"
+    assert {f"figures/{name}.png" for name in COMPARISON_FIGURES} <= set(parser.images)
+    with xr.open_dataset(out / "results" / "comparison.nc") as saved:
+        assert saved.dataset.values.tolist() == ["gp", "rf", "a&b"]
+        assert saved.n_dropped.values.tolist() == [0, 0, 0]
+
+
+def test_comparison_counts_and_statistics_of_the_report():
+    assert report_html._comparison_n_boot("auto") == defaults.N_BOOT_RELIABILITY
+    assert report_html._comparison_n_boot(300) == 300
+    assert report_html._comparison_statistics(None) == ["zms", "rce", "cc", "ence", "zmse"]
+    assert report_html._comparison_statistics(["picp", "rce"]) == ["zms", "rce"]
+    assert report_html._shares_samples(np.array([200, 180]), 180)
+    assert not report_html._shares_samples(np.array([200, 60]), 60)

@@ -27,6 +27,28 @@ rendered at ``dpi`` pixels per inch (default ``defaults.REPORT_DPI`` = 192, twic
 resolution, sharp on HiDPI screens), SVG figures are vector graphics (their rasterized parts,
 such as the z-score scatter, at ``dpi``).
 
+**Comparison of models.** A page of several sets stacked along one dimension (the CLI's
+several files along ``dataset``, a NetCDF's ``model``, ...) that *share samples* also compares
+them, in a section "Comparison of models" at the end of the summary (before the section of
+each set). The sets share samples when the input is one Dataset with exactly one extra
+dimension holding at least 2 sets, and the points present in every set (``E`` and ``uE``
+given, the rule of ``pairing="common"``) are at least :data:`COMPARISON_MIN_SHARED` (half)
+of each set's present points, and at least 2. Sets stacked by position (the rows of CSV
+files) or by the labels of ``sample`` share the points that line up. A DataTree, data with
+several extra dimensions, or sets sharing fewer points give no comparison (a sentence in the
+summary says why for the last). The comparison is :func:`xuqcal.compare` (a paired bootstrap
+on the common points; the points of a set absent from another are left out and counted),
+:func:`xuqcal.paired_scores` (mean CRPS, NLL and interval score, Diebold–Mariano p-values)
+and :func:`xuqcal.sip_matrix` of the CRPS, with the report's seed, ``level =
+defaults.LEVEL``, its ``n_bins`` and its ``n_boot`` (for ``"auto"``:
+``defaults.N_BOOT_RELIABILITY`` replicates, the cap of the report's other bootstraps), on the
+report's statistics that can be compared (``zms`` always; the defaults of
+:func:`xuqcal.compare` when none are given). It shows a ranking table per statistic (models by
+expected rank, estimate, distance, P(best), the models each is significantly better than),
+the mean scores, the forest plot of the differences, the heat map of the rank probabilities
+of ``zms`` and the SIP matrix; and writes ``results/comparison.nc`` (the result of
+:func:`xuqcal.compare`), ``results/comparison_scores.nc`` and ``results/comparison_sip.nc``.
+
 The local analyses use the one bin-count rule of :mod:`xuqcal.core.binning`
 (:func:`~xuqcal.core.binning.recommended_n_bins`: at least
 ``defaults.MIN_POINTS_PER_BIN_LOCAL`` points per bin), and so does the reliability diagram;
@@ -76,6 +98,15 @@ DPI_RANGE = (20, 1200)
 _MAX_KEY_LENGTH = 60
 _MAX_TITLE_LABELS = 6
 _MAX_SUMMARY_PANELS = 6
+#: The least fraction of each set's present points that must be present in every set for a
+#: page of several sets to compare them ("Comparison of models", see the module's notes).
+COMPARISON_MIN_SHARED = 0.5
+#: The point-wise score of the comparison's SIP matrix.
+COMPARISON_SIP_SCORE = "crps"
+#: The files the comparison of models writes (relative to the report folder; figures without
+#: their suffix).
+_COMPARISON_FIGURES = ("comparison_forest", "comparison_rank_zms", "comparison_sip")
+_COMPARISON_RESULTS = ("comparison", "comparison_scores", "comparison_sip")
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 84em; color: #222;
@@ -531,6 +562,9 @@ def _planned(parts: Sequence[_Part], features: Sequence[str] | None, figure_form
     if not _several(parts):
         return _planned_files(_report_features(parts[0].data, features, E, uE), figure_format)
     files = ["index.html", f"figures/zeta.{figure_format}", "results/validation.nc"]
+    if _comparison_dim(parts) is not None:  # written when the sets share samples
+        files += [f"figures/{name}.{figure_format}" for name in _COMPARISON_FIGURES]
+        files += [f"results/{name}.nc" for name in _COMPARISON_RESULTS]
     for part in parts:
         names = _planned_files(_report_features(part.data, features, E, uE, part.labels),
                                figure_format, prefix=f"{part.key}_")
@@ -1074,6 +1108,176 @@ def _summary_figure(writer: _Writer, summary: xr.Dataset | xr.DataTree) -> str:
     return writer.figures_html("summary")
 
 
+def _comparison_dim(parts: Sequence[_Part]) -> str | None:
+    """The dimension along which the sets of a page could be compared (no data are read):
+    the one extra dimension of one Dataset holding at least 2 sets; else ``None`` (one set, a
+    DataTree, several extra dimensions)."""
+    if len(parts) < 2 or any(part.data is not parts[0].data for part in parts):
+        return None
+    dims = list(parts[0].labels)
+    return dims[0] if len(dims) == 1 else None
+
+
+def _shared_points(ds: xr.Dataset, dim: str) -> tuple[np.ndarray, int]:
+    """The present points of each set along ``dim`` (``E`` and ``uE`` given, the rule of
+    ``pairing="common"``) and the number present in every set."""
+    e = ds[defaults.E]
+    u = ds[defaults.UE].broadcast_like(e)
+    present = (np.isfinite(np.asarray(e.transpose(dim, "sample").values, dtype=float))
+               & np.isfinite(np.asarray(u.transpose(dim, "sample").values, dtype=float)))
+    return present.sum(axis=1), int(present.all(axis=0).sum())
+
+
+def _shares_samples(counts: np.ndarray, common: int) -> bool:
+    """The rule of the comparison of models: at least 2 points in every set, and at least
+    :data:`COMPARISON_MIN_SHARED` of each set's present points.
+
+    Examples
+    --------
+    >>> _shares_samples(np.array([300, 250]), 250), _shares_samples(np.array([300, 100]), 100)
+    (True, False)
+    """
+    return common >= 2 and bool(np.all(common >= COMPARISON_MIN_SHARED * counts))
+
+
+def _comparison_statistics(statistics: Sequence[str] | None) -> list[str]:
+    """The report's statistics that :func:`xuqcal.compare` can compare, ``zms`` always (its
+    rank heat map); the defaults of :func:`xuqcal.compare` when none are given.
+
+    Examples
+    --------
+    >>> _comparison_statistics(["rce", "picp", "zms"]), _comparison_statistics(["picp"])
+    (['rce', 'zms'], ['zms'])
+    """
+    from xuqcal.analysis.compare import COMPARED_STATISTICS, DEFAULT_STATISTICS
+
+    if statistics is None:
+        return list(DEFAULT_STATISTICS)
+    keys = [s for s in dict.fromkeys(statistics) if s in COMPARED_STATISTICS]
+    return keys if "zms" in keys else ["zms", *keys]
+
+
+def _comparison_n_boot(n_boot: int | str) -> int:
+    """The replicates of the comparison: the report's ``n_boot``; for ``"auto"``,
+    ``defaults.N_BOOT_RELIABILITY`` (the cap of the report's other bootstraps)."""
+    return defaults.N_BOOT_RELIABILITY if isinstance(n_boot, str) else int(n_boot)
+
+
+def _as_models(result: xr.Dataset, dim: str) -> xr.Dataset:
+    """A comparison result with its models along ``model`` (the dimension the plots read)."""
+    return result if dim == "model" else result.rename({dim: "model"})
+
+
+def _ranking_html(result: xr.Dataset, dim: str, key: str) -> str:
+    """The ranking table of one statistic: the models by expected rank (ties in the order of
+    the labels), with their estimate, distance, expected rank, P(best) and the models each
+    is significantly better than."""
+    labels = [str(x) for x in np.asarray(result[dim].values).tolist()]
+    one = result.sel(statistic=key)
+    expected = (one.rank_probability * one["rank"]).sum("rank").transpose(dim).values
+    order = np.argsort(expected, kind="stable")
+    verdict = one.verdict.transpose(dim, "other").values
+    frame = pd.DataFrame({
+        "model": [labels[i] for i in order],
+        "estimate": [float(one.estimate.values[i]) for i in order],
+        "distance": [float(one.distance.values[i]) for i in order],
+        "expected rank": [float(expected[i]) for i in order],
+        "P(best)": [float(one.p_best.values[i]) for i in order],
+        "significantly better than": [
+            ", ".join(labels[j] for j in order if j != i and str(verdict[i, j]) == "better")
+            or "–" for i in order]})
+    classes = pd.DataFrame("", index=frame.index, columns=frame.columns)
+    classes["model"] = "text"
+    classes["significantly better than"] = "text"
+    return _table(frame, f"comparison_{key}", classes)
+
+
+def _scores_html(scores: xr.Dataset, dim: str) -> str:
+    """The mean scores of each model (lower is better) and the Diebold–Mariano p-values of
+    each pair."""
+    labels = [str(x) for x in np.asarray(scores[dim].values).tolist()]
+    names = [str(x) for x in scores.score.values.tolist()]
+    mean = scores.mean_score.transpose(dim, "score").values
+    frame = pd.DataFrame({"model": labels, **{name: mean[:, j] for j, name in
+                                              enumerate(names)}})
+    p_values = scores.dm_p_value.transpose(dim, "other", "score").values
+    pairs = pd.DataFrame(
+        [[f"{labels[a]} − {labels[b]}", *p_values[a, b]] for a in range(len(labels))
+         for b in range(a + 1, len(labels))], columns=["pair", *(f"p ({n})" for n in names)])
+    return (_table(frame, "comparison_scores") + "\n"
+            + _table(pairs, "comparison_dm", digits=3))
+
+
+def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
+                        options: _Options) -> str:
+    """The comparison of the sets of a page when they share samples (see the module's
+    notes): its HTML, its figures and results written; a sentence when they do not share
+    enough points; nothing for a page whose sets cannot be compared (a DataTree, several
+    extra dimensions)."""
+    from xuqcal import plot
+    from xuqcal.analysis.compare import COMPARED_STATISTICS, compare
+    from xuqcal.analysis.paired_scores import paired_scores, sip_matrix
+
+    dim = _comparison_dim(parts)
+    if dim is None or not isinstance(ds, xr.Dataset):
+        return ""
+    data = ds[[defaults.E, defaults.UE]].compute()
+    counts, common = _shared_points(data, dim)
+    if not _shares_samples(counts, common):
+        return (f"<p>No comparison of models: the {len(parts)} data sets share "
+                f"{common} point(s) (present in every set), fewer than "
+                f"{COMPARISON_MIN_SHARED:.0%} of a set's {int(counts.max())} points.</p>")
+    n_boot = _comparison_n_boot(options.n_boot)
+    level, seed = defaults.LEVEL, options.seed
+    statistics = _comparison_statistics(options.statistics)
+    try:
+        result = compare(data, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
+                         n_bins=options.n_bins)
+        scores = paired_scores(data, dim=dim, level=level)
+        sip = sip_matrix(data, COMPARISON_SIP_SCORE, dim=dim, n_boot=n_boot, level=level,
+                         seed=seed)
+    except ValueError as error:  # e.g. too few replicates for the level
+        return f"<p>No comparison of models: {html.escape(str(error))}</p>"
+    writer.result("comparison", result)
+    writer.result("comparison_scores", scores)
+    writer.result("comparison_sip", sip)
+    models, models_sip = _as_models(result, dim), _as_models(sip, dim)
+    writer.figure("comparison", "comparison_forest", plot.difference_forest(models),
+                  "paired differences of the distances to calibration (A − B, negative: A "
+                  f"nearer to calibration) with their {level:.0%} BCa intervals")
+    writer.figure("comparison", "comparison_rank_zms", plot.rank_heatmap(models, "zms"),
+                  "probability of each rank of zms (1: nearest to 1), models by expected rank")
+    writer.figure("comparison", "comparison_sip", plot.sip_heatmap(models_sip),
+                  f"SIP of the {COMPARISON_SIP_SCORE.upper()}: fraction of the common points "
+                  "where the row's model scores better than the column's")
+    labels = [str(x) for x in np.asarray(result[dim].values).tolist()]
+    dropped = [f"{label}: {int(n)}" for label, n in zip(labels, result.n_dropped.values,
+                                                         strict=True) if int(n)]
+    dropped_text = (f" Points left out (absent from another set): {', '.join(dropped)}."
+                    if dropped else " No point was left out.")
+    count = (f"{n_boot} ({options.n_boot} asked: defaults.N_BOOT_RELIABILITY replicates)"
+             if isinstance(options.n_boot, str) else str(n_boot))
+    tables = "".join(
+        f"<h4>{html.escape(key)} (distance {html.escape(COMPARED_STATISTICS[key])})</h4>\n"
+        f"{_ranking_html(result, dim, key)}\n" for key in result.statistic.values.tolist())
+    return f"""<section id="comparison">
+<h3>Comparison of models</h3>
+<p>The {len(labels)} data sets along {html.escape(dim)} ({html.escape(", ".join(labels))})
+share their samples: they are compared on the {common} points present in every one of them,
+paired (each bootstrap replicate draws the same points for every set; xuqcal.compare).
+{html.escape(dropped_text.strip())} Replicates: {html.escape(count)}; level {level:g};
+seed {seed}; intervals: {html.escape(str(result.attrs.get("interval", "")))}.
+Each statistic is compared by its distance to calibration (lower is better); the models are
+listed by expected rank, with the probability of being the nearest to calibration and the
+models each is significantly better than.</p>
+{tables}<p>Mean proper scores of N(0, uE²) on the common points (lower is better) and the
+Diebold–Mariano p-values of the paired differences.</p>
+{_scores_html(scores, dim)}
+{writer.figures_html("comparison")}
+</section>
+"""
+
+
 def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence[_Part],
                   options: _Options, *, title: str | None,
                   validation_result: xr.Dataset | xr.DataTree | None, figure_format: str,
@@ -1097,6 +1301,7 @@ def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence
         writer.result("validation", summary, group="")
     table = _summary_table(_summary_frame(summary))
     figure = _summary_figure(writer, summary)
+    comparison = _comparison_section(writer, ds, parts, options)
 
     sections, contents = [], []
     for (part, data), block in zip(sets, blocks, strict=True):
@@ -1120,8 +1325,9 @@ def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence
     source_line = (f"xuqcal validation report · {len(parts)} data sets"
                    + (f" · sources: {', '.join(sources)}" if sources else ""))
     shared = [f for group, f in writer.results if group == ""]
+    compared = " and comparison of models" if 'id="comparison"' in comparison else ""
     body = f"""<nav class="contents"><p>Contents</p><ol>
-<li><a href="#summary">Summary across data sets</a></li>
+<li><a href="#summary">Summary across data sets{compared}</a></li>
 {"".join(contents)}
 <li><a href="#provenance">Results and provenance</a></li>
 </ol></nav>
@@ -1135,7 +1341,7 @@ verdict and the scheme that decided it. Each data set is analysed alone on its p
 uE not both missing), with the same seed, as in its own section below.</p>
 {table}
 {figure}
-</section>
+{comparison}</section>
 {"".join(sections)}<section id="provenance">
 <h2>Results and provenance</h2>
 {_links(shared)}
@@ -1245,7 +1451,11 @@ def report(
     the figures and results of a data set are named after its labels (``dataset-b_zeta.png``,
     ``results/dataset-b_validation.nc``), and the summary's are ``figures/zeta.*`` (one panel
     per data set, for one or two extra dimensions and at most six panels) and
-    ``results/validation.nc`` (the broadcast validation).
+    ``results/validation.nc`` (the broadcast validation). Sets stacked along one dimension
+    that share samples (the points present in every set are at least half of each set's) are
+    also compared at the end of the summary ("Comparison of models": ranking tables, the
+    forest plot, the rank heat map of zms and the SIP matrix; ``results/comparison.nc``,
+    ``comparison_scores.nc`` and ``comparison_sip.nc``; see the module's notes).
 
     Examples
     --------
