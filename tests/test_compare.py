@@ -38,6 +38,8 @@ def test_identical_models_differ_by_exactly_zero_and_share_the_ranks():
     r = C.compare(ds, ALL, n_boot=400)
     off = r.sel(model="A", other="B")
     assert (off.difference == 0).all() and (off.ci_low == 0).all() and (off.ci_high == 0).all()
+    assert (off.value_difference == 0).all() and (off.value_ci_low == 0).all()
+    assert (off.value_ci_high == 0).all()
     assert (off.zeta == 0).all()
     assert set(off.verdict.values.tolist()) == {"no significant difference"}
     # the tie rule: two identical models share ranks 1 and 2 equally in every replicate
@@ -57,6 +59,12 @@ def test_a_calibrated_model_beats_its_overconfident_copy():
     # antisymmetric: the difference and interval of (B, A) are those of (A, B) negated
     ab, ba = r.sel(model="A", other="B"), r.sel(model="B", other="A")
     np.testing.assert_array_equal(ab.difference, -ba.difference)
+    np.testing.assert_array_equal(ab.ci_low, -ba.ci_high)
+    np.testing.assert_array_equal(ab.value_ci_high, -ba.value_ci_low)
+    # the values: zms(B) = zms(A) / 0.64; their difference is that of the estimates, exactly
+    zms = r.estimate.sel(statistic="zms")
+    assert float(ab.value_difference.sel(statistic="zms")) == float(zms[0] - zms[1])
+    assert float(ab.value_ci_high.sel(statistic="zms")) < 0
     # nll is compared by |zms - 1| / 2, exactly
     np.testing.assert_array_equal(r.distance.sel(statistic="nll"),
                                   np.abs(r.estimate.sel(statistic="zms") - 1) / 2)

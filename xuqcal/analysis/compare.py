@@ -37,6 +37,12 @@ verdict: ``"better"`` when the interval lies below 0, ``"worse"`` above, else ``
 significant difference"``. Identical models give differences of exactly 0 in every
 replicate: the interval is ``[0, 0]``, ζ = 0, no significant difference.
 
+**Values.** The differences of the statistics themselves (``value_difference``, e.g.
+``zms(A) - zms(B)``) come with their paired intervals too (``value_ci_low``,
+``value_ci_high``), without a verdict: a larger ZMS is not worse in itself. They keep all
+the power of the pairing, which the distances lose in part near calibration: ``|x|`` folds
+two correlated estimates on either side of the reference.
+
 **Ranks.** In every replicate the models are ranked by distance (1 = nearest). Tie rule:
 ``t`` models tied at one distance share the ranks they span, each receiving ``1 / t`` of
 each of them (identical models are each first with probability 1/2 when two of them lead);
@@ -169,7 +175,8 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
         raise ValueError(f"by: no variable {by!r} to bin on (its variables: "
                          f"{', '.join(map(str, ds.data_vars))})")
     keys = [s.key for s in stats]
-    kernel_keys = list(dict.fromkeys("zms" if k == "nll" else k for k in keys))
+    # nll's distance is |zms - 1| / 2: zms is computed with it
+    kernel_keys = list(dict.fromkeys([*keys, *(["zms"] if "nll" in keys else [])]))
     return (stats, get_statistics(kernel_keys), n_boot, level, seed, chunks, pairing, E, uE,
             labels, dim)
 
@@ -327,33 +334,37 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
     estimate = np.stack(estimates)  # (model, code)
     keys_of = [s.key for s in kernel_stats]
     n_stat = len(stats)
-    out_estimate = np.empty((k, n_stat))
+    values = np.empty((k, n_stat))
     dist = np.empty((k, n_stat))
+    value_rep = np.empty((k, n_stat, n_boot))
     dist_rep = np.empty((k, n_stat, n_boot))
+    value_jack = [] if pairing == "common" else None
     dist_jack = [] if pairing == "common" else None
     for j, s in enumerate(stats):
-        c = keys_of.index("zms" if s.key == "nll" else s.key)
-        if s.key == "nll":
-            out_estimate[:, j] = [pairs[i][0].evaluate(codes_of(get_statistics(["nll"])))[0]
-                                  for i in range(k)]
-        else:
-            out_estimate[:, j] = estimate[:, c]
-        dist[:, j] = distance(s.key, estimate[:, c])
-        dist_rep[:, j] = distance(s.key, replicates[:, :, c])
+        c = keys_of.index(s.key)
+        d = keys_of.index("zms" if s.key == "nll" else s.key)  # the column of the distance
+        values[:, j] = estimate[:, c]
+        dist[:, j] = distance(s.key, estimate[:, d])
+        value_rep[:, j] = replicates[:, :, c]
+        dist_rep[:, j] = distance(s.key, replicates[:, :, d])
         if dist_jack is not None:
-            dist_jack.append(np.stack([distance(s.key, jacks[i][c]) for i in range(k)]))
+            value_jack.append(np.stack([jacks[i][c] for i in range(k)]))
+            dist_jack.append(np.stack([distance(s.key, jacks[i][d]) for i in range(k)]))
     difference = dist[:, None, :] - dist[None, :, :]
-    low = np.zeros((k, k, n_stat))
-    high = np.zeros((k, k, n_stat))
+    value_difference = values[:, None, :] - values[None, :, :]
+    low, high = np.zeros((k, k, n_stat)), np.zeros((k, k, n_stat))
+    value_low, value_high = np.zeros((k, k, n_stat)), np.zeros((k, k, n_stat))
     first, second = np.triu_indices(k, 1)
     for j in range(n_stat):
-        jack = None if dist_jack is None else dist_jack[j]
-        lo, hi = _pair_intervals(dist_rep[:, j], difference[first, second, j], jack, first,
-                                 second, level)
-        # (B, A) is (A, B) negated: its interval is the negated one, exactly (BCa respects a
-        # monotone transformation), so the matrix is antisymmetric by construction
-        low[first, second, j], high[first, second, j] = lo, hi
-        low[second, first, j], high[second, first, j] = -hi, -lo
+        for reps, est, jack, lows, highs in (
+                (dist_rep, difference, dist_jack, low, high),
+                (value_rep, value_difference, value_jack, value_low, value_high)):
+            lo, hi = _pair_intervals(reps[:, j], est[first, second, j],
+                                     None if jack is None else jack[j], first, second, level)
+            # (B, A) is (A, B) negated: its interval is the negated one, exactly (BCa
+            # respects a monotone transformation): the matrices are antisymmetric
+            lows[first, second, j], highs[first, second, j] = lo, hi
+            lows[second, first, j], highs[second, first, j] = -hi, -lo
     with np.errstate(invalid="ignore", divide="ignore"):
         z = zeta(difference, 0.0, low, high)
     z = np.where(difference == 0.0, 0.0, z)  # identical models: 0, not 0 / 0
@@ -363,8 +374,10 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
     for a in range(k):
         verdict[a, a, :] = ""
     rank = np.stack([rank_probabilities(dist_rep[:, j]) for j in range(n_stat)], axis=-1)
-    return {"estimate": out_estimate, "distance": dist, "difference": difference,
+    return {"estimate": values, "distance": dist, "difference": difference,
             "ci_low": low, "ci_high": high, "zeta": z, "verdict": verdict.astype(str),
+            "value_difference": value_difference, "value_ci_low": value_low,
+            "value_ci_high": value_high,
             "rank_probability": rank, "p_best": rank[:, 0, :],
             "n_samples": np.array(sizes, dtype=np.int64), "n_dropped": n_dropped}
 
@@ -380,6 +393,8 @@ def _layout(stats: Sequence[Statistic], labels: Sequence[Any], dim: str) -> xr.D
     shapes = {"estimate": (k, n), "distance": (k, n), "difference": (k, k, n),
               "ci_low": (k, k, n), "ci_high": (k, k, n), "zeta": (k, k, n),
               "verdict": (k, k, n), "rank_probability": (k, k, n), "p_best": (k, n),
+              "value_difference": (k, k, n), "value_ci_low": (k, k, n),
+              "value_ci_high": (k, k, n),
               "n_samples": (k,), "n_dropped": (k,)}
     dtypes = {"verdict": np.dtype("<U25"), "n_samples": np.int64, "n_dropped": np.int64}
     shell = _as_dataset({name: np.zeros(shape, dtype=dtypes.get(name, np.float64))
@@ -414,6 +429,13 @@ def _as_dataset(arrays: dict[str, np.ndarray], stats, labels, dim: str) -> xr.Da
             "verdict": (pair, np.asarray(arrays["verdict"], dtype="<U25"),
                         {"long_name": f"{dim} against other: better, worse or no significant "
                                       "difference"}),
+            "value_difference": (pair, arrays["value_difference"],
+                                 {"long_name": f"statistic of {dim} minus statistic of other "
+                                               "(no verdict: the raw values)"}),
+            "value_ci_low": (pair, arrays["value_ci_low"],
+                             {"long_name": "lower bound of the difference of the values"}),
+            "value_ci_high": (pair, arrays["value_ci_high"],
+                              {"long_name": "upper bound of the difference of the values"}),
             "rank_probability": ((dim, "rank", "statistic"), arrays["rank_probability"],
                                  {"long_name": "probability of each rank (1: nearest to "
                                                "calibration)"}),
@@ -488,8 +510,9 @@ def compare(
     xarray.Dataset
         Over ``dim``, ``other`` (the same labels: the second model of a pair),
         ``statistic`` and ``rank``: ``estimate``, ``distance``, ``difference``, ``ci_low``,
-        ``ci_high``, ``zeta``, ``verdict``, ``rank_probability``, ``p_best``,
-        ``n_samples`` and ``n_dropped``; attributes say how it was computed. Computed for
+        ``ci_high``, ``zeta``, ``verdict``, ``value_difference``, ``value_ci_low``,
+        ``value_ci_high``, ``rank_probability``, ``p_best``, ``n_samples`` and
+        ``n_dropped``; attributes say how it was computed. Computed for
         NumPy-backed data, lazy (one task per slice) for Dask-backed data.
 
     Examples
