@@ -84,8 +84,13 @@ def bca_levels(z0: np.ndarray, a: np.ndarray, level: float) -> np.ndarray:
         return special.ndtr(z0[..., np.newaxis] + zs / (1.0 - a[..., np.newaxis] * zs))
 
 
-def acceleration(jackknife: np.ndarray) -> np.ndarray:
+def acceleration(jackknife: np.ndarray, *, products: bool = False) -> np.ndarray:
     """BCa acceleration ``a = Σ (m - J_i)³ / (6 (Σ (m - J_i)²)^1.5)`` from jackknife values.
+
+    ``products``: the cubes are taken as ``d * d * d`` instead of ``d ** 3`` (NumPy's
+    ``power``, 25 times slower; the two differ in the last bit of a quarter of the values).
+    The intervals of xuqcal's published numbers use the power (their values are kept bit for
+    bit); the many pairwise differences of :func:`xuqcal.compare` use products.
 
     Equal jackknife values (a statistic that no point changes, e.g. ``zms`` of all-zero
     errors) have no skewness: ``a = 0`` there (the formula is 0 / 0). Non-finite jackknife
@@ -112,7 +117,7 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
         for start in range(0, rows.shape[0], step):
             block = slice(start, start + step)
             d = np.mean(rows[block], axis=-1, keepdims=True) - rows[block]
-            cubes[block] = np.sum(d**3, axis=-1)
+            cubes[block] = np.sum(d * d * d if products else d**3, axis=-1)
             squares[block] = np.sum(d**2, axis=-1)
             finite[block] = np.isfinite(d).all(axis=-1)
             # huge statistics (|d|³ overflows): the same ratio of d / max|d| (a is scale-free);
@@ -122,7 +127,8 @@ def acceleration(jackknife: np.ndarray) -> np.ndarray:
             if np.any(huge):
                 top = np.max(np.abs(d), axis=-1, keepdims=True)
                 dn = d / np.where(top > 0, top, 1.0)
-                scaled_cubes[block] = np.where(huge, np.sum(dn**3, axis=-1), np.nan)
+                scaled_cubes[block] = np.where(
+                    huge, np.sum(dn * dn * dn if products else dn**3, axis=-1), np.nan)
                 scaled_squares[block] = np.where(huge, np.sum(dn**2, axis=-1), np.nan)
         cubes, squares = cubes.reshape(leading), squares.reshape(leading)
         finite = finite.reshape(leading)

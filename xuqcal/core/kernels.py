@@ -822,7 +822,7 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
 
 
 #: The ``draw_map`` of an unpaired bootstrap (:func:`bootstrap_block`): none.
-NO_MAP = np.empty(0, dtype=np.int64)
+NO_MAP = np.empty(0, dtype=np.int32)
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
@@ -831,7 +831,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
 
     Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`; the drawn
-    sequence is :func:`~xuqcal.core.random.fill_draws`). With a ``draw_map`` (int64, length
+    sequence is :func:`~xuqcal.core.random.fill_draws`). With a ``draw_map`` (int32, length
     M), a drawn number ``d`` selects position ``draw_map[d]`` instead of ``d``: data sets that
     share their points (models evaluated on the same samples) each pass the map from the
     sample's row ``d`` to its own position (their arrays are in the order of their own binning
@@ -874,7 +874,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     # is summed in draw order, so a value does not depend on which other statistics are asked)
     columns = _moment_columns(codes)
     n_columns = columns.shape[0]
-    flat, stride = _compact_rows(packed, columns)
+    flat, stride = _compact_rows(packed, columns, draw_map)
     accumulated = np.zeros(6)
     column_sums = np.zeros(6)
     counts = np.zeros(m if need_counts else 0, np.int32)
@@ -899,14 +899,13 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
         # the arrays made every draw slower (reference counting of its array arguments)
         for _ in range(0 if batched else m):
             j, state = next_below(state, m)
-            if mapped:
-                j = draw_map[j]
             if need_counts:
-                counts[j] += 1
-                if record and tied[j]:
-                    draws[n_draws] = j
+                p = draw_map[j] if mapped else j  # the drawn point's position
+                counts[p] += 1
+                if record and tied[p]:
+                    draws[n_draws] = p
                     n_draws += 1
-            row = np.uint64(j) * stride
+            row = np.uint64(j) * stride  # flat holds the rows in draw_map's row order
             a0 += flat[row]
             if n_columns > 1:
                 a1 += flat[row + np.uint64(1)]
@@ -926,20 +925,20 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
             n = min(_BATCH, m - done)
             for t in range(n):
                 j, state = next_below(state, m)
-                if mapped:
-                    j = draw_map[j]
                 batch[t] = j
                 _prefetch(flat, np.uint64(j) * stride)
                 if need_counts:
-                    _prefetch_write(counts, j)
+                    p = draw_map[j] if mapped else j
+                    _prefetch_write(counts, p)
                     if record:
-                        _prefetch(tied, j)
+                        _prefetch(tied, p)
             for t in range(n):
                 j = batch[t]
                 if need_counts:
-                    counts[j] += 1
-                    if record and tied[j]:
-                        draws[n_draws] = j
+                    p = draw_map[j] if mapped else j
+                    counts[p] += 1
+                    if record and tied[p]:
+                        draws[n_draws] = p
                         n_draws += 1
                 row = np.uint64(j) * stride
                 a0 += flat[row]
@@ -981,10 +980,12 @@ _PLAIN_WALK_BYTES = 2 << 20
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _compact_rows(packed, columns):
+def _compact_rows(packed, columns, draw_map):
     """The moment columns ``columns`` of ``packed``, one row per point: ``(flat, stride)``
     with column ``c`` of point ``j`` at ``flat[j * stride + c]``; ``stride`` is unsigned, and
-    so are the indices of the walk (no negative-index wraparound code per load).
+    so are the indices of the walk (no negative-index wraparound code per load). With a
+    ``draw_map`` (a paired bootstrap), row ``d`` holds the point at position ``draw_map[d]``:
+    the walk reads the drawn row directly, with no load of the map for the moment sums.
 
     Rows are padded to 1, 2, 4 or 8 doubles in storage aligned to 64 bytes, so that a draw
     touches one cache line: rows of 3 (or 5, 6) doubles straddle two lines for 1 in 4 (or 1 in
@@ -1003,9 +1004,11 @@ def _compact_rows(packed, columns):
     line = np.uint64(64)
     offset = np.int64((line - storage.ctypes.data % line) % line) // 8
     flat = storage[offset:offset + n]
+    mapped = draw_map.shape[0] > 0
     for i in range(m):
+        source = draw_map[i] if mapped else i
         for c in range(n_columns):
-            flat[i * width + c] = packed[i, columns[c]]
+            flat[i * width + c] = packed[source, columns[c]]
     return flat, np.uint64(width)
 
 
