@@ -134,8 +134,8 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
     statistics, the kernel statistics (``nll`` is computed from ``zms``) and the normalised
     arguments."""
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"ds: expected an xarray.Dataset with {E} and {uE} over ({dim}, "
-                        f"sample), got {type(ds).__name__}")
+        raise TypeError(f"ds: expected an xarray.Dataset with {E} and {uE} over "
+                        f"({dim or MODEL_DIMS[0]}, sample), got {type(ds).__name__}")
     stats = get_statistics(DEFAULT_STATISTICS if statistics is None else statistics)
     wrong = [s.key for s in stats if s.key not in COMPARED_STATISTICS]
     if wrong:
