@@ -51,7 +51,8 @@ Diebold–Mariano tests over ``score`` and the SIP matrix ``sip``, ``sip_low``, 
 ``corp_G.nc`` (the CORP fits and decompositions over ``model``, with the NLL split), and the
 figures ``forest_G.png`` (paired differences, one panel per statistic), ``ranks_G.png`` (rank
 probabilities, one panel per statistic), ``sip_G.png`` and ``corp_G.png`` (one panel per
-model). ``--quick`` uses 200 replicates and the first 1000 rows of each file.
+model). ``--quick`` uses 200 replicates, the first 1000 rows of each file and only zms and
+ence (a smoke run).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ from xuqcal.cli.compare import comparison_text
 NAME = "rank_models"
 DIM = "model"
 STATISTICS = ("zms", "rce", "cc", "ence", "zmse")
+#: The statistics of --quick (a smoke run: fewer panels to draw).
+QUICK_STATISTICS = ("zms", "ence")
 #: The groups of models: group -> {model label: (file relative to the shared folder, E, uE,
 #: where)}.
 LOGP = {"10k_a_LS-GCN": "RAS2023/logP_10k_a_LS-GCN_test.csv",
@@ -207,13 +210,13 @@ def rank_figure(result: xr.Dataset):
     return fig
 
 
-def analyse(group: str, models: xr.Dataset, *, n_boot: int, n_boot_corp: int, seed: int,
-            out: dict[str, Path]) -> xr.Dataset:
+def analyse(group: str, models: xr.Dataset, *, statistics: tuple[str, ...], n_boot: int,
+            n_boot_corp: int, seed: int, out: dict[str, Path]) -> xr.Dataset:
     """Compare, score, SIP and CORP of one group; writes its files, prints its ranking;
     returns the comparison."""
     k, m = models.sizes[DIM], models.sizes["sample"]
     with Timer(f"{group}: compare {k} models on {m} rows (B = {n_boot})"):
-        result = xuqcal.compare(models, list(STATISTICS), dim=DIM, n_boot=n_boot,
+        result = xuqcal.compare(models, list(statistics), dim=DIM, n_boot=n_boot,
                                 seed=seed).compute()
     with Timer(f"{group}: paired scores and SIP matrix (B = {n_boot})"):
         scores = xuqcal.paired_scores(models, dim=DIM)
@@ -255,9 +258,9 @@ def main(argv: list[str] | None = None) -> None:
     out = prepare_output(args.output, FILES, args.overwrite)
     folder = shared_data_dir()
     if args.quick:
-        n_boot, n_boot_corp, rows = 200, 200, QUICK_ROWS
+        n_boot, n_boot_corp, rows, statistics = 200, 200, QUICK_ROWS, QUICK_STATISTICS
     else:
-        n_boot, n_boot_corp, rows = 10_000, 2000, None
+        n_boot, n_boot_corp, rows, statistics = 10_000, 2000, None, STATISTICS
     groups = {group: load_group(group, folder, rows) for group in GROUPS}
 
     results = {}
@@ -265,14 +268,14 @@ def main(argv: list[str] | None = None) -> None:
         if args.quick:  # few replicates on purpose: the numbers mean nothing
             warnings.simplefilter("ignore", xuqcal.DegenerateIntervalWarning)
         for group, models in groups.items():
-            results[group] = analyse(group, models, n_boot=n_boot, n_boot_corp=n_boot_corp,
-                                     seed=args.seed, out=out)
+            results[group] = analyse(group, models, statistics=statistics, n_boot=n_boot,
+                                     n_boot_corp=n_boot_corp, seed=args.seed, out=out)
 
     print("Best model by expected rank (P(best)) per group and statistic")
     for group, result in results.items():
         expected = (result.rank_probability * result["rank"]).sum("rank")
         cells = []
-        for key in STATISTICS:
+        for key in statistics:
             best = int(expected.sel(statistic=key).argmin(DIM))
             label = str(result[DIM].values[best])
             cells.append(f"{key} {label} ({float(result.p_best.sel(statistic=key)[best]):.2f})")
