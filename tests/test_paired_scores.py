@@ -8,6 +8,7 @@ import xarray as xr
 from scipy import special, stats
 
 import xuqcal
+import xuqcal.testing
 from xuqcal.analysis.paired_scores import paired_scores, sip_matrix
 from xuqcal.core import paired as P
 from xuqcal.core.scores import crps_normal
@@ -161,8 +162,14 @@ def test_sip_interval_reproducible_and_same_on_dask(three, monkeypatch):
 
 def test_paired_scores_same_on_dask(three):
     eager = paired_scores(three)
-    lazy = paired_scores(three.chunk({"sample": 50, "model": 1}))
-    for name in ("mean_score", "score_difference", "dm_statistic", "dm_p_value"):
+    with xuqcal.testing.count_computes() as counter:
+        lazy = paired_scores(three.chunk({"sample": 50, "model": 1}))
+        sips = sip_matrix(three.chunk({"sample": 50}), n_boot=200, seed=7)
+    assert counter.count == 0  # lazy: nothing read before .compute()
+    assert lazy.mean_score.chunks is not None and lazy.n_samples.chunks is not None
+    assert sips.sip.chunks is not None
+    for name in ("mean_score", "score_difference", "dm_statistic", "dm_p_value",
+                 "n_samples", "n_dropped"):
         np.testing.assert_array_equal(eager[name].values, lazy[name].values)
 
 

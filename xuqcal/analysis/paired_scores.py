@@ -22,8 +22,9 @@ lost to that rule (coordinate ``n_dropped`` over ``dim``) and how many are compa
 slices is compared on its own common points, and with the same random streams, so that a
 slice's result is the one of that slice alone.
 
-**Data.** Paired comparisons need every model's scores at once: Dask-backed data are loaded
-(computed) first, O(K × M) memory; the results are NumPy-backed and identical, bit for bit, to
+**Data.** Paired comparisons need every model's scores at once: for Dask-backed data the
+result is lazy, one task that gathers the slice's ``E`` and ``uE`` (O(K × M) memory) when it
+is computed, and the values are checked then; the results are identical, bit for bit, to
 those of the same data in memory.
 """
 
@@ -36,6 +37,7 @@ import dask
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import paired as P
@@ -197,6 +199,31 @@ def _n_samples_attr(n_samples: np.ndarray) -> int | None:
 # -------------------------------------------------------------------------------- analyses
 
 
+def _lazily(function, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
+    """``function(ds, **kwargs)`` for Dask-backed data, lazily: one task computes it when the
+    result is computed (the values are checked then). Its layout comes from the same function
+    on a two-point stand-in of the data (the same dimensions, labels and coordinates), so that
+    the lazy result and the computed one cannot disagree."""
+    E, uE = kwargs["E"], kwargs["uE"]
+    data = ds[[E, uE]]
+    stand_in = data.isel(sample=slice(0, 2)).copy(data={
+        name: np.full(data[name].isel(sample=slice(0, 2)).shape, value)
+        for name, value in ((E, 0.5), (uE, 1.0))})
+    stand_in = stand_in.assign_coords({name: (c.dims, np.asarray(c.values)) for name, c in
+                                       stand_in.coords.items() if c.chunks is not None})
+    shell = function(stand_in, **kwargs)
+    counted = [c for c in ("n_samples", "n_dropped") if c in shell.coords]
+    layout = template(
+        {name: (v.dims, v.dtype, v.attrs) for name, v in
+         [*shell.data_vars.items(), *((c, shell[c].variable) for c in counted)]},
+        dict(shell.sizes),
+        {name: shell[name].variable for name in shell.coords if name not in counted},
+        lazy_coords=counted)
+    result = lazy_result(lambda computed: function(computed, **kwargs), data, layout)
+    result.attrs = {k: v for k, v in shell.attrs.items() if k != "n_samples"}
+    return result
+
+
 def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", "interval"),
                   *, dim: str = "model", pairing: str = "common",
                   level: float = defaults.LEVEL, E: str = defaults.E,
@@ -261,6 +288,9 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     names = _check_scores(scores)
     pairing = _check_pairing(pairing)
     level = check_level(level)
+    if is_lazy(ds, (E, uE)):
+        return _lazily(paired_scores, ds, scores=names, dim=dim, pairing=pairing,
+                       level=level, E=E, uE=uE)
 
     shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
     coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
@@ -374,6 +404,10 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
     n_boot = check_replicates(n_boot, level)
     seed = check_seed(seed)
     interval_level = check_level(interval_level, "interval_level")
+    if is_lazy(ds, (E, uE)):
+        return _lazily(sip_matrix, ds, score=score, dim=dim, pairing=pairing,
+                       n_boot=n_boot, level=level, seed=seed, interval_level=interval_level,
+                       E=E, uE=uE)
 
     shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
     coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
