@@ -72,31 +72,36 @@ def test_a_calibrated_model_beats_its_overconfident_copy():
 
 def test_every_model_resamples_the_same_rows():
     """Replicate r of each model is its statistic on the rows drawn by (seed, "compare", r),
-    whatever the order of its own arrays (here: models binned on opposite orders of uE)."""
+    whatever the order of its own arrays (here: models binned on opposite orders of uE and on
+    the row order)."""
     base = xuqcal.synthetic.nig(300, nu=6, seed=3)
     e, u = base.E.values, base.uE.values
-    codes = codes_of(get_statistics(["zms", "ence", "cc"]))
+    keys = ["zms", "ence", "cc"]
+    codes = codes_of(get_statistics(keys))
     key = stream_key(11, "compare")
     draws = np.empty(300, dtype=np.int64)
-    for x in (u, -u, np.arange(300.0)):  # three binning orders of the same points
-        pair = C._prepare(e, u, x, n_bins=5, by="x", needs_bins=True)
-        got = C._paired_block(pair, codes, key, 4, 7)
-        for r in range(4, 7):
-            K.fill_draws(key, r, draws)
-            rows = draws  # rows of the sample, in draw order
-            direct = xuqcal.stats(xuqcal.from_arrays(e[rows], u[rows]).assign(
-                x=("sample", x[rows])), ["zms", "ence", "cc"], n_bins=5, by="x")
-            np.testing.assert_allclose(got[r - 4], direct.values, rtol=1e-12)
+    models = [C._prepare(e, u, x, n_bins=5, by="x", needs_bins=True)
+              for x in (u, -u, np.arange(300.0))]
+    got = C._paired_chunk(models, codes, key, 4, 7)  # (model, replicate, code)
+    for r in range(4, 7):
+        K.fill_draws(key, r, draws)  # the rows drawn, as fill_counts counts them
+        for i, x in enumerate((u, -u, np.arange(300.0))):
+            resample = xuqcal.from_arrays(e[draws], u[draws]).assign(x=("sample", x[draws]))
+            direct = xuqcal.stats(resample, keys, n_bins=5, by="x")
+            np.testing.assert_allclose(got[i, r - 4], direct.values, rtol=1e-12)
 
 
-def test_an_unpaired_bootstrap_is_unchanged_by_the_draw_map():
-    ds = xuqcal.synthetic.nig(500, nu=6, seed=1)
-    kept = xuqcal.bootstrap(ds, ["zms", "cc", "zmse"], n_boot=200, keep_replicates=True)
-    pair = C._prepare(ds.E.values, ds.uE.values, None, n_bins=20, by="uE", needs_bins=True)
-    identity = np.arange(500, dtype=np.int32)  # the mapped walk, each row at its position
-    with_map = C._paired_block((pair[0], identity), codes_of(get_statistics(
-        ["zms", "cc", "zmse"])), stream_key(0, "bootstrap"), 0, 200)
-    np.testing.assert_array_equal(with_map, kept.replicates.values.T)
+def test_the_replicates_do_not_depend_on_how_the_chunks_split_them(monkeypatch):
+    base = xuqcal.synthetic.nig(400, nu=6, seed=5)
+    models = [C._prepare(base.E.values, base.uE.values * f, None, n_bins=8, by="uE",
+                         needs_bins=True) for f in (1.0, 0.9)]
+    codes = codes_of(get_statistics(["zms", "zmse", "cc"]))
+    key = stream_key(0, "compare")
+    whole = C._paired_chunk(models, codes, key, 0, 50)
+    monkeypatch.setattr(C, "PAIRED_BLOCK", 7 * 400)  # blocks of 7 replicates
+    parts = np.concatenate([C._paired_chunk(models, codes, key, 0, 20),
+                            C._paired_chunk(models, codes, key, 20, 50)], axis=1)
+    np.testing.assert_array_equal(whole, parts)
 
 
 def test_common_pairing_drops_and_counts_the_points_absent_from_a_model():

@@ -85,8 +85,7 @@ def test_codes_are_unique_and_cover_registry():
 def _bootstrap_block(prepared, codes, key, start, stop):
     out = np.empty((stop - start, len(codes)))
     K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out,
-                      K.NO_MAP)
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
     return out
 
 

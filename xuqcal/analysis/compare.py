@@ -8,16 +8,21 @@ difference. :func:`compare` resamples the *rows of the sample* once per replicat
 that resample to every model (a paired bootstrap), so that each replicate of a difference
 compares the models on the same points.
 
-**Pairing.** Replicate ``r`` draws M rows from the stream keyed by ``(seed, "compare", r)``
-(:func:`xuqcal.core.random.stream_key`); each model's kernel maps a drawn row to its own
-position (its arrays are in the order of its own binning variable: the ``draw_map`` of
-:func:`xuqcal.core.kernels.bootstrap_block`), so every model sees the same points, whatever
-the chunking and the scheduler. ``pairing="common"`` (the default) keeps the points present
-in every compared model (E and uE both given) and reports how many of each model's points
-were left out (``n_dropped``). For ragged sets whose models were evaluated on different
-points, ``pairing="independent"`` bootstraps each model on its own points and streams
-(keyed by the model's label); the differences of independent replicates then give
-percentile intervals (no paired jackknife exists), which are wider.
+**Pairing.** Replicate ``r`` draws M rows with replacement from the stream keyed by
+``(seed, "compare", r)`` (:func:`xuqcal.core.random.stream_key`), once, as the multiplicity
+of each row (:func:`xuqcal.core.kernels.fill_counts_block`); every model evaluates its
+statistics on those multiplicities, carried to its own positions (its arrays are in the
+order of its own binning variable: :func:`xuqcal.core.kernels.paired_counts_block`), so every
+model sees the same points, whatever the chunking and the scheduler. The evaluation is the
+count-weighted one of :func:`xuqcal.core.kernels.evaluate_counts`: a resample's points tied
+in the binning variable fill the bins in the order of the data (the walk of
+:func:`xuqcal.bootstrap` keeps the order of the draws; the two differ only where distinct
+points with equal binning values straddle a bin edge). ``pairing="common"`` (the default)
+keeps the points present in every compared model (E and uE both given) and reports how many
+of each model's points were left out (``n_dropped``). For ragged sets whose models were
+evaluated on different points, ``pairing="independent"`` bootstraps each model on its own
+points and streams (keyed by the model's label); the differences of independent replicates
+then give percentile intervals (no paired jackknife exists), which are wider.
 
 **Distances.** A statistic is compared by its distance to the value of calibrated data:
 ``|zms - 1|``, ``|zv - 1|``, ``|zm|``, ``|rce|``; ``nll`` by ``|nll - nll_ref| =
@@ -62,7 +67,11 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, template
-from xuqcal.analysis.resampling import blocks_along_replicate, jackknife_values
+from xuqcal.analysis.resampling import (
+    bootstrap_replicates,
+    jackknife_values,
+    replicate_chunks,
+)
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order, resolve_n_bins
@@ -186,28 +195,40 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
 # --------------------------------------------------------------------------------------------
 
 
-def _paired_block(pair: tuple[PreparedData, np.ndarray], codes: np.ndarray, key: np.uint64,
-                  start: int, stop: int) -> np.ndarray:
-    """Replicates ``start .. stop - 1`` of one model, its draws mapped to its positions."""
-    prepared, draw_map = pair
-    out = np.empty((stop - start, codes.shape[0]))
-    K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out,
-                      draw_map)
-    return prepared.unscale(codes, out)
+#: Multiplicities (rows × replicates) drawn at once in a task of :func:`compare` (32 MB).
+PAIRED_BLOCK = 1 << 23
+
+
+def _paired_chunk(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.ndarray,
+                  key: np.uint64, start: int, stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` of every model, ``(model, replicate, code)``: the
+    rows' multiplicities are drawn once per replicate and evaluated by each model."""
+    m = models[0][1].size
+    out = np.empty((len(models), stop - start, codes.shape[0]))
+    size = max(1, min(stop - start, PAIRED_BLOCK // max(m, 1)))
+    row_counts = np.empty((size, m), dtype=np.int32)
+    for first in range(start, stop, size):
+        last = min(stop, first + size)
+        block = row_counts[:last - first]
+        K.fill_counts_block(key, first, last, block)
+        for i, (prepared, rows_of) in enumerate(models):
+            K.paired_counts_block(block, rows_of, codes, prepared.n_bins,
+                                  *prepared.kernel_arrays(),
+                                  K.make_work(prepared.size, prepared.n_bins),
+                                  out[i, first - start:last - start])
+    for i, (prepared, _) in enumerate(models):
+        out[i] = prepared.unscale(codes, out[i])
+    return out
 
 
 def _prepare(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, *, n_bins: int, by: str,
              needs_bins: bool) -> tuple[PreparedData, np.ndarray]:
-    """One model's prepared data and the map from a row of its points to its position."""
+    """One model's prepared data and the row of its point at each position (its arrays are
+    in the order of its binning variable)."""
     prepared = PreparedData.from_arrays(e, u, by_values=x, by=by, n_bins=n_bins,
                                         needs_bins=needs_bins)
-    order = equal_count_order(u if x is None else x)  # as from_arrays orders the points
-    # int32: the map is read at every draw of a binned statistic; half the bytes of int64
-    # keep more of it in the caches (a third faster at M = 10**5)
-    draw_map = np.empty(order.size, dtype=np.int32)
-    draw_map[order] = np.arange(order.size, dtype=np.int32)
-    return prepared, draw_map
+    rows_of = equal_count_order(u if x is None else x)  # as from_arrays orders the points
+    return prepared, np.ascontiguousarray(rows_of, dtype=np.int64)
 
 
 def _ranks(distances: np.ndarray) -> np.ndarray:
@@ -312,29 +333,33 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
             where = " in common with every other model" if pairing == "common" else ""
             raise ValueError(f"ds: model {labels[i]!r} has {size} point(s){where}; "
                              "comparing needs at least 2")
-    pairs, estimates, blocks, jacks = [], [], [], []
+    pairs, estimates, jacks = [], [], []
     for i in range(k):
         bins = resolve_n_bins(sizes[i], n_bins, binned=needs_bins)
         check_fits_in_one_task(sizes[i], task_bytes_per_point(len(codes), jackknife=True),
                                "compare")
-        prepared, draw_map = _prepare(E[i, rows[i]], U[i, rows[i]],
-                                      None if X is None else X[i, rows[i]], n_bins=bins,
-                                      by=by, needs_bins=needs_bins)
-        if pairing == "independent":
-            draw_map = K.NO_MAP
-        pairs.append((prepared, draw_map))
-        estimates.append(prepared.evaluate(codes))
-    keys = ([stream_key(seed, "compare")] * k if pairing == "common"
-            else [stream_key(seed, f"compare:{label}") for label in labels])
-    for i in range(k):
-        blocks.append(blocks_along_replicate(_paired_block, dask.delayed(pairs[i]), n_boot,
-                                             chunks, codes.shape[0], codes, keys[i]))
-    replicates = np.stack(dask.compute(*blocks), axis=0)  # (model, replicate, code)
+        pairs.append(_prepare(E[i, rows[i]], U[i, rows[i]],
+                              None if X is None else X[i, rows[i]], n_bins=bins, by=by,
+                              needs_bins=needs_bins))
+        estimates.append(pairs[i][0].evaluate(codes))
     if pairing == "common":
-        for i in range(k):
-            prepared, draw_map = pairs[i]
+        key, shared = stream_key(seed, "compare"), dask.delayed(pairs)
+        blocks, start = [], 0
+        for size in replicate_chunks(n_boot, chunks, width=k * codes.shape[0]):
+            blocks.append(dask.delayed(_paired_chunk, pure=True)(shared, codes, key, start,
+                                                                 start + size))
+            start += size
+        replicates = np.concatenate(dask.compute(*blocks), axis=1)  # (model, rep, code)
+        for prepared, rows_of in pairs:
             values = jackknife_values(prepared, codes, prepared.size)  # (code, position)
-            jacks.append(values[:, draw_map])  # (code, row of the common points)
+            by_row = np.empty_like(values)
+            by_row[:, rows_of] = values
+            jacks.append(by_row)  # (code, row of the common points)
+    else:  # each model alone, on its own streams (the walk of xuqcal.bootstrap)
+        replicates = np.stack(dask.compute(*[
+            bootstrap_replicates(prepared, codes, n_boot, seed, chunks,
+                                 purpose=f"compare:{label}")
+            for (prepared, _), label in zip(pairs, labels, strict=True)]), axis=0)
     estimate = np.stack(estimates)  # (model, code)
     keys_of = [s.key for s in kernel_stats]
     n_stat = len(stats)

@@ -100,11 +100,10 @@ def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = Non
 
 
 def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, start: int,
-                     stop: int, draw_map: np.ndarray = K.NO_MAP) -> np.ndarray:
+                     stop: int) -> np.ndarray:
     out = np.empty((stop - start, codes.shape[0]))
     K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out,
-                      draw_map)
+                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
     return prepared.unscale(codes, out)
 
 
@@ -131,14 +130,14 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
 
 
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
-                         chunks: int | Sequence[int] | None = None, first: int = 0
-                         ) -> da.Array:
+                         chunks: int | Sequence[int] | None = None, first: int = 0,
+                         purpose: str = "bootstrap") -> da.Array:
     """Lazy ``(n_boot, len(codes))`` array of bootstrap replicates ``first ..
-    first + n_boot - 1``, one task per chunk.
+    first + n_boot - 1``, one task per chunk, from the streams ``(seed, purpose, r)``.
 
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
-    key = stream_key(seed, "bootstrap")
+    key = stream_key(seed, purpose)
     return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0],
                                   codes, key, first=first)
 

@@ -720,6 +720,37 @@ def evaluate_counts(codes, counts, n_bins, packed, e2, u2, z2, z_shift,
               order_u, tie_u, order_e, tie_e, work, out)
 
 
+@nb.njit(nogil=True, cache=True)
+def fill_counts_block(key, start, stop, counts):
+    """The multiplicities of replicates ``start .. stop - 1`` (:func:`fill_counts`), one row
+    of ``counts`` each: the resamples of the rows that every model of a paired comparison
+    shares (:func:`paired_counts_block`)."""
+    for r in range(start, stop):
+        fill_counts(key, r, counts[r - start])
+
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def paired_counts_block(row_counts, rows_of, codes, n_bins, packed, e2, u2, z2, z_shift,
+                        order_u, tie_u, order_e, tie_e, work, out):
+    """The statistics of one model for resamples given as multiplicities of the rows of a
+    shared sample: ``out[i]`` for ``row_counts[i]``, the model's point at position ``p`` (its
+    arrays are in the order of its binning variable) being row ``rows_of[p]``.
+
+    Every model of a paired comparison (:func:`xuqcal.compare`) evaluates the same rows'
+    multiplicities, drawn once (:func:`fill_counts_block`), through :func:`evaluate_counts`'s
+    weighted evaluation: sums of count-weighted columns, bins of the weighted points in the
+    order of the binning variable, ranks with multiplicities.
+    """
+    m = rows_of.shape[0]
+    counts = np.empty(m, np.int32)
+    for i in range(row_counts.shape[0]):
+        shared = row_counts[i]
+        for p in range(m):
+            counts[p] = shared[rows_of[p]]
+        _evaluate(codes, counts, work[0], False, n_bins, packed, e2, u2, z2, z_shift,
+                  order_u, tie_u, order_e, tie_e, work, out[i])
+
+
 def make_work(m: int, n_bins: int):
     """Scratch arrays for :func:`evaluate_counts` (one set per task)."""
     nb_ = max(n_bins, 1)
@@ -821,23 +852,13 @@ def _bin_sums_in_draw_order(counts, draws, group, n_groups, e2, u2, z2, n_bins, 
     _store_bin(b, b_n, b_e2, b_u2, b_z2, s_n, s_e2, s_u2, s_z2)
 
 
-#: The ``draw_map`` of an unpaired bootstrap (:func:`bootstrap_block`): none.
-NO_MAP = np.empty(0, dtype=np.int32)
-
-
 @nb.njit(nogil=True, cache=True, error_model="numpy")
 def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
-                    order_u, tie_u, order_e, tie_e, tie_bin, work, out, draw_map):
+                    order_u, tie_u, order_e, tie_e, tie_bin, work, out):
     """Replicates ``start .. stop - 1``: ``out[r - start, k]`` is statistic ``codes[k]``.
 
     Replicate ``r`` draws M positions from its own stream (as :func:`fill_counts`; the drawn
-    sequence is :func:`~xuqcal.core.random.fill_draws`). With a ``draw_map`` (int32, length
-    M), a drawn number ``d`` selects position ``draw_map[d]`` instead of ``d``: data sets that
-    share their points (models evaluated on the same samples) each pass the map from the
-    sample's row ``d`` to its own position (their arrays are in the order of their own binning
-    variable), and the replicate ``r`` of every one of them resamples the same rows (a paired
-    bootstrap, :func:`xuqcal.compare`). Without it (:data:`NO_MAP`, an empty array), every
-    value is the unpaired one, bit for bit. Moment sums are accumulated while drawing;
+    sequence is :func:`~xuqcal.core.random.fill_draws`). Moment sums are accumulated while drawing;
     multiplicities are counted only when a binned or rank statistic needs them. ``tie_bin``
     flags ties of the binning variable (points in its order); binned statistics sort the drawn
     sequence stably, so tied points keep their draw order.
@@ -848,7 +869,6 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     (:func:`_compact_rows`). Each replicate's sums keep their order, bit for bit.
     """
     m = e2.shape[0]
-    mapped = draw_map.shape[0] > 0
     need_counts = False
     need_bins = False
     for k in range(codes.shape[0]):
@@ -874,7 +894,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     # is summed in draw order, so a value does not depend on which other statistics are asked)
     columns = _moment_columns(codes)
     n_columns = columns.shape[0]
-    flat, stride = _compact_rows(packed, columns, draw_map)
+    flat, stride = _compact_rows(packed, columns)
     accumulated = np.zeros(6)
     column_sums = np.zeros(6)
     counts = np.zeros(m if need_counts else 0, np.int32)
@@ -900,12 +920,11 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
         for _ in range(0 if batched else m):
             j, state = next_below(state, m)
             if need_counts:
-                p = draw_map[j] if mapped else j  # the drawn point's position
-                counts[p] += 1
-                if record and tied[p]:
-                    draws[n_draws] = p
+                counts[j] += 1
+                if record and tied[j]:
+                    draws[n_draws] = j
                     n_draws += 1
-            row = np.uint64(j) * stride  # flat holds the rows in draw_map's row order
+            row = np.uint64(j) * stride
             a0 += flat[row]
             if n_columns > 1:
                 a1 += flat[row + np.uint64(1)]
@@ -928,17 +947,15 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                 batch[t] = j
                 _prefetch(flat, np.uint64(j) * stride)
                 if need_counts:
-                    p = draw_map[j] if mapped else j
-                    _prefetch_write(counts, p)
+                    _prefetch_write(counts, j)
                     if record:
-                        _prefetch(tied, p)
+                        _prefetch(tied, j)
             for t in range(n):
                 j = batch[t]
                 if need_counts:
-                    p = draw_map[j] if mapped else j
-                    counts[p] += 1
-                    if record and tied[p]:
-                        draws[n_draws] = p
+                    counts[j] += 1
+                    if record and tied[j]:
+                        draws[n_draws] = j
                         n_draws += 1
                 row = np.uint64(j) * stride
                 a0 += flat[row]
@@ -980,12 +997,10 @@ _PLAIN_WALK_BYTES = 2 << 20
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _compact_rows(packed, columns, draw_map):
+def _compact_rows(packed, columns):
     """The moment columns ``columns`` of ``packed``, one row per point: ``(flat, stride)``
     with column ``c`` of point ``j`` at ``flat[j * stride + c]``; ``stride`` is unsigned, and
-    so are the indices of the walk (no negative-index wraparound code per load). With a
-    ``draw_map`` (a paired bootstrap), row ``d`` holds the point at position ``draw_map[d]``:
-    the walk reads the drawn row directly, with no load of the map for the moment sums.
+    so are the indices of the walk (no negative-index wraparound code per load).
 
     Rows are padded to 1, 2, 4 or 8 doubles in storage aligned to 64 bytes, so that a draw
     touches one cache line: rows of 3 (or 5, 6) doubles straddle two lines for 1 in 4 (or 1 in
@@ -1004,11 +1019,9 @@ def _compact_rows(packed, columns, draw_map):
     line = np.uint64(64)
     offset = np.int64((line - storage.ctypes.data % line) % line) // 8
     flat = storage[offset:offset + n]
-    mapped = draw_map.shape[0] > 0
     for i in range(m):
-        source = draw_map[i] if mapped else i
         for c in range(n_columns):
-            flat[i * width + c] = packed[source, columns[c]]
+            flat[i * width + c] = packed[i, columns[c]]
     return flat, np.uint64(width)
 
 
