@@ -67,11 +67,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, template
-from xuqcal.analysis.resampling import (
-    bootstrap_replicates,
-    jackknife_values,
-    replicate_chunks,
-)
+from xuqcal.analysis.resampling import _jackknife_block, bootstrap_replicates, replicate_chunks
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order, resolve_n_bins
@@ -221,6 +217,26 @@ def _paired_chunk(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.n
     return out
 
 
+def _first(model: tuple[PreparedData, np.ndarray]) -> PreparedData:
+    return model[0]
+
+
+def _evaluate(model: tuple[PreparedData, np.ndarray], codes: np.ndarray) -> np.ndarray:
+    """A model's statistics on its points."""
+    return model[0].evaluate(codes)
+
+
+def _jackknife_by_row(model: tuple[PreparedData, np.ndarray], codes: np.ndarray
+                      ) -> np.ndarray:
+    """A model's leave-one-out values ``(code, row)``, by row of the common sample (the
+    paired jackknife leaves the same row out of every model)."""
+    prepared, rows_of = model
+    values = _jackknife_block(prepared, codes, 0, prepared.size).T  # (code, position)
+    by_row = np.empty_like(values)
+    by_row[:, rows_of] = values
+    return by_row
+
+
 def _prepare(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, *, n_bins: int, by: str,
              needs_bins: bool) -> tuple[PreparedData, np.ndarray]:
     """One model's prepared data and the row of its point at each position (its arrays are
@@ -333,33 +349,32 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
             where = " in common with every other model" if pairing == "common" else ""
             raise ValueError(f"ds: model {labels[i]!r} has {size} point(s){where}; "
                              "comparing needs at least 2")
-    pairs, estimates, jacks = [], [], []
+    # every model's preparation, estimate and jackknife, and the replicate chunks of all
+    # models, are tasks of one graph: they run in parallel
+    models = []
     for i in range(k):
         bins = resolve_n_bins(sizes[i], n_bins, binned=needs_bins)
         check_fits_in_one_task(sizes[i], task_bytes_per_point(len(codes), jackknife=True),
                                "compare")
-        pairs.append(_prepare(E[i, rows[i]], U[i, rows[i]],
-                              None if X is None else X[i, rows[i]], n_bins=bins, by=by,
-                              needs_bins=needs_bins))
-        estimates.append(pairs[i][0].evaluate(codes))
+        models.append(dask.delayed(_prepare, pure=True)(
+            E[i, rows[i]], U[i, rows[i]], None if X is None else X[i, rows[i]], n_bins=bins,
+            by=by, needs_bins=needs_bins))
+    estimates = [dask.delayed(_evaluate, pure=True)(model, codes) for model in models]
     if pairing == "common":
-        key, shared = stream_key(seed, "compare"), dask.delayed(pairs)
-        blocks, start = [], 0
+        key, blocks, start = stream_key(seed, "compare"), [], 0
         for size in replicate_chunks(n_boot, chunks, width=k * codes.shape[0]):
-            blocks.append(dask.delayed(_paired_chunk, pure=True)(shared, codes, key, start,
+            blocks.append(dask.delayed(_paired_chunk, pure=True)(models, codes, key, start,
                                                                  start + size))
             start += size
-        replicates = np.concatenate(dask.compute(*blocks), axis=1)  # (model, rep, code)
-        for prepared, rows_of in pairs:
-            values = jackknife_values(prepared, codes, prepared.size)  # (code, position)
-            by_row = np.empty_like(values)
-            by_row[:, rows_of] = values
-            jacks.append(by_row)  # (code, row of the common points)
+        jacks = [dask.delayed(_jackknife_by_row, pure=True)(model, codes) for model in models]
+        estimates, blocks, jacks = dask.compute(estimates, blocks, jacks)
+        replicates = np.concatenate(blocks, axis=1)  # (model, replicate, code)
     else:  # each model alone, on its own streams (the walk of xuqcal.bootstrap)
-        replicates = np.stack(dask.compute(*[
-            bootstrap_replicates(prepared, codes, n_boot, seed, chunks,
-                                 purpose=f"compare:{label}")
-            for (prepared, _), label in zip(pairs, labels, strict=True)]), axis=0)
+        prepared = [dask.delayed(_first, pure=True)(model) for model in models]
+        estimates, replicates = dask.compute(estimates, [
+            bootstrap_replicates(one, codes, n_boot, seed, chunks, purpose=f"compare:{label}")
+            for one, label in zip(prepared, labels, strict=True)])
+        replicates = np.stack(replicates, axis=0)
     estimate = np.stack(estimates)  # (model, code)
     keys_of = [s.key for s in kernel_stats]
     n_stat = len(stats)
