@@ -337,6 +337,10 @@ def bootstrap(
     n_bins: int | None = None,
     by: str = defaults.BY,
     keep_replicates: bool = False,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -375,6 +379,19 @@ def bootstrap(
         with fewer points per bin warns).
     keep_replicates : bool
         Also return the raw replicate values (``replicates`` over ``statistic × replicate``).
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the points are resampled (:mod:`xuqcal.analysis.dependent`): independently
+        (default), by whole groups of ``groups``, or by blocks of ``block_length``
+        consecutive points in the order of ``block``; with BCa, the acceleration of a
+        dependent resample comes from the delete-one-group (or delete-one-block) jackknife.
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` holding each point's group
+        (e.g. ``"structure_id"``).
+    block : str, optional
+        With a block scheme: the variable over ``sample`` that orders the points (e.g.
+        ``"time"``).
+    block_length : int, optional
+        With a block scheme: points per block (the mean length for ``"stationary"``).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -399,16 +416,25 @@ def bootstrap(
     stats, n_boot, method, level, seed, chunks, by = _bootstrap_iv(
         ds, statistics, n_boot=n_boot, method=method, level=level, seed=seed, chunks=chunks,
         n_bins=n_bins, by=by, keep_replicates=keep_replicates, E=E, uE=uE)
+    from xuqcal.analysis.dependent import check_dependence
+
+    dependence = check_dependence(ds, resample, groups, block, block_length)
+    if not dependence.iid and method == "student":
+        raise ValueError("method: the Student interval assumes independent points; use "
+                         f"method='bca' or 'percentile' with resample={resample!r}")
     return bootstrap_checked(ds, stats, n_boot=n_boot, method=method, level=level, seed=seed,
                              chunks=chunks, n_bins=n_bins, by=by,
-                             keep_replicates=keep_replicates, E=E, uE=uE)
+                             keep_replicates=keep_replicates, E=E, uE=uE,
+                             dependence=None if dependence.iid else dependence)
 
 
 def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int, method: str,
                       level: float, seed: int, chunks, n_bins: int, by: str,
-                      keep_replicates: bool, E: str, uE: str) -> xr.Dataset:
+                      keep_replicates: bool, E: str, uE: str,
+                      dependence=None) -> xr.Dataset:
     """:func:`bootstrap` of arguments already checked and normalised by ``_bootstrap_iv`` (for
-    callers that check their arguments once, such as :func:`xuqcal.validate`)."""
+    callers that check their arguments once, such as :func:`xuqcal.validate`);
+    ``dependence``: a checked dependent resample (:mod:`xuqcal.analysis.dependent`)."""
     codes = codes_of(stats)
     m = ds.sizes["sample"]
     attrs = bootstrap_attrs(stats, method=method, level=level, n_boot=n_boot, seed=seed,
@@ -417,6 +443,17 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)
 
+    if dependence is not None:
+        from xuqcal.analysis.dependent import dependent_parts
+
+        check_fits_in_one_task(m, task_bytes_per_point(len(stats), jackknife=True),
+                               "bootstrap")
+        attrs.update(dependence.attrs())
+        estimate, replicates, jack = dependent_parts(
+            ds, stats, dependence, n_boot=n_boot, seed=seed, chunks=chunks, n_bins=n_bins,
+            by=by, jackknife=method == "bca", E=E, uE=uE)
+        return bootstrap_result(estimate, replicates, jack, stats=stats, method=method,
+                                level=level, attrs=attrs, keep_replicates=keep_replicates)
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
                               jackknife=method == "bca")
     estimate = xr.DataArray(

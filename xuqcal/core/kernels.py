@@ -751,6 +751,61 @@ def paired_counts_block(row_counts, rows_of, codes, n_bins, packed, e2, u2, z2, 
                   order_u, tie_u, order_e, tie_e, work, out[i])
 
 
+#: The block schemes of :func:`fill_block_counts_block`.
+BLOCK_MOVING, BLOCK_CIRCULAR, BLOCK_STATIONARY = 0, 1, 2
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_group_counts_block(key, start, stop, group_of_row, n_groups, counts):
+    """Cluster bootstrap: replicate ``r`` draws ``n_groups`` groups with replacement from its
+    stream, and ``counts[r - start, i]`` is the multiplicity of row ``i``'s group
+    (``group_of_row``: codes ``0 .. n_groups - 1``)."""
+    times = np.zeros(n_groups, np.int32)
+    for r in range(start, stop):
+        times[:] = 0
+        state = stream_start(key, r)
+        for _ in range(n_groups):
+            g, state = next_below(state, n_groups)
+            times[g] += 1
+        row = counts[r - start]
+        for i in range(group_of_row.shape[0]):
+            row[i] = times[group_of_row[i]]
+
+
+@nb.njit(nogil=True, cache=True)
+def fill_block_counts_block(key, start, stop, length, scheme, counts):
+    """Block bootstraps of rows in their order (time, a spatial index): replicate ``r`` joins
+    blocks of consecutive rows, drawn from its stream, until it holds M rows (the last block
+    cut); ``counts[r - start, i]`` is how often row ``i`` was drawn.
+
+    ``scheme``: :data:`BLOCK_MOVING` (blocks of ``length`` rows starting uniformly in
+    ``0 .. M - length``), :data:`BLOCK_CIRCULAR` (starting anywhere, wrapping around) or
+    :data:`BLOCK_STATIONARY` (Politis & Romano 1994: circular blocks of geometric length with
+    mean ``length``)."""
+    m = counts.shape[1]
+    for r in range(start, stop):
+        row = counts[r - start]
+        row[:] = 0
+        state = stream_start(key, r)
+        filled = 0
+        while filled < m:
+            if scheme == BLOCK_MOVING:
+                first, state = next_below(state, m - length + 1)
+                size = length
+            else:
+                first, state = next_below(state, m)
+                size = length
+                if scheme == BLOCK_STATIONARY:
+                    u, state = next_uniform(state)
+                    # geometric with success probability 1 / length: 1 + floor(ln u / ln(1 - p))
+                    size = 1 if length <= 1 else 1 + int(np.log(1.0 - u)
+                                                         / np.log(1.0 - 1.0 / length))
+            size = min(size, m - filled)
+            for k in range(size):
+                row[(first + k) % m] += 1
+            filled += size
+
+
 def make_work(m: int, n_bins: int):
     """Scratch arrays for :func:`evaluate_counts` (one set per task)."""
     nb_ = max(n_bins, 1)
