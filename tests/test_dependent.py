@@ -199,3 +199,55 @@ def test_dependent_coverage_study():
     for scheme in ("circular", "stationary"):
         assert 0.93 <= coverage[f"ar1/{scheme}"]["coverage"] <= 0.97, coverage
     assert coverage["ar1/iid"]["high"] < 0.9, coverage
+
+
+#: optimal_block_length of arch 7.2.0 (arch.bootstrap.optimal_block_length: stationary,
+#: circular) on the series of _series(seed), taken from arch (not a test dependency)
+ARCH_BLOCK_LENGTHS = {
+    0: (2.2710419835, 2.599694104), 1: (6.6639542843, 7.6283233809),
+    2: (13.9564543101, 15.9761520243), 3: (14.2958763187, 16.3646932318),
+    4: (31.0884227035, 35.5873602472), 5: (2.3590066123, 2.7003884674),
+    6: (4.718294513, 5.4010989296), 7: (18.1167500709, 20.738501835),
+    8: (14.8412427859, 16.9889819942), 9: (19.0530627476, 21.8103122915),
+    10: (0.7662038117, 0.8770844159), 11: (8.6939266928, 9.9520617089),
+    12: (4.7589268287, 5.4476113201), 13: (13.0215211977, 14.9059207747),
+    14: (81.458697391, 93.2469310833), 15: (1.1034009415, 1.263078773),
+    16: (6.5429399801, 7.4897965834), 17: (14.3890094981, 16.4713041087),
+    18: (14.3796331801, 16.4605709039), 19: (39.6450057111, 45.3822026836),
+}
+
+
+def _series(seed):
+    """AR(1) series of 500 to 3000 values, rho from 0 to 0.9; every third one squared."""
+    rng = np.random.default_rng(seed)
+    rho = [0.0, 0.3, 0.5, 0.7, 0.9][seed % 5]
+    n = [500, 1000, 3000, 2000][seed % 4]
+    e = rng.normal(size=n)
+    x = np.empty(n)
+    x[0] = e[0]
+    for i in range(1, n):
+        x[i] = rho * x[i - 1] + e[i]
+    return x**2 if seed % 3 == 0 else x
+
+
+@pytest.mark.parametrize("seed", sorted(ARCH_BLOCK_LENGTHS))
+def test_the_automatic_block_length_is_arch_s(seed):
+    from xuqcal.core.blocklength import optimal_block_length
+
+    np.testing.assert_allclose(optimal_block_length(_series(seed)),
+                               ARCH_BLOCK_LENGTHS[seed], rtol=1e-9)
+
+
+def test_block_length_auto_is_recorded_and_used():
+    series = xuqcal.from_arrays(_series(14)[:2000], np.ones(2000)).assign(
+        time=("sample", np.arange(2000.0)))
+    result = xuqcal.bootstrap(series, ["zms"], n_boot=200, resample="stationary",
+                              block="time", block_length="auto").compute()
+    from xuqcal.core.blocklength import optimal_block_length
+
+    expected = int(np.ceil(optimal_block_length(series.E.values ** 2)[0]))
+    assert result.attrs["block_length"] == expected
+    assert result.attrs["block_length_rule"].startswith("Politis-White")
+    given = xuqcal.bootstrap(series, ["zms"], n_boot=200, resample="stationary",
+                             block="time", block_length=expected).compute()
+    _identical(result, given)

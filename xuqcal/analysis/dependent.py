@@ -32,8 +32,9 @@ block (a few seconds for 10⁴ groups of 10² points).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dask
 import dask.array as da
@@ -44,6 +45,7 @@ import xarray as xr
 from xuqcal.analysis.resampling import replicate_chunks
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order
+from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import check_choice, check_count
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import PreparedData, Statistic, codes_of
@@ -56,6 +58,8 @@ RESAMPLES = ("iid", "cluster", "moving", "circular", "stationary")
 #: The block schemes and their kernel codes.
 BLOCK_SCHEMES = {"moving": K.BLOCK_MOVING, "circular": K.BLOCK_CIRCULAR,
                  "stationary": K.BLOCK_STATIONARY}
+#: The value of ``block_length`` that asks for the automatic block length.
+AUTO_LENGTH = "auto"
 #: Multiplicities (rows × replicates or jackknife units) evaluated at once (32 MB).
 COUNTS_BLOCK = 1 << 23
 
@@ -66,7 +70,8 @@ class Dependence:
 
     resample: str
     variable: str | None = None
-    block_length: int | None = None
+    block_length: int | str | None = None
+    block_length_rule: str = "given"
 
     @property
     def iid(self) -> bool:
@@ -78,9 +83,13 @@ class Dependence:
             return {"resample": "iid"}
         unit = ("delete-one-group" if self.resample == "cluster"
                 else f"delete-one-block (blocks of {self.block_length} points)")
-        return {"resample": self.resample,
-                ("groups" if self.resample == "cluster" else "block"): self.variable,
-                "block_length": self.block_length, "jackknife": unit}
+        attrs = {"resample": self.resample,
+                 ("groups" if self.resample == "cluster" else "block"): self.variable,
+                 "jackknife": unit}
+        if self.resample != "cluster":
+            attrs.update(block_length=self.block_length,
+                         block_length_rule=self.block_length_rule)
+        return attrs
 
 
 def check_dependence(ds: xr.Dataset, resample: object, groups: object, block: object,
@@ -127,7 +136,9 @@ holds each point's group, e.g. groups='structure_id'
                          "points: name the variable that orders them, e.g. block='time'")
     if block_length is None:
         raise ValueError(f"block_length: resample={resample!r} needs the block length (points "
-                         "per block, e.g. block_length=50)")
+                         "per block, e.g. block_length=50, or 'auto')")
+    if block_length == AUTO_LENGTH:
+        return Dependence(resample, _sample_variable(ds, block, "block"), AUTO_LENGTH)
     length = check_count(block_length, "block_length", 1)
     m = int(ds.sizes.get(SAMPLE_DIM, 0))
     if resample == "moving" and length > m:
@@ -232,6 +243,27 @@ def _jackknife(model: _Model, codes: np.ndarray) -> np.ndarray:
     return model.prepared.unscale(codes, out).T
 
 
+def automatic_length(ds: xr.Dataset, dependence: Dependence, *, E: str, uE: str
+                     ) -> Dependence:
+    """``dependence`` with the block length of Politis & White (2004, corrected by Patton,
+    Politis & White 2009) for the series ``Z²`` in the order of ``block`` (the per-point terms
+    of ZMS), rounded up: the stationary bootstrap's for ``"stationary"``, the circular
+    block's otherwise (:func:`xuqcal.core.blocklength.optimal_block_length`). The data are
+    read now (the block length lays out the jackknife)."""
+    order = np.argsort(np.asarray(ds[dependence.variable].values), kind="stable")
+    z2 = (np.asarray(ds[E].values, dtype=np.float64)
+          / np.asarray(ds[uE].values, dtype=np.float64))[order] ** 2
+    stationary, circular = optimal_block_length(z2)
+    chosen = stationary if dependence.resample == "stationary" else circular
+    length = max(1, math.ceil(chosen))
+    if dependence.resample == "moving":
+        length = min(length, z2.size)
+    return replace(dependence, block_length=length,
+                   block_length_rule="Politis-White (2004; Patton-Politis-White 2009) of Z^2 "
+                                     f"in the order of {dependence.variable}: "
+                                     f"{chosen:.4g}, rounded up")
+
+
 def dependent_parts(ds: xr.Dataset, stats: Sequence[Statistic], dependence: Dependence, *,
                     n_boot: int, seed: int, chunks, n_bins: int, by: str, jackknife: bool,
                     E: str, uE: str) -> tuple[xr.DataArray, xr.DataArray,
@@ -239,6 +271,8 @@ def dependent_parts(ds: xr.Dataset, stats: Sequence[Statistic], dependence: Depe
     """The estimate, the replicates ``(statistic, replicate)`` and (for BCa) the
     delete-one-unit jackknife ``(statistic, jackknife)`` of a dependent bootstrap, lazily:
     what :func:`xuqcal.analysis.resampling.bootstrap_result` summarises."""
+    if dependence.block_length == AUTO_LENGTH:
+        dependence = automatic_length(ds, dependence, E=E, uE=uE)
     codes = codes_of(stats)
     needs_bins = any(s.needs_bins for s in stats)
     x = None if by == uE else ds[by].data

@@ -340,7 +340,7 @@ def bootstrap(
     resample: str = "iid",
     groups: str | None = None,
     block: str | None = None,
-    block_length: int | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -390,8 +390,10 @@ def bootstrap(
     block : str, optional
         With a block scheme: the variable over ``sample`` that orders the points (e.g.
         ``"time"``).
-    block_length : int, optional
-        With a block scheme: points per block (the mean length for ``"stationary"``).
+    block_length : int or "auto", optional
+        With a block scheme: points per block (the mean length for ``"stationary"``);
+        ``"auto"``: Politis & White's optimal length for ``Z²`` in the order of ``block``
+        (:func:`xuqcal.core.blocklength.optimal_block_length`; the data are read at the call).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -444,10 +446,12 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)
 
     if dependence is not None:
-        from xuqcal.analysis.dependent import dependent_parts
+        from xuqcal.analysis.dependent import AUTO_LENGTH, automatic_length, dependent_parts
 
         check_fits_in_one_task(m, task_bytes_per_point(len(stats), jackknife=True),
                                "bootstrap")
+        if dependence.block_length == AUTO_LENGTH:
+            dependence = automatic_length(ds, dependence, E=E, uE=uE)
         attrs.update(dependence.attrs())
         estimate, replicates, jack = dependent_parts(
             ds, stats, dependence, n_boot=n_boot, seed=seed, chunks=chunks, n_bins=n_bins,
