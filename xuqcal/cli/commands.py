@@ -683,13 +683,19 @@ def _read_data(args: argparse.Namespace, *, formula: str | None = None,
     return ds
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    """``xuqcal validate``: with ``-o``, the output is locked (:mod:`xuqcal.io.locks`) before
-    anything is checked, read or computed, until it is written; another writer is refused."""
+def with_output_locked(args: argparse.Namespace, command: str, body) -> int:
+    """``body(args)`` of the command ``command`` with its ``-o`` output, if any, locked
+    (:mod:`xuqcal.io.locks`) before anything is checked, read or computed, until it is
+    written; another writer is refused."""
     if args.output is None:
-        return _validate(args)
-    with _locks.locked(args.output, "xuqcal validate", option=OUTPUT):
-        return _validate(args)
+        return body(args)
+    with _locks.locked(args.output, f"xuqcal {command}", option=OUTPUT):
+        return body(args)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``xuqcal validate`` (:func:`with_output_locked`)."""
+    return with_output_locked(args, "validate", _validate)
 
 
 def _validate(args: argparse.Namespace) -> int:

@@ -86,14 +86,11 @@ def add_parser(commands, *, data_options: Callable, cluster_options: Callable,
 
 
 def run(args: argparse.Namespace) -> int:
-    """``xuqcal compare``: with ``-o``, the output is locked before anything is read."""
-    from xuqcal.cli.commands import OUTPUT
-    from xuqcal.io import locks
+    """``xuqcal compare``: with ``-o``, the output is locked before anything is read
+    (:func:`xuqcal.cli.commands.with_output_locked`)."""
+    from xuqcal.cli.commands import with_output_locked
 
-    if args.output is None:
-        return _run(args)
-    with locks.locked(args.output, "xuqcal compare", option=OUTPUT):
-        return _run(args)
+    return with_output_locked(args, "compare", _run)
 
 
 def _run(args: argparse.Namespace) -> int:
