@@ -251,3 +251,35 @@ def test_block_length_auto_is_recorded_and_used():
     given = xuqcal.bootstrap(series, ["zms"], n_boot=200, resample="stationary",
                              block="time", block_length=expected).compute()
     _identical(result, given)
+
+
+def test_describe_measures_the_dependence_of_the_points():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "dependent_coverage.py"
+    spec = importlib.util.spec_from_file_location("dependent_coverage", path)
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    d = xuqcal.describe(study.grouped_set(0), groups="structure")
+    assert 0.25 < float(d.icc_z) < 0.35  # generated with an ICC of Z of 0.3
+    assert 0.05 < float(d.icc_z2) < 0.15  # about ICC² for a normal random effect
+    np.testing.assert_allclose(float(d.n_effective_groups),
+                               10_000 / float(d.design_effect_z2))
+    assert 1000 < float(d.n_effective_groups) < 3000
+    series = study.ar1_set(0)
+    d = xuqcal.describe(series, block="time")
+    assert 0.75 < float(d.acf1_z) < 0.85 and 0.55 < float(d.acf1_z2) < 0.7  # rho, rho²
+    # the mean of Z² of an AR(1) of rho = 0.8 is worth about n (1 - rho²) / (1 + rho²)
+    assert 0.7 < float(d.n_effective_block) / (5000 * 0.36 / 1.64) < 1.4
+    shuffled = series.isel(sample=np.random.default_rng(0).permutation(5000))
+    d = xuqcal.describe(shuffled.assign(time=("sample", np.arange(5000.0))), block="time")
+    assert abs(float(d.acf1_z)) < 0.05 and float(d.n_effective_block) > 3500
+    plain = xuqcal.describe(series)
+    assert "icc_z" not in plain and "acf1_z" not in plain  # only when asked
+    lazy = xuqcal.describe(study.grouped_set(0).chunk(sample=1000), groups="structure")
+    assert lazy.icc_z.chunks is not None
+    np.testing.assert_array_equal(lazy.icc_z.compute(),
+                                  xuqcal.describe(study.grouped_set(0), groups="structure").icc_z)
+    with pytest.raises(ValueError, match=r"^groups: no variable 'nope' over sample alone"):
+        xuqcal.describe(series, groups="nope")

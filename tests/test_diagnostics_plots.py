@@ -37,7 +37,13 @@ def test_describe_warnings_point_at_the_caller():
         d = describe(ds.assign(uE=ds.uE * 0 + 1.0))
     assert {w.filename for w in record} == {__file__}
     assert all(d[name].attrs["description"] == DESCRIPTIONS[name] for name in d.data_vars)
-    assert set(DESCRIPTIONS) == set(d.data_vars)
+    dependence = {"icc_z", "icc_z2", "design_effect_z2", "n_effective_groups", "acf1_z",
+                  "acf1_z2", "n_effective_block"}  # only with groups= or block=
+    assert set(DESCRIPTIONS) - dependence == set(d.data_vars)
+    both = describe(ds.assign(g=("sample", np.arange(50) // 5), t=("sample", np.arange(50.0))),
+                    groups="g", block="t")
+    assert set(DESCRIPTIONS) == set(both.data_vars)
+    assert all(both[name].attrs["description"] == DESCRIPTIONS[name] for name in dependence)
 
 
 def test_student_t_fit_is_maximum_likelihood():

@@ -12,6 +12,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from scipy import stats
 
@@ -89,13 +90,23 @@ def inverse_gamma_fit(x: np.ndarray) -> tuple[float, float]:
 
 @broadcast
 @by_role
-def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
-    """Distribution diagnostics of E, Z = E / uE and uE.
+def describe(ds: xr.Dataset, *, groups: str | None = None, block: str | None = None,
+             E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+    """Distribution diagnostics of E, Z = E / uE and uE, and, with ``groups`` or ``block``,
+    of the dependence of the points.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E`` and ``uE``.
+    groups : str, optional
+        A variable over ``sample`` holding each point's group (e.g. ``"structure_id"``): adds
+        the intra-class correlations of Z and Z² (one-way ANOVA estimator), the design effect
+        of Z² and the effective sample size (:data:`DESCRIPTIONS`).
+    block : str, optional
+        A variable over ``sample`` that orders the points (e.g. ``"time"``): adds the lag-1
+        autocorrelations of Z and Z² in that order, and the effective sample size of the mean
+        of Z² (the variance over the long-run variance, Politis–White's bandwidth).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -127,15 +138,28 @@ def describe(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.UE) -> x
     if ds.sizes["sample"] < MIN_POINTS:
         raise ValueError(f"ds: describe needs at least {MIN_POINTS} points, but the data have "
                          f"{ds.sizes['sample']}")
+    for name, value in (("groups", groups), ("block", block)):
+        if value is not None and (not isinstance(value, str) or value not in ds.variables
+                                  or ds[value].dims != ("sample",)):
+            known = ", ".join(str(v) for v in ds.variables if ds[v].dims == ("sample",))
+            raise ValueError(f"{name}: no variable {value!r} over sample alone in the data "
+                             f"(its variables over sample: {known})")
+    scalars = dict(_SCALAR_LONG_NAMES)
+    if groups is not None:
+        scalars.update(_GROUP_LONG_NAMES)
+    if block is not None:
+        scalars.update(_BLOCK_LONG_NAMES)
     f8 = np.float64
-    return analysis(_describe_body, ds, [E, uE], lambda: template(
+    extra = [v for v in (groups, block) if v is not None]
+    return analysis(_describe_body, ds, [E, uE, *extra], lambda: template(
         {**{name: (("variable",), f8, {"long_name": long_name,
                                        "description": DESCRIPTIONS[name]})
             for name, long_name in _LONG_NAMES.items()},
          **{name: ((), f8, {"long_name": long_name, "description": DESCRIPTIONS[name]})
-            for name, long_name in _SCALAR_LONG_NAMES.items()}},
+            for name, long_name in scalars.items()}},
         {"variable": 2}, {"variable": ["E", "Z"]},
-        attrs=provenance(n_samples=ds.sizes["sample"], E=E, uE=uE)), E=E, uE=uE)
+        attrs=provenance(n_samples=ds.sizes["sample"], E=E, uE=uE, groups=groups,
+                         block=block)), E=E, uE=uE, groups=groups, block=block)
 
 
 _LONG_NAMES = {
@@ -145,6 +169,18 @@ _LONG_NAMES = {
     "kappa_cs": "robust tailedness kappa_CS (Harrell-Davis quantiles), 0 for a normal",
     "nu_eff": "degrees of freedom of a ML shifted/scaled Student-t fit",
     "t_loc": "location of the Student-t fit", "t_scale": "scale of the Student-t fit",
+}
+_GROUP_LONG_NAMES = {
+    "icc_z": "intra-class correlation of Z within the groups",
+    "icc_z2": "intra-class correlation of Z^2 within the groups",
+    "design_effect_z2": "design effect of the mean of Z^2: 1 + (m0 - 1) ICC(Z^2)",
+    "n_effective_groups": "effective sample size of the mean of Z^2 under the groups",
+}
+_BLOCK_LONG_NAMES = {
+    "acf1_z": "lag-1 autocorrelation of Z in the order of the block variable",
+    "acf1_z2": "lag-1 autocorrelation of Z^2 in the order of the block variable",
+    "n_effective_block": "effective sample size of the mean of Z^2 in the order of the block "
+                         "variable",
 }
 _SCALAR_LONG_NAMES = {
     "uE2_shape": "shape of a ML inverse-gamma fit of uE^2 (nu/2 in the NIG model)",
@@ -177,10 +213,84 @@ DESCRIPTIONS = {
                  "with unit-variance errors",
     "beta_gm_uE": "robust skewness β_GM of uE (Harrell-Davis median): 0 for symmetric, > 0 "
                   "for a long tail of large uncertainties",
+    "icc_z": "intra-class correlation of Z within the groups (one-way ANOVA estimator): 0 for "
+             "independent points; 0.3 means that 30 % of the variance of Z is shared by the "
+             "points of a group",
+    "icc_z2": "intra-class correlation of Z² within the groups (one-way ANOVA estimator): the "
+              "one that widens the intervals of ZMS",
+    "design_effect_z2": "1 + (m0 - 1) ICC(Z²), m0 the size-weighted mean group size: how many "
+                        "times the variance of the mean of Z² exceeds the iid one; above about "
+                        "1.2, use resample='cluster'",
+    "n_effective_groups": "the number of points over the design effect: the independent points "
+                          "the mean of Z² is worth",
+    "acf1_z": "lag-1 autocorrelation of Z in the order of the block variable: 0 for "
+              "independent points",
+    "acf1_z2": "lag-1 autocorrelation of Z² in the order of the block variable",
+    "n_effective_block": "n γ₀ / σ²: the number of points times the variance of Z² over its "
+                         "long-run variance (flat-top window, Politis–White bandwidth); well "
+                         "below n, use a block resample",
 }
 
 
-def _describe_body(ds: xr.Dataset, *, E: str, uE: str) -> xr.Dataset:
+def icc_anova(x: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+    """One-way ANOVA intra-class correlation of ``x`` within ``groups`` and the size-weighted
+    mean group size ``m0 = (n - Σ n_g² / n) / (G - 1)``.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 1.2, 3.0, 3.1, 5.0, 5.3])
+    >>> icc, m0 = icc_anova(x, np.array([0, 0, 1, 1, 2, 2]))
+    >>> round(icc, 3), m0
+    (0.994, 2.0)
+    """
+    codes, _ = pd.factorize(np.asarray(groups), sort=True)
+    n, g = x.size, int(codes.max()) + 1
+    if g < 2 or g >= n:
+        return math.nan, math.nan
+    sizes = np.bincount(codes, minlength=g).astype(np.float64)
+    means = np.bincount(codes, weights=x, minlength=g) / sizes
+    grand = float(np.mean(x))
+    between = float(np.sum(sizes * (means - grand) ** 2)) / (g - 1)
+    within = float(np.sum((x - means[codes]) ** 2)) / (n - g)
+    m0 = (n - float(np.sum(sizes**2)) / n) / (g - 1)
+    return (between - within) / (between + (m0 - 1.0) * within), m0
+
+
+def _acf1(x: np.ndarray) -> float:
+    d = x - x.mean()
+    return float(d[1:] @ d[:-1]) / float(d @ d)
+
+
+def _long_run_ratio(x: np.ndarray) -> float:
+    """γ₀ over the long-run variance of ``x`` (flat-top window, Politis–White bandwidth: the
+    ``long_run`` of :func:`xuqcal.core.blocklength.optimal_block_length`)."""
+    from xuqcal.core.blocklength import long_run_variance
+
+    d = x - x.mean()
+    return float(d @ d) / x.size / long_run_variance(x)
+
+
+def _dependence(z: np.ndarray, groups: np.ndarray | None, order: np.ndarray | None
+                ) -> dict[str, float]:
+    out: dict[str, float] = {}
+    if groups is not None:
+        if pd.isna(groups).any():
+            raise ValueError(f"groups: missing at {int(pd.isna(groups).sum())} point(s); give "
+                             "every point its group")
+        icc_z, _ = icc_anova(z, groups)
+        icc_z2, m0 = icc_anova(z**2, groups)
+        effect = 1.0 + (m0 - 1.0) * icc_z2
+        out.update(icc_z=icc_z, icc_z2=icc_z2, design_effect_z2=effect,
+                   n_effective_groups=z.size / effect)
+    if order is not None:
+        ordered = z[np.argsort(np.asarray(order), kind="stable")]
+        out.update(acf1_z=_acf1(ordered), acf1_z2=_acf1(ordered**2),
+                   n_effective_block=ordered.size * _long_run_ratio(ordered**2))
+    return out
+
+
+def _describe_body(ds: xr.Dataset, *, E: str, uE: str, groups: str | None = None,
+                   block: str | None = None) -> xr.Dataset:
     """:func:`describe` on NumPy-backed data."""
     errors = np.asarray(ds[E].values, dtype=np.float64)
     uncertainties = np.asarray(ds[uE].values, dtype=np.float64)
@@ -234,4 +344,10 @@ def _describe_body(ds: xr.Dataset, *, E: str, uE: str) -> xr.Dataset:
     result["uE2_scale"] = xr.DataArray(scale)
     scaled_u = np.ldexp(uncertainties, -k_u) if k_u else uncertainties  # β_GM is scale-free
     result["beta_gm_uE"] = xr.DataArray(math.nan if constant_u else beta_gm(scaled_u))
+    if groups is not None or block is not None:
+        values = _dependence(errors / uncertainties,
+                             None if groups is None else np.asarray(ds[groups].values),
+                             None if block is None else np.asarray(ds[block].values))
+        for name, value in values.items():
+            result[name] = xr.DataArray(value)
     return result

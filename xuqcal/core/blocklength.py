@@ -23,7 +23,55 @@ import math
 
 import numpy as np
 
-__all__ = ["optimal_block_length"]
+__all__ = ["long_run_variance", "optimal_block_length"]
+
+
+def _bandwidth_and_autocovariances(x: np.ndarray) -> tuple[int, np.ndarray, int]:
+    """Politis–White's bandwidth ``m``, the autocovariances up to the largest one, and the
+    largest block length (see the module)."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1 or x.size < 10 or not np.isfinite(x).all():
+        raise ValueError(f"x: expected a series of at least 10 finite values, got shape "
+                         f"{x.shape}" + ("" if np.isfinite(x).all() else " with NaN or inf"))
+    n = x.size
+    eps = x - x.mean()
+    b_max = math.ceil(min(3.0 * math.sqrt(n), n / 3.0))
+    k_n = max(5, int(math.log10(n)))
+    m_max = math.ceil(math.sqrt(n)) + k_n
+    band = 2.0 * math.sqrt(math.log10(n) / n)
+    acv = np.zeros(m_max + 1)
+    inside = np.zeros(m_max + 1, dtype=bool)
+    first_m = None
+    for k in range(m_max + 1):
+        cross = float(eps[k:] @ eps[:n - k])
+        acv[k] = cross / n
+        # the correlation of lag k as arch computes it (sums of squares one lag apart)
+        ahead, behind = eps[k + 1:], eps[:-(k + 1)]
+        inside[k] = abs(cross) / math.sqrt(float(ahead @ ahead) * float(behind @ behind)) < band
+        if k >= k_n and first_m is None and inside[k - k_n:k].all():
+            first_m = k - k_n
+    m = min(2 * max(first_m, 1) if first_m is not None else m_max, m_max)
+    return m, acv, b_max
+
+
+def _window(m: int) -> tuple[np.ndarray, np.ndarray]:
+    lags = np.arange(1, m + 1)
+    return lags, np.where(lags / m <= 0.5, 1.0, 2.0 * (1.0 - lags / m))
+
+
+def long_run_variance(x: np.ndarray) -> float:
+    """The long-run variance ``σ² = Σ_{k=-m}^{m} h(k/m) γ_k`` of a series (flat-top window,
+    Politis–White's bandwidth ``m``; see the module): ``n`` times the variance of its mean.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).normal(size=5000)
+    >>> bool(0.8 < long_run_variance(x) < 1.2)  # white noise: its variance
+    True
+    """
+    m, acv, _ = _bandwidth_and_autocovariances(x)
+    window = _window(m)[1]
+    return float(acv[0] + np.sum(2.0 * window * acv[1:m + 1]))
 
 
 def optimal_block_length(x: np.ndarray) -> tuple[float, float]:
@@ -51,30 +99,9 @@ def optimal_block_length(x: np.ndarray) -> tuple[float, float]:
     >>> bool(10 < stationary < 60 and circular > stationary)
     True
     """
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 1 or x.size < 10 or not np.isfinite(x).all():
-        raise ValueError(f"x: expected a series of at least 10 finite values, got shape "
-                         f"{x.shape}" + ("" if np.isfinite(x).all() else " with NaN or inf"))
-    n = x.size
-    eps = x - x.mean()
-    b_max = math.ceil(min(3.0 * math.sqrt(n), n / 3.0))
-    k_n = max(5, int(math.log10(n)))
-    m_max = math.ceil(math.sqrt(n)) + k_n
-    band = 2.0 * math.sqrt(math.log10(n) / n)
-    acv = np.zeros(m_max + 1)
-    inside = np.zeros(m_max + 1, dtype=bool)
-    first_m = None
-    for k in range(m_max + 1):
-        cross = float(eps[k:] @ eps[:n - k])
-        acv[k] = cross / n
-        # the correlation of lag k as arch computes it (sums of squares one lag apart)
-        ahead, behind = eps[k + 1:], eps[:-(k + 1)]
-        inside[k] = abs(cross) / math.sqrt(float(ahead @ ahead) * float(behind @ behind)) < band
-        if k >= k_n and first_m is None and inside[k - k_n:k].all():
-            first_m = k - k_n
-    m = min(2 * max(first_m, 1) if first_m is not None else m_max, m_max)
-    lags = np.arange(1, m + 1)
-    window = np.where(lags / m <= 0.5, 1.0, 2.0 * (1.0 - lags / m))
+    m, acv, b_max = _bandwidth_and_autocovariances(x)
+    n = np.asarray(x).size
+    lags, window = _window(m)
     g = float(np.sum(2.0 * window * lags * acv[1:m + 1]))
     long_run = float(acv[0] + np.sum(2.0 * window * acv[1:m + 1]))
     scale = (2.0 * g**2) ** (1.0 / 3.0) * n ** (1.0 / 3.0)
