@@ -83,8 +83,9 @@ def _check_scores(scores: object) -> list[str]:
     return names
 
 
-def _values(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(uE², E²)`` of a NumPy-backed data set, their values checked."""
+def _errors(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(E, uE)`` of a NumPy-backed data set as float64, checked: ``E`` finite, ``uE`` finite
+    and positive (the messages count the bad values)."""
     e = np.asarray(ds[E].values, dtype=np.float64)
     u = np.asarray(ds[uE].values, dtype=np.float64)
     bad = int(np.count_nonzero(~np.isfinite(e)))
@@ -93,6 +94,12 @@ def _values(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
     bad = int(np.count_nonzero(~(np.isfinite(u) & (u > 0))))
     if bad:
         raise ValueError(f"uE: {bad} of {u.size} values are not finite and positive")
+    return e, u
+
+
+def _values(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(uE², E²)`` of a NumPy-backed data set, their values checked."""
+    e, u = _errors(ds, E, uE)
     with np.errstate(over="ignore", under="ignore"):
         v, y = u * u, e * e
     if not (np.all(np.isfinite(v)) and np.all(v > 0) and np.all(np.isfinite(y))):
@@ -191,7 +198,17 @@ def score_decomposition(
 def _band_replicates(v_sorted: np.ndarray, ties: TieGroups, n_boot: int, seed: int
                      ) -> np.ndarray:
     """The isotonic fits (per tie group) of ``n_boot`` synthetic sets ``E*² = uE² ε²``,
-    ``ε ~ N(0, 1)`` drawn in the sorted order from streams ``(seed, BAND_PURPOSE, r)``."""
+    ``ε ~ N(0, 1)`` drawn in the sorted order from streams ``(seed, BAND_PURPOSE, r)``.
+
+    The cost of :func:`corp_reliability` is here: ``n_boot`` O(M) fits in one task, and an
+    ``(n_boot, distinct uE)`` float64 array (``n_boot`` × M × 8 bytes at most; bounded before
+    any work by :func:`~xuqcal.core.memory.check_replicates_fit`). Replicate ``r`` depends only
+    on ``(seed, BAND_PURPOSE, r)``, so the loop could run as one Dask task per chunk of
+    replicates (:func:`xuqcal.analysis.resampling.replicate_chunks`) without changing a bit;
+    it is not split because the pointwise quantiles need every replicate of a column at once
+    (the same array gathered into one task) and the body itself is one task of
+    :func:`~xuqcal.analysis.lazy.analysis` per slice: the split would save time, not memory.
+    """
     key = _random.stream_key(seed, BAND_PURPOSE)
     eps = np.empty(v_sorted.size)
     out = np.empty((n_boot, ties.start.size))
@@ -203,7 +220,7 @@ def _band_replicates(v_sorted: np.ndarray, ties: TieGroups, n_boot: int, seed: i
 
 def _pointwise_quantiles(replicates: np.ndarray, probs: tuple[float, ...]) -> np.ndarray:
     """``numpy.quantile(replicates, probs, axis=0)``, computed on contiguous blocks of
-    columns (along the strided axis 0 the same quantiles took three times as long).
+    columns (quantiles along the strided axis 0 are slower; bit-identical, as checked below).
 
     Examples
     --------
@@ -270,9 +287,8 @@ def corp_reliability(
     pointwise ``(1 ∓ level) / 2`` quantiles of the fits. A curve leaving the band is evidence
     of miscalibration at those ``uE``; the band assumes normal errors. Its cost is
     ``n_boot`` isotonic fits (O(M) each, one task) and ``n_boot`` × (distinct ``uE``) float64
-    values in memory: about 13 s and 1.6 GB for M = 10⁵ points at the default 2000 sets
-    (refused before any work when that cannot fit:
-    :func:`~xuqcal.core.memory.check_replicates_fit`).
+    values in memory (8 bytes each: 1.6 GB for M = 10⁵ distinct ``uE`` at 2000 sets), refused
+    before any work when that cannot fit (:func:`~xuqcal.core.memory.check_replicates_fit`).
 
     Parameters
     ----------
@@ -356,15 +372,7 @@ _NLL_VARIABLES = {
 
 
 def _nll_body(ds: xr.Dataset, *, E: str, uE: str) -> xr.Dataset:
-    e = np.asarray(ds[E].values, dtype=np.float64)
-    u = np.asarray(ds[uE].values, dtype=np.float64)
-    bad = int(np.count_nonzero(~np.isfinite(e)))
-    if bad:
-        raise ValueError(f"E: {bad} of {e.size} values are NaN or infinite")
-    bad = int(np.count_nonzero(~(np.isfinite(u) & (u > 0))))
-    if bad:
-        raise ValueError(f"uE: {bad} of {u.size} values are not finite and positive")
-    split = _nll_split(e, u)
+    split = _nll_split(*_errors(ds, E, uE))
     reference = math.fsum((0.5, split.sharpness, split.constant))
     return xr.Dataset({"nll": split.nll, "calibration": split.calibration,
                        "sharpness": split.sharpness, "constant": split.constant,
