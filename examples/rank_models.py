@@ -76,7 +76,7 @@ from _common import (
 )
 
 import xuqcal
-from xuqcal.cli.compare import comparison_text
+from xuqcal.cli.compare import comparison_text, merged_comparison
 
 NAME = "rank_models"
 DIM = "model"
@@ -169,17 +169,6 @@ def common_points(models: xr.Dataset) -> xr.Dataset:
     return models.isel(sample=np.flatnonzero(present.values))
 
 
-def merged(result: xr.Dataset, scores: xr.Dataset, sip: xr.Dataset) -> xr.Dataset:
-    """The comparison, the mean scores and the SIP matrix in one Dataset (the counts of points
-    are the comparison's)."""
-    parts = [result] + [part.drop_vars(["n_samples", "n_dropped"], errors="ignore")
-                        for part in (scores, sip)]
-    out = xr.merge(parts, combine_attrs="override", compat="override", join="exact")
-    out.attrs.update(sip_score=sip.attrs["score"], dm_test=scores.attrs["dm_test"],
-                     sip_tie_rule=sip.attrs["tie_rule"])
-    return out
-
-
 def decomposition_text(corp: xr.Dataset, split: xr.Dataset) -> str:
     """One line per model: the CORP decomposition of QLIKE and SE, the NLL split."""
     lines = ["CORP decomposition S = MCB - DSC + UNC on the common points (QLIKE | squared "
@@ -227,7 +216,7 @@ def analyse(group: str, models: xr.Dataset, *, statistics: tuple[str, ...], n_bo
         corp = xuqcal.corp_reliability(common, n_boot=n_boot_corp, seed=seed).compute()
         split = xuqcal.nll_split(common).compute()
 
-    comparison = merged(result, scores, sip)
+    comparison = merged_comparison(result, scores, sip)
     corp_out = corp.merge(split.rename({v: f"nll_{v}" if v != "nll" else v
                                         for v in split.data_vars}),
                           combine_attrs="override", compat="override")

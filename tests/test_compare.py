@@ -10,6 +10,7 @@ import xarray as xr
 
 import xuqcal
 from xuqcal.analysis import compare as C
+from xuqcal.analysis import resampling
 from xuqcal.core import kernels as K
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import codes_of, get_statistics
@@ -98,7 +99,7 @@ def test_the_replicates_do_not_depend_on_how_the_chunks_split_them(monkeypatch):
     codes = codes_of(get_statistics(["zms", "zmse", "cc"]))
     key = stream_key(0, "compare")
     whole = C._paired_chunk(models, codes, key, 0, 50)
-    monkeypatch.setattr(C, "PAIRED_BLOCK", 7 * 400)  # blocks of 7 replicates
+    monkeypatch.setattr(resampling, "COUNTS_BLOCK", 7 * 400)  # blocks of 7 replicates
     parts = np.concatenate([C._paired_chunk(models, codes, key, 0, 20),
                             C._paired_chunk(models, codes, key, 20, 50)], axis=1)
     np.testing.assert_array_equal(whole, parts)

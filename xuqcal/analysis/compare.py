@@ -58,6 +58,7 @@ and ``p_best`` its first rank.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -67,7 +68,12 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, template
-from xuqcal.analysis.resampling import _jackknife_block, bootstrap_replicates, replicate_chunks
+from xuqcal.analysis.resampling import (
+    _jackknife_block,
+    bootstrap_replicates,
+    counts_replicates,
+    replicate_chunks,
+)
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order, resolve_n_bins
@@ -191,30 +197,17 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
 # --------------------------------------------------------------------------------------------
 
 
-#: Multiplicities (rows × replicates) drawn at once in a task of :func:`compare` (32 MB).
-PAIRED_BLOCK = 1 << 23
+def _fill_shared(key: np.uint64, first: int, last: int, block: np.ndarray) -> None:
+    """The row multiplicities every model of a paired comparison shares."""
+    K.fill_counts_block(key, first, last, block)
 
 
 def _paired_chunk(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.ndarray,
                   key: np.uint64, start: int, stop: int) -> np.ndarray:
     """Replicates ``start .. stop - 1`` of every model, ``(model, replicate, code)``: the
     rows' multiplicities are drawn once per replicate and evaluated by each model."""
-    m = models[0][1].size
-    out = np.empty((len(models), stop - start, codes.shape[0]))
-    size = max(1, min(stop - start, PAIRED_BLOCK // max(m, 1)))
-    row_counts = np.empty((size, m), dtype=np.int32)
-    for first in range(start, stop, size):
-        last = min(stop, first + size)
-        block = row_counts[:last - first]
-        K.fill_counts_block(key, first, last, block)
-        for i, (prepared, rows_of) in enumerate(models):
-            K.paired_counts_block(block, rows_of, codes, prepared.n_bins,
-                                  *prepared.kernel_arrays(),
-                                  K.make_work(prepared.size, prepared.n_bins),
-                                  out[i, first - start:last - start])
-    for i, (prepared, _) in enumerate(models):
-        out[i] = prepared.unscale(codes, out[i])
-    return out
+    return counts_replicates(models, codes, functools.partial(_fill_shared, key), start,
+                             stop)
 
 
 def _first(model: tuple[PreparedData, np.ndarray]) -> PreparedData:

@@ -32,6 +32,7 @@ block (a few seconds for 10⁴ groups of 10² points).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -42,7 +43,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from xuqcal.analysis.resampling import replicate_chunks
+from xuqcal.analysis.resampling import (
+    COUNTS_BLOCK,
+    counts_replicates,
+    evaluate_row_counts,
+    replicate_chunks,
+)
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order
 from xuqcal.core.blocklength import optimal_block_length
@@ -60,8 +66,6 @@ BLOCK_SCHEMES = {"moving": K.BLOCK_MOVING, "circular": K.BLOCK_CIRCULAR,
                  "stationary": K.BLOCK_STATIONARY}
 #: The value of ``block_length`` that asks for the automatic block length.
 AUTO_LENGTH = "auto"
-#: Multiplicities (rows × replicates or jackknife units) evaluated at once (32 MB).
-COUNTS_BLOCK = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -204,31 +208,21 @@ def _estimate(model: _Model, codes: np.ndarray) -> np.ndarray:
     return model.prepared.evaluate(codes)
 
 
-def _evaluate_counts(model: _Model, codes: np.ndarray, row_counts: np.ndarray,
-                     out: np.ndarray) -> None:
-    K.paired_counts_block(row_counts, model.rows_of, codes, model.prepared.n_bins,
-                          *model.prepared.kernel_arrays(),
-                          K.make_work(model.prepared.size, model.prepared.n_bins), out)
+def _fill(model: _Model, key: np.uint64, resample: str, block_length: int | None,
+          first: int, last: int, block: np.ndarray) -> None:
+    """The row multiplicities of replicates ``first .. last - 1`` of a dependent resample."""
+    if resample == "cluster":
+        K.fill_group_counts_block(key, first, last, model.group_of_row, model.n_units, block)
+    else:
+        K.fill_block_counts_block(key, first, last, block_length, BLOCK_SCHEMES[resample],
+                                  block)
 
 
 def _replicates(model: _Model, codes: np.ndarray, key: np.uint64, start: int, stop: int,
                 resample: str, block_length: int | None) -> np.ndarray:
     """Replicates ``start .. stop - 1`` ``(replicate, code)``."""
-    m = model.rows_of.size
-    out = np.empty((stop - start, codes.shape[0]))
-    size = max(1, min(stop - start, COUNTS_BLOCK // max(m, 1)))
-    counts = np.empty((size, m), dtype=np.int32)
-    for first in range(start, stop, size):
-        last = min(stop, first + size)
-        block = counts[:last - first]
-        if resample == "cluster":
-            K.fill_group_counts_block(key, first, last, model.group_of_row, model.n_units,
-                                      block)
-        else:
-            K.fill_block_counts_block(key, first, last, block_length,
-                                      BLOCK_SCHEMES[resample], block)
-        _evaluate_counts(model, codes, block, out[first - start:last - start])
-    return model.prepared.unscale(codes, out)
+    fill = functools.partial(_fill, model, key, resample, block_length)
+    return counts_replicates([(model.prepared, model.rows_of)], codes, fill, start, stop)[0]
 
 
 def _jackknife(model: _Model, codes: np.ndarray) -> np.ndarray:
@@ -239,7 +233,8 @@ def _jackknife(model: _Model, codes: np.ndarray) -> np.ndarray:
     for first in range(0, n, size):
         units = np.arange(first, min(n, first + size), dtype=np.int32)
         counts = (model.unit_of_row[None, :] != units[:, None]).astype(np.int32)
-        _evaluate_counts(model, codes, counts, out[first:first + units.size])
+        evaluate_row_counts(model.prepared, model.rows_of, codes, counts,
+                            out[first:first + units.size])
     return model.prepared.unscale(codes, out).T
 
 

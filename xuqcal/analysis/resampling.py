@@ -142,6 +142,44 @@ def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
                                   codes, key, first=first)
 
 
+#: Row multiplicities (rows × replicates) drawn and evaluated at once by
+#: :func:`counts_replicates` (32 MB of int32).
+COUNTS_BLOCK = 1 << 23
+
+
+def evaluate_row_counts(prepared: PreparedData, rows_of: np.ndarray, codes: np.ndarray,
+                        row_counts: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]``: the statistics ``codes`` of the resample whose rows have the multiplicities
+    ``row_counts[i]``, the point at position ``p`` of ``prepared`` being row ``rows_of[p]``
+    (:func:`xuqcal.core.kernels.paired_counts_block`; not unscaled)."""
+    K.paired_counts_block(row_counts, rows_of, codes, prepared.n_bins,
+                          *prepared.kernel_arrays(),
+                          K.make_work(prepared.size, prepared.n_bins), out)
+
+
+def counts_replicates(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.ndarray,
+                      fill, start: int, stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` drawn as row
+    multiplicities: ``fill(first, last, block)`` writes those of replicates ``first .. last -
+    1`` (a cluster, block or paired resample), and every model ``(prepared, rows_of)``
+    evaluates them. Replicates are drawn :data:`COUNTS_BLOCK` values at a time; no value
+    depends on it."""
+    m = models[0][1].size
+    out = np.empty((len(models), stop - start, codes.shape[0]))
+    size = max(1, min(stop - start, COUNTS_BLOCK // max(m, 1)))
+    row_counts = np.empty((size, m), dtype=np.int32)
+    for first in range(start, stop, size):
+        last = min(stop, first + size)
+        block = row_counts[:last - first]
+        fill(first, last, block)
+        for i, (prepared, rows_of) in enumerate(models):
+            evaluate_row_counts(prepared, rows_of, codes, block,
+                                out[i, first - start:last - start])
+    for i, (prepared, _) in enumerate(models):
+        out[i] = prepared.unscale(codes, out[i])
+    return out
+
+
 def _spearman_jackknife(prepared: PreparedData) -> np.ndarray:
     """Leave-one-out ``cc`` of every point, O(M log M) (one task, sliced by the blocks)."""
     values = np.empty(prepared.size)

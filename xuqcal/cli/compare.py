@@ -116,7 +116,7 @@ def _run(args: argparse.Namespace) -> int:
                                     level=args.level, seed=args.seed)
     print(comparison_text(result, scores, sip, dim=dim))
     if args.output is not None:
-        merged = _merged(result, scores, sip)
+        merged = merged_comparison(result, scores, sip)
         merged.attrs.update(source=", ".join(map(str, args.files)),
                             E_expression=args.E, uE_expression=args.uE)
         path = xuqcal.to_netcdf(merged, args.output, overwrite=args.overwrite)
@@ -124,18 +124,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _merged(result: xr.Dataset, scores: xr.Dataset | None,
-            sip: xr.Dataset | None) -> xr.Dataset:
-    """One Dataset of the comparison, the scores and the SIP matrix (their counts of points
-    are the comparison's)."""
+def merged_comparison(result: xr.Dataset, scores: xr.Dataset | None = None,
+                      sip: xr.Dataset | None = None) -> xr.Dataset:
+    """One Dataset of a comparison (:func:`xuqcal.compare`), its mean scores
+    (:func:`xuqcal.paired_scores`) and its SIP matrix (:func:`xuqcal.sip_matrix`): the counts
+    of points are the comparison's; the attributes of the scores and the SIP matrix that say
+    how they were computed are kept as ``dm_test``, ``sip_score`` and ``sip_tie_rule``."""
     parts = [result]
     for part in (scores, sip):
         if part is not None:
             parts.append(part.drop_vars([c for c in ("n_samples", "n_dropped")
                                          if c in part.variables]))
     merged = xr.merge(parts, combine_attrs="override", compat="override", join="exact")
+    if scores is not None:
+        merged.attrs["dm_test"] = scores.attrs.get("dm_test", "")
     if sip is not None:
-        merged.attrs["sip_score"] = sip.attrs.get("score", "")
+        merged.attrs.update(sip_score=sip.attrs.get("score", ""),
+                            sip_tie_rule=sip.attrs.get("tie_rule", ""))
     return merged
 
 

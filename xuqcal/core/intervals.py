@@ -88,7 +88,7 @@ def acceleration(jackknife: np.ndarray, *, products: bool = False) -> np.ndarray
     """BCa acceleration ``a = Σ (m - J_i)³ / (6 (Σ (m - J_i)²)^1.5)`` from jackknife values.
 
     ``products``: the cubes are taken as ``d * d * d`` instead of ``d ** 3`` (NumPy's
-    ``power``, 25 times slower; the two differ in the last bit of a quarter of the values).
+    ``power``, much slower; the two may differ in the last bit).
     The intervals of xuqcal's published numbers use the power (their values are kept bit for
     bit); the many pairwise differences of :func:`xuqcal.compare` use products.
 
