@@ -240,33 +240,32 @@ def _prepare(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, *, n_bins: int,
     return prepared, np.ascontiguousarray(rows_of, dtype=np.int64)
 
 
-def _ranks(distances: np.ndarray) -> np.ndarray:
-    """Rank probabilities of one replicate's distances ``(models,)`` as a ``(models, ranks)``
-    matrix, ties sharing their ranks equally and NaN last (the module's tie rule)."""
+#: Replicates whose rank shares are held at once by :func:`rank_probabilities`.
+RANK_BLOCK = 4096
+
+
+def _rank_shares(distances: np.ndarray) -> np.ndarray:
+    """``(models, ranks, replicates)``: each model's share of each rank in each replicate,
+    ties sharing their ranks equally and NaN last (the module's tie rule)."""
     k = distances.shape[0]
-    keyed = np.where(np.isnan(distances), np.inf, distances)
     undefined = np.isnan(distances)
-    out = np.zeros((k, k))
-    order = np.lexsort((keyed, undefined))
-    position = 0
-    while position < k:
-        first = order[position]
-        group = [first]
-        stop = position + 1
-        while stop < k and undefined[order[stop]] == undefined[first] and (
-                undefined[first] or keyed[order[stop]] == keyed[first]):
-            group.append(order[stop])
-            stop += 1
-        share = 1.0 / len(group)
-        for model in group:
-            out[model, position:stop] = share
-        position = stop
-    return out
+    keyed = np.where(undefined, 0.0, distances)  # undefined distances tie with each other
+    same = undefined[:, None, :] == undefined[None, :, :]
+    before = (undefined[:, None, :] & ~undefined[None, :, :]) | (
+        same & (keyed[None, :, :] < keyed[:, None, :]))  # [a, c]: c ranks before a
+    tied = same & (keyed[None, :, :] == keyed[:, None, :])
+    first = before.sum(axis=1)  # a's first rank (0-based)
+    size = tied.sum(axis=1)  # the size of a's tie group (a included)
+    ranks = np.arange(k)[None, :, None]
+    inside = (ranks >= first[:, None, :]) & (ranks < (first + size)[:, None, :])
+    return np.where(inside, 1.0 / size[:, None, :], 0.0)
 
 
 def rank_probabilities(distances: np.ndarray) -> np.ndarray:
     """Mean rank probabilities over replicates: ``distances`` is ``(models, replicates)``;
-    returns ``(models, ranks)`` (see the module's tie rule).
+    returns ``(models, ranks)`` (see the module's tie rule). The shares of the replicates are
+    added in their order (a running sum), so the result does not depend on
+    :data:`RANK_BLOCK`.
 
     Examples
     --------
@@ -276,10 +275,12 @@ def rank_probabilities(distances: np.ndarray) -> np.ndarray:
     [[0.75, 0.25], [0.25, 0.75]]
     """
     distances = np.asarray(distances, dtype=np.float64)
-    total = np.zeros((distances.shape[0], distances.shape[0]))
-    for r in range(distances.shape[1]):
-        total += _ranks(distances[:, r])
-    return total / distances.shape[1]
+    k, n = distances.shape
+    total = np.zeros((k, k, 1))
+    for start in range(0, n, RANK_BLOCK):
+        shares = _rank_shares(distances[:, start:start + RANK_BLOCK])
+        total = np.cumsum(np.concatenate([total, shares], axis=-1), axis=-1)[..., -1:]
+    return total[..., 0] / n
 
 
 #: Values of the paired jackknife differences held at once by :func:`_pair_intervals`.
