@@ -51,7 +51,7 @@ def test_a_cluster_replicate_is_the_statistic_of_the_drawn_groups():
     labels = np.unique(ds.structure.values)
     for r in range(5, 8):
         counts = np.empty((1, ds.sizes["sample"]), dtype=np.int32)
-        K.fill_group_counts_block(key, r, r + 1, model.group_of_row, model.n_units, counts)
+        K.fill_group_counts_block(key, r, r + 1, model.unit_of_row, model.n_units, counts)
         times = np.array([counts[0][ds.structure.values == g][0] for g in labels])
         assert times.sum() == labels.size  # as many groups drawn as there are
         rows = np.concatenate([np.flatnonzero(ds.structure.values == g).repeat(t)

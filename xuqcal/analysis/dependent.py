@@ -170,13 +170,13 @@ def _sample_variable(ds: xr.Dataset, name: object, parameter: str) -> str:
 @dataclass
 class _Model:
     """One data set arranged for a dependent bootstrap: its prepared data, the row (in the
-    order of the resampling) of its point at each position, and each row's jackknife unit."""
+    order of the resampling) of its point at each position, and each row's jackknife unit
+    (for a cluster bootstrap: its group, the unit it is resampled by too)."""
 
     prepared: PreparedData
     rows_of: np.ndarray
     unit_of_row: np.ndarray
     n_units: int
-    group_of_row: np.ndarray | None
 
 
 def _arrange(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, variable: np.ndarray,
@@ -194,14 +194,13 @@ def _arrange(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, variable: np.nd
         if uniques.size < 2:
             raise ValueError(f"groups: {dependence.variable!r} holds {uniques.size} group; "
                              "a cluster bootstrap needs at least 2")
-        group_of_row = codes.astype(np.int32)
-        return _Model(prepared, order.astype(np.int64), group_of_row, int(uniques.size),
-                      group_of_row)
+        return _Model(prepared, order.astype(np.int64), codes.astype(np.int32),
+                      int(uniques.size))
     rank = np.empty(e.size, dtype=np.int64)  # data row -> row in the order of `block`
     rank[np.argsort(np.asarray(variable), kind="stable")] = np.arange(e.size)
     length = int(dependence.block_length)
     unit_of_row = (np.arange(e.size) // length).astype(np.int32)
-    return _Model(prepared, rank[order], unit_of_row, int(unit_of_row[-1]) + 1, None)
+    return _Model(prepared, rank[order], unit_of_row, int(unit_of_row[-1]) + 1)
 
 
 def _estimate(model: _Model, codes: np.ndarray) -> np.ndarray:
@@ -212,7 +211,7 @@ def _fill(model: _Model, key: np.uint64, resample: str, block_length: int | None
           first: int, last: int, block: np.ndarray) -> None:
     """The row multiplicities of replicates ``first .. last - 1`` of a dependent resample."""
     if resample == "cluster":
-        K.fill_group_counts_block(key, first, last, model.group_of_row, model.n_units, block)
+        K.fill_group_counts_block(key, first, last, model.unit_of_row, model.n_units, block)
     else:
         K.fill_block_counts_block(key, first, last, block_length, BLOCK_SCHEMES[resample],
                                   block)
