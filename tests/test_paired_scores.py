@@ -274,3 +274,19 @@ def test_bad_values_and_too_few_common_points():
     with pytest.raises(ValueError, match=r"^pairing: 'common' leaves 1 point\(s\) present in "
                                          r"every model of 6; a paired comparison needs at least 2"):
         paired_scores(_models([E, absent], [uE, absent]))
+
+
+def test_dim_defaults_to_model_else_dataset(three):
+    """``dim=None`` (the default) is ``model`` if the data have it, else ``dataset``, as
+    :func:`xuqcal.compare`."""
+    sets = three.rename(model="dataset")
+    result = paired_scores(sets, "crps")
+    assert result.attrs["dim"] == "dataset"
+    xr.testing.assert_identical(result.drop_attrs(), paired_scores(sets, "crps", dim="dataset")
+                                .drop_attrs())
+    sips = sip_matrix(sets, n_boot=40)
+    assert sips.sip.dims == ("dataset", "other")
+    both = three.expand_dims(dataset=["d"])  # both dimensions: model first
+    assert paired_scores(both, "nll").attrs["dim"] == "model"
+    with pytest.raises(ValueError, match=r"^dim: expected a dimension name"):
+        paired_scores(three, dim=0)

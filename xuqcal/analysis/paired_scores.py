@@ -1,9 +1,10 @@
 """Paired comparisons of point-wise scores between models evaluated on the same points.
 
 The labelled layer over :mod:`xuqcal.core.paired`. The data are a Dataset with ``E`` and ``uE``
-over ``(dim, sample)`` (``dim="model"`` by default): the slices along ``dim`` are the compared
-models, point ``sample = s`` of every model being the same point (the same molecule, the same
-test case). Two results:
+over ``(dim, sample)`` (``dim`` by default ``"model"`` if the data have it, else ``"dataset"``,
+as :func:`xuqcal.compare`): the slices along ``dim`` are the compared models, point
+``sample = s`` of every model being the same point (the same molecule, the same test case).
+Two results:
 
 - :func:`paired_scores`: each model's mean score, the mean paired difference of every ordered
   pair of models and its Diebold–Mariano test (independent points);
@@ -30,13 +31,14 @@ those of the same data in memory.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import dask
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.compare import MODEL_DIMS
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -63,10 +65,13 @@ DM_VARIANT = ("Diebold-Mariano for independent points: d = s_model - s_other, DM
 
 
 def _check_dim(ds: xr.Dataset, dim: object, E: str, uE: str) -> tuple[str, list[str]]:
-    """``dim`` and the other extra dimensions of ``E`` and ``uE``."""
-    if not isinstance(dim, str):
-        raise ValueError(f"dim: expected a dimension name (a string), got {dim!r}")
+    """``dim`` (``None``: the first of :data:`xuqcal.analysis.compare.MODEL_DIMS` that ``E``
+    or ``uE`` has, else ``"model"``) and the other extra dimensions of ``E`` and ``uE``."""
     dims = list(dict.fromkeys((*ds[E].dims, *ds[uE].dims)))
+    if dim is None:
+        dim = next((d for d in MODEL_DIMS if d in dims), MODEL_DIMS[0])
+    if not isinstance(dim, str):
+        raise ValueError(f"dim: expected a dimension name (a string) or None, got {dim!r}")
     if dim not in dims:
         raise ValueError(f"dim: {dim!r} is not a dimension of ds (its dimensions: "
                          f"{', '.join(map(str, dims))})")
@@ -151,49 +156,57 @@ def _check_values(ds: xr.Dataset, e: np.ndarray, u: np.ndarray, where: dict[str,
                                  f"samples {_samples(ds, bad)})")
 
 
-def _slices(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str, pairing: str):
-    """Yield ``(index, E_common, uE_common, n_dropped)`` for each slice of the extra dims,
-    after checking every slice's values and common points."""
+def _per_slice(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str, pairing: str,
+               compute: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, ...]],
+               shapes: Sequence[tuple[int, ...]]
+               ) -> tuple[dict[Hashable, Any], np.ndarray, list[np.ndarray]]:
+    """``compute(E_common, uE_common)`` (``(K, n)`` arrays; float64 arrays of ``shapes``) on
+    each slice of the extra dimensions, after checking every slice's values and common points.
+
+    Returns the coordinates of the result (``dim``, ``other``, the extra dimensions,
+    ``n_samples`` and ``n_dropped``), ``n_samples`` and ``compute``'s arrays stacked as
+    ``(*extra, *shape)``."""
     e_all, u_all = _load(ds, dim, extra, E, uE)
     shape = e_all.shape[:len(extra)]
     labels = _labels(ds, dim)
-    prepared = []
+    extra_labels = [_labels(ds, d) for d in extra]
+    n_samples = np.zeros(shape, dtype=np.int64)
+    n_dropped = np.zeros((*shape, len(labels)), dtype=np.int64)
+    common_of = {}
     for index in np.ndindex(*shape):
-        where = {d: _labels(ds, d)[i] for d, i in zip(extra, index, strict=True)}
+        where = {d: v[i] for d, v, i in zip(extra, extra_labels, index, strict=True)}
         e, u = e_all[index], u_all[index]
         _check_values(ds, e, u, {**where, dim: labels}, E, uE)
-        common, n_dropped = P.common_points(e, u)
-        n = int(common.sum())
+        common, n_dropped[index] = P.common_points(e, u)
+        n_samples[index] = n = int(common.sum())
         if n < 2:
             at = f" ({_where(where)})" if where else ""
             raise ValueError(f"pairing: {pairing!r} leaves {n} point(s) present in every "
                              f"model{at} of {e.shape[1]}; a paired comparison needs at least 2")
-        prepared.append((index, e[:, common], u[:, common], n_dropped))
-    return shape, prepared
+        common_of[index] = common
+    outputs = [np.empty((*shape, *piece), dtype=np.float64) for piece in shapes]
+    for index, common in common_of.items():
+        pieces = compute(e_all[index][:, common], u_all[index][:, common])
+        for out, piece in zip(outputs, pieces, strict=True):
+            out[index] = piece
 
-
-def _layout(ds: xr.Dataset, dim: str, extra: list[str], shape: tuple[int, ...],
-            prepared: list) -> tuple[dict[Hashable, Any], np.ndarray, np.ndarray]:
-    """Coordinates of the result and the arrays ``n_samples`` and ``n_dropped``."""
-    labels = _labels(ds, dim)
-    n_samples = np.zeros(shape, dtype=np.int64)
-    n_dropped = np.zeros((*shape, len(labels)), dtype=np.int64)
-    for index, e, _, dropped in prepared:
-        n_samples[index] = e.shape[1]
-        n_dropped[index] = dropped
     coords: dict[Hashable, Any] = {dim: labels, OTHER: (OTHER, labels)}
-    for d in extra:
-        coords[d] = _labels(ds, d)
+    coords.update(zip(extra, extra_labels, strict=True))
     coords["n_samples"] = (tuple(extra), n_samples,
                            {"long_name": "points present in every model (compared points)"})
     coords["n_dropped"] = ((*extra, dim), n_dropped,
                            {"long_name": f"points present in this {dim} but absent from "
                                          f"another one (dropped by the pairing)"})
-    return coords, n_samples, n_dropped
+    return coords, n_samples, outputs
 
 
-def _n_samples_attr(n_samples: np.ndarray) -> int | None:
-    return int(n_samples) if n_samples.ndim == 0 else None
+def _result(analysis: str, variables: dict[Hashable, Any], coords: dict[Hashable, Any], *,
+            dim: str, pairing: str, n_samples: np.ndarray, **attrs: Any) -> xr.Dataset:
+    """The result Dataset with the attributes saying how it was computed (``n_samples``: the
+    count when there is one slice, else None)."""
+    n = int(n_samples) if n_samples.ndim == 0 else None
+    return attach(xr.Dataset(variables, coords=coords),
+                  {"analysis": analysis, "dim": dim, "pairing": pairing, "n_samples": n, **attrs})
 
 
 # -------------------------------------------------------------------------------- analyses
@@ -225,7 +238,7 @@ def _lazily(function, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
 
 
 def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", "interval"),
-                  *, dim: str = "model", pairing: str = "common",
+                  *, dim: str | None = None, pairing: str = "common",
                   level: float = defaults.LEVEL, E: str = defaults.E,
                   uE: str = defaults.UE) -> xr.Dataset:
     """Mean point-wise scores of models on the same points, their paired differences and
@@ -240,8 +253,10 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
         log-likelihood ``½ (ln 2π + ln uE² + Z²)``) and ``"interval"`` (interval score of the
         central prediction interval at ``level``); definitions in
         :data:`xuqcal.core.paired.SCORES`. Lower is better.
-    dim : str
-        The compared dimension (at least 2 labels).
+    dim : str, optional
+        The compared dimension (at least 2 labels); default: ``model``, else ``dataset`` (as
+        :func:`xuqcal.compare`: the dimension of :func:`xuqcal.stack_datasets` and of the
+        CLI's several files).
     pairing : {"common"}
         The points compared: those present in every model.
     level : float
@@ -292,29 +307,29 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
         return _lazily(paired_scores, ds, scores=names, dim=dim, pairing=pairing,
                        level=level, E=E, uE=uE)
 
-    shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
-    coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
-    k, n_scores = ds.sizes[dim], len(names)
-    mean = np.empty((*shape, k, n_scores))
-    diff = np.empty((*shape, k, k, n_scores))
-    dm = np.full((*shape, k, k, n_scores), np.nan)
-    p_value = np.full((*shape, k, k, n_scores), np.nan)
-    pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
-    for index, e, u, _ in prepared:
+    k = ds.sizes[dim]
+    a, b = np.nonzero(~np.eye(k, dtype=bool))  # the ordered pairs a != b
+
+    def compute(e: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+        mean = np.empty((k, len(names)))
+        diff = np.empty((k, k, len(names)))
+        dm = np.full((k, k, len(names)), np.nan)
+        p_value = np.full((k, k, len(names)), np.nan)
         for j, name in enumerate(names):
             s = P.point_scores(e, u, name, level)
-            mean[(*index, slice(None), j)] = s.mean(axis=1)
-            diff[(*index, slice(None), slice(None), j)] = P.mean_differences(s)
-            stat, p = P.diebold_mariano(s[[a for a, _ in pairs]], s[[b for _, b in pairs]])
-            for (a, b), st, pv in zip(pairs, stat, p, strict=True):
-                dm[(*index, a, b, j)] = st
-                p_value[(*index, a, b, j)] = pv
+            mean[:, j] = s.mean(axis=1)
+            diff[:, :, j] = P.mean_differences(s)
+            dm[a, b, j], p_value[a, b, j] = P.diebold_mariano(s[a], s[b])
+        return mean, diff, dm, p_value
 
+    coords, n_samples, (mean, diff, dm, p_value) = _per_slice(
+        ds, dim, extra, E, uE, pairing, compute,
+        [(k, len(names)), (k, k, len(names)), (k, k, len(names)), (k, k, len(names))])
     coords["score"] = list(names)
-    over = (*extra, dim)
     pair = (*extra, dim, OTHER, "score")
-    result = xr.Dataset(
-        {"mean_score": ((*over, "score"), mean,
+    return _result(
+        "paired_scores",
+        {"mean_score": ((*extra, dim, "score"), mean,
                         {"long_name": "mean point-wise score over the common points "
                                       "(lower is better)"}),
          "score_difference": (pair, diff,
@@ -324,18 +339,13 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
                                                   + " - s_" + OTHER}),
          "dm_p_value": (pair, p_value, {"long_name": "two-sided p-value of the "
                                                      "Diebold-Mariano test (standard normal)"})},
-        coords=coords)
-    return attach(result, {
-        "analysis": "paired_scores", "dim": dim, "pairing": pairing,
-        "n_samples": _n_samples_attr(n_samples), "level": level,
-        "level_meaning": "nominal level of the central prediction interval of the interval "
-                         "score",
-        "scores": ", ".join(names),
-        **{f"score_{name}": P.SCORES[name] for name in names},
-        "dm_test": DM_VARIANT})
+        coords, dim=dim, pairing=pairing, n_samples=n_samples, level=level,
+        level_meaning="nominal level of the central prediction interval of the interval score",
+        scores=", ".join(names), **{f"score_{name}": P.SCORES[name] for name in names},
+        dm_test=DM_VARIANT)
 
 
-def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
+def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                pairing: str = "common", n_boot: int = defaults.N_BOOT,
                level: float = defaults.LEVEL, seed: int = defaults.SEED,
                interval_level: float = defaults.LEVEL, E: str = defaults.E,
@@ -357,8 +367,10 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
         ``E`` and ``uE`` over ``(dim, sample)`` and possibly other dimensions (broadcast).
     score : {"crps", "nll", "interval"}
         The point-wise score (:data:`xuqcal.core.paired.SCORES`).
-    dim : str
-        The compared dimension (at least 2 labels).
+    dim : str, optional
+        The compared dimension (at least 2 labels); default: ``model``, else ``dataset`` (as
+        :func:`xuqcal.compare`: the dimension of :func:`xuqcal.stack_datasets` and of the
+        CLI's several files).
     pairing : {"common"}
         The points compared: those present in every model.
     n_boot : int
@@ -409,18 +421,16 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
                        n_boot=n_boot, level=level, seed=seed, interval_level=interval_level,
                        E=E, uE=uE)
 
-    shape, prepared = _slices(ds, dim, extra, E, uE, pairing)
-    coords, n_samples, _ = _layout(ds, dim, extra, shape, prepared)
-    k = ds.sizes[dim]
-    value = np.empty((*shape, k, k))
-    low = np.empty((*shape, k, k))
-    high = np.empty((*shape, k, k))
-    for index, e, u, _ in prepared:
+    def compute(e: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
         s = P.point_scores(e, u, score, interval_level)
-        value[index], low[index], high[index] = P.sip_bootstrap(s, n_boot, level, seed)
+        return P.sip_bootstrap(s, n_boot, level, seed)
 
+    k = ds.sizes[dim]
+    coords, n_samples, (value, low, high) = _per_slice(ds, dim, extra, E, uE, pairing, compute,
+                                                       [(k, k)] * 3)
     pair = (*extra, dim, OTHER)
-    result = xr.Dataset(
+    return _result(
+        "sip_matrix",
         {"sip": (pair, value, {"long_name": f"systematic improvement probability: fraction of "
                                             f"the points where {dim} scores strictly lower "
                                             f"than {OTHER}"}),
@@ -428,13 +438,10 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str = "model",
                                               "interval of sip"}),
          "sip_high": (pair, high, {"long_name": "upper bound of the paired percentile "
                                                 "bootstrap interval of sip"})},
-        coords=coords)
-    return attach(result, {
-        "analysis": "sip_matrix", "dim": dim, "pairing": pairing,
-        "n_samples": _n_samples_attr(n_samples), "score": score,
-        "score_definition": P.SCORES[score],
-        "interval_level": interval_level if score == "interval" else None,
-        "level": level, "n_boot": n_boot, "seed": seed,
-        "interval_method": "percentile (paired bootstrap over points)",
-        "rng": f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
-        "tie_rule": P.TIE_RULE})
+        coords, dim=dim, pairing=pairing, n_samples=n_samples, score=score,
+        score_definition=P.SCORES[score],
+        interval_level=interval_level if score == "interval" else None,
+        level=level, n_boot=n_boot, seed=seed,
+        interval_method="percentile (paired bootstrap over points)",
+        rng=f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
+        tie_rule=P.TIE_RULE)

@@ -37,7 +37,7 @@ from xuqcal.core import random as _random
 from xuqcal.core import scores as S
 from xuqcal.core.checks import check_level, check_replicates, check_seed
 from xuqcal.core.intervals import percentile_interval
-from xuqcal.core.kernels import LOG_2PI
+from xuqcal.core.kernels import LOG_2PI, fill_counts_block
 
 __all__ = [
     "SCORES",
@@ -110,7 +110,7 @@ def point_scores(E: Any, uE: Any, score: str, level: float = defaults.LEVEL) -> 
     if score == "crps":
         return np.asarray(S.crps_normal(E, uE), dtype=np.float64)
     if score == "nll":
-        S.crps_normal(E, uE)  # the same checks of the values (inf, uE <= 0) as the other scores
+        E, uE = S._normal_inputs(E, uE)  # the checks of crps_normal (inf, uE <= 0)
         with np.errstate(invalid="ignore", divide="ignore"):
             z = E / uE
             return np.asarray(0.5 * (LOG_2PI + 2.0 * np.log(uE) + z * z), dtype=np.float64)
@@ -259,8 +259,9 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
     """Paired-bootstrap replicates of the SIP matrix.
 
     Replicate ``r`` draws ``n`` point indices with replacement from the counter-based stream
-    ``(stream_key(seed, "sip"), r)`` (:func:`xuqcal.core.random.fill_counts`) and applies the
-    same resample to every model, so that the pairing of the points is kept. The replicates
+    ``(stream_key(seed, "sip"), r)`` (:func:`xuqcal.core.kernels.fill_counts_block`, a block
+    of replicates per call) and applies the same resample to every model, so that the pairing
+    of the points is kept. The replicates
     are therefore reproducible for a seed, independent of how they are split into blocks, and
     each replicate is an exact count (integer sums), the same whatever the summation order.
 
@@ -291,13 +292,12 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
     better = _better(scores).reshape(n, k * k).astype(np.float64)
     out = np.empty((n_boot, k * k), dtype=np.float64)
     block = max(1, min(n_boot, _BLOCK_ELEMENTS // max(n, 1)))
-    counts = np.empty(n, dtype=np.int64)
+    counts = np.empty((block, n), dtype=np.int64)
     weights = np.empty((block, n), dtype=np.float64)
     for start in range(0, n_boot, block):
         stop = min(start + block, n_boot)
-        for j, r in enumerate(range(start, stop)):
-            _random.fill_counts(key, _random.as_int64(r), counts)
-            weights[j] = counts
+        fill_counts_block(key, start, stop, counts)  # replicate r: row r - start
+        weights[: stop - start] = counts[: stop - start]
         # integer-valued products and sums below 2**53: exact, whatever the BLAS order
         out[start:stop] = weights[: stop - start] @ better
     return (out / n).T.reshape(k, k, n_boot)
