@@ -65,6 +65,7 @@ from typing import Any
 
 import dask
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, template
@@ -91,7 +92,7 @@ from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import PreparedData, Statistic, codes_of, get_statistics
 from xuqcal.io.schema import SAMPLE_DIM, roles
 
-__all__ = ["COMPARED_STATISTICS", "PAIRINGS", "compare", "distance"]
+__all__ = ["COMPARED_STATISTICS", "PAIRINGS", "compare", "distance", "ranking_table"]
 
 #: The statistics :func:`compare` compares, and how their distance to calibration is taken.
 COMPARED_STATISTICS = {
@@ -439,6 +440,38 @@ def _layout(stats: Sequence[Statistic], labels: Sequence[Any], dim: str) -> xr.D
                          for name, shape in shapes.items()}, stats, labels, dim)
     return template({name: (v.dims, v.dtype, v.attrs) for name, v in shell.data_vars.items()},
                     dict(shell.sizes), {c: shell[c].values for c in shell.coords})
+
+
+def ranking_table(result: xr.Dataset, statistic: str, dim: str | None = None
+                  ) -> pd.DataFrame:
+    """The models of a :func:`compare` result for one statistic, by expected rank (ties in
+    the order of the labels): ``model``, ``estimate``, ``distance``, ``expected rank``,
+    ``P(best)`` and ``better than`` (the models each is significantly better than, in the
+    same order), the table the CLI prints and the report shows.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(1000, nu=6, seed=0)
+    >>> both = xuqcal.stack_datasets({"A": a, "B": a.assign(uE=a.uE * 0.8)}, dim="model")
+    >>> table = ranking_table(compare(both, ["zms"], n_boot=200), "zms")
+    >>> table.model.tolist(), table["better than"].tolist()
+    (['A', 'B'], [['B'], []])
+    """
+    dim = dim or next(d for d in MODEL_DIMS if d in result.dims)
+    labels = [str(x) for x in np.asarray(result[dim].values).tolist()]
+    one = result.sel(statistic=statistic).transpose(dim, "other", "rank")
+    expected = (one.rank_probability * one["rank"]).sum("rank").values
+    order = np.argsort(expected, kind="stable")
+    verdict = one.verdict.values
+    return pd.DataFrame({
+        "model": [labels[i] for i in order],
+        "estimate": one.estimate.values[order],
+        "distance": one.distance.values[order],
+        "expected rank": expected[order],
+        "P(best)": one.p_best.values[order],
+        "better than": [[labels[j] for j in order if j != i and verdict[i, j] == "better"]
+                        for i in order]})
 
 
 def _as_dataset(arrays: dict[str, np.ndarray], stats, labels, dim: str) -> xr.Dataset:

@@ -19,7 +19,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.compare import COMPARED_STATISTICS, DEFAULT_STATISTICS, PAIRINGS
+from xuqcal.analysis.compare import (
+    COMPARED_STATISTICS,
+    DEFAULT_STATISTICS,
+    PAIRINGS,
+    ranking_table,
+)
 from xuqcal.cli.common import comma_items
 from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
@@ -171,22 +176,21 @@ def comparison_text(result: xr.Dataset, scores: xr.Dataset | None = None,
     if dropped:
         lines.append("points left out (absent from another model): " + ", ".join(
             f"{lab} {v}" for lab, v in dropped.items()))
-    ranks = result["rank"].values
     for key in result.statistic.values.tolist():
         one = result.sel(statistic=key)
-        expected = (one.rank_probability * ranks).sum("rank").values
-        order = np.argsort(expected, kind="stable")
+        table = ranking_table(result, key, dim)
         lines += ["", f"{key} (distance {COMPARED_STATISTICS[key]})",
                   f"  {'model':<16} {'estimate':>10} {'distance':>10} {'P(best)':>8} "
                   f"{'mean rank':>9}"]
-        for i in order:
-            lines.append(f"  {labels[i][:16]:<16} {float(one.estimate[i]):>10.4g} "
-                         f"{float(one.distance[i]):>10.4g} {float(one.p_best[i]):>8.3f} "
-                         f"{expected[i]:>9.2f}")
-        for a, b in ((a, b) for a in order for b in order if a != b):
-            verdict = str(one.verdict.values[a, b])
-            if verdict == "better":
-                lines.append(f"  {labels[a]} better than {labels[b]}: difference "
+        for model, estimate, distance, rank, best in zip(
+                table.model, table.estimate, table.distance, table["expected rank"],
+                table["P(best)"], strict=True):
+            lines.append(f"  {model[:16]:<16} {estimate:>10.4g} {distance:>10.4g} "
+                         f"{best:>8.3f} {rank:>9.2f}")
+        for model, better in zip(table.model, table["better than"], strict=True):
+            for other in better:
+                a, b = labels.index(model), labels.index(other)
+                lines.append(f"  {model} better than {other}: difference "
                              f"{float(one.difference[a, b]):.4g} "
                              f"[{float(one.ci_low[a, b]):.4g}, "
                              f"{float(one.ci_high[a, b]):.4g}]")

@@ -1169,23 +1169,20 @@ def _as_models(result: xr.Dataset, dim: str) -> xr.Dataset:
 
 
 def _ranking_html(result: xr.Dataset, dim: str, key: str) -> str:
-    """The ranking table of one statistic: the models by expected rank (ties in the order of
-    the labels), with their estimate, distance, expected rank, P(best) and the models each
-    is significantly better than."""
-    labels = [str(x) for x in np.asarray(result[dim].values).tolist()]
-    one = result.sel(statistic=key)
-    expected = (one.rank_probability * one["rank"]).sum("rank").transpose(dim).values
-    order = np.argsort(expected, kind="stable")
-    verdict = one.verdict.transpose(dim, "other").values
+    """The ranking table of one statistic (:func:`xuqcal.analysis.compare.ranking_table`):
+    the models by expected rank, with their estimate, distance, expected rank, P(best) and
+    the models each is significantly better than."""
+    from xuqcal.analysis.compare import ranking_table
+
+    table = ranking_table(result, key, dim)
     frame = pd.DataFrame({
-        "model": [labels[i] for i in order],
-        "estimate": [float(one.estimate.values[i]) for i in order],
-        "distance": [float(one.distance.values[i]) for i in order],
-        "expected rank": [float(expected[i]) for i in order],
-        "P(best)": [float(one.p_best.values[i]) for i in order],
-        "significantly better than": [
-            ", ".join(labels[j] for j in order if j != i and str(verdict[i, j]) == "better")
-            or "–" for i in order]})
+        "model": table.model,
+        "estimate": table.estimate.astype(float),
+        "distance": table.distance.astype(float),
+        "expected rank": table["expected rank"].astype(float),
+        "P(best)": table["P(best)"].astype(float),
+        "significantly better than": [", ".join(better) or "–"
+                                      for better in table["better than"]]})
     classes = pd.DataFrame("", index=frame.index, columns=frame.columns)
     classes["model"] = "text"
     classes["significantly better than"] = "text"
