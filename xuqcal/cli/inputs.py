@@ -32,7 +32,13 @@ from xuqcal import io
 from xuqcal.cli.common import feature_specs
 from xuqcal.core import defaults
 from xuqcal.io import netcdf
-from xuqcal.io.netcdf import ZARR_MARKERS, _netcdf_signature
+from xuqcal.io.netcdf import (
+    ZARR_MARKERS,
+    _netcdf_signature,
+    _shown_bytes,
+    is_zarr_store,
+    zarr_available,  # looked up here when read (the tests replace it)
+)
 from xuqcal.io.schema import _record_roles, standard_names
 
 #: The variables of an input as the commands use them (a CSV file's expressions give them).
@@ -50,24 +56,12 @@ def is_netcdf(path: Path) -> bool:
         return False
 
 
-def is_zarr(path: Path) -> bool:
-    """Whether ``path`` is a folder that looks like a Zarr store
-    (:func:`xuqcal.io.netcdf.is_zarr_store`). Any other folder goes to the CSV reader, which
-    refuses it by name."""
-    return netcdf.is_zarr_store(path)
-
-
 #: Names of NetCDF (and HDF5) files: such a file that does not start like one (and is not
 #: text) is refused as a NetCDF file with a bad signature, not read as CSV.
 NETCDF_SUFFIXES = (".nc", ".nc4", ".netcdf", ".cdf", ".h5", ".hdf5", ".he5")
 
 #: What an input file of validate and report may be.
 INPUT_KINDS = "a CSV file, a NetCDF input dataset or a Zarr store"
-
-
-def _shown_bytes(head: bytes) -> str:
-    """The first bytes of a file, for a message: ``00 00 00 00 00 00 00 00``."""
-    return " ".join(f"{b:02x}" for b in head[:8]) or "nothing"
 
 
 def _is_text(head: bytes) -> bool:
@@ -118,12 +112,6 @@ def check_input_kind(path: Path) -> None:
         raise ValueError(f"{shown} is a binary file, not a text CSV file (a NUL byte on line "
                          f"{line}, byte {nul}); expected "
                          f"{INPUT_KINDS}")
-
-
-def zarr_available() -> bool:
-    """Whether the optional ``zarr`` package can be imported
-    (:func:`xuqcal.io.netcdf.zarr_available`)."""
-    return netcdf.zarr_available()
 
 
 def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
@@ -313,7 +301,7 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
     uE = per_file(args.uE, [path], "--uE")[0] if uE is None else uE
     features = getattr(args, "features", None)
     netcdf = not csv_only and is_netcdf(path)
-    if netcdf or (not csv_only and is_zarr(path)):
+    if netcdf or (not csv_only and is_zarr_store(path)):  # any other folder: refused below
         if formula:
             raise ValueError(f"--formula: reads a column of a CSV file; {path} is a "
                              f"{'NetCDF file' if netcdf else 'Zarr store'} (add the "

@@ -169,13 +169,17 @@ def _try_lock(fd: int) -> bool | None:
     return True
 
 
+def _key(stat: os.stat_result) -> tuple[int, int]:
+    return (stat.st_dev, stat.st_ino)
+
+
 def _same_file(fd: int, lock: Path) -> bool:
+    """Whether the descriptor ``fd`` is (still) the file at ``lock``."""
     try:
         on_disk = os.stat(lock)
     except FileNotFoundError:
         return False
-    mine = os.fstat(fd)
-    return (on_disk.st_dev, on_disk.st_ino) == (mine.st_dev, mine.st_ino)
+    return _key(on_disk) == _key(os.fstat(fd))
 
 
 def _held() -> dict[tuple[int, int], int]:
@@ -183,10 +187,6 @@ def _held() -> dict[tuple[int, int], int]:
     if not hasattr(_HELD, "locks"):
         _HELD.locks = {}
     return _HELD.locks
-
-
-def _key(stat: os.stat_result) -> tuple[int, int]:
-    return (stat.st_dev, stat.st_ino)
 
 
 @contextlib.contextmanager

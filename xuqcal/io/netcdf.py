@@ -69,10 +69,13 @@ def _head(path: PathLike | io_module.BytesIO, size: int) -> bytes:
         return handle.read(size)
 
 
+#: How a NetCDF-3 or NetCDF-4 (HDF5) file starts.
+_SIGNATURES = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
+
+
 def _netcdf_signature(path: PathLike | io_module.BytesIO) -> bool:
     """Whether a file starts like a NetCDF-3 or NetCDF-4 (HDF5) file."""
-    head = _head(path, 8)
-    return head.startswith((b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n"))
+    return _head(path, 8).startswith(_SIGNATURES)
 
 
 def _readable_head(path: PathLike, what: str) -> bytes:
@@ -85,11 +88,15 @@ def _readable_head(path: PathLike, what: str) -> bytes:
                         f"{what})") from None
 
 
+def _shown_bytes(head: bytes) -> str:
+    """The first bytes of a file, for a message: ``00 00 00 00 00 00 00 00``."""
+    return " ".join(f"{b:02x}" for b in head[:8]) or "nothing"
+
+
 def _bad_signature(shown: str, head: bytes, what: str) -> str:
     """The message for a file that does not start like a NetCDF file."""
-    first = " ".join(f"{b:02x}" for b in head[:8]) or "nothing"
     return (f"{shown} is not a NetCDF file (NetCDF-3 or NetCDF-4/HDF5): bad signature (it "
-            f"starts with {first}, not with CDF or \\x89HDF); expected {what}")
+            f"starts with {_shown_bytes(head)}, not with CDF or \\x89HDF); expected {what}")
 
 
 def _binary(path: PathLike | io_module.BytesIO) -> bool:
@@ -112,9 +119,9 @@ def read_netcdf(path: PathLike, what: str = "a NetCDF file") -> xr.Dataset:
     _check_input_file(path, what)
     shown = os.fspath(path)
     head = _readable_head(path, what)
-    if os.path.getsize(path) == 0:
+    if not head:
         raise ValueError(f"{shown} is empty, not {what}")
-    signature = _netcdf_signature(path)
+    signature = head.startswith(_SIGNATURES)
     try:
         with xr.open_dataset(
             path, engine="netcdf4", decode_times=False, decode_timedelta=False
@@ -201,7 +208,7 @@ def to_netcdf(ds: xr.Dataset, path: PathLike, *, overwrite: bool = False) -> pat
     from xuqcal.io.locks import locked
 
     with locked(path, "xuqcal.to_netcdf"):  # one writer (the check, then the rename)
-        refusal = f"{path} already exists; pass overwrite=True to replace it"
+        refusal = _exists(path)
         out = _prepare(ds, path, overwrite)
         tmp = _write_temporary(out, path)
         try:
@@ -262,13 +269,17 @@ def to_netcdf_set(datasets: Mapping[PathLike, xr.Dataset], *, overwrite: bool = 
     return list(prepared)
 
 
+def _exists(path: pathlib.Path) -> str:
+    """The refusal of an existing ``path`` without ``overwrite``."""
+    return f"{path} already exists; pass overwrite=True to replace it"
+
+
 def _prepare(ds: xr.Dataset, path: pathlib.Path, overwrite: bool) -> xr.Dataset:
     """Check ``path`` and return a shallow copy of ``ds`` with NetCDF-safe attributes."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
-    refusal = f"{path} already exists; pass overwrite=True to replace it"
     if not overwrite and os.path.lexists(path):
-        raise FileExistsError(refusal)
+        raise FileExistsError(_exists(path))
     if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
         _outputs.check_replaceable(path, "path")
     out = ds.copy(deep=False)
@@ -583,12 +594,27 @@ def _zarr_missing(shown: str) -> str:
 _ARRAY_METADATA = (".zarray", ".zattrs", "zarr.json")
 
 
-def _array_folders(store: pathlib.Path) -> dict[str, pathlib.Path]:
+class _ParsedJSON(dict):
+    """The metadata files of a Zarr store, each read and parsed once: ``parsed[file]`` is the
+    content of ``file`` (an error of reading or parsing it is raised, and it is tried again
+    on the next access)."""
+
+    def __missing__(self, file: pathlib.Path) -> Any:
+        import json
+
+        content = self[file] = json.loads(file.read_text())
+        return content
+
+
+def _array_file(folder: pathlib.Path) -> pathlib.Path:
+    """The file of an array's own metadata: ``.zarray`` (format 2) or ``zarr.json``."""
+    return folder / (".zarray" if (folder / ".zarray").exists() else "zarr.json")
+
+
+def _array_folders(store: pathlib.Path, parsed: _ParsedJSON) -> dict[str, pathlib.Path]:
     """The arrays of a store's root group: sub-folders holding ``.zarray`` or ``zarr.json``
     (a group of format 3 also has a ``zarr.json``: only arrays are read by xarray, so a
     sub-group is told apart by its ``node_type``)."""
-    import json
-
     folders = {}
     for entry in sorted(store.iterdir()):
         if not entry.is_dir():
@@ -597,7 +623,7 @@ def _array_folders(store: pathlib.Path) -> dict[str, pathlib.Path]:
             folders[entry.name] = entry
         elif (entry / "zarr.json").exists():
             try:
-                node = json.loads((entry / "zarr.json").read_text()).get("node_type")
+                node = parsed[entry / "zarr.json"].get("node_type")
             except (ValueError, AttributeError, OSError):
                 node = "array"  # refused as invalid metadata by the caller
             if node != "group":
@@ -605,14 +631,13 @@ def _array_folders(store: pathlib.Path) -> dict[str, pathlib.Path]:
     return folders
 
 
-def _consolidated(store: pathlib.Path) -> tuple[str, dict[str, dict]] | None:
+def _consolidated(store: pathlib.Path, parsed: _ParsedJSON
+                  ) -> tuple[str, dict[str, dict]] | None:
     """The consolidated metadata of a store's arrays (the file and, per array, its copy), or
     None when the store has none."""
-    import json
-
     if (store / ".zmetadata").exists():
         try:
-            entries = json.loads((store / ".zmetadata").read_text())["metadata"]
+            entries = parsed[store / ".zmetadata"]["metadata"]
         except (ValueError, KeyError, TypeError, OSError):
             return None  # xuqcal reads each array's own metadata: an unusable copy is ignored
         return ".zmetadata", {key[:-len("/.zarray")]: value for key, value in entries.items()
@@ -620,7 +645,7 @@ def _consolidated(store: pathlib.Path) -> tuple[str, dict[str, dict]] | None:
                               and key.count("/") == 1}
     if (store / "zarr.json").exists():
         try:
-            root = json.loads((store / "zarr.json").read_text())
+            root = parsed[store / "zarr.json"]
             entries = (root.get("consolidated_metadata") or {}).get("metadata") or {}
         except (ValueError, AttributeError, OSError):
             return None
@@ -643,26 +668,25 @@ def _check_zarr_metadata(store: pathlib.Path, shown: str) -> dict[str, Any]:
     """Each array's own metadata read and checked (not only the consolidated copy that xarray
     would read instead): invalid JSON, metadata that zarr refuses, and a consolidated copy
     that disagrees with it are one error naming the store, the variable and the file. Returns
-    the zarr arrays of the root group by name."""
-    import json
-
+    the zarr arrays of the root group by name. Each metadata file is read once."""
     import zarr
 
+    parsed = _ParsedJSON()
     for name in (".zgroup", ".zattrs", "zarr.json"):
         file = store / name
         if file.is_file():
             try:
-                json.loads(file.read_text())
+                parsed[file]
             except (ValueError, OSError) as error:
                 raise ValueError(f"{shown}: the store's metadata file {file} is invalid "
                                  f"({_first_line(error)}); the Zarr store is damaged: "
                                  f"{_REWRITE}") from None
-    folders = _array_folders(store)
+    folders = _array_folders(store, parsed)
     for name, folder in folders.items():
         for file in (folder / kind for kind in _ARRAY_METADATA):
             if file.is_file():
                 try:
-                    json.loads(file.read_text())
+                    parsed[file]
                 except (ValueError, OSError) as error:
                     raise ValueError(_invalid_array_metadata(shown, name, file, error)) \
                         from None
@@ -676,17 +700,16 @@ def _check_zarr_metadata(store: pathlib.Path, shown: str) -> dict[str, Any]:
         try:
             arrays[name] = group[name]
         except Exception as error:
-            file = folder / (".zarray" if (folder / ".zarray").exists() else "zarr.json")
-            raise ValueError(_invalid_array_metadata(shown, name, file, error)) from None
-    consolidated = _consolidated(store)
+            raise ValueError(_invalid_array_metadata(shown, name, _array_file(folder), error)) \
+                from None
+    consolidated = _consolidated(store, parsed)
     if consolidated is not None:
         where, copies = consolidated
         for name, copy in copies.items():
             if name not in folders:
                 continue
-            file = folders[name] / (".zarray" if (folders[name] / ".zarray").exists()
-                                    else "zarr.json")
-            own, kept = _layout(json.loads(file.read_text())), _layout(copy)
+            file = _array_file(folders[name])
+            own, kept = _layout(parsed[file]), _layout(copy)
             wrong = [f"{key} {kept[key]} there, {own[key]} in {file.name}" for key in own
                      if own[key] != kept[key]]
             if wrong:
@@ -821,7 +844,7 @@ def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset
     _check_input_file(path, what)
     shown = os.fspath(path)
     head = _readable_head(path, what)
-    if os.path.getsize(path) == 0:
+    if not head:
         raise ValueError(f"{shown} is empty, not {what}")
     options = {"engine": "netcdf4", "decode_times": False, "decode_timedelta": False}
     try:
@@ -830,7 +853,7 @@ def _open_netcdf_lazily(path: PathLike, chunks: object, what: str) -> xr.Dataset
     except (OSError, ValueError, RuntimeError, KeyError, IndexError) as err:
         if isinstance(err, PermissionError):
             raise PermissionError(f"{shown}: permission denied") from None
-        if not _netcdf_signature(path):
+        if not head.startswith(_SIGNATURES):
             raise ValueError(_bad_signature(shown, head, what)) from None
         raise ValueError(f"{shown} cannot be read: it is truncated or corrupted ({err}); "
                          f"expected {what}") from None
