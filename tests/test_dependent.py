@@ -47,11 +47,12 @@ def test_a_cluster_replicate_is_the_statistic_of_the_drawn_groups():
                        needs_bins=True)
     codes = xuqcal.core.statistics.codes_of(xuqcal.core.statistics.get_statistics(STATS))
     key = stream_key(3, "bootstrap-cluster")
-    got = D._replicates(model, codes, key, 5, 8, "cluster", None)
+    got = D._replicates(model, codes, key, 5, 8)
     labels = np.unique(ds.structure.values)
     for r in range(5, 8):
         counts = np.empty((1, ds.sizes["sample"]), dtype=np.int32)
-        K.fill_group_counts_block(key, r, r + 1, model.unit_of_row, model.n_units, counts)
+        K.fill_group_counts_block(key, r, r + 1, model.layout.unit_of_row,
+                                  model.layout.n_units, counts)
         times = np.array([counts[0][ds.structure.values == g][0] for g in labels])
         assert times.sum() == labels.size  # as many groups drawn as there are
         rows = np.concatenate([np.flatnonzero(ds.structure.values == g).repeat(t)
@@ -101,7 +102,7 @@ def test_a_moving_block_replicate_is_the_statistic_of_its_blocks():
                        needs_bins=True)
     codes = xuqcal.core.statistics.codes_of(xuqcal.core.statistics.get_statistics(["zms"]))
     key = stream_key(1, "bootstrap-moving")
-    got = D._replicates(model, codes, key, 0, 3, "moving", length)
+    got = D._replicates(model, codes, key, 0, 3)
     by_time = np.argsort(ds.t.values, kind="stable")  # the rows in the order of t
     for r in range(3):
         counts = np.empty((1, m), dtype=np.int32)

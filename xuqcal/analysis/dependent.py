@@ -57,7 +57,10 @@ from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import PreparedData, Statistic, codes_of
 from xuqcal.io.schema import SAMPLE_DIM
 
-__all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "check_dependence"]
+__all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "RowLayout", "check_dependence",
+           "dependent_jackknife", "dependent_mean_intervals",
+           "dependent_replicates", "mean_jackknife", "mean_replicates",
+           "row_layout"]
 
 #: The values of ``resample``.
 RESAMPLES = ("iid", "cluster", "moving", "circular", "stationary")
@@ -167,74 +170,250 @@ def _sample_variable(ds: xr.Dataset, name: object, parameter: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Model:
-    """One data set arranged for a dependent bootstrap: its prepared data, the row (in the
-    order of the resampling) of its point at each position, and each row's jackknife unit
-    (for a cluster bootstrap: its group, the unit it is resampled by too)."""
+@dataclass(frozen=True)
+class RowLayout:
+    """How the M points of one data set are resampled under a dependent scheme.
 
-    prepared: PreparedData
-    rows_of: np.ndarray
+    ``row_of_point[i]`` is point ``i``'s row in the order of the resampling (the order of
+    ``block`` for a block scheme; the points' own order for a cluster bootstrap), and
+    ``unit_of_row`` each row's jackknife unit (for a cluster bootstrap: its group, the unit it
+    is resampled by too; for a block scheme: its non-overlapping block of ``block_length``
+    rows). Every analysis that resamples a dependent data set draws its replicates' row
+    multiplicities here (:meth:`fill`), and maps its own arrangement of the points (bins,
+    models, the order of a binning variable) to rows with :meth:`rows`.
+    """
+
+    resample: str
+    row_of_point: np.ndarray
     unit_of_row: np.ndarray
     n_units: int
+    block_length: int | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self.row_of_point.size)
+
+    def rows(self, points: np.ndarray) -> np.ndarray:
+        """The rows of the points ``points`` (data rows), as int64."""
+        return self.row_of_point[np.asarray(points)]
+
+    def fill(self, key: np.uint64, first: int, last: int, block: np.ndarray) -> None:
+        """The row multiplicities of replicates ``first .. last - 1`` into ``block``
+        (``(last - first, M)`` int32), from the streams ``(key, r)``."""
+        if self.resample == "cluster":
+            K.fill_group_counts_block(key, first, last, self.unit_of_row, self.n_units, block)
+        else:
+            K.fill_block_counts_block(key, first, last, self.block_length,
+                                      BLOCK_SCHEMES[self.resample], block)
 
 
-def _arrange(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, variable: np.ndarray,
-             dependence: Dependence, *, n_bins: int, by: str, needs_bins: bool) -> _Model:
-    prepared = PreparedData.from_arrays(e, u, by_values=x, by=by, n_bins=n_bins,
-                                        needs_bins=needs_bins)
-    order = equal_count_order(u if x is None else x)  # position -> data row
+def row_layout(variable: np.ndarray, dependence: Dependence) -> RowLayout:
+    """The :class:`RowLayout` of a data set whose dependence variable (``groups`` or
+    ``block``) has the values ``variable`` (one per point), for a checked, non-iid
+    ``dependence`` whose block length is known.
+
+    Examples
+    --------
+    >>> layout = row_layout(np.array([3, 1, 3, 2]), Dependence("cluster", "g"))
+    >>> layout.unit_of_row.tolist(), layout.n_units
+    ([2, 0, 2, 1], 3)
+    >>> row_layout(np.array([0.3, 0.1, 0.2]), Dependence("circular", "t", 2)).row_of_point
+    array([2, 0, 1])
+    """
+    variable = np.asarray(variable)
+    m = variable.size
     if dependence.resample == "cluster":
-        if pd.isna(variable).any():
-            rows = np.flatnonzero(pd.isna(variable))[:5].tolist()
+        missing = pd.isna(variable)
+        if missing.any():
+            rows = np.flatnonzero(missing)[:5].tolist()
             raise ValueError(f"groups: {dependence.variable!r} is missing at "
-                             f"{int(pd.isna(variable).sum())} point(s) (rows {rows}); give "
-                             "every point its group")
-        codes, uniques = pd.factorize(np.asarray(variable), sort=True)
+                             f"{int(missing.sum())} point(s) (rows {rows}); give every point "
+                             "its group")
+        codes, uniques = pd.factorize(variable, sort=True)
         if uniques.size < 2:
             raise ValueError(f"groups: {dependence.variable!r} holds {uniques.size} group; "
                              "a cluster bootstrap needs at least 2")
-        return _Model(prepared, order.astype(np.int64), codes.astype(np.int32),
-                      int(uniques.size))
-    rank = np.empty(e.size, dtype=np.int64)  # data row -> row in the order of `block`
-    rank[np.argsort(np.asarray(variable), kind="stable")] = np.arange(e.size)
+        return RowLayout("cluster", np.arange(m, dtype=np.int64), codes.astype(np.int32),
+                         int(uniques.size))
+    rank = np.empty(m, dtype=np.int64)  # data row -> row in the order of `block`
+    rank[np.argsort(variable, kind="stable")] = np.arange(m)
     length = int(dependence.block_length)
-    unit_of_row = (np.arange(e.size) // length).astype(np.int32)
-    return _Model(prepared, rank[order], unit_of_row, int(unit_of_row[-1]) + 1)
+    unit_of_row = (np.arange(m) // length).astype(np.int32)
+    return RowLayout(dependence.resample, rank, unit_of_row, int(unit_of_row[-1]) + 1, length)
 
 
-def _estimate(model: _Model, codes: np.ndarray) -> np.ndarray:
-    return model.prepared.evaluate(codes)
+def layout_units(ds: xr.Dataset, dependence: Dependence) -> int:
+    """The number of jackknife units of ``dependence`` on ``ds`` (the groups are read now:
+    the shape of the jackknife depends on it)."""
+    if dependence.resample == "cluster":
+        return int(pd.unique(np.asarray(ds[dependence.variable].values)).size)
+    return -(-int(ds.sizes[SAMPLE_DIM]) // int(dependence.block_length))
 
 
-def _fill(model: _Model, key: np.uint64, resample: str, block_length: int | None,
-          first: int, last: int, block: np.ndarray) -> None:
-    """The row multiplicities of replicates ``first .. last - 1`` of a dependent resample."""
-    if resample == "cluster":
-        K.fill_group_counts_block(key, first, last, model.unit_of_row, model.n_units, block)
-    else:
-        K.fill_block_counts_block(key, first, last, block_length, BLOCK_SCHEMES[resample],
-                                  block)
+# --------------------------------------------------------------------------------------------
+# Replicates and jackknife of dependent resamples, shared by every analysis
+# --------------------------------------------------------------------------------------------
 
 
-def _replicates(model: _Model, codes: np.ndarray, key: np.uint64, start: int, stop: int,
-                resample: str, block_length: int | None) -> np.ndarray:
-    """Replicates ``start .. stop - 1`` ``(replicate, code)``."""
-    fill = functools.partial(_fill, model, key, resample, block_length)
-    return counts_replicates([(model.prepared, model.rows_of)], codes, fill, start, stop)[0]
+def dependent_replicates(layout: RowLayout, models: Sequence[tuple[PreparedData, np.ndarray]],
+                         codes: np.ndarray, key: np.uint64, start: int, stop: int
+                         ) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` of the statistics
+    ``codes`` of every model ``(prepared, rows_of)`` (``rows_of[p]``: the row of
+    :class:`RowLayout` of the point at position ``p`` of ``prepared``), all evaluated on the
+    same dependent resamples of the rows, drawn from the streams ``(key, r)``."""
+    return counts_replicates(models, codes, functools.partial(layout.fill, key), start, stop)
 
 
-def _jackknife(model: _Model, codes: np.ndarray) -> np.ndarray:
-    """The delete-one-unit values ``(code, unit)``: each group (or block) left out in turn."""
-    m, n = model.rows_of.size, model.n_units
+def dependent_jackknife(layout: RowLayout, prepared: PreparedData, rows_of: np.ndarray,
+                        codes: np.ndarray) -> np.ndarray:
+    """The delete-one-unit values ``(code, unit)``: each group (or block) of ``layout`` left
+    out in turn, the statistics recomputed on ``prepared``'s points of the other units."""
+    n, unit_of_row = layout.n_units, layout.unit_of_row
     out = np.empty((n, codes.shape[0]))
-    size = max(1, min(n, COUNTS_BLOCK // max(m, 1)))
+    size = max(1, min(n, COUNTS_BLOCK // max(layout.size, 1)))
     for first in range(0, n, size):
         units = np.arange(first, min(n, first + size), dtype=np.int32)
-        counts = (model.unit_of_row[None, :] != units[:, None]).astype(np.int32)
-        evaluate_row_counts(model.prepared, model.rows_of, codes, counts,
-                            out[first:first + units.size])
-    return model.prepared.unscale(codes, out).T
+        counts = (unit_of_row[None, :] != units[:, None]).astype(np.int32)
+        evaluate_row_counts(prepared, rows_of, codes, counts, out[first:first + units.size])
+    return prepared.unscale(codes, out).T
+
+
+def mean_replicates(layout: RowLayout, values: np.ndarray, key: np.uint64, start: int,
+                    stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(replicate, column)`` of the means of the columns of
+    ``values`` (``M × k``, per-point quantities in the order of the points, e.g. proper scores
+    or coverage indicators) over the dependent resamples of ``layout``: the count-weighted
+    means, summed in the order of the points."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    out = np.empty((stop - start, values.shape[1]))
+    size = max(1, min(stop - start, COUNTS_BLOCK // max(layout.size, 1)))
+    row_counts = np.empty((size, layout.size), dtype=np.int32)
+    for first in range(start, stop, size):
+        last = min(stop, first + size)
+        block = row_counts[:last - first]
+        layout.fill(key, first, last, block)
+        K.counts_means_block(block, layout.row_of_point, values,
+                             out[first - start:last - start])
+    return out
+
+
+def mean_jackknife(layout: RowLayout, values: np.ndarray) -> np.ndarray:
+    """The delete-one-unit means ``(column, unit)`` of the columns of ``values`` (``M × k`` in
+    the order of the points): each group (or block) of ``layout`` left out in turn, as the
+    total less the unit's sum over the count less the unit's, O(M) for all units.
+
+    Examples
+    --------
+    >>> layout = row_layout(np.array([0, 0, 1, 2]), Dependence("cluster", "g"))
+    >>> mean_jackknife(layout, np.array([[1.0], [3.0], [5.0], [8.0]])).tolist()
+    [[6.5, 4.0, 3.0]]
+    """
+    values = np.asarray(values, dtype=np.float64)
+    unit_of_point = layout.unit_of_row[layout.row_of_point]
+    counts = np.bincount(unit_of_point, minlength=layout.n_units)
+    sums = np.stack([np.bincount(unit_of_point, weights=column, minlength=layout.n_units)
+                     for column in values.T])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (values.sum(axis=0)[:, None] - sums) / (values.shape[0] - counts)[None, :]
+
+
+def dependent_mean_intervals(values: np.ndarray, variable: np.ndarray,
+                             dependence: Dependence, *, n_boot: int, seed: int, level: float,
+                             method: str = "bca", purpose: str | None = None
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(mean, se, ci_low, ci_high)`` of the means of the columns of ``values`` (``M × k``,
+    per-point quantities: coverage indicators, proper scores) under the dependent resample
+    ``dependence`` (its variable's values ``variable``; a checked, non-iid resample with a
+    known block length): the BCa (with the delete-one-unit jackknife) or percentile interval
+    of ``n_boot`` replicates from the streams ``(seed, purpose, r)`` (default purpose:
+    ``"bootstrap-<resample>"``, the resamples of the statistics' bootstrap).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> g = np.repeat(np.arange(40), 5)
+    >>> x = (rng.normal(size=40)[g] + rng.normal(size=200))[:, None]
+    >>> mean, se, low, high = dependent_mean_intervals(
+    ...     x, g, Dependence("cluster", "g"), n_boot=500, seed=0, level=0.95)
+    >>> bool(low[0] < mean[0] < high[0])
+    True
+    """
+    from xuqcal.core.intervals import bca_interval, percentile_interval
+    from xuqcal.core.summaries import safe_std
+
+    values = np.asarray(values, dtype=np.float64)
+    layout = row_layout(variable, dependence)
+    key = stream_key(seed, purpose or f"bootstrap-{dependence.resample}")
+    replicates = np.ascontiguousarray(mean_replicates(layout, values, key, 0, n_boot).T)
+    mean = values.mean(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        se = safe_std(replicates)
+        if method == "bca":
+            low, high = bca_interval(replicates, mean,
+                                     np.ascontiguousarray(mean_jackknife(layout, values)),
+                                     level)
+        else:
+            low, high = percentile_interval(replicates, level)
+    return mean, se, np.asarray(low), np.asarray(high)
+
+
+@dataclass
+class _Arranged:
+    """One data set arranged for a dependent bootstrap of its statistics: its prepared data
+    (in the order of the binning variable), its :class:`RowLayout` and the row of the point at
+    each position of the prepared data."""
+
+    prepared: PreparedData
+    layout: RowLayout
+    rows_of: np.ndarray
+
+
+def _arrange(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, variable: np.ndarray,
+             dependence: Dependence, *, n_bins: int, by: str, needs_bins: bool) -> _Arranged:
+    prepared = PreparedData.from_arrays(e, u, by_values=x, by=by, n_bins=n_bins,
+                                        needs_bins=needs_bins)
+    return arrange_prepared(prepared, u if x is None else x, variable, dependence)
+
+
+def arrange_prepared(prepared: PreparedData, binning_values: np.ndarray,
+                     variable: np.ndarray, dependence: Dependence) -> _Arranged:
+    """``prepared`` (the data prepared in the order of their binning variable, whose values
+    are ``binning_values``) arranged for the dependent resample ``dependence`` of the
+    dependence variable's values ``variable``."""
+    order = equal_count_order(binning_values)  # position -> data row
+    layout = row_layout(variable, dependence)
+    return _Arranged(prepared, layout, layout.rows(order))
+
+
+def _estimate(arranged: _Arranged, codes: np.ndarray) -> np.ndarray:
+    return arranged.prepared.evaluate(codes)
+
+
+def _replicates(arranged: _Arranged, codes: np.ndarray, key: np.uint64, start: int,
+                stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(replicate, code)``."""
+    return dependent_replicates(arranged.layout, [(arranged.prepared, arranged.rows_of)],
+                                codes, key, start, stop)[0]
+
+
+def _jackknife(arranged: _Arranged, codes: np.ndarray) -> np.ndarray:
+    return dependent_jackknife(arranged.layout, arranged.prepared, arranged.rows_of, codes)
+
+
+def dependent_bootstrap_replicates(arranged, codes: np.ndarray, n_boot: int, seed: int,
+                                   resample: str, chunks=None, first: int = 0) -> da.Array:
+    """Lazy ``(n_boot, len(codes))`` array of the replicates ``first .. first + n_boot - 1``
+    of a dependent bootstrap of the arranged data ``arranged`` (an :class:`_Arranged` or a
+    Delayed that computes one), one task per chunk of replicates, from the streams
+    ``(seed, "bootstrap-<resample>", r)``: the same values for any chunking."""
+    key = stream_key(seed, f"bootstrap-{resample}")
+    blocks, start = [], first
+    for size in replicate_chunks(n_boot, chunks, width=len(codes)):
+        block = dask.delayed(_replicates, pure=True)(arranged, codes, key, start, start + size)
+        blocks.append(da.from_delayed(block, shape=(size, len(codes)), dtype=np.float64))
+        start += size
+    return da.concatenate(blocks, axis=0)
 
 
 def automatic_length(ds: xr.Dataset, dependence: Dependence, *, E: str, uE: str
@@ -270,29 +449,19 @@ def dependent_parts(ds: xr.Dataset, stats: Sequence[Statistic], dependence: Depe
     codes = codes_of(stats)
     needs_bins = any(s.needs_bins for s in stats)
     x = None if by == uE else ds[by].data
-    model = dask.delayed(_arrange, pure=True)(
+    arranged = dask.delayed(_arrange, pure=True)(
         ds[E].data, ds[uE].data, x, ds[dependence.variable].data, dependence,
         n_bins=n_bins, by=by, needs_bins=needs_bins)
     estimate = xr.DataArray(da.from_delayed(
-        dask.delayed(_estimate, pure=True)(model, codes), shape=(len(stats),),
+        dask.delayed(_estimate, pure=True)(arranged, codes), shape=(len(stats),),
         dtype=np.float64), dims=("statistic",))
-    key = stream_key(seed, f"bootstrap-{dependence.resample}")
-    blocks, start = [], 0
-    for size in replicate_chunks(n_boot, chunks, width=len(stats)):
-        block = dask.delayed(_replicates, pure=True)(model, codes, key, start, start + size,
-                                                     dependence.resample,
-                                                     dependence.block_length)
-        blocks.append(da.from_delayed(block, shape=(size, len(stats)), dtype=np.float64))
-        start += size
-    replicates = xr.DataArray(da.concatenate(blocks, axis=0).T,
-                              dims=("statistic", "replicate"))
+    replicates = xr.DataArray(
+        dependent_bootstrap_replicates(arranged, codes, n_boot, seed, dependence.resample,
+                                       chunks).T, dims=("statistic", "replicate"))
     jack = None
     if jackknife:
-        if dependence.resample == "cluster":  # the group labels are read now, to lay it out
-            n_units = int(pd.unique(np.asarray(ds[dependence.variable].values)).size)
-        else:
-            n_units = -(-int(ds.sizes[SAMPLE_DIM]) // int(dependence.block_length))
-        values = dask.delayed(_jackknife, pure=True)(model, codes)
+        n_units = layout_units(ds, dependence)
+        values = dask.delayed(_jackknife, pure=True)(arranged, codes)
         jack = xr.DataArray(da.from_delayed(values, shape=(len(stats), n_units),
                                             dtype=np.float64), dims=("statistic", "jackknife"))
     return estimate, replicates, jack

@@ -55,6 +55,15 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import n_bins_for
+from xuqcal.analysis.dependent import (
+    AUTO_LENGTH,
+    arrange_prepared,
+    automatic_length,
+    check_dependence,
+    dependent_bootstrap_replicates,
+    dependent_jackknife,
+    dependent_mean_intervals,
+)
 from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
@@ -146,7 +155,8 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                  known_generator, level, by, chunks, E, uE, all_schemes=False,
                  mc_precision=defaults.MC_PRECISION,
                  heavy_tail_threshold=defaults.HEAVY_TAIL_THRESHOLD,
-                 tol=defaults.COVERAGE_TOLERANCE):
+                 tol=defaults.COVERAGE_TOLERANCE, resample="iid", groups=None, block=None,
+                 block_length=None):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -202,9 +212,11 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     if is_auto(requested_boot) or is_auto(requested_mc):
         n_boot = AUTO if is_auto(requested_boot) else n_boot
         n_mc = AUTO if is_auto(requested_mc) else n_mc
+    dependence = check_dependence(ds, resample, groups, block, block_length)
     bootstrap_arguments = dict(n_boot=n_boot, method="bca", level=level, seed=seed,
                                chunks=chunks, n_bins=n_bins, by=by_checked,
-                               keep_replicates=False, E=E, uE=uE)
+                               keep_replicates=False, E=E, uE=uE,
+                               dependence=None if dependence.iid else dependence)
     simulate_arguments = dict(n_mc=n_mc, seed=seed, n_bins=n_bins, by=by, chunks=chunks,
                               keep_replicates=False, E=E, uE=uE, warn_undefined=False)
     return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
@@ -231,6 +243,10 @@ def validate(
     level: float = defaults.LEVEL,
     by: str = defaults.BY,
     chunks: int | Sequence[int] | None = None,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -319,6 +335,16 @@ def validate(
         Confidence level of the bootstrap intervals.
     chunks : int or sequence of int, optional
         Replicates per Dask task.
+    resample, groups, block, block_length
+        How the bootstrap resamples the points, as :func:`xuqcal.bootstrap`: ``"iid"``
+        (default), ``"cluster"`` with ``groups`` (whole groups: the atoms of a structure, a
+        molecular family), or ``"moving"``, ``"circular"`` or ``"stationary"`` with
+        ``block`` (the variable that orders the points) and ``block_length`` (an integer or
+        ``"auto"``). The BCa intervals, the BS and Sim ζ-scores built on them and the
+        intervals of the coverage statistics (a dependent bootstrap of the coverage
+        indicator instead of the Wilson interval) then account for the dependence; the
+        Sim2 range simulates independent errors, which a statistic's note says when Sim2
+        decides its verdict (:mod:`xuqcal.analysis.dependent`).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -363,7 +389,12 @@ def validate(
                                        is not None else DEFAULT_STATISTICS),
                      known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
                      uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
-                     heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+                     heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
+                     groups=groups, block=block, block_length=block_length)
+    dependence = bootstrap_arguments["dependence"]
+    if dependence is not None and dependence.block_length == AUTO_LENGTH:
+        dependence = bootstrap_arguments["dependence"] = automatic_length(ds, dependence, E=E,
+                                                                         uE=uE)
     # the bootstrap and the simulations are those of the kernel statistics; the coverage
     # statistics (PICP) are counted when the verdicts are made (_validate_body)
     kernel = [s for s in stats if not s.is_coverage]
@@ -387,10 +418,12 @@ def validate(
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
     result = lazy_result(_validate_body,
-                         (lazy_bootstrap, lazy_reference, ds[uE].data, ds[E].data), layout,
+                         (lazy_bootstrap, lazy_reference, ds[uE].data, ds[E].data,
+                          _dependence_values(ds, dependence)), layout,
                          stats=stats, names=names, schemes=schemes,
                          known_generator=known_generator, simulated_scheme=simulated_scheme,
-                         heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+                         heavy_tail_threshold=heavy_tail_threshold, tol=tol,
+                         dependence=dependence)
     return result if is_lazy(ds, [E, uE, by if by in ds.variables else uE]) else result.compute()
 
 
@@ -454,8 +487,9 @@ def _over_all_statistics(bootstrap_result: xr.Dataset | None, stats: Sequence[St
             {name: ("statistic", nan.copy()) for name in ("estimate", "bias", "se",
                                                              "ci_low", "ci_high")},
             coords=statistic_coords(stats),
-            attrs=bootstrap_attrs(stats, method="bca", level=b["level"], n_boot=0,
-                                  seed=b["seed"], n_bins=b["n_bins"], by=b["by"], m=m))
+            attrs={**bootstrap_attrs(stats, method="bca", level=b["level"], n_boot=0,
+                                     seed=b["seed"], n_bins=b["n_bins"], by=b["by"], m=m),
+                   **(b["dependence"].attrs() if b.get("dependence") is not None else {})})
     return bootstrap_result.reindex(statistic=[s.key for s in stats]).assign_coords(
         statistic_coords(stats))
 
@@ -507,16 +541,29 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
-    # in C order, its only copy (the summaries of every round would copy an (M, statistic)
-    # transpose, 640 MB for eight statistics at M = 10^7), and the acceleration once
-    jack = jackknife_values(in_graph, codes, prepared.size)
-    accelerations = acceleration(jack)
+    dependence = b["dependence"]
+    if dependence is None:
+        # in C order, its only copy (the summaries of every round would copy an (M,
+        # statistic) transpose, 640 MB for eight statistics at M = 10^7)
+        jack = jackknife_values(in_graph, codes, prepared.size)
+    else:  # the resampling rows of the points, and the delete-one-group/block jackknife
+        by_values = ds[b["by"]].values if b["by"] != uE else ds[uE].values
+        arranged = arrange_prepared(prepared, np.asarray(by_values),
+                                    np.asarray(ds[dependence.variable].values), dependence)
+        jack = np.ascontiguousarray(dependent_jackknife(arranged.layout, prepared,
+                                                        arranged.rows_of, codes))
+        arranged_in_graph = shared(arranged)
+    accelerations = acceleration(jack)  # once
     deciding = deciding_scheme(known_generator, simulated_scheme)
     agreeing = agreement_scheme(simulated_scheme)
     rows = [stats.index(s) for s in simulated]
     sim_codes = codes_of(simulated) if simulated else codes[:0]
 
     def bootstrap_rounds(grown: list[int], start: int, stop: int) -> np.ndarray:
+        if dependence is not None:
+            return computed(dependent_bootstrap_replicates(
+                arranged_in_graph, codes[grown], stop - start, seed, dependence.resample,
+                round_chunks(stop - start, chunks), first=start)).T
         return computed(bootstrap_replicates(in_graph, codes[grown], stop - start, seed,
                                              round_chunks(stop - start, chunks),
                                              first=start)).T
@@ -545,7 +592,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
             warnings.simplefilter("always")
             bootstrap = _precise_bootstrap(boot, estimate, jack, stats, level=level,
                                            seed=seed, n_bins=b["n_bins"], by=b["by"],
-                                           m=prepared.size)
+                                           m=prepared.size, dependence=dependence)
         # the reference each bootstrap interval is compared with in a deciding zeta: the
         # predefined one (BS), the deciding generator's simulated mean (Sim), and for a
         # statistic whose references differ between generators, the mean of the generator
@@ -627,29 +674,41 @@ def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst,
         "mc_precision": mc_precision, "mc_precision_reached": float(worst * mc_precision),
         "precision_rule": describe([b["n_boot"], r["n_mc"]])})
     return lazy_result(_validate_body, (bootstrap, reference, uE_values,
-                                        np.asarray(ds[b["E"]].values)), layout,
+                                        np.asarray(ds[b["E"]].values),
+                                        _dependence_values(ds, b["dependence"])), layout,
                        stats=all_stats, names=names, schemes=schemes,
                        known_generator=known_generator, simulated_scheme=simulated_scheme,
-                       heavy_tail_threshold=heavy_tail_threshold, tol=tol).compute()
+                       heavy_tail_threshold=heavy_tail_threshold, tol=tol,
+                       dependence=b["dependence"]).compute()
+
+
+def _dependence_values(ds: xr.Dataset, dependence) -> object:
+    """The values of the dependence variable (``groups`` or ``block``) that the coverage
+    statistics' dependent bootstrap reads, or ``None`` for independent points."""
+    return None if dependence is None else ds[dependence.variable].data
 
 
 def _precise_bootstrap(boot: StatisticRounds, estimate: np.ndarray, jack: np.ndarray,
                        stats: Sequence[Statistic], *, level: float, seed: int, n_bins: int,
-                       by: str, m: int) -> xr.Dataset:
+                       by: str, m: int, dependence=None) -> xr.Dataset:
     """The bootstrap result of a precision-driven round: the summaries of every statistic's
     replicates so far. With one count for all, one :func:`bootstrap_result` (as a fixed-count
     run); with counts that differ, one per statistic (rows of ``jack`` are views, no copy),
     each equal to the bootstrap of that statistic alone at its count, concatenated; the
-    attribute ``n_boot`` is then the largest count and ``n_boot_per_statistic`` lists them."""
+    attribute ``n_boot`` is then the largest count and ``n_boot_per_statistic`` lists them.
+    ``dependence``: the dependent resample, whose attributes are added."""
+    def attrs(chosen: Sequence[Statistic], n: int) -> dict:
+        values = bootstrap_attrs(chosen, method="bca", level=level, n_boot=n, seed=seed,
+                                 n_bins=n_bins, by=by, m=m)
+        return values if dependence is None else {**values, **dependence.attrs()}
+
     def result(rows: slice, values: np.ndarray, n: int) -> xr.Dataset:
         chosen = stats[rows]
         return bootstrap_result(
             xr.DataArray(estimate[rows], dims="statistic"),
             xr.DataArray(values, dims=("statistic", "replicate")),
             xr.DataArray(jack[rows], dims=("statistic", "jackknife")), stats=chosen,
-            method="bca", level=level, keep_replicates=False,
-            attrs=bootstrap_attrs(chosen, method="bca", level=level, n_boot=n, seed=seed,
-                                  n_bins=n_bins, by=by, m=m))
+            method="bca", level=level, keep_replicates=False, attrs=attrs(chosen, n))
 
     counts = boot.n.tolist()
     if len(set(counts)) == 1:
@@ -657,8 +716,7 @@ def _precise_bootstrap(boot: StatisticRounds, estimate: np.ndarray, jack: np.nda
     parts = [result(slice(i, i + 1), boot.values[i][np.newaxis], n)
              for i, n in enumerate(counts)]
     combined = xr.concat(parts, dim="statistic", combine_attrs="drop_conflicts")
-    combined.attrs = bootstrap_attrs(stats, method="bca", level=level, n_boot=max(counts),
-                                     seed=seed, n_bins=n_bins, by=by, m=m)
+    combined.attrs = attrs(stats, max(counts))
     combined.attrs["n_boot_per_statistic"] = ", ".join(
         f"{s.key}: {n}" for s, n in zip(stats, counts, strict=True))
     return combined
@@ -776,14 +834,16 @@ def sim2_zeta(estimate, mean, q025, q975):
 
 
 def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme,
-                   heavy_tail_threshold, tol) -> xr.Dataset:
+                   heavy_tail_threshold, tol, dependence=None) -> xr.Dataset:
     """The result of :func:`validate` from the computed bootstrap and simulation results, the
-    uncertainties and the errors (one task of the graph)."""
-    result, simulated, uE_values, E_values = parts
+    uncertainties, the errors and the values of the dependence variable (``None`` for
+    independent points; one task of the graph)."""
+    result, simulated, uE_values, E_values, dependence_values = parts
     uE_values = np.asarray(uE_values)
     coverage = [i for i, s in enumerate(stats) if s.is_coverage]
     if coverage:
-        result = _with_coverage(result, stats, np.asarray(E_values), uE_values)
+        result = _with_coverage(result, stats, np.asarray(E_values), uE_values,
+                                dependence=dependence, dependence_values=dependence_values)
     estimate = result.estimate.values
     reference_value = np.full((len(stats), len(schemes)), np.nan)
     u_ref = np.zeros_like(reference_value)
@@ -840,9 +900,16 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
 
 
 def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], E_values: np.ndarray,
-                   uE_values: np.ndarray) -> xr.Dataset:
+                   uE_values: np.ndarray, *, dependence=None,
+                   dependence_values=None) -> xr.Dataset:
     """``result`` with the estimates, Wilson-cc intervals (at the result's ``level``) and
-    binomial standard errors of the coverage statistics of ``stats``, and their factors."""
+    binomial standard errors of the coverage statistics of ``stats``, and their factors.
+
+    With a dependent resample ``dependence`` (``dependence_values``: its variable's values),
+    the interval and standard error are instead those of the dependent BCa bootstrap of the
+    mean of the coverage indicator ``|Z| <= k`` (the streams of the other statistics'
+    bootstrap, the delete-one-unit jackknife): the Wilson interval assumes independent
+    points."""
     z = E_values / uE_values
     m = z.shape[0]
     level = float(result.attrs["level"])
@@ -850,6 +917,7 @@ def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], E_values: np.
     columns = {name: result[name].values.copy() for name in ("estimate", "se", "ci_low",
                                                             "ci_high")}
     factor, nu_fitted = np.full(len(stats), np.nan), np.full(len(stats), np.nan)
+    indicators = {}
     for i, (covered, factor[i], nu_fitted[i]) in coverage_counts(stats, z).items():
         if not math.isfinite(factor[i]):
             continue  # a Student factor with nu <= 2: undefined, NaN (the note says why)
@@ -857,6 +925,16 @@ def _with_coverage(result: xr.Dataset, stats: Sequence[Statistic], E_values: np.
         columns["estimate"][i] = stats[i].from_sums({"count": m, "covered": covered})
         columns["ci_low"][i], columns["ci_high"][i] = low, high
         columns["se"][i] = math.sqrt(fraction * (1.0 - fraction) / m)
+        indicators[i] = (np.abs(z) <= factor[i]).astype(np.float64)
+    if dependence is not None and indicators:
+        rows = list(indicators)
+        _, se, low, high = dependent_mean_intervals(
+            np.stack([indicators[i] for i in rows], axis=1), np.asarray(dependence_values),
+            dependence, n_boot=int(result.attrs.get("n_boot") or 0) or defaults.N_BOOT,
+            seed=int(result.attrs["seed"]), level=level)
+        for k, i in enumerate(rows):  # (estimate: the same fraction, covered / M)
+            columns["se"][i] = se[k]
+            columns["ci_low"][i], columns["ci_high"][i] = low[k], high[k]
     for name, values in columns.items():
         result[name] = result[name].copy(data=values)
     result["coverage_factor"] = xr.DataArray(factor, dims="statistic",
@@ -1079,6 +1157,14 @@ def _verdict_notes(stats, result: xr.Dataset, outside: np.ndarray) -> list[str]:
                          f"{scheme} zeta ({zeta_text:.3g}) is reported for information only. "
                          f"Next: look at the tails (xuqcal.describe), and validate with "
                          f"statistics that heavy tails affect less.")
+        resample = result.attrs.get("resample", "iid")
+        if resample != "iid" and scheme.startswith("Sim2"):
+            parts.append(f"Sim2 compares the estimate with the range of statistics simulated "
+                         f"from independent errors, but the points are resampled as "
+                         f"dependent (resample={resample!r}): with positive dependence the "
+                         f"statistic varies more than that range, so this verdict fails "
+                         f"calibrated data too often. The BS and Sim zeta use the dependent "
+                         f"bootstrap interval.")
         if outside[i]:
             low, high = float(r.ci_low), float(r.ci_high)
             text = (f"The estimate {float(r.estimate):.4g} lies outside its own interval "

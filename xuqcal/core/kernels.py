@@ -1121,6 +1121,29 @@ def mean_block(key, start, stop, values, out):
             out[r - start, c] = total[c] / m
 
 
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def counts_means_block(row_counts, row_of_point, values, out):
+    """Means of the columns of ``values`` (``M × k``, per point) over resamples given as row
+    multiplicities: ``out[i, c] = Σ_p n_p values[p, c] / Σ_p n_p`` with
+    ``n_p = row_counts[i, row_of_point[p]]``, summed in the order of the points (the
+    dependent resamples of :mod:`xuqcal.analysis.dependent`)."""
+    m = values.shape[0]
+    k = values.shape[1]
+    total = np.zeros(k)
+    for i in range(row_counts.shape[0]):
+        counts = row_counts[i]
+        total[:] = 0.0
+        weight = 0
+        for p in range(m):
+            n = counts[row_of_point[p]]
+            if n:
+                weight += n
+                for c in range(k):
+                    total[c] += n * values[p, c]
+        for c in range(k):
+            out[i, c] = total[c] / weight
+
+
 # ----------------------------------------------------------------------------- jackknife
 
 
