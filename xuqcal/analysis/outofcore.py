@@ -27,6 +27,29 @@ change by a bit with the chunking, nor between NumPy-backed and Dask-backed data
 bound to the result of the previous one (:func:`dask.graph_manipulation.bind`): its chunks
 are read again rather than kept in memory between passes.
 
+**Dependent points** (``se="cluster"`` or ``se="hac"``, issue 25): the intervals of the moment
+statistics then use the cluster-robust (Liang & Zeger 1986; Cameron & Miller 2015) or the
+Newey–West HAC (Newey & West 1987, 1994) covariance of the means of their per-point columns
+(normalized by the same powers of two as the products above), and the delta method
+(:func:`xuqcal.core.moments.covariance_interval`; the NumPy references are
+:mod:`xuqcal.core.robust`). Still from exact sums, so still bit-identical for any chunking:
+
+* *cluster*: pass 1 also collects the sorted labels of the groups chunk by chunk (the global
+  codes are their positions); after it, the per-group accumulators (``G × k`` per row of a
+  chunk, ``k <= 6`` columns, :data:`xuqcal.core.exact.SLOTS` int64 each, three copies at
+  once in the tree) are checked against the memory of one task (:class:`DataTooLargeError`);
+  pass 3 adds the exact per-group sums (:func:`xuqcal.core.exact.sum_bins`, the codes as the
+  bins); the covariance is ``G/(G-1) Σ_g r_g r_gᵀ / M²`` with ``r_g = S_g - M_g q̄`` (its
+  products summed exactly).
+* *hac*: pass 1 also checks, chunk after chunk, that the block variable does not decrease
+  (the first point out of order is the error), and carries the first and last ``L`` present
+  points of every slice from chunk to chunk (a chain of small tasks); pass 3 sums exactly the
+  lagged products ``q_t q_(t-l)ᵀ``, ``l = 0 .. L``, each chunk with the last ``L`` points
+  before it; the autocovariances are
+  ``Γ_l = P_l - q̄ (T - Σ_last l)ᵀ - (T - Σ_first l) q̄ᵀ + (M - l) q̄ q̄ᵀ`` (``P_l`` the lagged
+  sum, ``T`` the total), weighted ``1 - l/(L+1)``. The lagged accumulators
+  (``(L + 1) k²`` per row of a chunk) are checked before any work.
+
 **Why not** :func:`~xuqcal.analysis.slices.broadcast`: it analyses each slice of Dask-backed
 data in one task that gathers the slice's whole sample. Here the extra dimensions (``model``,
 ``task``, ...) are kept inside the reduction instead: each chunk holds the rows of several
@@ -50,11 +73,13 @@ import xarray as xr
 from dask.graph_manipulation import bind
 
 from xuqcal.analysis.binning import n_bins_for
+from xuqcal.analysis.dependent import _sample_variable
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults, moments
 from xuqcal.core import exact as X
 from xuqcal.core.binning import check_n_bins
 from xuqcal.core.checks import (
+    check_choice,
     check_count,
     check_level,
     check_name,
@@ -63,6 +88,7 @@ from xuqcal.core.checks import (
 )
 from xuqcal.core.memory import DataTooLargeError, format_bytes, task_memory_limit
 from xuqcal.core.provenance import attach
+from xuqcal.core.robust import cluster_correction, newey_west_lags
 from xuqcal.core.statistics import (
     SAFE_EXPONENT,
     STATISTICS,
@@ -179,10 +205,11 @@ class _Layout:
     block_rows: dict[tuple[int, ...], np.ndarray]
     offsets: tuple[int, ...]
     lazy: bool
+    g: da.Array | None = None  # the groups or block variable (over sample alone)
 
     @classmethod
     def of(cls, ds: xr.Dataset, E: str, uE: str, by: str | None,
-           dims: tuple[str, ...]) -> _Layout:
+           dims: tuple[str, ...], dependence: str | None = None) -> _Layout:
         names = [E, uE] + ([by] if by is not None else [])
         variables = [ds[n] for n in names]
         label_var = None
@@ -214,9 +241,13 @@ class _Layout:
                 rows = np.zeros(1, dtype=np.int64)
             block_rows[index] = rows.astype(np.int64)
         offsets = tuple(int(o) for o in np.concatenate([[0], np.cumsum(chunks[-1])[:-1]]))
+        g = None
+        if dependence is not None:
+            g = _as_dask(ds[dependence], (), (chunks[-1],))
+            lazy = lazy or ds[dependence].chunks is not None
         return cls(arrays[0], arrays[1], arrays[2] if by is not None else None,
                    arrays[-1] if label_var is not None else None, extra_shape, block_rows,
-                   offsets, lazy)
+                   offsets, lazy, g)
 
     @property
     def n_rows(self) -> int:
@@ -234,7 +265,7 @@ class _Layout:
         the chunks, the estimate, the limit and the chunk size that fits."""
         rows = int(np.prod([max(c) for c in self.e.chunks[:-1]], dtype=np.int64))
         points = max(self.e.chunks[-1])
-        variables = 2 + (self.x is not None)
+        variables = 2 + (self.x is not None) + (self.g is not None)
         need = rows * points * variables * BLOCK_BYTES_PER_VALUE + TASK_OVERHEAD_BYTES
         limit, source = task_memory_limit()
         if need <= limit:
@@ -624,12 +655,20 @@ def _sum_piece(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, plan: _Plan,
     X.sum_bins(X.as_bits(per_bin), bins, present, sums.bins, sums.counts)
 
 
-def _finish(sums: _Sums, plan: _Plan, *, rows: np.ndarray, shape: tuple[int, ...],
+def _finish(sums: _Sums, plan: _Plan, robust: _RobustSums | None = None,
+            edges: _Edges | None = None, *, rows: np.ndarray, shape: tuple[int, ...],
             statistics: Sequence[str], names: Sequence[str], products: Sequence[str],
-            level: float, slice_names: Sequence[str]) -> np.ndarray:
+            level: float, slice_names: Sequence[str],
+            dependence: _Dependence | None = None, robust_names: Sequence[str] = ()
+            ) -> np.ndarray:
     """Estimates and intervals (rows of one block of the extra dimensions, statistics, 3)
-    from the exact sums, finished by the registry and :mod:`xuqcal.core.moments`."""
+    from the exact sums, finished by the registry and :mod:`xuqcal.core.moments` (with the
+    cluster-robust or HAC covariance of the means when ``robust`` is given)."""
     chosen = get_statistics(statistics)
+    covariance = None
+    if robust is not None and dependence is not None:
+        covariance = _robust_covariance(robust, edges, plan, rows=rows, dependence=dependence,
+                                        names=robust_names, slice_names=slice_names)
     totals = X.rounded(sums.columns)
     column_sums = {c: totals[:, i] for i, c in enumerate([*names, *products])}
     column_sums["count"] = plan.n[rows].astype(np.float64)
@@ -643,7 +682,13 @@ def _finish(sums: _Sums, plan: _Plan, *, rows: np.ndarray, shape: tuple[int, ...
         bin_sums = {c: bin_totals[:, :, i] for i, c in enumerate(_BIN_COLUMNS)}
         bin_sums["count"] = sums.counts.astype(np.float64)
     for j, statistic in enumerate(chosen):
-        if statistic.kind == "moment":
+        if statistic.kind == "moment" and covariance is not None:
+            estimate = statistic.from_sums(column_sums)
+            means, cov, df = covariance
+            low, high = moments.covariance_interval(statistic.key, estimate,
+                                                    column_sums["count"], means, cov,
+                                                    exponents, level, df)
+        elif statistic.kind == "moment":
             estimate = statistic.from_sums(column_sums)
             low, high = moments.analytic_interval(statistic.key, estimate, column_sums,
                                                   exponents, level)
@@ -682,6 +727,468 @@ def _warn_undefined(estimates: np.ndarray, chosen: Sequence[Statistic], sums: _S
         prefix = f"{names[r]}: " if names[r] else ""
         warnings.warn(f"{prefix}{statistic.key} is undefined: {why}",
                       UndefinedStatisticWarning, stacklevel=user_stacklevel())
+
+
+# --------------------------------------------------------------------------------------------
+# Dependent points: cluster-robust and HAC intervals
+# --------------------------------------------------------------------------------------------
+
+#: The standard errors of :func:`reduce_statistics` (``se=``).
+SE_TYPES = ("iid", "cluster", "hac")
+#: Copies of the exact per-group (or per-lag) accumulators a task holds at once (its own, and
+#: the two it merges in the tree reduction).
+ROBUST_COPIES = 3
+_ACCUMULATOR_BYTES = X.SLOTS * 8
+
+
+@dataclass(frozen=True)
+class _Dependence:
+    """The checked ``se``, ``groups``/``block`` and ``lags`` of :func:`reduce_statistics`."""
+
+    se: str
+    variable: str | None = None
+    lags: int | None = None  # given; None: the Newey–West rule per slice
+    lag_cap: int = 0  # the most lags of any slice (the values carried between chunks)
+
+    @property
+    def iid(self) -> bool:
+        return self.se == "iid"
+
+
+def _check_dependence(ds: xr.Dataset, se: object, groups: object, block: object,
+                      lags: object, *, dims: Sequence[str]) -> _Dependence:
+    """The checks of ``se``, ``groups``, ``block`` and ``lags`` (no data are read)."""
+    se = check_choice(se, "se", SE_TYPES)
+    if se == "iid":
+        for name, value in (("groups", groups), ("block", block), ("lags", lags)):
+            if value is not None:
+                raise ValueError(f"{name}: only used with se='cluster' (groups) or se='hac' "
+                                 f"(block, lags), got {value!r} with se='iid'")
+        return _Dependence("iid")
+    if se == "cluster":
+        if groups is None:
+            raise ValueError("groups: se='cluster' needs the variable that holds each point's "
+                             "group, e.g. groups='structure_id'")
+        for name, value in (("block", block), ("lags", lags)):
+            if value is not None:
+                raise ValueError(f"{name}: not used by se='cluster' (give groups= only), got "
+                                 f"{value!r}")
+        name = _sample_variable(ds, groups, "groups")
+        if name in dims:
+            raise ValueError(f"groups: {name!r} is a dimension of the data, not a variable "
+                             "over sample")
+        return _Dependence("cluster", name)
+    if groups is not None:
+        raise ValueError(f"groups: not used by se='hac' (give block= and, optionally, lags=), "
+                         f"got {groups!r}")
+    if block is None:
+        raise ValueError("block: se='hac' needs the variable that orders the points, e.g. "
+                         "block='time'")
+    name = _sample_variable(ds, block, "block")
+    if ds[name].dtype.kind not in "biufmM":
+        raise ValueError(f"block: {name!r} does not hold numbers or times (dtype "
+                         f"{ds[name].dtype}); order the points by a numeric variable")
+    m = int(ds.sizes[SAMPLE_DIM])
+    if lags is not None:
+        if isinstance(lags, bool) or not isinstance(lags, int | np.integer) or lags < 0:
+            raise ValueError(f"lags: expected an integer >= 0, got {lags!r}")
+        if lags >= m:
+            raise ValueError(f"lags: {int(lags)} lags need more than {int(lags)} points, and "
+                             f"the data have {m} along sample")
+        return _Dependence("hac", name, int(lags), int(lags))
+    return _Dependence("hac", name, None, newey_west_lags(m))
+
+
+def _check_robust_fits(dependence: _Dependence, layout: _Layout, n_columns: int) -> None:
+    """Refuse, before any work, HAC lagged sums too large for one task."""
+    if dependence.se != "hac":
+        return
+    rows = int(np.prod([max(c) for c in layout.e.chunks[:-1]], dtype=np.int64))
+    need = (rows * (dependence.lag_cap + 1) * n_columns * n_columns * _ACCUMULATOR_BYTES
+            * ROBUST_COPIES)
+    limit, source = task_memory_limit()
+    if need + TASK_OVERHEAD_BYTES > limit:
+        raise DataTooLargeError(
+            f"lags: {dependence.lag_cap} lags of {n_columns} column(s) for {rows:,} row(s) "
+            f"need about {format_bytes(need)} of exact accumulators in one task, more than "
+            f"the {format_bytes(limit)} one task may use ({source}); use fewer lags")
+
+
+def _robust_names(keys: Sequence[str]) -> tuple[str, ...]:
+    return moments.mean_columns([k for k in keys if k in moments.MEAN_COLUMNS])
+
+
+def _mean_values(e: np.ndarray, u: np.ndarray, plan: _Plan, rows: np.ndarray,
+                 names: Sequence[str]) -> np.ndarray:
+    """The normalized per-point values (names, rows, points) of the robust columns, at the
+    scale of the sums (:func:`_point_values`)."""
+    exponents = {name: values[rows] for name, values in plan.exponents.items()}
+    base = list(dict.fromkeys("zd" if n == "zd2" else n for n in names))
+    with np.errstate(all="ignore"):
+        columns = _point_values(e.astype(np.float64, copy=False),
+                                u.astype(np.float64, copy=False), base, [], plan.k[rows],
+                                plan.z_shift[rows], exponents)
+        return moments.mean_values(columns, names, exponents)
+
+
+# ----------------------------------------------------------------------- cluster: the groups
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The sorted group labels of the present points of some blocks, and the missing ones."""
+
+    uniques: np.ndarray
+    missing: int
+    first: list[Any]
+
+
+def _labels_block(e: Any, u: Any, g: Any, labels: Any, *, offset: int,
+                  absent: bool) -> _Labels:
+    e, u = _rows_of(e), _rows_of(u)
+    g = np.asarray(g)
+    present = (~(np.isnan(e) & np.isnan(u))).any(axis=0) if absent else \
+        np.ones(g.shape, dtype=bool)
+    missing = present & np.asarray(pd.isna(g))
+    where = np.flatnonzero(missing)
+    label_row = None if labels is None else _rows_of(labels)[0]
+    first = [_label_at(label_row, int(p), offset) for p in where[:5].tolist()]
+    return _Labels(np.unique(g[present & ~missing]), int(where.size), first)
+
+
+def _merge_labels(a: _Labels, b: _Labels) -> _Labels:
+    return _Labels(np.union1d(a.uniques, b.uniques), a.missing + b.missing,
+                   (a.first + b.first)[:5])
+
+
+def _groups_setup(found: _Labels, plan: _Plan, *, variable: str, rows: int,
+                  n_columns: int) -> np.ndarray:
+    """The global sorted group labels (their positions are the codes), after the checks of
+    the labels and of the memory of the per-group accumulators."""
+    del plan  # only orders this step after the first pass
+    if found.missing:
+        raise ValueError(f"groups: {variable!r} is missing at {found.missing} point(s) "
+                         f"({_format_rows(found.first, found.missing)}); give every point a "
+                         "group")
+    n_groups = int(found.uniques.size)
+    need = rows * n_groups * n_columns * _ACCUMULATOR_BYTES * ROBUST_COPIES
+    limit, source = task_memory_limit()
+    if need + TASK_OVERHEAD_BYTES > limit:
+        raise DataTooLargeError(
+            f"groups: {n_groups:,} groups of {variable!r} × {n_columns} column(s) × {rows:,} "
+            f"row(s) need about {format_bytes(need)} of exact per-group accumulators in one "
+            f"task ({_ACCUMULATOR_BYTES} bytes each, {ROBUST_COPIES} copies), more than the "
+            f"{format_bytes(limit)} one task may use ({source}); use coarser groups, fewer "
+            "statistics, or chunks with fewer rows of the extra dimensions")
+    return found.uniques
+
+
+# ------------------------------------------------------------------------ hac: the order
+
+
+@dataclass(frozen=True)
+class _Order:
+    """The first and last values of the block variable over consecutive chunks (and the label
+    of the first point), and the first place inside where it decreases or is missing."""
+
+    first: Any
+    last: Any
+    first_label: Any
+    bad: str | None
+
+
+def _order_block(b: Any, labels: Any, *, offset: int, variable: str) -> _Order:
+    b = np.asarray(b)
+    label_row = None if labels is None else _rows_of(labels)[0]
+    if b.size == 0:
+        return _Order(None, None, None, None)
+    missing = np.flatnonzero(np.asarray(pd.isna(b)))
+    if missing.size:
+        rows = [_label_at(label_row, int(p), offset) for p in missing[:5].tolist()]
+        return _Order(None, None, None,
+                      f"block: {variable!r} is missing (NaN) at {missing.size} point(s) of a "
+                      f"chunk ({_format_rows(rows, int(missing.size))}); give every point a "
+                      "value")
+    down = np.flatnonzero(b[1:] < b[:-1])
+    bad = None
+    if down.size:
+        p = int(down[0]) + 1
+        bad = _unsorted(variable, _label_at(label_row, p, offset), b[p], b[p - 1])
+    return _Order(b[0], b[-1], _label_at(label_row, 0, offset), bad)
+
+
+def _unsorted(variable: str, label: Any, value: Any, before: Any) -> str:
+    return (f"block: the data are not in the order of {variable!r}: row {label!r} "
+            f"({variable} = {value}) comes after {variable} = {before}. Out of core, HAC "
+            f"takes the points in the order of the data: sort them by {variable!r} once "
+            f"(ds.sortby({variable!r})) and store them in that order")
+
+
+def _chain_order(a: _Order, b: _Order, *, variable: str) -> _Order:
+    """Two consecutive runs of chunks (``a`` first, already checked), raising at the first
+    problem of ``b``."""
+    if b.first is not None and a.last is not None and b.first < a.last:
+        raise ValueError(_unsorted(variable, b.first_label, b.first, a.last))
+    if b.bad is not None:
+        raise ValueError(b.bad)
+    if b.first is None:
+        return a
+    return _Order(a.first if a.first is not None else b.first, b.last,
+                  a.first_label if a.first is not None else b.first_label, None)
+
+
+def _order_done(order: _Order, plan: _Plan) -> bool:
+    """Orders the sums after the first pass and the check of the order."""
+    del order, plan
+    return True
+
+
+# ------------------------------------------------------------------- hac: the edge values
+
+
+@dataclass(frozen=True)
+class _Edges:
+    """Per row of a block of the extra dimensions: the first and last ``L`` present points
+    (raw E and uE, 2 × at most L) of consecutive chunks."""
+
+    head: list[np.ndarray]
+    tail: list[np.ndarray]
+
+
+def _edges_block(e: Any, u: Any, *, lags: int, absent: bool) -> _Edges:
+    e, u = _rows_of(e), _rows_of(u)
+    heads, tails = [], []
+    for r in range(e.shape[0]):
+        present = ~(np.isnan(e[r]) & np.isnan(u[r])) if absent else slice(None)
+        points = np.stack([e[r][present], u[r][present]]).astype(np.float64)
+        heads.append(points[:, :lags])
+        tails.append(points[:, points.shape[1] - min(lags, points.shape[1]):])
+    return _Edges(heads, tails)
+
+
+def _chain_edges(a: _Edges, b: _Edges, *, lags: int) -> _Edges:
+    heads = [np.concatenate([x, y], axis=1)[:, :lags] for x, y in zip(a.head, b.head,
+                                                                      strict=True)]
+    tails = []
+    for x, y in zip(a.tail, b.tail, strict=True):
+        joined = np.concatenate([x, y], axis=1)
+        tails.append(joined[:, joined.shape[1] - min(lags, joined.shape[1]):])
+    return _Edges(heads, tails)
+
+
+def _no_edges(n_rows: int) -> _Edges:
+    empty = np.zeros((2, 0))
+    return _Edges([empty] * n_rows, [empty] * n_rows)
+
+
+# ------------------------------------------------------------------------- the robust sums
+
+
+@dataclass(frozen=True)
+class _RobustSums:
+    totals: np.ndarray  # (rows, columns, SLOTS): exact sums of the normalized columns
+    parts: np.ndarray  # cluster: (rows, groups, columns, SLOTS); hac: (rows, L+1, c*c, SLOTS)
+    counts: np.ndarray | None  # cluster: (rows, groups)
+
+
+def _merge_robust(a: _RobustSums, b: _RobustSums) -> _RobustSums:
+    totals, parts = a.totals.copy(), a.parts.copy()
+    X.merge(totals, b.totals)
+    X.merge(parts, b.parts)
+    return _RobustSums(totals, parts, None if a.counts is None else a.counts + b.counts)
+
+
+def _cluster_block(e: Any, u: Any, g: Any, plan: _Plan, uniques: np.ndarray, *,
+                   rows: np.ndarray, names: Sequence[str], absent: bool) -> _RobustSums:
+    """The exact per-group sums of the normalized columns of one block, piece by piece."""
+    e, u = _rows_of(e), _rows_of(u)
+    g = np.asarray(g)
+    n_rows = e.shape[0]
+    sums = _RobustSums(X.new_accumulators(n_rows, len(names)),
+                       X.new_accumulators(n_rows, uniques.size, len(names)),
+                       np.zeros((n_rows, uniques.size), dtype=np.int64))
+    for piece in _pieces(n_rows, e.shape[1]):
+        ep, up = e[:, piece], u[:, piece]
+        present = ~(np.isnan(ep) & np.isnan(up)) if absent else np.ones(ep.shape, dtype=bool)
+        values = np.where(present, _mean_values(ep, up, plan, rows, names), 0.0)
+        bits = X.as_bits(values)
+        X.sum_columns(bits, present, sums.totals)
+        codes = np.searchsorted(uniques, g[piece])
+        codes = np.ascontiguousarray(np.broadcast_to(np.where(present, codes, 0), ep.shape),
+                                     dtype=np.int64)
+        X.sum_bins(bits, codes, present, sums.parts, sums.counts)
+    return sums
+
+
+def _hac_block(e: Any, u: Any, plan: _Plan, before: _Edges, *, rows: np.ndarray,
+               names: Sequence[str], lags: int, absent: bool) -> _RobustSums:
+    """The exact sums of the lagged products ``q_t q_(t-l)ᵀ``, ``l = 0 .. lags``, of one
+    block, with the last ``lags`` present points before it (``before.tail``)."""
+    e, u = _rows_of(e), _rows_of(u)
+    n_rows, k = e.shape[0], len(names)
+    sums = _RobustSums(X.new_accumulators(n_rows, k),
+                       X.new_accumulators(n_rows, (lags + 1) * k * k), None)
+    size = max(256, PIECE // ((lags + 1) * k * k))
+    for r in range(n_rows):
+        present = ~(np.isnan(e[r]) & np.isnan(u[r])) if absent else slice(None)
+        carried = before.tail[r]
+        c = carried.shape[1]
+        raw_e = np.concatenate([carried[0], e[r][present].astype(np.float64)])
+        raw_u = np.concatenate([carried[1], u[r][present].astype(np.float64)])
+        full = _mean_values(raw_e[np.newaxis], raw_u[np.newaxis], plan, rows[r:r + 1],
+                            names)[:, 0]  # (k, c + p)
+        total = X.new_accumulators(1, k)
+        part = X.new_accumulators(1, (lags + 1) * k * k)
+        X.sum_columns(X.as_bits(full[:, np.newaxis, c:]), np.ones((1, full.shape[1] - c),
+                                                                   dtype=bool), total)
+        for start in range(c, full.shape[1], size):
+            stop = min(start + size, full.shape[1])
+            t = np.arange(start, stop)
+            products = np.zeros((lags + 1, k, k, stop - start))
+            for lag in range(lags + 1):
+                ok = t >= lag
+                lagged = full[:, np.where(ok, t - lag, 0)]
+                products[lag] = np.where(ok, full[:, np.newaxis, start:stop]
+                                         * lagged[np.newaxis, :, :], 0.0)
+            X.sum_columns(X.as_bits(products.reshape(-1, 1, stop - start)),
+                          np.ones((1, stop - start), dtype=bool), part)
+        sums.totals[r] = total[0]
+        sums.parts[r] = part[0]
+    return sums
+
+
+# --------------------------------------------------------------------- the covariances
+
+
+def _cluster_cov(sums: _RobustSums, n: np.ndarray, names: Sequence[str]
+                 ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.ndarray],
+                            np.ndarray, np.ndarray]:
+    """Means, covariance of the means (normalized), degrees of freedom ``G - 1`` and ``G``
+    per row, from the exact per-group sums."""
+    totals = X.rounded(sums.totals)  # (rows, k)
+    group = X.rounded(sums.parts)  # (rows, G, k)
+    counts = sums.counts
+    means = totals / n[:, np.newaxis]
+    with np.errstate(all="ignore"):
+        residual = group - counts[..., np.newaxis] * means[:, np.newaxis, :]  # (rows, G, k)
+    k = len(names)
+    products = np.stack([residual[..., a] * residual[..., b] for a in range(k)
+                         for b in range(k)])  # (k*k, rows, G)
+    acc = X.new_accumulators(n.size, k * k)
+    X.sum_columns(X.as_bits(products), counts > 0, acc)
+    outer = X.rounded(acc)
+    n_groups = (counts > 0).sum(axis=1)
+    factor = cluster_correction(n_groups, n)
+    cov = {(names[a], names[b]): factor * outer[:, a * k + b] / (n * n)
+           for a in range(k) for b in range(k)}
+    return ({name: means[:, i] for i, name in enumerate(names)}, cov,
+            (n_groups - 1).astype(np.float64), n_groups)
+
+
+def _hac_cov(sums: _RobustSums, edges: _Edges, plan: _Plan, n: np.ndarray,
+             lags: np.ndarray, *, rows: np.ndarray, names: Sequence[str], lag_cap: int
+             ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.ndarray], np.ndarray]:
+    """Means, Newey–West covariance of the means (normalized) and degrees of freedom
+    ``n - 1`` per row, from the exact lagged sums and the first and last points."""
+    k = len(names)
+    totals = X.rounded(sums.totals)  # (rows, k)
+    lagged = X.rounded(sums.parts).reshape(len(rows), lag_cap + 1, k, k)
+    means = totals / n[:, np.newaxis]
+    cov = np.zeros((len(rows), k, k))
+    for r in range(len(rows)):
+        head = _mean_values(edges.head[r][0][np.newaxis], edges.head[r][1][np.newaxis], plan,
+                            rows[r:r + 1], names)[:, 0]
+        tail = _mean_values(edges.tail[r][0][np.newaxis], edges.tail[r][1][np.newaxis], plan,
+                            rows[r:r + 1], names)[:, 0]
+        m, t, count = means[r], totals[r], float(n[r])
+        s = np.zeros((k, k))
+        for lag in range(int(lags[r]) + 1):
+            first = np.array([X.exact_sum(head[a, :lag]) if lag else 0.0 for a in range(k)])
+            last = np.array([X.exact_sum(tail[a, tail.shape[1] - lag:]) if lag else 0.0
+                             for a in range(k)])
+            gamma = (lagged[r, lag] - np.outer(m, t - last) - np.outer(t - first, m)
+                     + (count - lag) * np.outer(m, m))
+            s = s + gamma if lag == 0 else \
+                s + (1.0 - lag / (lags[r] + 1.0)) * (gamma + gamma.T)
+        cov[r] = s / (count * count)
+    return ({name: means[:, i] for i, name in enumerate(names)},
+            {(names[a], names[b]): cov[:, a, b] for a in range(k) for b in range(k)},
+            n - 1.0)
+
+
+def _robust_covariance(robust: _RobustSums, edges: _Edges | None, plan: _Plan, *,
+                       rows: np.ndarray, dependence: _Dependence, names: Sequence[str],
+                       slice_names: Sequence[str]
+                       ) -> tuple[dict[str, np.ndarray], dict[tuple[str, str], np.ndarray],
+                                  np.ndarray]:
+    """The means, their covariance (normalized) and the degrees of freedom of the rows of a
+    block, after the checks of the number of groups or lags of each row."""
+    n = plan.n[rows].astype(np.float64)
+    if dependence.se == "cluster":
+        n_groups = (robust.counts > 0).sum(axis=1)
+        for i, row in enumerate(rows.tolist()):
+            if n_groups[i] < 2:
+                where = f"in {slice_names[row]}, " if slice_names[row] else ""
+                raise ValueError(f"groups: {where}{dependence.variable!r} holds "
+                                 f"{int(n_groups[i])} group; cluster-robust intervals need "
+                                 "at least 2 groups (tens for a good approximation)")
+        means, cov, df, _ = _cluster_cov(robust, n, names)
+        return means, cov, df
+    lags = _robust_lags(dependence, plan.n[rows])
+    for i, row in enumerate(rows.tolist()):
+        if lags[i] >= n[i]:
+            where = f" in {slice_names[row]}" if slice_names[row] else ""
+            raise ValueError(f"lags: {int(lags[i])} lags need more than {int(lags[i])} "
+                             f"points, and there are {int(n[i])}{where}")
+    assert edges is not None
+    return _hac_cov(robust, edges, plan, n, lags, rows=rows, names=names,
+                    lag_cap=dependence.lag_cap)
+
+
+def _dependence_attrs(dependence: _Dependence) -> dict[str, Any]:
+    """The attributes that say how the intervals were computed."""
+    if dependence.se == "iid":
+        return {"se": "iid"}
+    if dependence.se == "cluster":
+        return {
+            "se": "cluster",
+            "groups": dependence.variable,
+            "se_method": "cluster-robust sandwich (CRV1; Liang & Zeger 1986) of the column "
+                         "means from exact per-group sums, delta method for functions of "
+                         "several means",
+            "correction": "G/(G-1) (M-1)/(M-K), K = 1, i.e. G/(G-1) (statsmodels' "
+                          "use_correction=True); G per slice in the coordinate n_groups",
+            "quantile": "Student t with G - 1 degrees of freedom for the means, normal for "
+                        "the delta-method statistics",
+        }
+    return {
+        "se": "hac",
+        "block": dependence.variable,
+        "se_method": "Newey-West (1987) HAC covariance of the column means, Bartlett weights "
+                     "1 - l/(L+1), from exact sums of the lagged products in the order of the "
+                     "data, delta method for functions of several means",
+        "lags": dependence.lags if dependence.lags is not None else
+        "floor(4 (M/100)^(2/9)) per slice (Newey & West 1994); values in the coordinate lags",
+        "correction": "none (statsmodels' default use_correction=False)",
+        "quantile": "Student t with M - 1 degrees of freedom for the means, normal for the "
+                    "delta-method statistics",
+    }
+
+
+def _robust_lags(dependence: _Dependence, n: np.ndarray) -> np.ndarray:
+    if dependence.lags is not None:
+        return np.full(n.shape, dependence.lags, dtype=np.int64)
+    return np.array([newey_west_lags(int(m)) for m in n], dtype=np.int64)
+
+
+def _robust_info(sums: _RobustSums, plan: _Plan, *, rows: np.ndarray,
+                 dependence: _Dependence, shape: tuple[int, ...]) -> np.ndarray:
+    """The number of groups (cluster) or of lags (HAC) of each row, as floats."""
+    if dependence.se == "cluster":
+        values = (sums.counts > 0).sum(axis=1)
+    else:
+        values = _robust_lags(dependence, plan.n[rows])
+    return values.astype(np.float64).reshape(shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,6 +1245,10 @@ def reduce_statistics(
     by: str = defaults.BY,
     E: str = defaults.E,
     uE: str = defaults.UE,
+    se: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    lags: int | None = None,
 ) -> xr.Dataset:
     """Statistics with analytic intervals from exact chunk-wise sums over ``sample``: out of
     core, bit-identical whatever the chunking.
@@ -773,6 +1284,23 @@ def reduce_statistics(
         Binning variable (``uE`` measures consistency, a feature adaptivity).
     E, uE : str
         Names of the error and uncertainty variables.
+    se : {"iid", "cluster", "hac"}
+        Standard errors of the intervals of the moment statistics: ``"iid"`` (independent
+        points, the default), ``"cluster"`` (cluster-robust, CRV1, over the groups of
+        ``groups``) or ``"hac"`` (Newey–West, Bartlett kernel, in the order of ``block``).
+        The estimates do not depend on it (see Notes).
+    groups : str, optional
+        With ``se="cluster"``: the variable over ``sample`` alone that holds each point's group
+        (any labels that sort), e.g. ``"structure_id"``; at least 2 groups per slice.
+    block : str, optional
+        With ``se="hac"``: the variable over ``sample`` alone (numbers or times) that orders the
+        points, e.g. ``"time"``. The data must already be stored in that order
+        (non-decreasing; ties keep the order of the data): out of core, the points are not
+        sorted, and the first point out of order is an error when computed.
+    lags : int, optional
+        With ``se="hac"``: the number of lags ``L``, ``0 <= L < M``. Default: the Newey–West
+        rule ``floor(4 (M / 100)^(2/9))`` per slice (``M`` its points;
+        :func:`xuqcal.core.robust.newey_west_lags`, the default of statsmodels' ``cov_hac``).
 
     Returns
     -------
@@ -780,7 +1308,8 @@ def reduce_statistics(
         Over ``statistic`` (after the extra dimensions, if any): ``estimate``, ``ci_low`` and
         ``ci_high`` (NaN for the binned statistics, which have no analytic interval), the
         coordinate ``interval`` (``"student"``, ``"delta"`` or ``"none"``), and
-        ``bin_edge`` over ``edge`` (the N - 1 inner edges) when a statistic is binned. Lazy
+        ``bin_edge`` over ``edge`` (the N - 1 inner edges) when a statistic is binned;
+        ``n_groups`` (``se="cluster"``) or ``lags`` (``se="hac"``) per slice. Lazy
         for Dask-backed data (nothing is read before ``.compute()``), computed for
         NumPy-backed data. Attributes say how it was computed.
 
@@ -791,7 +1320,16 @@ def reduce_statistics(
         name), ``cc``, a missing variable or wrong dimensions; for one data set, too few
         points. When computed (the first pass over the data), for NaN, infinite or
         non-positive values, naming the variable, the count and the first rows (as
-        :func:`xuqcal.validate_dataset`), and for slices with too few points.
+        :func:`xuqcal.validate_dataset`), and for slices with too few points; with
+        ``se="cluster"``, for a missing group label or a slice with fewer than 2 groups; with
+        ``se="hac"``, for a missing value of ``block`` or the first point out of its order, and
+        for a slice with ``lags`` or fewer points.
+    DataTooLargeError
+        With ``se="hac"``, before any work, when the exact sums of the lagged products
+        (``(L + 1) k²`` accumulators of 552 bytes per row of a chunk, ``k`` the columns,
+        three copies) do not fit in one task; with ``se="cluster"``, after the first pass
+        (when the groups are known) and before the sums, when the per-group accumulators
+        (``G k`` per row of a chunk) do not fit.
 
     Warns
     -----
@@ -806,6 +1344,19 @@ def reduce_statistics(
     ``rmse``, ``rmv``, ``rce`` (a function of <E²> and <uE²>, with their variances and
     covariance) and ``zv`` (``SE² = (m4 - s⁴ (M - 3)/(M - 1)) / M``, ``m4`` the fourth central
     moment of Z).
+
+    **Dependent points** (``se="cluster"`` or ``"hac"``; :mod:`xuqcal.core.robust`): each
+    moment statistic is a function of the means of a few per-point columns
+    (:data:`xuqcal.core.moments.MEAN_COLUMNS`), and its standard error is ``√(∇fᵀ V ∇f)``
+    with ``V`` the robust covariance of those means
+    (:func:`xuqcal.core.moments.covariance_interval`): the cluster-robust sandwich with the
+    factor ``G/(G-1) (M-1)/(M-K)``, ``K = 1`` (statsmodels' default), from the exact sums of
+    every group, or the Newey–West sum of the autocovariances ``Γ_l``, ``l <= L``, weighted
+    ``1 - l/(L+1)``, without factor (statsmodels' default), from the exact sums of the
+    lagged products. The means (``mse mv zm zms nll``) take Student's ``t`` with ``G - 1``
+    (cluster) or ``M - 1`` (HAC) degrees of freedom, the others (``rmse rmv rce zv``) the
+    normal quantile, as for ``"iid"``. ``zv`` is ``M/(M-1) (<d²> - <d>²)``, ``d = Z - c``.
+    Every sum is exact, so these intervals too are identical for any chunking.
 
     **z_shift**: ``zm`` and ``zv`` sum ``Z - c`` with ``c`` the correctly rounded mean of
     ``E / uE`` from the exact sums of the first pass (the in-memory kernels use NumPy's mean of
@@ -829,20 +1380,30 @@ def reduce_statistics(
     >>> same = reduce_statistics(ds.chunk(sample=777), ["zms", "ence"]).compute()
     >>> bool((same.estimate == result.estimate).all())
     True
+    >>> ds = ds.assign(structure=("sample", np.arange(5000) // 50))
+    >>> robust = reduce_statistics(ds.chunk(sample=1000), ["zms"], se="cluster",
+    ...                            groups="structure").compute()
+    >>> int(robust.n_groups), bool(robust.estimate[0] == result.estimate[0])
+    (100, True)
     """
     n_bins = n_bins_for(ds, n_bins, statistics=statistics)
     chosen, by, dims, binned = _check_arguments(ds, statistics, level=level, n_bins=n_bins,
                                                 by=by, E=E, uE=uE)
+    dependence = _check_dependence(ds, se, groups, block, lags, dims=dims)
     level = float(level)
     n_bins = int(n_bins)
     keys = [s.key for s in chosen]
+    robust_names = () if dependence.iid else _robust_names(keys)
     names = list(dict.fromkeys([*(c for s in chosen if s.kind == "moment" for c in s.columns),
                                 *(c for c in moments.needed_columns(keys)
                                   if c not in moments.PRODUCT_COLUMNS)]))
     products = [c for c in moments.needed_columns(keys) if c in moments.PRODUCT_COLUMNS]
     separate = binned and by != uE
-    layout = _Layout.of(ds, E, uE, by if separate else None, dims)
+    layout = _Layout.of(ds, E, uE, by if separate else None, dims,
+                        dependence.variable if robust_names else None)
     layout.check_fits()
+    if robust_names:
+        _check_robust_fits(dependence, layout, len(robust_names))
     absent = bool(dims)
     slice_names = _slice_names(ds, dims)
     by_dtype = ds[by].dtype if binned else np.dtype(np.float64)
@@ -867,6 +1428,42 @@ def reduce_statistics(
         slice_names=slice_names, statistics=keys, n_bins=n_bins, binned=binned, E=E, uE=uE,
         by=by, expressions=expressions)
 
+    # pass 1 (also): the group labels (cluster), the order and the edge points (hac)
+    gate = None
+    g_blocks = None if layout.g is None else layout.g.to_delayed(optimize_graph=False)
+    edges_before: dict[tuple[int, ...], list[Any]] = {}
+    edges_final: dict[tuple[int, ...], Any] = {}
+    first_index = next(iter(layout.block_rows))
+    if robust_names and dependence.se == "cluster":
+        found = _tree([dask.delayed(_labels_block, pure=True)(
+            e_blocks[(*index, j)], u_blocks[(*index, j)], g_blocks[j],
+            None if l_blocks is None else l_blocks[(*index, j)], offset=offset,
+            absent=absent)
+            for index in layout.block_rows for j, offset in enumerate(layout.offsets)],
+            _merge_labels)
+        rows_per_block = int(np.prod([max(c) for c in layout.e.chunks[:-1]], dtype=np.int64))
+        gate = dask.delayed(_groups_setup, pure=True)(
+            found, plan, variable=dependence.variable, rows=rows_per_block,
+            n_columns=len(robust_names))
+    elif robust_names:
+        order = dask.delayed(_Order(None, None, None, None))
+        chain = dask.delayed(_chain_order, pure=True)
+        for j, offset in enumerate(layout.offsets):
+            order = chain(order, dask.delayed(_order_block, pure=True)(
+                g_blocks[j], None if l_blocks is None else l_blocks[(*first_index, j)],
+                offset=offset, variable=dependence.variable), variable=dependence.variable)
+        gate = dask.delayed(_order_done, pure=True)(order, plan)
+        for index, rows in layout.block_rows.items():
+            state = dask.delayed(_no_edges(len(rows)))
+            edges_before[index] = []
+            for j in range(len(layout.offsets)):
+                edges_before[index].append(state)
+                state = dask.delayed(_chain_edges, pure=True)(
+                    state, dask.delayed(_edges_block, pure=True)(
+                        e_blocks[(*index, j)], u_blocks[(*index, j)],
+                        lags=dependence.lag_cap, absent=absent), lags=dependence.lag_cap)
+            edges_final[index] = state
+
     # pass 2: the bin edges, each pass reading the data again (bound to the previous one)
     selection = None
     if binned:
@@ -886,21 +1483,43 @@ def reduce_statistics(
 
     # pass 3: the exact sums, finished per block of the extra dimensions
     parent = selection if binned else plan
-    bound = bind((layout.e, layout.u) + ((layout.x,) if separate else ()), parent)
+    parents = parent if gate is None else [parent, gate]
+    bound = bind((layout.e, layout.u) + ((layout.x,) if separate else ())
+                 + ((layout.g,) if robust_names else ()), parents)
     e_pass, u_pass, *rest = _blocks(list(bound))
-    x_pass = rest[0] if rest else None
+    x_pass = rest[0] if separate else None
+    g_pass = rest[-1] if robust_names else None
     summed = dask.delayed(_sum_block, pure=True)
     finish = dask.delayed(_finish, pure=True)
     finished = {}
+    info: dict[tuple[int, ...], Any] = {}
     for index, rows in layout.block_rows.items():
         total = _tree([summed(e_pass[(*index, j)], u_pass[(*index, j)],
                               None if x_pass is None else x_pass[(*index, j)], plan, selection,
                               rows=rows, names=names, products=products, absent=absent,
                               n_bins=n_bins)
                        for j in range(len(layout.offsets))], _merge_sums)
-        finished[index] = finish(total, plan, rows=rows, shape=layout.block_shape(index),
-                                 statistics=keys, names=names, products=products, level=level,
-                                 slice_names=slice_names)
+        robust = None
+        if robust_names and dependence.se == "cluster":
+            robust = _tree([dask.delayed(_cluster_block, pure=True)(
+                e_pass[(*index, j)], u_pass[(*index, j)], g_pass[j], plan, gate, rows=rows,
+                names=robust_names, absent=absent) for j in range(len(layout.offsets))],
+                _merge_robust)
+        elif robust_names:
+            robust = _tree([dask.delayed(_hac_block, pure=True)(
+                e_pass[(*index, j)], u_pass[(*index, j)], plan, edges_before[index][j],
+                rows=rows, names=robust_names, lags=dependence.lag_cap, absent=absent)
+                for j in range(len(layout.offsets))], _merge_robust)
+        if robust is not None:
+            info[index] = dask.delayed(_robust_info, pure=True)(
+                robust, plan, rows=rows, dependence=dependence,
+                shape=layout.block_shape(index))
+        finished[index] = finish(total, plan, robust, edges_final.get(index), rows=rows,
+                                 shape=layout.block_shape(index), statistics=keys,
+                                 names=names, products=products, level=level,
+                                 slice_names=slice_names,
+                                 dependence=None if robust is None else dependence,
+                                 robust_names=robust_names)
     values = _assemble(finished, layout, (len(keys), 3))
     result_dims = (*dims, "statistic")
     data_vars = {
@@ -923,6 +1542,9 @@ def reduce_statistics(
             shape=layout.extra_shape, dtype=np.int64))
         coords.update({name: coord for name, coord in ds.coords.items()
                        if coord.dims and set(coord.dims) <= set(dims)})
+    if info:
+        name = "n_groups" if dependence.se == "cluster" else "lags"
+        coords[name] = (dims, _assemble(info, layout, ()).astype(np.int64))
     result = xr.Dataset(data_vars, coords=coords)
     attrs: dict[str, Any] = {
         "method": "out of core: exact sums chunk by chunk over sample",
@@ -936,6 +1558,7 @@ def reduce_statistics(
         "E": E,
         "uE": uE,
     }
+    attrs.update(_dependence_attrs(dependence))
     if binned:
         attrs["binning"] = ("quantile edges x_(floor(b M / N)), b = 1 .. N-1, exact; bin b "
                             "holds edge_b <= x < edge_(b+1): points tied at an edge go to the "

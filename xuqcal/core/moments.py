@@ -26,6 +26,18 @@ and ``z = Φ⁻¹((1+ℓ)/2)``:
 Products of per-point quantities are summed on quantities divided by powers of two
 (``q 2^-j`` with ``|q| < 2^j`` for every point, :func:`normalizing_exponent`), so that fourth
 powers never overflow; the intervals are computed in those units and scaled back exactly.
+
+**Intervals from a covariance of means** (:func:`covariance_interval`, used by the
+cluster-robust and HAC intervals of :func:`xuqcal.reduce_statistics`, :mod:`xuqcal.core.robust`):
+every moment statistic is a function ``f`` of the means of a few per-point columns
+(:data:`MEAN_COLUMNS`), and ``SE² = ∇fᵀ V ∇f`` with ``V`` the covariance of those means (the
+delta method; for a mean, ``∇f = 1``). The gradients (:func:`mean_gradient`): ``mse``, ``mv``,
+``zm``, ``zms``: 1; ``rmse = √a``: ``1 / (2 √a)``; ``nll = ½ (<Z²> + <ln uE²> + ln 2π)``:
+(½, ½); ``rce = 1 - √(a/b)``: ``(-(1 - rce) / (2a), (1 - rce) / (2b))``; ``zv = M/(M-1)
+(<d²> - <d>²)`` (``d = Z - c``): ``M/(M-1) (-2 <d>, 1)``. The Student quantile (means) takes
+the degrees of freedom of the covariance (``M - 1``, or ``G - 1`` for clusters), the delta
+intervals the normal quantile. With the iid ``V`` (sample covariance / M) these are the
+formulas above, which :func:`analytic_interval` keeps in their own arithmetic.
 """
 
 from __future__ import annotations
@@ -245,3 +257,160 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
     high = np.where(undefined, np.nan, estimate + half)
     return low, high
 
+
+
+#: The columns whose means each moment statistic is a function of (:func:`mean_gradient`):
+#: ``zd2`` is ``(Z - c)²``, normalized by ``2^(2 j_zd)``.
+MEAN_COLUMNS: dict[str, tuple[str, ...]] = {
+    "mse": ("e2",), "rmse": ("e2",), "mv": ("u2",), "rmv": ("u2",), "zm": ("zd",),
+    "zms": ("z2",), "nll": ("z2", "lnu2"), "rce": ("e2", "u2"), "zv": ("zd", "zd2"),
+}
+#: The fixed order of the columns of :data:`MEAN_COLUMNS`.
+MEAN_ORDER = ("e2", "u2", "z2", "lnu2", "zd", "zd2")
+
+
+def mean_columns(keys: Sequence[str]) -> tuple[str, ...]:
+    """The columns whose means the statistics ``keys`` need, in :data:`MEAN_ORDER`.
+
+    Examples
+    --------
+    >>> mean_columns(["zms", "rce", "ence"])
+    ('e2', 'u2', 'z2')
+    """
+    wanted = {c for k in keys if k in MEAN_COLUMNS for c in MEAN_COLUMNS[k]}
+    return tuple(c for c in MEAN_ORDER if c in wanted)
+
+
+def mean_exponent(name: str, exponents: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The normalizing exponent of a column of :data:`MEAN_ORDER` (``zd2``: ``2 j_zd``).
+
+    Examples
+    --------
+    >>> int(mean_exponent("zd2", {"zd": np.array(3)}))
+    6
+    """
+    if name == "zd2":
+        return 2 * np.asarray(exponents["zd"], dtype=np.int64)
+    return np.asarray(exponents[name], dtype=np.int64)
+
+
+def mean_values(columns: Mapping[str, np.ndarray], names: Sequence[str],
+                exponents: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The normalized per-point values ``q 2^-j`` (names, rows, points) of the columns
+    ``names`` of :data:`MEAN_ORDER`, from the per-point ``columns`` (``zd2`` from ``zd``).
+
+    Examples
+    --------
+    >>> mean_values({"zd": np.array([[2.0, -1.0]])}, ["zd", "zd2"], {"zd": np.array([2])})
+    array([[[ 0.5   , -0.25  ]],
+    <BLANKLINE>
+           [[ 0.25  ,  0.0625]]])
+    """
+    out = []
+    for name in names:
+        base = "zd" if name == "zd2" else name
+        value = np.ldexp(columns[base], -np.asarray(exponents[base])[:, np.newaxis])
+        out.append(value * value if name == "zd2" else value)
+    return np.stack(out)
+
+
+def mean_gradient(key: str, estimate: np.ndarray, n_points: np.ndarray,
+                  means: Mapping[str, np.ndarray], exponents: Mapping[str, np.ndarray]
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The gradient of statistic ``key`` with respect to the normalized means of its
+    :data:`MEAN_COLUMNS`, and the exponent ``s`` with ``SE = 2^s √(gᵀ V g)`` for ``V`` the
+    covariance of the normalized means (formulas in the module docstring).
+
+    Examples
+    --------
+    >>> g, s = mean_gradient("rce", np.array(0.0), np.array(10.0),
+    ...                      {"e2": np.array(0.5), "u2": np.array(0.5)},
+    ...                      {"e2": np.array(0), "u2": np.array(0)})
+    >>> float(g["e2"]), float(g["u2"]), int(s)
+    (-1.0, 1.0, 0)
+    """
+    n = np.asarray(n_points, dtype=np.float64)
+    zero = np.zeros(np.shape(n), dtype=np.int64)
+    estimate = np.asarray(estimate, dtype=np.float64)
+    if key in ("mse", "mv", "zm", "zms"):
+        (name,) = MEAN_COLUMNS[key]
+        return {name: np.ones(np.shape(n))}, mean_exponent(name, exponents) + zero
+    if key in ("rmse", "rmv"):
+        (name,) = MEAN_COLUMNS[key]
+        return {name: estimate / (2.0 * means[name])}, zero
+    if key == "nll":
+        return ({"z2": np.ldexp(0.5, mean_exponent("z2", exponents)),
+                 "lnu2": np.ldexp(0.5, mean_exponent("lnu2", exponents))}, zero)
+    if key == "rce":
+        ratio = 1.0 - estimate
+        return {"e2": -ratio / (2.0 * means["e2"]), "u2": ratio / (2.0 * means["u2"])}, zero
+    if key == "zv":
+        factor = n / (n - 1.0)
+        return ({"zd": -2.0 * factor * means["zd"], "zd2": factor + 0.0 * means["zd"]},
+                mean_exponent("zd2", exponents) + zero)
+    raise ValueError(f"statistics: {key} is not a function of column means")
+
+
+def covariance_interval(key: str, estimate: np.ndarray, n_points: np.ndarray,
+                        means: Mapping[str, np.ndarray],
+                        cov: Mapping[tuple[str, str], np.ndarray],
+                        exponents: Mapping[str, np.ndarray], level: float,
+                        df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval of moment statistic ``key`` from the covariance ``cov`` of the normalized
+    means of its columns (the delta method, :func:`mean_gradient`).
+
+    Parameters
+    ----------
+    key : str
+        A statistic of :data:`MEAN_COLUMNS`.
+    estimate : array
+        The statistic's value, in the units of the sums.
+    n_points : array
+        The points ``M``.
+    means : mapping
+        The normalized mean ``<q> 2^-j`` of each column of :data:`MEAN_COLUMNS` ``[key]``.
+    cov : mapping
+        ``(a, b) -> Cov(<a>, <b>) 2^-(j_a + j_b)`` for both orders of every pair of columns.
+    exponents : mapping
+        The normalizing exponents (:func:`mean_exponent`).
+    level : float
+        Confidence level.
+    df : array
+        Degrees of freedom of the Student quantile of the means (``n - 1`` for iid and HAC,
+        ``G - 1`` for clusters); the delta-method statistics use the normal quantile.
+
+    Returns
+    -------
+    ci_low, ci_high : arrays
+        NaN where ``df < 1`` or the interval is undefined.
+
+    Examples
+    --------
+    >>> z2 = np.array([0.25, 1.0, 4.0, 0.0])
+    >>> cov = {("z2", "z2"): np.array(np.var(z2, ddof=1) / 4)}
+    >>> lo, hi = covariance_interval("zms", z2.mean(), np.array(4.0), {"z2": z2.mean()}, cov,
+    ...                              {"z2": np.array(0)}, 0.95, np.array(3.0))
+    >>> from xuqcal.core.intervals import student_interval
+    >>> bool(np.allclose([lo, hi], student_interval(z2)[1:]))
+    True
+    """
+    level = check_level(level)
+    method, _ = INTERVALS[key]
+    n = np.asarray(n_points, dtype=np.float64)
+    df = np.asarray(df, dtype=np.float64)
+    estimate = np.asarray(estimate, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        gradient, scale = mean_gradient(key, estimate, n, means, exponents)
+        names = list(gradient)
+        var = sum(gradient[a] * gradient[b] * np.asarray(cov[a, b], dtype=np.float64)
+                  for a in names for b in names)
+        se = np.ldexp(np.sqrt(np.maximum(var, 0.0)), scale)
+        if method == "student":
+            quantile = stats.t.ppf((1.0 + level) / 2.0, df)
+        else:
+            quantile = special.ndtri((1.0 + level) / 2.0)
+        half = quantile * se
+    undefined = (df < 1) | ~np.isfinite(half)
+    low = np.where(undefined, np.nan, estimate - half)
+    high = np.where(undefined, np.nan, estimate + half)
+    return low, high
