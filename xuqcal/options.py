@@ -1,7 +1,8 @@
 """Global options of xuqcal: ``xuqcal.set_options`` (context manager or global), as xarray's.
 
 Options are knobs of *how* a result is computed (chunk sizes, progress display, time-outs),
-never of *what* is computed: results are bit-identical whatever the options.
+never of *what* is computed: results are bit-identical whatever the options (one,
+``dependence_check``, only turns a warning on or off).
 
 Examples
 --------
@@ -27,6 +28,7 @@ OPTIONS: dict[str, Any] = {
     "scheduler_timeout": 10.0,
     "study_batch_size": 50,
     "task_memory_limit": None,
+    "dependence_check": True,
 }
 
 _DESCRIPTIONS = {
@@ -45,6 +47,8 @@ _DESCRIPTIONS = {
                          "of a data set in one task (a positive integer, or None: the "
                          "smallest worker memory_limit of the dask.distributed client, else "
                          "the memory available on this machine)",
+    "dependence_check": "warn when an iid analysis runs on data whose group or ordered "
+                        "variables show significant dependence (True or False)",
 }
 
 
@@ -65,6 +69,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "scheduler_timeout": _positive_number,
     "study_batch_size": _positive_int,
     "task_memory_limit": lambda value: value is None or _positive_int(value),
+    "dependence_check": lambda value: isinstance(value, bool),
 }
 
 
@@ -103,6 +108,12 @@ class set_options:
         task (:func:`xuqcal.core.memory.check_fits_in_one_task`). ``None``: the smallest
         ``memory_limit`` of the workers of the active ``dask.distributed`` client, else the
         memory available on this machine.
+    dependence_check : bool, default True
+        Warn (:class:`xuqcal.analysis.dependence_scan.DependenceWarning`) when an iid analysis
+        runs on data that carry a group or ordered variable (``structure_id``, ``time``,
+        ``lat``) along which the z-scores are significantly dependent, naming the
+        ``resample=`` to use (:func:`xuqcal.analysis.dependence_scan.scan_dependence`; it reads
+        only NumPy-backed data). ``False`` skips the scan.
 
     Examples
     --------

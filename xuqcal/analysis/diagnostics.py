@@ -232,6 +232,57 @@ DESCRIPTIONS = {
 }
 
 
+def anova_mean_squares(x: np.ndarray, codes: np.ndarray, sizes: np.ndarray
+                       ) -> tuple[float, float, float]:
+    """The one-way ANOVA of ``x`` in the groups ``codes`` (``0 .. G - 1``, every one present)
+    of sizes ``sizes`` (float64, ``np.bincount(codes)``): the between-group and within-group
+    mean squares, on ``G - 1`` and ``n - G`` degrees of freedom, and the size-weighted mean
+    group size ``m0 = (n - Σ n_g² / n) / (G - 1)``; ``2 <= G < n``.
+
+    Their ratio is the F statistic of equal group means; :func:`icc_anova` reads the
+    intra-class correlation from them.
+
+    Examples
+    --------
+    >>> x = np.array([1.0, 1.2, 3.0, 3.1, 5.0, 5.3])
+    >>> codes = np.array([0, 0, 1, 1, 2, 2])
+    >>> between, within, m0 = anova_mean_squares(x, codes, np.bincount(codes) * 1.0)
+    >>> round(between / within, 1), m0  # the F statistic on (2, 3) degrees of freedom
+    (351.6, 2.0)
+    """
+    n, g = x.size, sizes.size
+    means = np.bincount(codes, weights=x, minlength=g) / sizes
+    grand = float(np.mean(x))
+    between = float(np.sum(sizes * (means - grand) ** 2)) / (g - 1)
+    within = float(np.sum((x - means[codes]) ** 2)) / (n - g)
+    m0 = (n - float(np.sum(sizes**2)) / n) / (g - 1)
+    return between, within, m0
+
+
+def icc_from_mean_squares(between: float, within: float, m0: float) -> float:
+    """The one-way ANOVA intra-class correlation ``(MSB - MSW) / (MSB + (m0 - 1) MSW)`` from
+    the mean squares of :func:`anova_mean_squares`.
+
+    Examples
+    --------
+    >>> icc_from_mean_squares(3.0, 1.0, 5.0)
+    0.2857142857142857
+    """
+    return (between - within) / (between + (m0 - 1.0) * within)
+
+
+def design_effect(icc: float, m0: float) -> float:
+    """The design effect ``1 + (m0 - 1) ICC`` of a mean over groups of mean size ``m0``: how
+    many times the variance of the mean exceeds the iid one.
+
+    Examples
+    --------
+    >>> design_effect(0.3, 51.0)
+    16.0
+    """
+    return 1.0 + (m0 - 1.0) * icc
+
+
 def icc_anova(x: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     """One-way ANOVA intra-class correlation of ``x`` within ``groups`` and the size-weighted
     mean group size ``m0 = (n - Σ n_g² / n) / (G - 1)``.
@@ -248,15 +299,19 @@ def icc_anova(x: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     if g < 2 or g >= n:
         return math.nan, math.nan
     sizes = np.bincount(codes, minlength=g).astype(np.float64)
-    means = np.bincount(codes, weights=x, minlength=g) / sizes
-    grand = float(np.mean(x))
-    between = float(np.sum(sizes * (means - grand) ** 2)) / (g - 1)
-    within = float(np.sum((x - means[codes]) ** 2)) / (n - g)
-    m0 = (n - float(np.sum(sizes**2)) / n) / (g - 1)
-    return (between - within) / (between + (m0 - 1.0) * within), m0
+    between, within, m0 = anova_mean_squares(x, codes, sizes)
+    return icc_from_mean_squares(between, within, m0), m0
 
 
-def _acf1(x: np.ndarray) -> float:
+def acf1(x: np.ndarray) -> float:
+    """The lag-1 autocorrelation ``Σ d_i d_{i-1} / Σ d_i²`` of a series (``d = x - x̄``), in
+    its order.
+
+    Examples
+    --------
+    >>> acf1(np.array([1.0, 2.0, 3.0, 4.0]))
+    0.25
+    """
     d = x - x.mean()
     return float(d[1:] @ d[:-1]) / float(d @ d)
 
@@ -279,12 +334,12 @@ def _dependence(z: np.ndarray, groups: np.ndarray | None, order: np.ndarray | No
                              "every point its group")
         icc_z, _ = icc_anova(z, groups)
         icc_z2, m0 = icc_anova(z**2, groups)
-        effect = 1.0 + (m0 - 1.0) * icc_z2
+        effect = design_effect(icc_z2, m0)
         out.update(icc_z=icc_z, icc_z2=icc_z2, design_effect_z2=effect,
                    n_effective_groups=z.size / effect)
     if order is not None:
         ordered = z[np.argsort(np.asarray(order), kind="stable")]
-        out.update(acf1_z=_acf1(ordered), acf1_z2=_acf1(ordered**2),
+        out.update(acf1_z=acf1(ordered), acf1_z2=acf1(ordered**2),
                    n_effective_block=ordered.size * _long_run_ratio(ordered**2))
     return out
 
