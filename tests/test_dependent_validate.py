@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dask
 import numpy as np
 import pytest
@@ -150,3 +152,17 @@ def test_every_slice_of_an_extra_dimension_is_the_slice_alone():
 def test_bad_dependence_arguments_are_refused_before_any_work(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         xuqcal.validate(grouped(), ["zms"], n_boot=200, n_mc=100, **options)
+
+
+def test_an_iid_analysis_of_dependent_data_warns_and_names_the_resample():
+    ds = grouped(n_groups=100, icc=0.5)
+    for analysis in (xuqcal.validate, xuqcal.bootstrap):
+        with pytest.warns(xuqcal.DependenceWarning,
+                          match=r"along 'structure'.*resample='cluster', groups='structure'"):
+            analysis(ds, ["zms"], n_boot=200, **({"n_mc": 100}
+                                                  if analysis is xuqcal.validate else {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", xuqcal.DependenceWarning)
+        xuqcal.validate(ds, ["zms"], n_boot=200, n_mc=100, **CLUSTER)
+        with xuqcal.set_options(dependence_check=False):
+            xuqcal.validate(ds, ["zms"], n_boot=200, n_mc=100)

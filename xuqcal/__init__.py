@@ -19,6 +19,7 @@ from xuqcal.analysis.binning import make_bins
 from xuqcal.analysis.compare import compare
 from xuqcal.analysis.coverage import interval_coverage, quantile_coverage
 from xuqcal.analysis.decomposition import corp_reliability, nll_split, score_decomposition
+from xuqcal.analysis.dependence_scan import DependenceWarning, scan_dependence, warn_if_dependent
 from xuqcal.analysis.diagnostics import describe
 from xuqcal.analysis.features import add_formula_features, from_formula, rank_correlation
 from xuqcal.analysis.labelled import zeta
@@ -69,6 +70,7 @@ __all__ = [
     "STATISTICS",
     "DataTooLargeError",
     "DegenerateIntervalWarning",
+    "DependenceWarning",
     "FewPointsPerBinWarning",
     "Recalibrator",
     "UQCalAccessor",
@@ -114,6 +116,7 @@ __all__ = [
     "report",
     "roles",
     "running_statistics",
+    "scan_dependence",
     "score_decomposition",
     "set_options",
     "simulate",
@@ -127,6 +130,7 @@ __all__ = [
     "to_netcdf",
     "validate",
     "validate_dataset",
+    "warn_if_dependent",
     "wilson_interval",
     "zeta",
 ]

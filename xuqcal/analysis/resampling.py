@@ -462,6 +462,10 @@ def bootstrap(
     if not dependence.iid and method == "student":
         raise ValueError("method: the Student interval assumes independent points; use "
                          f"method='bca' or 'percentile' with resample={resample!r}")
+    if dependence.iid:
+        from xuqcal.analysis.dependence_scan import warn_if_dependent
+
+        warn_if_dependent(ds, E=E, uE=uE, analysis="bootstrap")
     return bootstrap_checked(ds, stats, n_boot=n_boot, method=method, level=level, seed=seed,
                              chunks=chunks, n_bins=n_bins, by=by,
                              keep_replicates=keep_replicates, E=E, uE=uE,

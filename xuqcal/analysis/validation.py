@@ -55,6 +55,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import n_bins_for
+from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.dependent import (
     AUTO_LENGTH,
     arrange_prepared,
@@ -392,7 +393,9 @@ def validate(
                      heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
                      groups=groups, block=block, block_length=block_length)
     dependence = bootstrap_arguments["dependence"]
-    if dependence is not None and dependence.block_length == AUTO_LENGTH:
+    if dependence is None:
+        warn_if_dependent(ds, E=E, uE=uE, analysis="validate")
+    elif dependence.block_length == AUTO_LENGTH:
         dependence = bootstrap_arguments["dependence"] = automatic_length(ds, dependence, E=E,
                                                                          uE=uE)
     # the bootstrap and the simulations are those of the kernel statistics; the coverage
