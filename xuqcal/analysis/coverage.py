@@ -23,6 +23,17 @@ bound is NaN (an absent point of a stacked data set) is not counted; for an inte
 is absent only when ``E`` and both bounds are NaN: a NaN in some of them only is an error
 naming the variable and the rows.
 
+**Dependent points.** The Wilson interval and the iid bootstrap assume independent points.
+With ``resample=`` (``"cluster"`` with ``groups=``, or a block scheme with ``block=`` and
+``block_length=``, as :func:`xuqcal.bootstrap`; :mod:`xuqcal.analysis.dependent`), the
+interval of each coverage fraction is instead the dependent bootstrap (BCa with the
+delete-one-unit jackknife, or percentile) of the mean of its coverage indicator, as
+:func:`xuqcal.validate` does for its coverage statistics, and the bootstrap intervals of the
+mean scores resample the same groups or blocks; ``valid`` then reads that interval. The
+dependence variable is over ``sample`` alone and shared by every set of the extra dimensions;
+each set is resampled on its counted points (the groups or the order of ``block`` restricted
+to them), as the set alone.
+
 The scores are those of :mod:`xuqcal.core.scores` on the error: with the sign convention of
 xuqcal (``E = observed - prediction``, bounds and quantiles of the error are those of the
 target minus the prediction), ``E - lower = y - y_lo`` and ``E - q_p = y - (quantile of y)``,
@@ -31,13 +42,18 @@ so the interval score and the pinball loss of the error are those of the target.
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.dependent import AUTO_LENGTH, Dependence, check_dependence
 from xuqcal.analysis.probabilistic import _score_intervals, check_score_bootstrap
 from xuqcal.analysis.resampling import RNG_DESCRIPTION
 from xuqcal.core import defaults
 from xuqcal.core import scores as S
+from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
     check_level,
     check_tolerance,
@@ -215,21 +231,27 @@ def _mean_pinball(errors: np.ndarray, quantiles: np.ndarray, *, probabilities: n
 
 
 def _mean_intervals(columns: dict[str, np.ndarray], *, n_boot: int, method: str, level: float,
-                    seed: int) -> dict[str, np.ndarray]:
+                    seed: int, dependence: Dependence | None = None,
+                    variable: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Bootstrap summaries (:data:`_SUMMARIES`) of the means of the per-point ``columns`` of
     one set, through :func:`~xuqcal.analysis.probabilistic._score_intervals` (the bootstrap's
-    streams, the points in their order). A constant column (intervals of one width) has the
-    exact summaries ``0, 0, value, value``, without resampling."""
+    streams, the points in their order; with a dependent resample ``dependence``, its streams
+    over the groups or blocks of ``variable``, the dependence variable's values at the
+    points). A constant column (intervals of one width) has the exact summaries
+    ``0, 0, value, value``, without resampling."""
     names = tuple(columns)
     constant = {name: bool(np.all(values == values[0])) for name, values in columns.items()}
     out = {summary: np.full(len(names), np.nan) for summary in _SUMMARIES}
     if not all(constant.values()):
         estimate = np.array([float(np.mean(values)) for values in columns.values()])
         m = next(iter(columns.values())).size
+        dependent = ({} if dependence is None else
+                     {"dependence": dependence, "variable": variable})
         out = _score_intervals({name: None if constant[name] else values
-                                for name, values in columns.items()}, estimate, np.arange(m),
+                                for name, values in columns.items()}, estimate,
+                               np.arange(m) if dependence is None else None,
                                n_boot=n_boot, method=method, level=level, seed=seed,
-                               names=names)
+                               names=names, **dependent)
     for i, name in enumerate(names):
         if constant[name]:
             value = float(columns[name][0])
@@ -264,6 +286,141 @@ def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray
     return tuple(out)
 
 
+def _check_set_length(dependence: Dependence, m: int) -> None:
+    """A moving block must fit in the counted points of a set."""
+    if dependence.resample == "moving" and int(dependence.block_length) > m:
+        raise ValueError(f"block_length: {dependence.block_length} is longer than the {m} "
+                         "counted points of a set; a moving block must fit in the data")
+
+
+def _dependent_interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                                  variable: np.ndarray, *, interval_level: float,
+                                  n_boot: int, coverage_n_boot: int, method: str,
+                                  level: float, seed: int, dependence: Dependence
+                                  ) -> tuple[np.ndarray, ...]:
+    """Under the dependent resample ``dependence`` (``variable``: its variable's values), the
+    interval ``(low, high)`` of the PICP of every set (the points along the last axis), the
+    dependent bootstrap of the mean of the indicator ``lower <= E <= upper``, and with
+    ``n_boot`` the summaries ``(..., 2)`` of the mean width and the mean interval score
+    (:data:`INTERVAL_SCORES`), all on the same resamples of each set's counted points:
+    ``n_boot`` replicates, or ``coverage_n_boot`` without ``n_boot`` (the PICP only)."""
+    shape = np.broadcast_shapes(errors.shape, lower.shape, upper.shape, variable.shape)
+    errors, lower, upper, variable = (np.broadcast_to(a, shape)
+                                      for a in (errors, lower, upper, variable))
+    low, high = np.full(shape[:-1], np.nan), np.full(shape[:-1], np.nan)
+    out = [np.full((*shape[:-1], len(INTERVAL_SCORES)), np.nan) for _ in _SUMMARIES]
+    for index in np.ndindex(*shape[:-1]):
+        e, lo, hi = errors[index], lower[index], upper[index]
+        counted = ~(np.isnan(e) | np.isnan(lo) | np.isnan(hi))
+        m = int(counted.sum())
+        if m == 0 or (method == "bca" and m < 2):
+            continue
+        _check_set_length(dependence, m)
+        e, lo, hi = e[counted], lo[counted], hi[counted]
+        columns = {"picp": ((lo <= e) & (e <= hi)).astype(np.float64)}
+        if n_boot:
+            columns.update(mean_width=hi - lo, interval_score=np.asarray(
+                S.interval_score(e, lo, hi, interval_level), dtype=np.float64))
+        summaries = _mean_intervals(columns, n_boot=n_boot or coverage_n_boot, method=method,
+                                    level=level, seed=seed, dependence=dependence,
+                                    variable=variable[index][counted])
+        low[index], high[index] = summaries["ci_low"][0], summaries["ci_high"][0]
+        if n_boot:
+            for k, summary in enumerate(_SUMMARIES):
+                out[k][index] = summaries[summary][1:]
+    return (low, high, *out) if n_boot else (low, high)
+
+
+def _dependent_quantile_intervals(errors: np.ndarray, quantiles: np.ndarray,
+                                  variable: np.ndarray, *, probabilities: np.ndarray,
+                                  n_boot: int, method: str, level: float, seed: int,
+                                  dependence: Dependence) -> tuple[np.ndarray, np.ndarray]:
+    """Under the dependent resample ``dependence``, the interval ``(low, high)`` ``(..., K)``
+    of the fraction of points with ``E <= q_p`` of every set and level: the dependent
+    bootstrap of the mean of its indicator over the counted points (the levels counted at the
+    same points share their resamples); NaN without counted points (or with one, for BCa)."""
+    shape = np.broadcast_shapes(errors.shape, quantiles.shape[:-1], variable.shape)
+    n_levels = quantiles.shape[-1]
+    errors, variable = np.broadcast_to(errors, shape), np.broadcast_to(variable, shape)
+    quantiles = np.broadcast_to(quantiles, (*shape, n_levels))
+    low = np.full((*shape[:-1], n_levels), np.nan)
+    high = np.full((*shape[:-1], n_levels), np.nan)
+    for index in np.ndindex(*shape[:-1]):
+        e, q = errors[index], quantiles[index]
+        counted = ~(np.isnan(e)[:, None] | np.isnan(q))
+        with np.errstate(invalid="ignore"):
+            below = counted & (e[:, None] <= q)
+        sets: dict[bytes, list[int]] = {}
+        for k in range(n_levels):
+            sets.setdefault(counted[:, k].tobytes(), []).append(k)
+        for levels in sets.values():
+            mask = counted[:, levels[0]]
+            m = int(mask.sum())
+            if m == 0 or (method == "bca" and m < 2):
+                continue
+            _check_set_length(dependence, m)
+            columns = {f"p={probabilities[k]:g}": below[mask, k].astype(np.float64)
+                       for k in levels}
+            summaries = _mean_intervals(columns, n_boot=n_boot, method=method, level=level,
+                                        seed=seed, dependence=dependence,
+                                        variable=variable[index][mask])
+            low[(*index, levels)] = summaries["ci_low"]
+            high[(*index, levels)] = summaries["ci_high"]
+    return low, high
+
+
+def _resolved_length(dependence: Dependence, indicators: xr.DataArray,
+                     variable: xr.DataArray, what: str) -> Dependence:
+    """``dependence`` with ``block_length="auto"`` resolved (the data are read now): the
+    largest Politis & White (2004; Patton, Politis & White 2009) length, rounded up, of the
+    coverage indicators ``indicators`` (NaN at the points not counted) of every set and
+    level, each in the order of ``block`` over its counted points (the stationary
+    bootstrap's for ``"stationary"``, the circular block's otherwise; 1 when no indicator
+    varies over at least 10 points)."""
+    series = np.asarray(indicators.transpose(..., SAMPLE_DIM).values, dtype=np.float64)
+    order_values = np.asarray(variable.values)
+    chosen, smallest = math.nan, None
+    for index in np.ndindex(*series.shape[:-1]):
+        x = series[index]
+        keep = ~np.isnan(x)
+        m = int(keep.sum())
+        if m:
+            smallest = m if smallest is None else min(smallest, m)
+        x = x[keep][np.argsort(order_values[keep], kind="stable")]
+        if m < 10 or np.all(x == x[0]):
+            continue
+        stationary, circular = optimal_block_length(x)
+        value = stationary if dependence.resample == "stationary" else circular
+        if math.isfinite(value) and not value <= chosen:
+            chosen = value
+    length = max(1, math.ceil(chosen)) if math.isfinite(chosen) else 1
+    if dependence.resample == "moving" and smallest is not None:
+        length = min(length, smallest)
+    text = f"{chosen:.4g}, rounded up" if math.isfinite(chosen) else "none varies: 1"
+    return replace(dependence, block_length=length,
+                   block_length_rule="Politis-White (2004; Patton-Politis-White 2009) of the "
+                                     f"{what} in the order of {dependence.variable}, the "
+                                     f"largest over the sets: {text}")
+
+
+def _dependence_iv(ds: xr.Dataset, resample: object, groups: object, block: object,
+                   block_length: object) -> Dependence | None:
+    """The checked resample (``None`` for ``"iid"``); ``block_length="auto"`` is resolved
+    later, from the coverage indicators."""
+    dependence = check_dependence(ds, resample, groups, block, block_length)
+    return None if dependence.iid else dependence
+
+
+def _dependent_attrs(dependence: Dependence, *, n_boot: int, method: str, seed: int) -> dict:
+    """The attributes of the intervals of the coverage fractions under ``dependence``."""
+    name = "BCa" if method == "bca" else "percentile"
+    return {"ci_method": f"dependent bootstrap ({name}, {n_boot} replicates, resample="
+                         f"{dependence.resample!r}) of the mean of the coverage indicator; the "
+                         "Wilson interval assumes independent points",
+            "coverage_n_boot": n_boot, "coverage_method": method, "coverage_seed": seed,
+            **dependence.attrs()}
+
+
 def _gathered(var: xr.DataArray, *dims: str) -> xr.DataArray:
     """``var`` with its points (and ``dims``) in one chunk when Dask-backed: the means of
     the scores and the bootstrap of a set read all its points in one task."""
@@ -275,7 +432,10 @@ def _gathered(var: xr.DataArray, *dims: str) -> xr.DataArray:
 @by_role
 def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       tol: float = defaults.COVERAGE_TOLERANCE, E: str = defaults.E,
-                      quantiles: str | None = None) -> xr.Dataset:
+                      quantiles: str | None = None, resample: str = "iid",
+                      groups: str | None = None, block: str | None = None,
+                      block_length: int | str | None = None, n_boot: int | None = None,
+                      method: str = "bca", seed: int = defaults.SEED) -> xr.Dataset:
     """The observed fraction of points below each predicted quantile, against its nominal
     probability, the mean pinball loss per level and the calibration error.
 
@@ -306,6 +466,32 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         Name of the error variable (by default the variable of role ``E``).
     quantiles : str, optional
         Name of the quantiles variable; by default the variable of role ``quantiles``.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the points depend on each other, as :func:`xuqcal.bootstrap`: independent
+        (default: the Wilson intervals, the results of earlier versions bit for bit), in
+        groups of ``groups``, or correlated along ``block``. Under a dependent resample the
+        interval of each fraction is the dependent bootstrap of the mean of its indicator
+        ``E <= q_p`` (see the module), replicate ``r`` drawn from the stream
+        ``(seed, "bootstrap-<resample>", r)`` over each set's counted points.
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` alone holding each point's
+        group.
+    block : str, optional
+        With a block scheme: the variable over ``sample`` alone that orders the points.
+    block_length : int or "auto", optional
+        With a block scheme: points per block (the mean length for ``"stationary"``);
+        ``"auto"``: the largest Politis & White length of the indicators ``E <= q_p`` of the
+        levels and sets in the order of ``block`` (one length for all; the data are read at
+        the call).
+    n_boot : int, optional
+        With a dependent resample: the bootstrap replicates (default
+        :data:`~xuqcal.core.defaults.N_BOOT`; at least ``ceil(2 / (1 - level))``). Not used
+        (refused) with ``resample="iid"``.
+    method : {"bca", "percentile"}
+        With a dependent resample: the bootstrap interval (BCa: the delete-one-group or
+        delete-one-block jackknife for the acceleration).
+    seed : int
+        With a dependent resample: the seed of the bootstrap streams.
 
     Returns
     -------
@@ -317,14 +503,24 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         ``pinball_loss`` (mean pinball loss of the level over the counted points); over the
         extra dimensions only: ``calibration_error`` (mean of ``|observed - p|`` over the
         levels). Attributes ``level``, ``tol``, ``quantile_dim`` (the dimension of
-        probabilities), ... Lazy on Dask-backed data.
+        probabilities), ``ci_method``, ...; under a dependent resample ``ci_low`` and
+        ``ci_high`` are the dependent bootstrap's (``ci_method`` says so), with the attributes
+        ``coverage_n_boot``, ``coverage_method``, ``coverage_seed``, ``random_streams`` and
+        those of :meth:`~xuqcal.analysis.dependent.Dependence.attrs` (``resample``,
+        ``groups`` or ``block``, ``block_length``, ``block_length_rule``, ``jackknife``).
+        Lazy on Dask-backed data.
 
     Raises
     ------
     ValueError
         Before any work: for a confidence level not in (0, 1), a missing variable, no
         dimension of probabilities, or probabilities that are not in (0, 1) and strictly
-        increasing. For infinite values (when computed, for Dask-backed data).
+        increasing, ``resample``, ``groups``, ``block`` or ``block_length`` refused by
+        :func:`~xuqcal.analysis.dependent.check_dependence` (the message starts with the
+        parameter's name), ``n_boot`` with ``resample="iid"`` or too few, an unknown
+        ``method`` or an invalid ``seed``. For infinite values, and a ``groups`` variable
+        with missing values or fewer than 2 groups in a set (when computed, for Dask-backed
+        data).
 
     Examples
     --------
@@ -342,6 +538,19 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     """
     level = check_level(level)
     tol = check_tolerance(tol)
+    dependence = _dependence_iv(ds, resample, groups, block, block_length)
+    if dependence is None:
+        if n_boot is not None:
+            raise ValueError(f"n_boot: only used with a dependent resample (resample="
+                             f"'cluster' or a block scheme), got {n_boot!r} with "
+                             "resample='iid' (the Wilson intervals draw no replicates)")
+        check_score_bootstrap(0, method, level, seed)
+    else:
+        n_boot, seed = check_score_bootstrap(defaults.N_BOOT if n_boot is None else n_boot,
+                                             method, level, seed)
+        if not n_boot:
+            raise ValueError(f"n_boot: a dependent resample (resample={resample!r}) needs "
+                             "replicates for the intervals of the fractions, got 0")
     errors = _check_variable(ds, E, "E")
     name = variable_with_role(ds, "quantiles", quantiles)
     predicted = _check_variable(ds, name, "quantiles")
@@ -369,13 +578,33 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         input_core_dims=[[SAMPLE_DIM], [SAMPLE_DIM, dim]], output_core_dims=[[dim]],
         kwargs={"probabilities": probabilities}, dask="parallelized",
         output_dtypes=[np.float64])
+    dependent_attrs = {}
+    if dependence is not None:
+        variable = ds[dependence.variable]
+        if dependence.block_length == AUTO_LENGTH:
+            dependence = _resolved_length(dependence, below.where(counted), variable,
+                                          "indicators E <= q_p")
+        low, high = xr.apply_ufunc(
+            _dependent_quantile_intervals, _gathered(errors), _gathered(predicted, dim),
+            _gathered(variable), input_core_dims=[[SAMPLE_DIM], [SAMPLE_DIM, dim],
+                                                  [SAMPLE_DIM]],
+            output_core_dims=[[dim], [dim]],
+            kwargs={"probabilities": probabilities, "n_boot": n_boot, "method": method,
+                    "level": level, "seed": seed, "dependence": dependence},
+            dask="parallelized", output_dtypes=[np.float64, np.float64])
+        values.update(ci_low=low, ci_high=high,
+                      valid=(low <= nominal + tol) & (nominal - tol <= high))
+        dependent_attrs = {**_dependent_attrs(dependence, n_boot=n_boot, method=method,
+                                              seed=seed), "random_streams": RNG_DESCRIPTION}
     calibration_error = abs(values["observed"] - nominal).mean(dim, skipna=False)
     long_names = {
         "observed": "observed fraction of points with E <= the predicted quantile",
         "count": "number of points with E <= the predicted quantile",
         "n": "number of points counted",
-        "ci_low": "Wilson-cc interval of the fraction, lower",
-        "ci_high": "Wilson-cc interval of the fraction, upper",
+        "ci_low": ("Wilson-cc interval of the fraction, lower" if dependence is None else
+                   "dependent bootstrap interval of the fraction, lower"),
+        "ci_high": ("Wilson-cc interval of the fraction, upper" if dependence is None else
+                    "dependent bootstrap interval of the fraction, upper"),
         "valid": "the interval of the observed fraction overlaps [p - tol, p + tol]",
         "pinball_loss": "mean pinball loss (E - q_p)(p - 1{E < q_p}) of the level",
         "calibration_error": "mean |observed - p| over the levels (distance of the quantile "
@@ -391,9 +620,10 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     if units is not None:
         result["pinball_loss"].attrs["units"] = units
     result = result.transpose(dim, ...)
-    result.attrs = provenance(level=level, tol=tol, ci_method=_CI_METHOD, definition="E <= q_p",
+    ci_method = dependent_attrs.pop("ci_method", _CI_METHOD)
+    result.attrs = provenance(level=level, tol=tol, ci_method=ci_method, definition="E <= q_p",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E, quantiles=name,
-                              quantile_dim=str(dim))
+                              quantile_dim=str(dim), **dependent_attrs)
     return result
 
 
@@ -403,7 +633,9 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       lower: str | None = None, upper: str | None = None,
                       interval_level: float | None = None,
                       n_boot: int = defaults.N_BOOT_SCORES,
-                      method: str = "bca", seed: int = defaults.SEED) -> xr.Dataset:
+                      method: str = "bca", seed: int = defaults.SEED, resample: str = "iid",
+                      groups: str | None = None, block: str | None = None,
+                      block_length: int | str | None = None) -> xr.Dataset:
     """The prediction interval coverage probability (PICP) of a predicted interval of the
     error, against its nominal level, the interval's mean width (sharpness) and its mean
     interval (Winkler) score.
@@ -446,6 +678,27 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         Bootstrap interval method (BCa: exact leave-one-out means for the acceleration).
     seed : int
         Seed of the bootstrap streams.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the points depend on each other, as :func:`xuqcal.bootstrap`: independent
+        (default: the Wilson interval of the PICP and the iid bootstrap, the results of
+        earlier versions bit for bit), in groups of ``groups``, or correlated along
+        ``block``. Under a dependent resample the interval of the PICP is the dependent
+        bootstrap of the mean of the indicator ``lower <= E <= upper`` (``n_boot``
+        replicates, or :data:`~xuqcal.core.defaults.N_BOOT` when ``n_boot=0``, which then
+        draws no intervals of the scores), and the intervals of ``mean_width`` and
+        ``interval_score`` rest on the same dependent resamples (replicate ``r`` from the
+        stream ``(seed, "bootstrap-<resample>", r)`` over each set's counted points; BCa
+        with the delete-one-group or delete-one-block jackknife).
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` alone holding each point's
+        group.
+    block : str, optional
+        With a block scheme: the variable over ``sample`` alone that orders the points.
+    block_length : int or "auto", optional
+        With a block scheme: points per block (the mean length for ``"stationary"``);
+        ``"auto"``: the largest Politis & White length of the indicators
+        ``lower <= E <= upper`` of the sets in the order of ``block`` (one length for all;
+        the data are read at the call).
 
     Returns
     -------
@@ -459,18 +712,26 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         ``mean_width``, ``interval_score``; last dimension): ``score_bias``, ``score_se``,
         ``score_ci_low``, ``score_ci_high`` (the ``bias``, ``se``, ``ci_low``, ``ci_high`` of
         :func:`~xuqcal.analysis.probabilistic.proper_scores`, prefixed: ``ci_low`` and
-        ``ci_high`` are the PICP's). Attributes ``interval_level``, ``level``, ``tol``, ...
-        (and ``n_boot``, ``method``, ``seed``, ``random_streams`` with intervals). Lazy on
-        Dask-backed data.
+        ``ci_high`` are the PICP's). Attributes ``interval_level``, ``level``, ``tol``,
+        ``ci_method``, ... (and ``n_boot``, ``method``, ``seed``, ``random_streams`` with
+        intervals; under a dependent resample, ``ci_method`` names the dependent bootstrap of
+        the PICP, with ``coverage_n_boot``, ``coverage_method``, ``coverage_seed`` and the
+        attributes of :meth:`~xuqcal.analysis.dependent.Dependence.attrs`: ``resample``,
+        ``groups`` or ``block``, ``block_length``, ``block_length_rule``, ``jackknife``).
+        Lazy on Dask-backed data.
 
     Raises
     ------
     ValueError
         Before any work: for a level not in (0, 1), a missing variable, no nominal level (no
         attribute and no ``interval_level``), bounds that record different levels, too few
-        ``n_boot``, an unknown ``method`` or an invalid ``seed``. For bounds with
-        ``lower > upper`` or infinite values, and for a point where some of ``E``, ``lower``
-        and ``upper`` are NaN but not all (when computed, for Dask-backed data).
+        ``n_boot``, an unknown ``method`` or an invalid ``seed``, ``resample``, ``groups``,
+        ``block`` or ``block_length`` refused by
+        :func:`~xuqcal.analysis.dependent.check_dependence` (the message starts with the
+        parameter's name). For bounds with ``lower > upper`` or infinite values, for a point
+        where some of ``E``, ``lower`` and ``upper`` are NaN but not all, and for a
+        ``groups`` variable with missing values or fewer than 2 groups in a set (when
+        computed, for Dask-backed data).
 
     Examples
     --------
@@ -489,6 +750,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     level = check_level(level)
     tol = check_tolerance(tol)
     n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
+    dependence = _dependence_iv(ds, resample, groups, block, block_length)
     errors = _check_variable(ds, E, "E")
     bounds, interval_level = interval_bounds(ds, lower, upper, interval_level)
     errors, bounds = _checked_absence(errors, bounds)
@@ -503,12 +765,38 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         _mean_interval_score, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
         kwargs={"interval_level": interval_level}, dask="parallelized",
         output_dtypes=[np.float64])
+    dependent_summaries: list = []
+    dependent_attrs = {}
+    if dependence is not None:
+        variable = ds[dependence.variable]
+        if dependence.block_length == AUTO_LENGTH:
+            dependence = _resolved_length(dependence, inside.where(counted), variable,
+                                          "indicators lower <= E <= upper")
+        coverage_n_boot = n_boot or defaults.N_BOOT
+        outputs = 6 if n_boot else 2
+        low, high, *dependent_summaries = xr.apply_ufunc(
+            _dependent_interval_bootstrap, *gathered, _gathered(variable),
+            input_core_dims=[[SAMPLE_DIM]] * 4,
+            output_core_dims=[[], []] + [[SCORE_DIM]] * (outputs - 2),
+            kwargs={"interval_level": interval_level, "n_boot": n_boot,
+                    "coverage_n_boot": coverage_n_boot, "method": method, "level": level,
+                    "seed": seed, "dependence": dependence},
+            dask="parallelized", output_dtypes=[np.float64] * outputs,
+            dask_gufunc_kwargs={"output_sizes": {SCORE_DIM: len(INTERVAL_SCORES)}})
+        values.update(ci_low=low, ci_high=high,
+                      valid=(low <= interval_level + tol) & (interval_level - tol <= high))
+        dependent_attrs = _dependent_attrs(dependence, n_boot=coverage_n_boot, method=method,
+                                           seed=seed)
+        if not n_boot:
+            dependent_attrs["random_streams"] = RNG_DESCRIPTION
     long_names = {
         "picp": "prediction interval coverage probability: fraction with lower <= E <= upper",
         "count": "number of points inside the interval",
         "n": "number of points counted",
-        "ci_low": "Wilson-cc interval of the PICP, lower",
-        "ci_high": "Wilson-cc interval of the PICP, upper",
+        "ci_low": ("Wilson-cc interval of the PICP, lower" if dependence is None else
+                   "dependent bootstrap interval of the PICP, lower"),
+        "ci_high": ("Wilson-cc interval of the PICP, upper" if dependence is None else
+                    "dependent bootstrap interval of the PICP, upper"),
         "valid": "the interval of the PICP overlaps [p - tol, p + tol]",
         "mean_width": "mean width of the interval, upper - lower (sharpness)",
         "interval_score": "mean interval (Winkler) score (U - L) + (2/α)(L - E)₊ + "
@@ -520,7 +808,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                          "interval_score": interval_score})
     bootstrap = {}
     if n_boot:
-        summaries = xr.apply_ufunc(
+        summaries = dependent_summaries or xr.apply_ufunc(
             _interval_bootstrap, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
             output_core_dims=[[SCORE_DIM]] * 4,
             kwargs={"interval_level": interval_level, "n_boot": n_boot, "method": method,
@@ -544,9 +832,10 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         for key in ("mean_width", "interval_score", *(
                 f"score_{summary}" for summary in _SUMMARIES if n_boot)):
             result[key].attrs["units"] = units
+    ci_method = dependent_attrs.pop("ci_method", _CI_METHOD)
     result.attrs = provenance(interval_level=interval_level, level=level, tol=tol,
-                              ci_method=_CI_METHOD, definition="lower <= E <= upper",
+                              ci_method=ci_method, definition="lower <= E <= upper",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E,
                               lower=str(bounds["lower"].name), upper=str(bounds["upper"].name),
-                              **bootstrap)
+                              **bootstrap, **dependent_attrs)
     return result

@@ -24,6 +24,14 @@ results undefined: NaN with an :class:`~xuqcal.UndefinedStatisticWarning` naming
 **Ensembles.** Data built by :func:`xuqcal.io.from_ensemble` keep the member errors (role
 ``members``): :func:`proper_scores` then adds the fair ensemble CRPS of the members
 (``crps_ensemble``, and its bootstrap interval in the ``score`` dimension).
+
+**Dependent points.** The bootstrap intervals of :func:`proper_scores` resample independent
+points by default. With ``resample="cluster"`` (``groups=``) or a block scheme (``block=``,
+``block_length=``), as :func:`xuqcal.bootstrap` (:mod:`xuqcal.analysis.dependent`), they
+resample whole groups or blocks instead: replicate ``r`` draws the rows of the replicate ``r``
+of :func:`xuqcal.bootstrap` with the same ``resample`` and ``seed``
+(:func:`mean_score_replicates`), and BCa takes its acceleration from the delete-one-unit
+jackknife. The mean scores themselves do not depend on it.
 """
 
 from __future__ import annotations
@@ -36,6 +44,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.dependent import (
+    AUTO_LENGTH,
+    Dependence,
+    automatic_length,
+    check_dependence,
+    mean_jackknife,
+    mean_replicates,
+    row_layout,
+)
 from xuqcal.analysis.diagnostics import MIN_POINTS, student_t_fit
 from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, _summarize
@@ -273,8 +290,10 @@ def _member_values(ds: xr.Dataset, members: str, member_dim: str) -> np.ndarray:
 def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: int = 0,
                  method: str = "bca", level: float = defaults.LEVEL,
                  seed: int = defaults.SEED, members: str | None = None,
-                 member_dim: str | None = None) -> xr.Dataset:
-    """:func:`proper_scores` on NumPy-backed data."""
+                 member_dim: str | None = None,
+                 dependence: Dependence | None = None) -> xr.Dataset:
+    """:func:`proper_scores` on NumPy-backed data (``dependence``: a dependent resample of
+    the intervals, whose variable ``ds`` holds)."""
     errors, uncertainties = _arrays(ds, E, uE)
     if members is not None:
         member_errors = _member_values(ds, members, member_dim)  # type: ignore[arg-type]
@@ -302,10 +321,16 @@ def _scores_body(ds: xr.Dataset, *, E: str, uE: str, nu: float | None, n_boot: i
         z = errors / uncertainties
         points["nll_normal"] = 0.5 * (z * z + log_square(uncertainties) + LOG_2PI)
         estimate = np.array([values[name] for name in names])
-        summaries = _score_intervals(
-            {name: points.get(name) for name in names}, estimate,
-            equal_count_order(uncertainties), n_boot=n_boot, method=method, level=level,
-            seed=seed, names=names)
+        if dependence is None:
+            summaries = _score_intervals(
+                {name: points.get(name) for name in names}, estimate,
+                equal_count_order(uncertainties), n_boot=n_boot, method=method, level=level,
+                seed=seed, names=names)
+        else:
+            summaries = _score_intervals(
+                {name: points.get(name) for name in names}, estimate, None, n_boot=n_boot,
+                method=method, level=level, seed=seed, names=names, dependence=dependence,
+                variable=np.asarray(ds[dependence.variable].values))
         result = result.assign({name: xr.DataArray(summary, dims="score")
                                 for name, summary in summaries.items()})
     return result
@@ -331,8 +356,10 @@ def check_score_bootstrap(n_boot: object, method: object, level: float, seed: ob
 
 
 def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
-                     order: np.ndarray, *, n_boot: int, method: str, level: float,
-                     seed: int, names: Sequence[str] = SCORES) -> dict[str, np.ndarray]:
+                     order: np.ndarray | None, *, n_boot: int, method: str, level: float,
+                     seed: int, names: Sequence[str] = SCORES,
+                     dependence: Dependence | None = None,
+                     variable: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Bootstrap bias, standard error and interval of the mean of each per-point score
     (``None``: undefined, NaN), for the scores ``names`` in that order (``estimate`` too).
     The points are taken in ``order`` (the binning order of the bootstrap of
@@ -340,21 +367,76 @@ def _score_intervals(points: dict[str, np.ndarray | None], estimate: np.ndarray,
     (:func:`~xuqcal.core.kernels.mean_block`), so replicate ``r`` resamples the points of the
     replicate ``r`` of the data's statistics; the BCa acceleration uses the exact
     leave-one-out means ``(Σ x - x_i) / (M - 1)``. Each score's summaries depend only on its
-    own points: adding a score leaves the others bit-identical."""
+    own points: adding a score leaves the others bit-identical.
+
+    With a dependent resample ``dependence`` (``variable``: its variable's values, one per
+    point; ``order`` is not used: the points are in their own order), the replicates are
+    those of :func:`mean_score_replicates` and the BCa acceleration comes from the
+    delete-one-unit jackknife."""
     names = tuple(names)
     defined = [i for i, name in enumerate(names) if points[name] is not None]
-    columns = np.ascontiguousarray(np.stack([points[names[i]][order] for i in defined], axis=1))
-    m = columns.shape[0]
-    replicates = np.empty((n_boot, len(defined)))
-    K.mean_block(stream_key(seed, "bootstrap"), 0, n_boot, columns, replicates)
-    jack = (columns.sum(axis=0) - columns) / (m - 1.0) if method == "bca" else None
+    if dependence is None:
+        columns = np.ascontiguousarray(np.stack([points[names[i]][order] for i in defined],
+                                                axis=1))
+        m = columns.shape[0]
+        replicates = np.empty((n_boot, len(defined)))
+        K.mean_block(stream_key(seed, "bootstrap"), 0, n_boot, columns, replicates)
+        jack = (columns.sum(axis=0) - columns) / (m - 1.0) if method == "bca" else None
+        jack = None if jack is None else jack.T
+    else:
+        columns = np.ascontiguousarray(np.stack([points[names[i]] for i in defined], axis=1),
+                                       dtype=np.float64)
+        replicates, jack = mean_score_replicates(columns, variable, dependence, n_boot=n_boot,
+                                                 seed=seed, jackknife=method == "bca")
     bias, se, low, high = _summarize(replicates.T, estimate[defined],
-                                     None if jack is None else jack.T, method=method,
+                                     jack, method=method,
                                      level=level, names=[names[i] for i in defined])
     out = {name: np.full(len(names), np.nan) for name in ("bias", "se", "ci_low", "ci_high")}
     for name, values in (("bias", bias), ("se", se), ("ci_low", low), ("ci_high", high)):
         out[name][defined] = values
     return out
+
+
+def mean_score_replicates(columns: np.ndarray, variable: np.ndarray, dependence: Dependence,
+                          *, n_boot: int, seed: int, jackknife: bool = True
+                          ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The replicates ``(replicate, column)`` of the means of the per-point ``columns``
+    (``M × k``, the points in their own order) under the dependent resample ``dependence``
+    (``variable``: its variable's values; a checked, non-iid resample with a known block
+    length), and (``jackknife``) the delete-one-unit means ``(column, unit)``.
+
+    Replicate ``r`` is drawn from the stream ``(seed, "bootstrap-<resample>", r)`` over the
+    rows of :func:`~xuqcal.analysis.dependent.row_layout`: the rows of the replicate ``r`` of
+    :func:`xuqcal.bootstrap` with the same ``resample``, so that the mean score ``nll_normal``
+    has the replicates of the statistic ``nll`` (to rounding: the sums differ in order).
+
+    Examples
+    --------
+    >>> g = np.repeat(np.arange(4), 3)
+    >>> reps, jack = mean_score_replicates(np.arange(12.0)[:, None], g,
+    ...                                    Dependence("cluster", "g"), n_boot=5, seed=0)
+    >>> reps.shape, jack.shape
+    ((5, 1), (1, 4))
+    """
+    layout = row_layout(variable, dependence)
+    key = stream_key(seed, f"bootstrap-{dependence.resample}")
+    replicates = mean_replicates(layout, columns, key, 0, n_boot)
+    jack = np.ascontiguousarray(mean_jackknife(layout, columns)) if jackknife else None
+    return replicates, jack
+
+
+def resolved_dependence(ds: xr.Dataset, resample: object, groups: object, block: object,
+                        block_length: object, *, E: str, uE: str, n_boot: int
+                        ) -> Dependence | None:
+    """The checked dependent resample of :func:`proper_scores` (``None`` for ``"iid"``), its
+    ``block_length="auto"`` resolved (:func:`~xuqcal.analysis.dependent.automatic_length`,
+    the data are read now) when replicates are drawn."""
+    dependence = check_dependence(ds, resample, groups, block, block_length)
+    if dependence.iid:
+        return None
+    if n_boot and dependence.block_length == AUTO_LENGTH:
+        dependence = automatic_length(ds, dependence, E=E, uE=uE)
+    return dependence
 
 
 def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,
@@ -450,7 +532,9 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
                   n_boot: int = defaults.N_BOOT_SCORES,
                   method: str = "bca", level: float = defaults.LEVEL, seed: int = defaults.SEED,
                   E: str = defaults.E, uE: str = defaults.UE,
-                  members: str | None = None) -> xr.Dataset:
+                  members: str | None = None, resample: str = "iid",
+                  groups: str | None = None, block: str | None = None,
+                  block_length: int | str | None = None) -> xr.Dataset:
     """Mean proper scores of the predictive distributions of ``E``: CRPS and NLL of
     ``N(0, uE²)`` and of the Student-t(ν) with standard deviation ``uE``, and the fair CRPS of
     the ensemble when the data hold its members (:func:`~xuqcal.io.from_ensemble`).
@@ -498,6 +582,27 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
     members : str, optional
         Name of the variable of member errors; by default the variable of role ``members``
         when there is one (no ensemble score otherwise).
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the bootstrap of the intervals resamples the points, as :func:`xuqcal.bootstrap`
+        (:mod:`xuqcal.analysis.dependent`): independently (default; the results are those
+        of earlier versions, bit for bit), by whole groups of ``groups``, or by blocks of
+        ``block_length`` consecutive points in the order of ``block``. Under a dependent
+        resample, replicate ``r`` resamples the rows of the replicate ``r`` of
+        :func:`xuqcal.bootstrap` with the same ``resample`` and ``seed`` (the streams
+        ``(seed, "bootstrap-<resample>", r)``; the replicates of ``nll_normal`` are those of
+        the statistic ``nll``, to rounding), and the BCa acceleration comes from the
+        delete-one-group (or delete-one-block) jackknife. Only the intervals depend on it
+        (the mean scores do not); with ``n_boot=0`` it is checked and not used.
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` alone holding each point's
+        group (e.g. ``"structure_id"``); shared by every slice of extra dimensions.
+    block : str, optional
+        With a block scheme: the variable over ``sample`` alone that orders the points (e.g.
+        ``"time"``).
+    block_length : int or "auto", optional
+        With a block scheme: points per block (the mean length for ``"stationary"``);
+        ``"auto"``: Politis & White's length for ``Z²`` in the order of ``block``, per slice
+        (:func:`~xuqcal.analysis.dependent.automatic_length`; the data are read at the call).
 
     Returns
     -------
@@ -509,7 +614,10 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
         members): ``bias``, ``se``, ``ci_low``, ``ci_high``; attributes ``nu_source``,
         ``n_samples``, ``E``, ``uE``, ``xuqcal_version``, ``created`` (``members``,
         ``member_dim`` with members; ``n_boot``, ``method``, ``level``, ``seed`` with
-        intervals). Lazy on Dask-backed data.
+        intervals; with intervals of a dependent resample, those of
+        :meth:`~xuqcal.analysis.dependent.Dependence.attrs`: ``resample``, ``groups`` or
+        ``block``, ``block_length``, ``block_length_rule`` and ``jackknife``, the
+        delete-one-unit jackknife of BCa). Lazy on Dask-backed data.
 
     Raises
     ------
@@ -519,7 +627,11 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
         and one member dimension of at least 2 members (or several variables of role
         ``members``); for NaN, infinite or non-positive values of ``E`` and ``uE``, infinite
         members or points with fewer than 2 members that are not NaN (naming the rows: at once
-        for NumPy-backed data, when computed for Dask-backed data).
+        for NumPy-backed data, when computed for Dask-backed data); before any work, for
+        ``resample``, ``groups``, ``block`` or ``block_length`` refused by
+        :func:`~xuqcal.analysis.dependent.check_dependence` (the message starts with the
+        parameter's name); for a ``groups`` variable with missing values or fewer than 2
+        groups (when the intervals are computed).
 
     Warns
     -----
@@ -546,6 +658,8 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
     E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, nu=nu, level=level)
     members, member_dim = _members_iv(ds, members, E)
     n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
+    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,
+                                     n_boot=n_boot)
     if n_boot and method == "bca" and ds.sizes[SAMPLE_DIM] < 2:
         raise ValueError("ds: the BCa interval needs at least 2 points (leave-one-out means)")
     f8 = np.float64
@@ -564,19 +678,27 @@ def proper_scores(ds: xr.Dataset, *, nu: float | None = None,
             ("ci_low", "lower bound of the interval of the mean score"),
             ("ci_high", "upper bound of the interval of the mean score"))})
         bootstrap = {"n_boot": n_boot, "method": method, "level": level, "seed": seed,
-                     "random_streams": RNG_DESCRIPTION}
+                     "random_streams": RNG_DESCRIPTION,
+                     **(dependence.attrs() if dependence is not None else {})}
+    if not n_boot:
+        dependence = None  # no intervals: nothing is resampled
+    extra = [] if dependence is None else [dependence.variable]
     layout = template(variables, {"score": len(score_names)} if n_boot else {},
                       coords={"score": ("score", list(score_names))} if n_boot else None,
                       attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE,
                                        **_nu_attrs(nu), **ensemble, **bootstrap))
+    dependent = {} if dependence is None else {"dependence": dependence}
     if members is None:
-        result = analysis(_scores_body, _checked(ds, E, uE), [E, uE], lambda: layout, E=E,
-                          uE=uE, nu=nu, n_boot=n_boot, method=method, level=level, seed=seed)
+        checked = (_checked(ds, E, uE) if dependence is None else
+                   validate_dataset(ds[[E, uE, *extra]], E=E, uE=uE, features=()))
+        result = analysis(_scores_body, checked, [E, uE, *extra], lambda: layout, E=E,
+                          uE=uE, nu=nu, n_boot=n_boot, method=method, level=level, seed=seed,
+                          **dependent)
     else:
-        checked = validate_dataset(ds[[E, uE, members]], E=E, uE=uE, features=())
-        result = analysis(_scores_body, checked, [E, uE, members], lambda: layout, E=E, uE=uE,
-                          nu=nu, n_boot=n_boot, method=method, level=level, seed=seed,
-                          members=members, member_dim=member_dim)
+        checked = validate_dataset(ds[[E, uE, members, *extra]], E=E, uE=uE, features=())
+        result = analysis(_scores_body, checked, [E, uE, members, *extra], lambda: layout,
+                          E=E, uE=uE, nu=nu, n_boot=n_boot, method=method, level=level,
+                          seed=seed, members=members, member_dim=member_dim, **dependent)
     return result.assign_coords(score=list(score_names)) if n_boot else result
 
 
