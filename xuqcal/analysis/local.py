@@ -17,11 +17,19 @@ screens β_GM of uE² (0.6) and of E² (0.8) per bin the same way. The flags add
 
 The per-bin bootstraps of all bins run in one Numba kernel call: bin ``b``'s replicate ``r``
 draws from the stream ``(seed, purpose, b, r)``, so results do not depend on scheduling.
+
+**Dependent points** (issue 25): :func:`local` and :func:`reliability` take ``resample=``
+(``"cluster"`` with ``groups=``, or ``"moving"``/``"circular"``/``"stationary"`` with
+``block=`` and ``block_length=``), as :func:`xuqcal.bootstrap` does. The rows of the whole data
+set are then drawn once per replicate, from the stream ``(seed, "local-<resample>", r)`` (or
+``"reliability-<resample>"``), and every bin is evaluated on its points of that resample
+(:func:`dependent_group_intervals`); ``"iid"`` (the default) is unchanged, bit for bit.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import dask
@@ -29,6 +37,7 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis import dependent as _dep
 from xuqcal.analysis.binning import (
     _equal_layout,
     _values,
@@ -39,7 +48,12 @@ from xuqcal.analysis.binning import (
     n_bins_for,
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
-from xuqcal.analysis.resampling import RNG_DESCRIPTION, check_count
+from xuqcal.analysis.resampling import (
+    COUNTS_BLOCK,
+    RNG_DESCRIPTION,
+    check_count,
+    evaluate_row_counts,
+)
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -50,10 +64,12 @@ from xuqcal.core.checks import (
     check_replicates,
     check_seed,
     check_skewness_threshold,
+    minimum_replicates,
     user_stacklevel,
     variable_name,
 )
 from xuqcal.core.intervals import (
+    DegenerateIntervalWarning,
     acceleration,
     bca_interval,
     check_level,
@@ -126,6 +142,155 @@ def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np
     return value, low, high
 
 
+#: Share of a bin's replicates above which their exclusion (the bin received no point, or
+#: too few for the statistic) is warned about: the interval is then conditional on the bin
+#: being drawn and rests on noticeably fewer replicates.
+EXCLUDED_WARNING_SHARE = 0.05
+
+
+def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarray,
+                              group_members: np.ndarray, offsets: np.ndarray, statistic: str,
+                              layout: _dep.RowLayout, *, n_boot: int = defaults.N_BOOT_LOCAL,
+                              level: float = defaults.LEVEL, seed: int = defaults.SEED,
+                              purpose: str = "local-cluster"
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                         np.ndarray]:
+    """Value and BCa interval of a moment statistic in every group under a dependent resample
+    of the whole data set: ``(value, low, high, n_units, n_excluded)``.
+
+    ``points`` are the data as :func:`group_intervals` takes them (``_points(E, uE)``) and
+    ``E``, ``uE`` their raw values (data order); ``layout`` the :class:`RowLayout` of the
+    dependent resample (:func:`xuqcal.analysis.dependent.row_layout`). The values are those of
+    :func:`group_intervals` (the same kernel on the same points), in the units of ``points``
+    (rescaled for scale safety when ``points.scale_exponent`` is not 0), and so are the
+    bounds.
+
+    **Replicates.** Replicate ``r`` draws the row multiplicities of the *whole* data set once,
+    from the stream ``(seed, purpose, r)`` (:meth:`RowLayout.fill`: whole groups, or blocks of
+    consecutive points), and every group's statistic is recomputed on its points with those
+    multiplicities (as :func:`xuqcal.analysis.dependent.dependent_replicates` does, one
+    :class:`PreparedData` per group, rows mapped through ``layout``; see
+    :func:`_subset_replicates`): the groups of one replicate come from the same resample,
+    as their points come from the same data set. A group (a bin) may receive no point in a
+    replicate (all its units left out), or too few for the statistic: its statistic is then
+    NaN there, and such replicates are **excluded** from that group's interval, counted in
+    ``n_excluded`` (the interval is conditional on the group being drawn; a
+    :class:`~xuqcal.core.intervals.DegenerateIntervalWarning` when a group loses more than
+    :data:`EXCLUDED_WARNING_SHARE` of its replicates; NaN bounds when fewer than
+    :func:`~xuqcal.core.checks.minimum_replicates` remain).
+
+    **Acceleration.** From the delete-one-unit jackknife restricted to the units (groups, or
+    non-overlapping blocks) **present in the group**: a group's statistic is a function of
+    its own points only, so a unit absent from it has no influence on it, and including it
+    would add jackknife values equal to the estimate, which only dilutes the acceleration
+    with a number of units that depends on the rest of the data. It is the dependent
+    counterpart of :func:`group_intervals`' delete-one-point jackknife over the group's own
+    points (the same when every unit is one point). A group whose points all belong to one
+    unit has no jackknife (and its resamples are copies of it): its bounds are NaN, with a
+    warning (``n_units`` says how many units each group holds).
+    """
+    stat = STATISTICS[statistic]
+    if stat.kind != "moment":
+        raise ValueError(f"statistic: {statistic!r} is not a moment statistic")
+    n_groups = offsets.shape[0] - 1
+    sizes = np.diff(offsets)
+    if np.any(sizes < 2):
+        raise ValueError(f"bins: {int(np.sum(sizes < 2))} bins have fewer than 2 points")
+    codes = np.array([stat.code], dtype=np.int64)
+    value = np.empty((n_groups, 1))
+    K.group_statistics(group_members, offsets, codes, points.packed, points.z_shift, value)
+    value = value[:, 0]
+    E = np.asarray(E, dtype=np.float64)
+    uE = np.asarray(uE, dtype=np.float64)
+    if points.scale_exponent:  # the units of `points` (exact powers of two)
+        E, uE = np.ldexp(E, -points.scale_exponent), np.ldexp(uE, -points.scale_exponent)
+    models, n_units = [], np.empty(n_groups, dtype=np.int64)
+    accel = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        idx = np.sort(group_members[offsets[g]:offsets[g + 1]])
+        prepared = PreparedData.from_arrays(E[idx], uE[idx], by_values=np.arange(idx.size),
+                                            by="row", needs_bins=False)
+        rows = np.ascontiguousarray(layout.rows(idx), dtype=np.int64)
+        models.append((prepared, rows))
+        unit_of_point = layout.unit_of_row[rows]
+        units = np.unique(unit_of_point)
+        n_units[g] = units.size
+        if units.size < 2:
+            continue
+        counts = (unit_of_point[None, :] != units[:, None]).astype(np.int32)
+        jack = np.empty((units.size, 1))
+        evaluate_row_counts(prepared, np.arange(idx.size, dtype=np.int64), codes, counts, jack)
+        accel[g] = acceleration(prepared.unscale(codes, jack)[:, 0])
+    replicates = _subset_replicates(layout, models, codes, stream_key(seed, purpose), n_boot)
+    low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+    finite = np.isfinite(replicates)
+    n_excluded = (n_boot - finite.sum(axis=1)).astype(np.int64)
+    least = minimum_replicates(level)
+    for g in range(n_groups):
+        kept = replicates[g, finite[g]]
+        if n_units[g] < 2 or kept.size < least or not np.isfinite(accel[g]):
+            continue
+        lo, hi = bca_interval(kept[None, :], value[g:g + 1], level=level,
+                              acceleration_value=accel[g:g + 1])
+        low[g], high[g] = lo[0], hi[0]
+    _warn_dependent_groups(n_units, n_excluded, n_boot, least, layout.resample)
+    return value, low, high, n_units, n_excluded
+
+
+def _subset_replicates(layout: _dep.RowLayout, models: list, codes: np.ndarray,
+                       key: np.uint64, n_boot: int) -> np.ndarray:
+    """Replicates ``(model, replicate)`` of the first statistic of ``codes`` of every model
+    ``(prepared, rows_of)``, a *subset* of the rows of ``layout`` each, on the same dependent
+    resamples of all rows (streams ``(key, r)``), unscaled to each model's units.
+
+    :func:`xuqcal.analysis.dependent.dependent_replicates` does the same but sizes its block
+    of row multiplicities by the first model's points (``counts_replicates`` takes M from
+    ``rows_of``), which is right only when that model holds every row; here the block has
+    the ``layout.size`` rows that :meth:`RowLayout.fill` writes. The values do not depend on
+    the block of replicates drawn at a time."""
+    m = layout.size
+    out = np.empty((len(models), n_boot, codes.shape[0]))
+    size = max(1, min(n_boot, COUNTS_BLOCK // max(m, 1)))
+    row_counts = np.empty((size, m), dtype=np.int32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for first in range(0, n_boot, size):
+            last = min(n_boot, first + size)
+            block = row_counts[:last - first]
+            layout.fill(key, first, last, block)
+            for i, (prepared, rows_of) in enumerate(models):
+                evaluate_row_counts(prepared, rows_of, codes, block, out[i, first:last])
+        for i, (prepared, _) in enumerate(models):
+            out[i] = prepared.unscale(codes, out[i])
+    return out[:, :, 0]
+
+
+def _warn_dependent_groups(n_units: np.ndarray, n_excluded: np.ndarray, n_boot: int,
+                           least: int, resample: str) -> None:
+    """The warnings of :func:`dependent_group_intervals`: bins of a single unit, and bins that
+    lost many replicates."""
+    unit = "group" if resample == "cluster" else "block"
+    single = int(np.sum(n_units < 2))
+    if single:
+        warnings.warn(f"{single} of {n_units.size} bins hold the points of a single {unit} "
+                      f"(resample={resample!r}): their resamples are copies of them and they "
+                      "have no jackknife, so their bounds are NaN (and they count as not "
+                      f"valid); use fewer bins, or bins that cut across the {unit}s",
+                      DegenerateIntervalWarning, stacklevel=user_stacklevel())
+    share = n_excluded / n_boot
+    heavy = (share > EXCLUDED_WARNING_SHARE) & (n_units >= 2)
+    if heavy.any():
+        few = int(np.sum(n_boot - n_excluded[heavy] < least))
+        warnings.warn(f"{int(heavy.sum())} of {n_units.size} bins received no point (or too "
+                      "few for the statistic) in more than "
+                      f"{EXCLUDED_WARNING_SHARE:.0%} of the {n_boot} replicates of "
+                      f"resample={resample!r} (at most {int(n_excluded.max())}): those "
+                      "replicates are left out of the bin's interval (n_boot_excluded), "
+                      "which is then conditional on the bin being drawn"
+                      + (f"; {few} of them kept fewer than {least} replicates: NaN bounds"
+                         if few else ""),
+                      DegenerateIntervalWarning, stacklevel=user_stacklevel())
+
+
 def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     """Sample autocorrelation function at lags 0..max_lag (default ``floor(10 log10 N)``).
 
@@ -142,8 +307,6 @@ def autocorrelation(x: np.ndarray, max_lag: int | None = None) -> np.ndarray:
     d = x - x.mean()
     denom = np.sum(d * d)
     if max_lag >= 1 and not denom > 0:  # constant values (or NaN): no correlation
-        import warnings
-
         from xuqcal.core.statistics import UndefinedStatisticWarning
 
         warnings.warn("acf is undefined: the per-bin values are all equal (or not finite)",
@@ -255,8 +418,10 @@ def _n_lags(n_groups: int) -> int:
     return min(math.floor(10 * math.log10(n_groups)), n_groups - 1) + 1
 
 
-def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Dataset:
-    """The layout of a :func:`local` result over the bins of ``bins_layout``."""
+def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict,
+                  dependent: bool = False) -> xr.Dataset:
+    """The layout of a :func:`local` result over the bins of ``bins_layout`` (``dependent``:
+    with the variables of a dependent resample, :data:`DEPENDENT_VARIABLES`)."""
     n_groups = bins_layout.sizes["bin"]
     target = TARGETS[statistic]
     band = 1.96 / math.sqrt(n_groups)
@@ -280,7 +445,8 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
          "fraction_valid": ((), f8, {"long_name": "fraction of valid bins"}),
          "fraction_valid_low": ((), f8, {"long_name": "Wilson-cc lower bound of f_v"}),
          "fraction_valid_high": ((), f8, {"long_name": "Wilson-cc upper bound"}),
-         "global_value": ((), f8, {"long_name": f"{statistic} of the whole data set"})},
+         "global_value": ((), f8, {"long_name": f"{statistic} of the whole data set"}),
+         **(DEPENDENT_VARIABLES if dependent else {})},
         {"bin": n_groups, "lag": _n_lags(n_groups)},
         {"bin": np.arange(n_groups), "lag": np.arange(_n_lags(n_groups))},
         lazy_coords=("bin_low", "bin_high", "bin_centre"),
@@ -295,6 +461,62 @@ def _local_layout(statistic: str, bins_layout: xr.Dataset, attrs: dict) -> xr.Da
     return layout.assign({name: bins_layout[name].variable for name in extra
                           if name in bins_layout.data_vars}).assign_coords(
         {name: bins_layout[name].variable for name in extra if name in bins_layout.coords})
+
+
+#: The per-bin variables of a local analysis under a dependent resample.
+DEPENDENT_VARIABLES = {
+    "n_units": (("bin",), np.int64, {"long_name": "number of resampling units (groups, or "
+                                                   "non-overlapping blocks) with points in the "
+                                                   "bin: the units of its jackknife"}),
+    "n_boot_excluded": (("bin",), np.int64, {
+        "long_name": "replicates left out of the bin's interval: those in which the bin "
+                     "received no point (or too few for the statistic)"}),
+}
+
+
+def _dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
+    """The attributes of a local analysis under ``dependence`` (none for iid: the attributes
+    are as they always were)."""
+    if dependence.iid:
+        return {}
+    attrs = dependence.attrs()
+    attrs["jackknife"] = f"{attrs['jackknife']}, over the units present in each bin"
+    attrs["random_streams"] = (
+        f"replicate r draws the rows of the whole data set once from the stream (seed, "
+        f"{purpose!r}, r) (xuqcal.analysis.dependent.RowLayout.fill), and every bin's "
+        "statistic is evaluated on its points of that resample; replicates in which a bin "
+        "receives no point (NaN) are left out of that bin's interval (n_boot_excluded)")
+    return attrs
+
+
+def _resolved_dependence(ds: xr.Dataset, resample, groups, block, block_length, *, E: str,
+                         uE: str) -> _dep.Dependence:
+    """:func:`xuqcal.analysis.dependent.check_dependence`, with an automatic block length
+    resolved on ``ds`` (its values are read now: the length lays out the jackknife)."""
+    dependence = _dep.check_dependence(ds, resample, groups, block, block_length)
+    if dependence.block_length == _dep.AUTO_LENGTH:
+        check_data_variables(ds, E, uE)
+        dependence = _dep.automatic_length(ds, dependence, E=E, uE=uE)
+    return dependence
+
+
+def resample_arguments(dependence: _dep.Dependence) -> dict:
+    """The arguments ``resample``, ``groups``, ``block``, ``block_length`` of a checked
+    ``dependence`` (for the analyses that pass it on to :func:`local`).
+
+    Examples
+    --------
+    >>> resample_arguments(_dep.Dependence("cluster", "structure"))
+    {'resample': 'cluster', 'groups': 'structure'}
+    >>> resample_arguments(_dep.Dependence("iid"))
+    {}
+    """
+    if dependence.iid:
+        return {}
+    if dependence.resample == "cluster":
+        return {"resample": "cluster", "groups": dependence.variable}
+    return {"resample": dependence.resample, "block": dependence.variable,
+            "block_length": dependence.block_length}
 
 
 def _warn_bins(bins: xr.Dataset, m: int, *, given: bool) -> None:
@@ -340,9 +562,11 @@ def _warn_bins(bins: xr.Dataset, m: int, *, given: bool) -> None:
 
 def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by, n_bins: int,
                 binning: str, min_count: int | None, n_boot: int, level: float, seed: int,
-                E: str, uE: str, screen: float | None = None) -> xr.Dataset:
+                E: str, uE: str, screen: float | None = None,
+                dependence: _dep.Dependence | None = None) -> xr.Dataset:
     """:func:`local` on NumPy-backed data (equal-count bins are made here when not given);
-    ``screen``: the heavy-tail threshold applied (None: no bin flagged)."""
+    ``screen``: the heavy-tail threshold applied (None: no bin flagged); ``dependence``: a
+    checked dependent resample with its block length (None: the per-bin iid bootstrap)."""
     if bins is None:
         bins = make_bins(data, by, n_bins=n_bins, binning=binning, min_count=min_count, uE=uE)
     else:
@@ -350,8 +574,18 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
     n_groups = bins.sizes["bin"]
     group_members, offsets = members(bins.bin_index.values, n_groups)
     points = _points(data[E].values, data[uE].values)
-    value, low, high = group_intervals(points, group_members, offsets, statistic, n_boot=n_boot,
-                                       level=level, seed=seed, purpose=f"local:{statistic}")
+    extra = {}
+    if dependence is None:
+        value, low, high = group_intervals(points, group_members, offsets, statistic,
+                                           n_boot=n_boot, level=level, seed=seed,
+                                           purpose=f"local:{statistic}")
+    else:
+        layout = _dep.row_layout(np.asarray(data[dependence.variable].values), dependence)
+        value, low, high, n_units, excluded = dependent_group_intervals(
+            points, data[E].values, data[uE].values, group_members, offsets, statistic,
+            layout, n_boot=n_boot, level=level, seed=seed,
+            purpose=f"local-{dependence.resample}")
+        extra = {"n_units": ("bin", n_units), "n_boot_excluded": ("bin", excluded)}
     target = TARGETS[statistic]
     valid = (low <= target) & (target <= high)
     n_valid = int(valid.sum())
@@ -370,7 +604,7 @@ def _local_body(data: xr.Dataset, *, statistic: str, bins: xr.Dataset | None, by
         beta_gm_z2=("bin", beta), heavy_tail=("bin", heavy_tailed(beta, screen)),
         acf=("lag", acf), fraction_valid=((), n_valid / n_groups),
         fraction_valid_low=((), float(fv_low)), fraction_valid_high=((), float(fv_high)),
-        global_value=((), float(global_value[0, 0])),
+        global_value=((), float(global_value[0, 0])), **extra,
     ).assign_coords(lag=np.arange(acf.size))
 
 
@@ -389,6 +623,10 @@ def local(
     seed: int = defaults.SEED,
     bins: xr.Dataset | None = None,
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD_LOCAL,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -436,6 +674,35 @@ def local(
         ``None`` flags no bin. The other statistics (``zm``, ``zv``, ``rce``) are not
         screened, as in :func:`xuqcal.validate`: ``beta_gm_z2`` is reported for them, and
         ``heavy_tail`` is all ``False``.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the bootstrap resamples the points, as in :func:`xuqcal.bootstrap` (checked by
+        :func:`xuqcal.analysis.dependent.check_dependence`). ``"iid"`` (default): each bin is
+        bootstrapped on its own, point by point, from its own streams (unchanged, bit for
+        bit). Otherwise the points are dependent and the rows of the **whole** data set are
+        resampled once per replicate (whole groups of ``groups``, or blocks of consecutive
+        points in the order of ``block``), from the stream ``(seed, "local-<resample>",
+        r)``, and each bin's statistic is recomputed on its points of that resample
+        (:func:`dependent_group_intervals`): bins share the groups or blocks drawn, as their
+        points share the data set. The interval is BCa, its acceleration from the
+        delete-one-unit jackknife over the units (groups or non-overlapping blocks) present
+        in the bin: units absent from a bin do not influence its statistic. ``zm`` then
+        uses that BCa interval too (its Student interval assumes independent points).
+        A replicate in which a bin receives no point (all of its units left out) gives no
+        value for that bin: such replicates are **left out of that bin's interval** and
+        counted in ``n_boot_excluded`` (a warning when more than 5 % of a bin's replicates
+        are, NaN bounds when fewer than :func:`~xuqcal.core.checks.minimum_replicates`
+        remain); a bin whose points all belong to one unit has NaN bounds (a warning).
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` holding each point's group
+        (e.g. ``"structure_id"``).
+    block : str, optional
+        With a block scheme: the variable over ``sample`` that orders the points (e.g.
+        ``"time"``).
+    block_length : int or "auto", optional
+        With a block scheme: the points per block, or ``"auto"`` for the length of Politis &
+        White (2004) of ``Z²`` in the order of ``block``
+        (:func:`xuqcal.analysis.dependent.automatic_length`; the data are read when
+        ``local`` is called, also for Dask-backed data).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -449,6 +716,9 @@ def local(
         ``fraction_valid_low``/``_high`` (Wilson-cc; heavy-tailed bins count as usual),
         ``global_value``. Attributes ``heavy_tail_threshold`` (``"none"`` without screening)
         and ``heavy_tail_screening`` (``"zms"``, or ``""`` when no bin can be flagged).
+        Under a dependent resample, also ``n_units`` and ``n_boot_excluded`` over ``bin``,
+        and the attributes ``resample``, ``groups`` or ``block`` (with ``block_length`` and
+        ``block_length_rule``), ``jackknife`` and ``random_streams``.
 
     Warns
     -----
@@ -472,6 +742,10 @@ def local(
     heavy_tail_threshold = check_skewness_threshold(
         heavy_tail_threshold, default=defaults.HEAVY_TAIL_THRESHOLD_LOCAL)
     screen = heavy_tail_threshold if STATISTICS[statistic].tail_sensitive else None
+    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
+    student = statistic == "zm" and dependence.iid
+    if statistic == "zm" and not student:  # a BCa interval: enough replicates for it
+        n_boot = check_replicates(n_boot, level, "n_boot")
     names = _binning_names(by, uE)
     m = ds.sizes["sample"]
     given_bins = bins is not None
@@ -493,27 +767,33 @@ def local(
         if binning != "equal":  # the number of bins depends on the values: made here
             bins = make_bins(ds, names, n_bins=n_bins, binning=binning, min_count=min_count,
                              uE=uE)
+    if not dependence.iid:
+        variables = list(dict.fromkeys([*variables, dependence.variable]))
     bins_layout = bins if bins is not None else _equal_layout(m, n_bins, min_count, name, None)
     if asked or given_bins or min_count is not None or binning != "equal":
         _warn_bins(bins_layout, m, given=given_bins)
     attrs = provenance(
         statistic=statistic, target=TARGETS[statistic],
         by=bins_layout.attrs.get("by", by), binning=bins_layout.attrs.get("scheme", binning),
-        interval="student" if statistic == "zm" else "bca",
-        n_boot=0 if statistic == "zm" else n_boot, level=level, seed=seed,
+        interval="student" if student else "bca",
+        n_boot=0 if student else n_boot, level=level, seed=seed,
         target_fraction_valid=TARGET_FRACTION, random_streams=RNG_DESCRIPTION,
         heavy_tail_threshold=_threshold_attr(heavy_tail_threshold),
         heavy_tail_screening=statistic if screen is not None else "",
         heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold (ErrViewLib's skewup)",
         E=E, uE=uE)
+    attrs.update(_dependence_attrs(dependence, f"local-{dependence.resample}"))
     kwargs = dict(statistic=statistic, bins=bins, by=names, n_bins=n_bins, binning=binning,
                   min_count=min_count, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
                   screen=screen)
+    if not dependence.iid:
+        kwargs["dependence"] = dependence
+    dependent = not dependence.iid
     if is_lazy(ds, variables):
-        return lazy_result(_local_body, ds[variables], _local_layout(statistic, bins_layout,
-                                                                     attrs), **kwargs)
+        return lazy_result(_local_body, ds[variables], _local_layout(
+            statistic, bins_layout, attrs, dependent), **kwargs)
     result = _local_body(ds[variables], **kwargs)
-    return with_layout_attrs(result, _local_layout(statistic, result, attrs))
+    return with_layout_attrs(result, _local_layout(statistic, result, attrs, dependent))
 
 
 def _fraction_valid_for_order(points: PreparedData, values: np.ndarray, statistic: str,
@@ -763,13 +1043,24 @@ def adversarial_groups(
 
 def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: float,
                       seed: int, E: str, uE: str, threshold_uE2: float | None = None,
-                      threshold_E2: float | None = None) -> xr.Dataset:
-    """:func:`reliability` on NumPy-backed data."""
+                      threshold_E2: float | None = None,
+                      dependence: _dep.Dependence | None = None) -> xr.Dataset:
+    """:func:`reliability` on NumPy-backed data (``dependence``: as in :func:`_local_body`)."""
     bins = make_bins(data, by, n_bins=n_bins, uE=uE)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
     points = _points(data[E].values, data[uE].values)
-    rmse, low, high = group_intervals(points, group_members, offsets, "rmse", n_boot=n_boot,
-                                      level=level, seed=seed, purpose="reliability")
+    extra = {}
+    if dependence is None:
+        rmse, low, high = group_intervals(points, group_members, offsets, "rmse",
+                                          n_boot=n_boot, level=level, seed=seed,
+                                          purpose="reliability")
+    else:
+        layout = _dep.row_layout(np.asarray(data[dependence.variable].values), dependence)
+        rmse, low, high, n_units, excluded = dependent_group_intervals(
+            points, data[E].values, data[uE].values, group_members, offsets, "rmse", layout,
+            n_boot=n_boot, level=level, seed=seed,
+            purpose=f"reliability-{dependence.resample}")
+        extra = {"n_units": ("bin", n_units), "n_boot_excluded": ("bin", excluded)}
     rmv = np.empty((bins.sizes["bin"], 1))
     K.group_statistics(group_members, offsets, np.array([STATISTICS["rmv"].code]),
                        points.packed, points.z_shift, rmv)
@@ -783,7 +1074,7 @@ def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: 
     result = bins.drop_vars(["bin_index", "upper_limit"]).drop_dims("sample", errors="ignore")
     return result.assign(rmv=("bin", rmv[:, 0]), rmse=("bin", rmse), rmse_low=("bin", low),
                          rmse_high=("bin", high), beta_gm_uE2=("bin", beta_u2),
-                         beta_gm_E2=("bin", beta_e2), heavy_tail=("bin", heavy))
+                         beta_gm_E2=("bin", beta_e2), heavy_tail=("bin", heavy), **extra)
 
 
 @broadcast
@@ -798,6 +1089,10 @@ def reliability(
     seed: int = defaults.SEED,
     heavy_tail_threshold_uE2: float | None = defaults.HEAVY_TAIL_THRESHOLD_UE2,
     heavy_tail_threshold_E2: float | None = defaults.HEAVY_TAIL_THRESHOLD_E2,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -830,6 +1125,15 @@ def reliability(
         Thresholds on β_GM of uE² and of E² per bin, in (0, 1); defaults
         ``defaults.HEAVY_TAIL_THRESHOLD_UE2`` (0.6) and ``defaults.HEAVY_TAIL_THRESHOLD_E2``
         (0.8). ``None`` switches that screen off.
+    resample, groups, block, block_length
+        How the bootstrap of the RMSE intervals resamples the points, as in :func:`local`:
+        ``"iid"`` (default, unchanged: each bin on its own); ``"cluster"`` (with ``groups``)
+        or a block scheme (with ``block`` and ``block_length``, an int or ``"auto"``): the
+        rows of the whole data set are drawn once per replicate from the stream ``(seed,
+        "reliability-<resample>", r)`` and each bin's RMSE recomputed on its points of that
+        resample, BCa with the delete-one-unit jackknife over the units present in the bin
+        (:func:`dependent_group_intervals`); replicates in which a bin receives no point are
+        left out of that bin's interval (``n_boot_excluded``).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -839,7 +1143,10 @@ def reliability(
         Over ``bin`` (coordinates ``bin_low``, ``bin_high``, ``bin_centre``): ``count``,
         ``rmv``, ``rmse``, ``rmse_low``, ``rmse_high``, ``beta_gm_uE2``, ``beta_gm_E2``
         (β_GM of uE² and E² in the bin, Harrell–Davis median; NaN for constant values) and
-        ``heavy_tail``.
+        ``heavy_tail``. Under a dependent resample, also ``n_units`` and
+        ``n_boot_excluded`` over ``bin``, and the attributes of the resample (``resample``,
+        ``groups`` or ``block``, ``block_length``, ``block_length_rule``, ``jackknife``,
+        ``random_streams``).
 
     Examples
     --------
@@ -858,6 +1165,7 @@ def reliability(
     threshold_E2 = check_skewness_threshold(
         heavy_tail_threshold_E2, "heavy_tail_threshold_E2", of="E^2",
         default=defaults.HEAVY_TAIL_THRESHOLD_E2)
+    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     n_bins = n_bins_for(ds, n_bins)  # warns below the rule
     bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
@@ -876,14 +1184,20 @@ def reliability(
                                                     "(Harrell-Davis median)"}),
          "heavy_tail": (("bin",), bool, {"long_name": "beta_GM(uE²) > heavy_tail_threshold_uE2 "
                                                      "or beta_GM(E²) > heavy_tail_threshold_E2: "
-                                                     "not reliable (greyed out)"})},
+                                                     "not reliable (greyed out)"}),
+         **(DEPENDENT_VARIABLES if not dependence.iid else {})},
         {"bin": n_bins}, {"bin": np.arange(n_bins)},
         lazy_coords=("bin_low", "bin_high", "bin_centre"),
         attrs=provenance({**bins_layout.attrs, "n_boot": n_boot, "level": level, "seed": seed,
                           "heavy_tail_threshold_uE2": _threshold_attr(threshold_uE2),
                           "heavy_tail_threshold_E2": _threshold_attr(threshold_E2),
-                          "E": E, "uE": uE}))
+                          "E": E, "uE": uE,
+                          **_dependence_attrs(dependence,
+                                              f"reliability-{dependence.resample}")}))
     variables = list(dict.fromkeys([E, uE, name]))
     kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
                   threshold_uE2=threshold_uE2, threshold_E2=threshold_E2)
+    if not dependence.iid:
+        variables = list(dict.fromkeys([*variables, dependence.variable]))
+        kwargs["dependence"] = dependence
     return analysis(_reliability_body, ds, variables, lambda: layout, **kwargs)

@@ -23,8 +23,14 @@ import xarray as xr
 from dask.base import is_dask_collection
 
 from xuqcal.analysis.binning import check_n_bins
-from xuqcal.analysis.local import local
-from xuqcal.analysis.slices import broadcast
+from xuqcal.analysis.dependent import check_dependence
+from xuqcal.analysis.local import (
+    _dependence_attrs,
+    _resolved_dependence,
+    local,
+    resample_arguments,
+)
+from xuqcal.analysis.slices import broadcast, extra_dims
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core.checks import check_replicates, user_stacklevel
@@ -113,7 +119,9 @@ def _score_inputs(ds: xr.Dataset, features: tuple[str, ...], E: str, uE: str):
 @by_role
 def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
            n_bins: int = defaults.N_BINS_SCORES, n_boot: int = defaults.N_BOOT_LOCAL,
-           seed: int = defaults.SEED, E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
+           seed: int = defaults.SEED, resample: str = "iid", groups: str | None = None,
+           block: str | None = None, block_length: int | str | None = None,
+           E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """The recalibration scores of one data set (METHODS §2, §8).
 
     Parameters
@@ -132,6 +140,12 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
         (:func:`xuqcal.local`, BCa).
     seed : int
         Seed of those bootstraps.
+    resample, groups, block, block_length
+        How those bootstraps resample the points, as in :func:`xuqcal.local`: ``"iid"``
+        (default, unchanged), ``"cluster"`` with ``groups``, or a block scheme with
+        ``block`` and ``block_length`` (an int or ``"auto"``, resolved once on ``ds`` for
+        every score variable). Only ``f_v`` depends on it (the scores have no interval);
+        the result's attributes then say how the points were resampled.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -156,6 +170,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
     n_boot = check_replicates(n_boot, defaults.LEVEL, "n_boot")  # the intervals of local()
     ds = _checked(ds, features, E=E, uE=uE)
     check_n_bins(ds.sizes["sample"], n_bins, variable="the dataset")
+    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
     names = (uE, *features)
     arrays = [ds[E].data, *(ds[v].data for v in names)]
     lazy = any(is_dask_collection(a) for a in arrays)
@@ -169,7 +184,8 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
     else:
         scalars, s_x, ence = _score_arrays(*arrays, names=names, n_bins=n_bins)
     values = {**dict(zip(_SCALAR_SCORES, scalars, strict=True)), "s_x": s_x, "ence": ence}
-    locs = [local(ds, "zms", by=name, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE)
+    locs = [local(ds, "zms", by=name, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE,
+                  **resample_arguments(dependence))
             for name in names]
     out = _scores_dataset(values, names)
     for k, v in enumerate(_FV):
@@ -179,7 +195,8 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
             "Wilson-cc upper bound of f_v")[k]})
     return attach(out, {"n_bins": n_bins, "n_boot": n_boot, "seed": seed,
                         "n_points": ds.sizes["sample"], "features": ",".join(features),
-                        "fraction_valid_target": 0.95, "E": E, "uE": uE})
+                        "fraction_valid_target": 0.95, "E": E, "uE": uE,
+                        **_dependence_attrs(dependence, f"local-{dependence.resample}")})
 
 
 def _score_arrays(E: np.ndarray, uE: np.ndarray, *features: np.ndarray, names: Sequence[str],
@@ -222,8 +239,17 @@ def _scores_dataset(values: Mapping[str, Any], names: Sequence[str],
 
 
 def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int, seed: int,
-               n_mc_fv: int, n_boot: int, E: str, uE: str) -> xr.Dataset:
-    """Means (and standard errors) of the scores of errors drawn from N(0, uE²)."""
+               n_mc_fv: int, n_boot: int, E: str, uE: str,
+               resample: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """Means (and standard errors) of the scores of errors drawn from N(0, uE²).
+
+    ``resample``: the arguments of the dependent resample of the simulated ``f_v``
+    (:func:`xuqcal.analysis.local.resample_arguments` of the data's, its block length
+    resolved on the data). The simulated sets keep every variable of ``ds`` (the groups, the
+    order) and only replace ``E``, so the same resample, with the same groups or blocks, is
+    applied to them: their mean ``f_v`` is that of calibrated errors under the same
+    analysis. The simulated errors themselves are independent (``E = uE · eps``): that is
+    the reference of calibration, not a model of the data's dependence."""
     E_name, uE_name = E, uE
     _, uE, feats = _score_inputs(ds, features, E_name, uE_name)
     bins = _ScoreBins(uE, feats, n_bins, uE_name)
@@ -261,7 +287,8 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
             sim = ds.assign({E_name: ("sample", uE * eps)})
             for j, name in enumerate(bins.names):
                 values[r, j] = local(sim, "zms", by=name, n_bins=n_bins, n_boot=n_boot,
-                                     seed=seed, E=E_name, uE=uE_name).fraction_valid.item()
+                                     seed=seed, E=E_name, uE=uE_name,
+                                     **(resample or {})).fraction_valid.item()
         fv[0] = values.mean(axis=0)
         fv[1] = values.std(axis=0, ddof=1) / math.sqrt(n_mc_fv) if n_mc_fv > 1 else math.nan
     out["fraction_valid_simulated"] = ("by", fv[0], {
@@ -276,18 +303,25 @@ def _simulated(ds: xr.Dataset, features: tuple[str, ...], n_bins: int, n_mc: int
 
 @broadcast
 def _evaluation_row(ds: xr.Dataset, *, features: tuple[str, ...], n_bins: int, n_mc: int,
-                    seed: int, n_mc_fv: int, n_boot: int, E: str, uE: str) -> xr.Dataset:
+                    seed: int, n_mc_fv: int, n_boot: int, E: str, uE: str,
+                    resample: str = "iid", groups: str | None = None, block: str | None = None,
+                    block_length: int | str | None = None) -> xr.Dataset:
     """One data set's row of :func:`evaluate` (per slice for data with extra dimensions)."""
-    row = scores(ds, features=features, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE)
+    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
+    row = scores(ds, features=features, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE,
+                 **resample_arguments(dependence))
     row = xr.merge([row, _simulated(ds, features, n_bins, n_mc, seed, n_mc_fv, n_boot, E,
-                                    uE)], combine_attrs="override")
+                                    uE, resample_arguments(dependence))],
+                   combine_attrs="override")
     return row.assign_coords(n_points=ds.sizes["sample"])
 
 
 def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] | None = None,
              n_bins: int = defaults.N_BINS_SCORES, n_mc: int = defaults.N_MC_SCORES,
              seed: int = defaults.SEED,
-             n_boot: int = defaults.N_BOOT_LOCAL, n_mc_fv: int = 0, E: str = defaults.E,
+             n_boot: int = defaults.N_BOOT_LOCAL, n_mc_fv: int = 0,
+             resample: str = "iid", groups: str | None = None, block: str | None = None,
+             block_length: int | str | None = None, E: str = defaults.E,
              uE: str = defaults.UE) -> xr.Dataset:
     """The evaluation table of several data sets, with simulated values (METHODS §8).
 
@@ -317,6 +351,12 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] | No
         Simulated sets for the mean ``f_v`` (each costs one LZMS analysis per score variable,
         about 0.15 s each at M = 14 000); default 0: ``fraction_valid_simulated`` is NaN and
         ``f_v`` is compared with its target 0.95; otherwise at least 2.
+    resample, groups, block, block_length
+        How the LZMS bootstraps of ``f_v`` resample the points, as in :func:`scores` (the
+        variable ``groups`` or ``block`` in every data set; ``block_length="auto"`` is
+        resolved per data set, on its own errors). The simulated ``f_v`` (``n_mc_fv``) uses
+        the same resample with the data set's groups or order and block length: the
+        simulated error sets replace ``E`` only, with independent errors ``uE · eps``.
     E, uE : str
         Names of the error and uncertainty variables (the same in every data set).
 
@@ -347,12 +387,19 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] | No
         raise ValueError("n_mc_fv: expected 0 (no simulated f_v) or at least 2 simulated sets "
                          "(one set gives no standard error), got 1")
     _random.stream_key(seed, "recalibration")  # validates the seed
-    rows = []
-    for name, ds in datasets.items():
+    given = {"resample": resample, "groups": groups, "block": block,
+             "block_length": block_length}
+    for name, ds in datasets.items():  # every data set's resample, before any work
         if not isinstance(name, str):
             raise ValueError(f"datasets: names must be str, got {name!r}")
+        if isinstance(ds, xr.Dataset):  # one slice of data with extra dimensions
+            dims = extra_dims(ds, E, uE)
+            check_dependence(ds.isel(dict.fromkeys(dims, 0)) if dims else ds, resample, groups,
+                             block, block_length)
+    rows = []
+    for ds in datasets.values():
         rows.append(_evaluation_row(ds, features=features, n_bins=n_bins, n_mc=n_mc, seed=seed,
-                                    n_mc_fv=n_mc_fv, n_boot=n_boot, E=E, uE=uE))
+                                    n_mc_fv=n_mc_fv, n_boot=n_boot, E=E, uE=uE, **given))
     table = xr.concat(rows, dim="dataset", coords="different", compat="equals",
                       combine_attrs="drop")
     table = table.assign_coords(dataset=list(datasets))
@@ -363,6 +410,11 @@ def evaluate(datasets: Mapping[str, xr.Dataset], *, features: Sequence[str] | No
         "simulated": "errors E = uE * eps, eps ~ N(0, 1), drawn with each data set's "
                      "uncertainties; stream (seed, 'recalibration:simulated', r)",
         "fraction_valid_target": 0.95, "E": E, "uE": uE,
+        **({} if resample == "iid" else {
+            **{k: v for k, v in given.items() if v is not None},
+            "simulated_fv_resample": "the simulated error sets keep the data set's "
+                                     f"{groups if resample == 'cluster' else block!r} and "
+                                     "are resampled as it is (same block length)"}),
     })
 
 
@@ -420,8 +472,9 @@ def evaluation_table(table: xr.Dataset, *, digits: int = 3, simulated: bool = Tr
 @by_role(data="train")
 def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
          by: str | Sequence[str] | None = None, n_bins: Iterable[int] = range(2, 100),
-         n_boot: int = defaults.N_BOOT_LOCAL, E: str = defaults.E, uE: str = defaults.UE,
-         **fit_kwargs: Any) -> xr.Dataset:
+         n_boot: int = defaults.N_BOOT_LOCAL, resample: str = "iid", groups: str | None = None,
+         block: str | None = None, block_length: int | str | None = None,
+         E: str = defaults.E, uE: str = defaults.UE, **fit_kwargs: Any) -> xr.Dataset:
     """Test-set scores of BVS recalibrators fitted with each number of bins (METHODS §8).
 
     Parameters
@@ -438,6 +491,9 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
         Numbers of bins N_B (default 2 to 99).
     n_boot : int
         LZMS bootstrap replicates per bin for ``f_v`` (as in :func:`scores`).
+    resample, groups, block, block_length
+        How those LZMS bootstraps resample the points of ``test``, as in :func:`scores`
+        (the variable ``groups`` or ``block`` in ``test``; the fits do not resample).
     E, uE : str
         Names of the error and uncertainty variables (in both data sets).
     **fit_kwargs
@@ -475,12 +531,13 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
                                  E=E, uE=uE)
     fit_kwargs = {**fit_kwargs, "features": features}
     n_scores = fit_kwargs.get("n_bins_scores", defaults.N_BINS_SCORES)
+    dependence = _resolved_dependence(test, resample, groups, block, block_length, E=E, uE=uE)
     rows, learned, losses = [], [], []
     for n in n_values:
         rec = fit(train, "bvs", by=by, n_bins=n, E=E, uE=uE, **fit_kwargs)
         rows.append(scores(apply(rec, test, E=E, uE=uE), features=features, n_bins=n_scores,
                            n_boot=n_boot, seed=fit_kwargs.get("seed", defaults.SEED), E=E,
-                           uE=uE))
+                           uE=uE, **resample_arguments(dependence)))
         learned.append(int(rec.scale.size))
         losses.append(float(rec.attrs["loss_value"]))
     out = xr.concat(rows, dim="n_bins", combine_attrs="drop_conflicts")
