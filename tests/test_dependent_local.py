@@ -84,7 +84,7 @@ def test_a_cluster_replicate_of_a_bin_is_the_statistic_of_its_points_in_the_draw
                                                 needs_bins=False), layout.rows(idx), idx))
     codes = np.array([STATISTICS["zms"].code])
     key = stream_key(3, "local-cluster")
-    got = L._subset_replicates(layout, [m[:2] for m in models], codes, key, 6)
+    got = D.dependent_replicates(layout, [m[:2] for m in models], codes, key, 0, 6)[:, :, 0]
     labels = np.unique(ds.g.values)
     for r in range(6):
         counts = np.empty((1, ds.sizes["sample"]), dtype=np.int32)

@@ -49,7 +49,6 @@ from xuqcal.analysis.binning import (
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import (
-    COUNTS_BLOCK,
     RNG_DESCRIPTION,
     check_count,
     evaluate_row_counts,
@@ -168,13 +167,12 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
     **Replicates.** Replicate ``r`` draws the row multiplicities of the *whole* data set once,
     from the stream ``(seed, purpose, r)`` (:meth:`RowLayout.fill`: whole groups, or blocks of
     consecutive points), and every group's statistic is recomputed on its points with those
-    multiplicities (as :func:`xuqcal.analysis.dependent.dependent_replicates` does, one
-    :class:`PreparedData` per group, rows mapped through ``layout``; see
-    :func:`_subset_replicates`): the groups of one replicate come from the same resample,
-    as their points come from the same data set. A group (a bin) may receive no point in a
-    replicate (all its units left out), or too few for the statistic: its statistic is then
-    NaN there, and such replicates are **excluded** from that group's interval, counted in
-    ``n_excluded`` (the interval is conditional on the group being drawn; a
+    multiplicities (:func:`xuqcal.analysis.dependent.dependent_replicates`, one
+    :class:`PreparedData` per group, rows mapped through ``layout``): the groups of one replicate
+    come from the same resample, as their points come from the same data set. A group (a bin) may
+    receive no point in a replicate (all its units left out), or too few for the statistic: its
+    statistic is then NaN there, and such replicates are **excluded** from that group's interval,
+    counted in ``n_excluded`` (the interval is conditional on the group being drawn; a
     :class:`~xuqcal.core.intervals.DegenerateIntervalWarning` when a group loses more than
     :data:`EXCLUDED_WARNING_SHARE` of its replicates; NaN bounds when fewer than
     :func:`~xuqcal.core.checks.minimum_replicates` remain).
@@ -221,7 +219,8 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
         jack = np.empty((units.size, 1))
         evaluate_row_counts(prepared, np.arange(idx.size, dtype=np.int64), codes, counts, jack)
         accel[g] = acceleration(prepared.unscale(codes, jack)[:, 0])
-    replicates = _subset_replicates(layout, models, codes, stream_key(seed, purpose), n_boot)
+    replicates = _dep.dependent_replicates(layout, models, codes, stream_key(seed, purpose), 0,
+                                           n_boot)[:, :, 0]
     low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
     finite = np.isfinite(replicates)
     n_excluded = (n_boot - finite.sum(axis=1)).astype(np.int64)
@@ -235,33 +234,6 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
         low[g], high[g] = lo[0], hi[0]
     _warn_dependent_groups(n_units, n_excluded, n_boot, least, layout.resample)
     return value, low, high, n_units, n_excluded
-
-
-def _subset_replicates(layout: _dep.RowLayout, models: list, codes: np.ndarray,
-                       key: np.uint64, n_boot: int) -> np.ndarray:
-    """Replicates ``(model, replicate)`` of the first statistic of ``codes`` of every model
-    ``(prepared, rows_of)``, a *subset* of the rows of ``layout`` each, on the same dependent
-    resamples of all rows (streams ``(key, r)``), unscaled to each model's units.
-
-    :func:`xuqcal.analysis.dependent.dependent_replicates` does the same but sizes its block
-    of row multiplicities by the first model's points (``counts_replicates`` takes M from
-    ``rows_of``), which is right only when that model holds every row; here the block has
-    the ``layout.size`` rows that :meth:`RowLayout.fill` writes. The values do not depend on
-    the block of replicates drawn at a time."""
-    m = layout.size
-    out = np.empty((len(models), n_boot, codes.shape[0]))
-    size = max(1, min(n_boot, COUNTS_BLOCK // max(m, 1)))
-    row_counts = np.empty((size, m), dtype=np.int32)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for first in range(0, n_boot, size):
-            last = min(n_boot, first + size)
-            block = row_counts[:last - first]
-            layout.fill(key, first, last, block)
-            for i, (prepared, rows_of) in enumerate(models):
-                evaluate_row_counts(prepared, rows_of, codes, block, out[i, first:last])
-        for i, (prepared, _) in enumerate(models):
-            out[i] = prepared.unscale(codes, out[i])
-    return out[:, :, 0]
 
 
 def _warn_dependent_groups(n_units: np.ndarray, n_excluded: np.ndarray, n_boot: int,

@@ -158,13 +158,15 @@ def evaluate_row_counts(prepared: PreparedData, rows_of: np.ndarray, codes: np.n
 
 
 def counts_replicates(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.ndarray,
-                      fill, start: int, stop: int) -> np.ndarray:
+                      fill, start: int, stop: int, n_rows: int | None = None) -> np.ndarray:
     """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` drawn as row
     multiplicities: ``fill(first, last, block)`` writes those of replicates ``first .. last -
-    1`` (a cluster, block or paired resample), and every model ``(prepared, rows_of)``
-    evaluates them. Replicates are drawn :data:`COUNTS_BLOCK` values at a time; no value
-    depends on it."""
-    m = models[0][1].size
+    1`` (a cluster, block or paired resample) into ``block`` (``(last - first, n_rows)``),
+    and every model ``(prepared, rows_of)`` evaluates them (its points may be any subset of
+    the rows). ``n_rows`` defaults to the first model's points (every model on every row).
+    Replicates are drawn :data:`COUNTS_BLOCK` values at a time; no value depends on it; a
+    statistic undefined on a replicate (a subset that received no point) is NaN there."""
+    m = models[0][1].size if n_rows is None else int(n_rows)
     out = np.empty((len(models), stop - start, codes.shape[0]))
     size = max(1, min(stop - start, COUNTS_BLOCK // max(m, 1)))
     row_counts = np.empty((size, m), dtype=np.int32)
@@ -172,11 +174,13 @@ def counts_replicates(models: Sequence[tuple[PreparedData, np.ndarray]], codes: 
         last = min(stop, first + size)
         block = row_counts[:last - first]
         fill(first, last, block)
-        for i, (prepared, rows_of) in enumerate(models):
-            evaluate_row_counts(prepared, rows_of, codes, block,
-                                out[i, first - start:last - start])
-    for i, (prepared, _) in enumerate(models):
-        out[i] = prepared.unscale(codes, out[i])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for i, (prepared, rows_of) in enumerate(models):
+                evaluate_row_counts(prepared, rows_of, codes, block,
+                                    out[i, first - start:last - start])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i, (prepared, _) in enumerate(models):
+            out[i] = prepared.unscale(codes, out[i])
     return out
 
 
