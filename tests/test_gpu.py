@@ -1,0 +1,280 @@
+"""The GPU bootstrap of the moment statistics (:mod:`xuqcal.core.gpu`) on Numba's CUDA simulator.
+
+The simulator must be switched on (``NUMBA_ENABLE_CUDASIM=1``) before ``numba.cuda`` is first
+imported, which another test of this process may have done already: the checks run in one
+subprocess (small sizes: the simulator runs every GPU thread as Python) and report JSON. No GPU
+and no numba-cuda are needed; without ``numba.cuda`` the simulator checks are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xuqcal.core import gpu
+from xuqcal.core import kernels as K
+from xuqcal.core.statistics import STATISTICS
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The statistics compared (every one sums different columns or finishes differently).
+KEYS = ("zms", "zm", "rce", "nll", "mse", "rmv", "zv")
+TOLERANCE = 1e-12
+
+
+def _start(script: str, *, simulator: bool) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    if simulator:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+    return process.returncode, stdout, stderr
+
+
+SIMULATED = """
+import json
+import warnings
+
+import numpy as np
+
+warnings.simplefilter("ignore", RuntimeWarning)  # uint64 wraparound of the simulated streams
+try:
+    from numba import cuda
+except Exception as error:
+    print(json.dumps({"skip": f"numba.cuda cannot be imported: {error}"}))
+    raise SystemExit(0)
+
+from xuqcal.analysis.resampling import _replicate_block
+from xuqcal.core import gpu
+from xuqcal.core import kernels as K
+from xuqcal.core.random import stream_key
+from xuqcal.core.statistics import STATISTICS, PreparedData
+
+KEYS = %(keys)r
+codes = np.array([STATISTICS[k].code for k in KEYS])
+rng = np.random.default_rng(11)
+result = {"available": gpu.cuda_available()}
+
+# NIG-like data: heavy-tailed uncertainties, slightly over-dispersed errors
+m = 200
+uE = np.sqrt(2.0 / rng.gamma(2.0, size=m))
+prepared = PreparedData.from_arrays(1.1 * uE * rng.standard_normal(m), uE)
+key = stream_key(5, "bootstrap")
+values = gpu.bootstrap_moments_gpu(key, 3, 13, codes, prepared, threads=8)
+reference = _replicate_block(prepared, codes, key, 3, 13)
+result["shape"] = list(values.shape)
+result["relative"] = (np.abs(values - reference) / np.abs(reference)).max(axis=0).tolist()
+result["spread"] = (reference.std(axis=0) / np.abs(reference).mean(axis=0)).tolist()
+
+# the drawn indices, compared with the CPU's stream (next_below through fill_draws)
+m = 300
+draws = gpu.drawn_indices_gpu(key, 40, 43, m, threads=64)
+same = []
+for i in range(draws.shape[0]):
+    cpu = np.empty(m, dtype=np.int64)
+    K.fill_draws(key, 40 + i, cpu)
+    same.append(bool((cpu == draws[i]).all()))
+result["draws_equal"] = same
+result["draws_distinct"] = int(len(np.unique(draws[0])))
+
+# a bound at which Lemire's test rejects half of the raw draws: many rounds per replicate
+bound = 2**31 + 1
+m = 120
+draws = gpu.drawn_indices_gpu(key, 8, 10, m, bound=bound, threads=16)
+same = []
+for i in range(draws.shape[0]):
+    state = np.uint64(K.stream_start(key, 8 + i))
+    cpu = []
+    for _ in range(m):
+        j, state = K.next_below(np.uint64(state), bound)
+        cpu.append(int(j))
+    same.append(draws[i].tolist() == cpu)
+result["rejecting_draws_equal"] = same
+
+# one thread per block; M = 1, 2, 5
+tiny = []
+for m in (1, 2, 5):
+    uE = rng.uniform(0.5, 2.0, m)
+    p = PreparedData.from_arrays(uE * rng.standard_normal(m), uE, needs_bins=False)
+    two = np.array([STATISTICS["zms"].code, STATISTICS["mse"].code])
+    g = gpu.bootstrap_moments_gpu(key, 0, 3, two, p, threads=1)
+    c = _replicate_block(p, two, key, 0, 3)
+    tiny.append(bool(np.allclose(g, c, rtol=1e-14, atol=0.0)))
+result["tiny"] = tiny
+
+# data rescaled by a power of two (scale safety): the units are restored as on the CPU
+uE = rng.uniform(0.5, 2.0, 64) * 2.0**500
+p = PreparedData.from_arrays(uE * rng.standard_normal(64), uE)
+units = np.array([STATISTICS[k].code for k in ("mse", "rmv", "zms")])
+g = gpu.bootstrap_moments_gpu(key, 0, 4, units, p, threads=16)
+c = _replicate_block(p, units, key, 0, 4)
+result["scaled_exponent"] = p.scale_exponent
+result["scaled_relative"] = float((np.abs(g - c) / np.abs(c)).max())
+
+# no replicates
+result["empty"] = list(gpu.bootstrap_moments_gpu(key, 7, 7, codes, prepared).shape)
+print(json.dumps(result))
+"""
+
+
+PLAIN = """
+import sys
+import numpy as np
+from xuqcal.core import gpu
+assert "numba.cuda" not in sys.modules
+available = gpu.cuda_available()
+try:
+    from numba import cuda
+    expected = bool(cuda.is_available())
+except Exception:
+    expected = False
+assert available is expected
+if not available:
+    try:
+        gpu.moment_column_sums_gpu(np.uint64(1), 0, 2, np.array([5]), np.ones((3, 6)))
+    except RuntimeError as error:
+        assert "no CUDA GPU" in str(error), error
+    else:
+        raise AssertionError("no RuntimeError")
+print(available)
+"""
+
+
+@pytest.fixture(scope="module")
+def processes() -> dict[str, subprocess.Popen]:
+    """The two subprocesses, started together (each spends seconds importing)."""
+    started = {"simulated": _start(SIMULATED % {"keys": KEYS}, simulator=True),
+               "plain": _start(PLAIN, simulator=False)}
+    yield started
+    for process in started.values():
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.fixture(scope="module")
+def simulated(processes) -> dict:
+    returncode, stdout, stderr = _finish(processes["simulated"])
+    assert returncode == 0, stdout[-3000:] + stderr[-3000:]
+    result = json.loads(stdout.strip().splitlines()[-1])
+    if "skip" in result:
+        pytest.skip(result["skip"])
+    return result
+
+
+def test_simulator_is_available(simulated):
+    assert simulated["available"] is True
+
+
+def test_replicates_equal_the_cpu_within_1e_12(simulated):
+    assert simulated["shape"] == [10, len(KEYS)]
+    relative = dict(zip(KEYS, simulated["relative"], strict=True))
+    assert all(value <= TOLERANCE for value in relative.values()), relative
+    # the replicates differ from each other: agreement is not that of constants
+    assert min(simulated["spread"]) > 1e-4
+
+
+def test_drawn_indices_are_the_cpu_streams(simulated):
+    assert simulated["draws_equal"] == [True, True, True]
+    assert 100 < simulated["draws_distinct"] < 300  # a resample with replacement
+
+
+def test_drawn_indices_with_frequent_rejections(simulated):
+    """Half of the raw draws rejected: every round of the kernel, and only the first M accepted
+    draws, as the CPU's next_below."""
+    assert simulated["rejecting_draws_equal"] == [True, True]
+
+
+def test_one_thread_and_tiny_samples(simulated):
+    assert simulated["tiny"] == [True, True, True]
+
+
+def test_unscaled_like_the_cpu(simulated):
+    assert simulated["scaled_exponent"] > 0
+    assert simulated["scaled_relative"] <= TOLERANCE
+
+
+def test_no_replicates(simulated):
+    assert simulated["empty"] == [0, len(KEYS)]
+
+
+def test_lemire_threshold_matches_next_below():
+    """The acceptance threshold is the one ``next_below`` tests: ``(2^32 - M) mod M``."""
+    for bound in (1, 2, 3, 7, 1000, 2_000_000, 2**31 + 1, 2**32 - 1):
+        assert int(gpu.lemire_threshold(bound)) == (2**32 - bound) % bound
+    # on the host, the one-draw test accepts exactly the raw draws next_below keeps
+    key = np.uint64(0x1234_5678_9ABC_DEF0)
+    bound = 2**31 + 1  # about half of the raw draws are rejected
+    state = np.uint64(K.stream_start(key, 2))
+    threshold = gpu.lemire_threshold(bound)
+    with np.errstate(over="ignore"):
+        accepted = []
+        raw = state
+        while len(accepted) < 50:
+            bits = K._mix64.py_func(raw + K._GAMMA)
+            raw = raw + K._GAMMA
+            ok, j = gpu._lemire(bits, np.uint64(bound), threshold)
+            if ok:
+                accepted.append(int(j))
+    expected = []
+    for _ in range(50):
+        j, state = K.next_below(np.uint64(state), bound)
+        expected.append(int(j))
+    assert accepted == expected
+
+
+def test_refuses_binned_and_rank_statistics():
+    codes = np.array([STATISTICS["zms"].code, STATISTICS["ence"].code])
+    with pytest.raises(ValueError, match="moment statistics only"):
+        gpu.bootstrap_moments_gpu(np.uint64(1), 0, 2, codes, None)
+    with pytest.raises(ValueError, match="moment statistics only"):
+        gpu.moment_column_sums_gpu(np.uint64(1), 0, 2, np.array([K.CC]), np.ones((3, 6)))
+
+
+def test_finish_moments_uses_the_cpu_finishers():
+    """The host finishing equals the jitted finisher of each code on the same sums."""
+    rng = np.random.default_rng(0)
+    sums = rng.uniform(0.5, 2.0, (5, 6))
+    sums[:, 4] -= 1.0
+    codes = np.arange(K.N_MOMENT)
+    out = gpu.finish_moments(codes, 7.0, sums, 0.25)
+    for i in range(sums.shape[0]):
+        for k, code in enumerate(codes):
+            value = K.finalize_moment(code, 7.0, *sums[i], 0.25)
+            assert out[i, k] == pytest.approx(value, rel=1e-15)
+
+
+def test_without_numba_cuda(monkeypatch):
+    """No numba.cuda at all (numba-cuda not installed): cuda_available() is False and the GPU
+    path refuses with a clear error."""
+    import numba
+
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)  # the import fails
+    monkeypatch.delattr(numba, "cuda", raising=False)
+    assert gpu.cuda_available() is False
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        gpu.moment_column_sums_gpu(np.uint64(1), 0, 2, np.array([5]), np.ones((3, 6)))
+
+
+def test_without_simulator(processes):
+    """Importing the module imports nothing from numba.cuda; with numba.cuda and no simulator,
+    cuda_available() says whether a GPU is there and never raises (False on a machine without
+    a GPU or a driver, where the GPU path refuses)."""
+    returncode, stdout, stderr = _finish(processes["plain"])
+    assert returncode == 0, stdout + stderr
+    assert stdout.split()[-1] in {"True", "False"}

@@ -1,0 +1,467 @@
+"""GPU bootstrap of the moment statistics on the CPU's random streams (numba-cuda).
+
+Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the CPU kernel
+(:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
+(:func:`xuqcal.core.kernels.pack_moments`) and finishes each statistic with the same finisher
+(:data:`xuqcal.core.kernels.FINISHERS`): only the order of the additions differs, so the values
+agree to rounding: about 1e-13 relative at M = 2·10^6 (zms, mse, ...); more where a statistic
+cancels, as rce = (RMV - RMSE) / RMV (a few 1e-12 at M = 2·10^6 when |rce| ≈ 0.015: the CPU's
+own rounding error, divided by |rce|).
+
+**The streams.** The CPU draws index ``i`` of replicate ``r`` with
+``j, state = next_below(state, M)`` from ``state = stream_start(key, r)``: raw draw
+``p = 0, 1, ...`` (call ``p + 1`` of ``next_u64``) is ``mix64(state + (p + 1) γ)``, and
+Lemire's test accepts or rejects it from its own bits alone. The ``i``-th index is thus the
+``i``-th accepted raw draw, and the draws of one replicate can be made in parallel. One thread
+block computes one replicate in rounds: a round covers the next ``d`` raw positions, ``d`` being
+the number of indices still missing (``M`` in the first round), every thread takes a strided
+share of them and adds the columns of its accepted draws, and the block counts the accepted
+ones. A round accepts at most ``d`` draws, so no index of rank ``M`` or more is ever added, and
+the rounds stop when ``M`` are accepted: the accepted raw positions seen are exactly the first
+``M``. Rejections are rare (probability below ``M / 2^32``): at M = 2·10^6 a second round
+handles about 900 draws and a third almost never runs.
+
+**One definition.** The stream primitives are not written again: ``_mix64``, ``stream_start``
+and ``next_u64`` of :mod:`xuqcal.core.kernels` are compiled for the GPU from their own Python
+source (``py_func``; the callee ``_mix64`` rebound to its device twin), with the constants of
+that module. Lemire's acceptance test is the one exception (:func:`_lemire`): on the CPU it is
+inside the rejection loop of ``next_below``, which cannot be compiled draw by draw; the
+threshold ``(2^32 - M) mod M`` is computed once on the host from the constants of
+:mod:`xuqcal.core.kernels`. The statistics are finished on the host from the column sums by the
+same finishers as on the CPU (their ``py_func`` on arrays, as
+:meth:`xuqcal.core.statistics.Statistic.from_sums`).
+
+**Sums.** Each thread adds its share with Neumaier's compensated summation; the partial sums of
+the threads are then added in a tree. The CPU adds the draws one after the other; the difference
+is the CPU's own rounding error.
+
+numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
+function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
+(slowly: the tests use a few hundred points).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+
+import numpy as np
+
+from xuqcal.core import kernels as K
+
+#: Most threads per block (the size of the kernel's shared arrays).
+MAX_THREADS = 512
+#: Threads per block used by default (a power of two).
+THREADS = 256
+#: Largest number of blocks launched at once (each loops over replicates when there are more).
+_MAX_BLOCKS = 65535
+
+# the ``cuda`` module, bound on first use (:func:`_kernels`): the kernels below refer to it as a
+# module global, which the simulator swaps for its own while a kernel runs
+cuda = None
+# the device twins of the stream primitives of xuqcal.core.kernels, bound by _kernels()
+_stream_start = None
+_next_u64 = None
+_accept = None
+_add = None
+
+
+def cuda_available() -> bool:
+    """Whether the GPU functions can run: numba's CUDA target imports and sees a GPU (or
+    Numba's CUDA simulator is on, ``NUMBA_ENABLE_CUDASIM=1``). Never raises.
+
+    Examples
+    --------
+    >>> isinstance(cuda_available(), bool)
+    True
+    """
+    try:
+        from numba import cuda as numba_cuda
+    except Exception:
+        return False
+    try:
+        return bool(numba_cuda.is_available())
+    except Exception:
+        return False
+
+
+def _simulated() -> bool:
+    from numba import config
+
+    return bool(getattr(config, "ENABLE_CUDASIM", False))
+
+
+def _device_twin(function, **callees):
+    """The plain Python function behind the jitted ``function`` of :mod:`xuqcal.core.kernels`
+    (its code object, its module's globals), with the jitted ``callees`` replaced by their
+    device twins: the same source, compiled for the GPU."""
+    source = function.py_func
+    # only the names the code refers to (the simulator scans a device function's globals at
+    # every call)
+    namespace = {name: source.__globals__[name] for name in source.__code__.co_names
+                 if name in source.__globals__}
+    namespace["__builtins__"] = source.__globals__["__builtins__"]
+    namespace.update(callees)
+    twin = types.FunctionType(source.__code__, namespace, source.__name__,
+                              source.__defaults__, source.__closure__)
+    twin.__doc__ = source.__doc__
+    return twin
+
+
+def _lemire(bits, bound, threshold):
+    """Lemire's test on one raw draw, as in :func:`xuqcal.core.kernels.next_below`: the draw is
+    accepted when the low 32 bits of ``(bits mod 2^32) * bound`` are at least
+    ``threshold = (2^32 - bound) mod bound``; returns ``(accepted, index)``.
+
+    (``next_below`` tests ``low >= bound or low >= threshold``: the same, since
+    ``threshold < bound``.)
+    """
+    product = (bits & K._LOW32) * bound
+    return (product & K._LOW32) >= threshold, np.int64(product >> K._S32)
+
+
+def _neumaier(total, compensation, x):
+    """One step of Neumaier's compensated sum; returns ``(total, compensation)``."""
+    t = total + x
+    if abs(total) >= abs(x):
+        compensation += (total - t) + x
+    else:
+        compensation += (x - t) + total
+    return t, compensation
+
+
+def lemire_threshold(bound: int) -> np.uint64:
+    """``(2^32 - bound) mod bound``: the smallest accepted low word of Lemire's test for
+    indices below ``bound`` (``0 < bound < 2^32``).
+
+    Examples
+    --------
+    >>> int(lemire_threshold(3)), int(lemire_threshold(1 << 31))
+    (1, 0)
+    """
+    b = np.uint64(bound)
+    return (K._TWO32 - b) % b
+
+
+def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, width, sums, draws,
+                    n_record):
+    """Kernel: ``sums[r, c]``, the sum of ``columns[j, c]`` (``c < width``) over the ``m``
+    indices ``j`` below ``bound`` (``m`` in a bootstrap) drawn by replicate ``first + r`` (one
+    block per replicate, looping with the grid's stride).
+
+    ``draws[r, p]`` (debug; ``n_record = 0`` records nothing) receives the index of raw draw
+    ``p`` of the replicate when it is accepted, -1 when it is rejected, for the raw positions
+    visited below ``n_record``."""
+    tid = cuda.threadIdx.x
+    n_threads = cuda.blockDim.x
+    partial = cuda.shared.array(MAX_THREADS, np.float64)
+    counted = cuda.shared.array(MAX_THREADS, np.int64)
+    r = cuda.blockIdx.x
+    while r < n_replicates:
+        state = _stream_start(key, first + r)
+        t0 = 0.0
+        t1 = 0.0
+        t2 = 0.0
+        t3 = 0.0
+        t4 = 0.0
+        t5 = 0.0
+        c0 = 0.0
+        c1 = 0.0
+        c2 = 0.0
+        c3 = 0.0
+        c4 = 0.0
+        c5 = 0.0
+        accepted = np.int64(0)
+        begin = np.int64(0)
+        while accepted < m:
+            end = begin + (m - accepted)
+            mine = np.int64(0)
+            p = begin + tid
+            while p < end:
+                bits, _ = _next_u64(state + np.uint64(p) * K._GAMMA)
+                ok, j = _accept(bits, bound, threshold)
+                if p < n_record:
+                    draws[r, p] = j if ok else np.int64(-1)
+                if ok:
+                    mine += 1
+                    if width > 0:
+                        t0, c0 = _add(t0, c0, columns[j, 0])
+                        if width > 1:
+                            t1, c1 = _add(t1, c1, columns[j, 1])
+                            if width > 2:
+                                t2, c2 = _add(t2, c2, columns[j, 2])
+                                if width > 3:
+                                    t3, c3 = _add(t3, c3, columns[j, 3])
+                                    if width > 4:
+                                        t4, c4 = _add(t4, c4, columns[j, 4])
+                                        if width > 5:
+                                            t5, c5 = _add(t5, c5, columns[j, 5])
+                p += n_threads
+            counted[tid] = mine
+            cuda.syncthreads()
+            half = n_threads // 2
+            while half > 0:
+                if tid < half:
+                    counted[tid] += counted[tid + half]
+                cuda.syncthreads()
+                half //= 2
+            accepted += counted[0]
+            begin = end
+            cuda.syncthreads()  # every thread has read counted[0] before it is written again
+        for c in range(width):
+            if c == 0:
+                partial[tid] = t0 + c0
+            elif c == 1:
+                partial[tid] = t1 + c1
+            elif c == 2:
+                partial[tid] = t2 + c2
+            elif c == 3:
+                partial[tid] = t3 + c3
+            elif c == 4:
+                partial[tid] = t4 + c4
+            else:
+                partial[tid] = t5 + c5
+            cuda.syncthreads()
+            half = n_threads // 2
+            while half > 0:
+                if tid < half:
+                    partial[tid] += partial[tid + half]
+                cuda.syncthreads()
+                half //= 2
+            if tid == 0:
+                sums[r, c] = partial[0]
+            cuda.syncthreads()
+        r += cuda.gridDim.x
+
+
+@functools.cache
+def _kernels():
+    """Compile (once) the device twins of the stream primitives and the kernel."""
+    global cuda, _stream_start, _next_u64, _accept, _add
+    if not cuda_available():
+        raise RuntimeError("no CUDA GPU is available: install numba-cuda "
+                           "(pip install 'xuqcal[gpu]') on a machine with an NVIDIA GPU, or set "
+                           "NUMBA_ENABLE_CUDASIM=1 for Numba's simulator")
+    from numba import cuda as numba_cuda
+
+    cuda = numba_cuda
+    device = numba_cuda.jit(device=True)
+    mix64 = device(_device_twin(K._mix64))
+    _stream_start = device(_device_twin(K.stream_start, _mix64=mix64))
+    _next_u64 = device(_device_twin(K.next_u64, _mix64=mix64))
+    _accept = device(_lemire)
+    _add = device(_neumaier)
+    return numba_cuda.jit(_bootstrap_sums)
+
+
+def _check_size(m: int) -> None:
+    if not 0 < m < 1 << 32:
+        raise ValueError(f"the GPU bootstrap needs 0 < M < 2**32 points (M = {m})")
+
+
+def _check_threads(threads: int) -> int:
+    threads = int(threads)
+    if threads < 1 or threads > MAX_THREADS or threads & (threads - 1):
+        raise ValueError(f"threads must be a power of two from 1 to {MAX_THREADS} "
+                         f"(threads = {threads})")
+    return threads
+
+
+def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws, n_record: int,
+               threads: int = THREADS, *, bound: int | None = None,
+               width: int | None = None) -> None:
+    """Launch the bootstrap kernel on device arrays: ``sums[r, c]`` (``(n_replicates, w)``)
+    receives the sum of ``columns[j, c]`` (``(m, w)``, ``w <= 6``; ``w = 0``: no sums) over
+    the ``m`` indices drawn by replicate ``start + r``; ``draws`` (``(n_replicates,
+    n_record)``, or any 2-D int64 array when ``n_record = 0``) the raw draws, for debugging.
+    ``width`` (default ``w``) is the number of columns summed; ``bound`` (default ``m``;
+    debugging only, with ``width = 0``) is the bound of the indices. Asynchronous, as any
+    launch."""
+    kernel = _kernels()
+    if n_replicates <= 0:
+        return
+    bound = m if bound is None else int(bound)
+    _check_size(bound)
+    width = columns.shape[1] if width is None else int(width)
+    if width > min(columns.shape[1], len(K.COLUMNS)) or (width and bound != m):
+        raise ValueError("run_kernel: at most 6 columns, and columns only for bound = m")
+    arguments = (np.uint64(key), np.int64(start), np.int64(n_replicates), np.int64(m),
+                 np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
+                 draws, np.int64(n_record))
+    launch = kernel[min(n_replicates, _MAX_BLOCKS), _check_threads(threads)]
+    if _simulated():
+        # the simulator runs the kernel as Python on NumPy scalars: the wrapping uint64
+        # products of SplitMix64 would warn about overflow
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+            launch(*arguments)
+    else:
+        launch(*arguments)
+
+
+def _launch(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
+            threads: int, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Run the kernel on host arrays; returns ``(sums, draws)`` as host arrays."""
+    _check_threads(threads)
+    _kernels()
+    n_replicates = stop - start
+    width = columns.shape[1]
+    # never an empty device array: without recording, draws is one element, never written;
+    # without columns, columns and sums are one element, never read or written
+    draws = np.full((n_replicates, n_record) if n_record else (1, 1), -2, dtype=np.int64)
+    if n_replicates <= 0:
+        return np.empty((0, width)), draws[:0]
+    d_columns = cuda.to_device(np.ascontiguousarray(columns if width else np.zeros((1, 1)),
+                                                    dtype=np.float64))
+    d_sums = cuda.device_array((n_replicates, max(width, 1)), dtype=np.float64)
+    d_draws = cuda.to_device(draws)
+    run_kernel(key, start, n_replicates, m, d_columns, d_sums, d_draws, n_record, threads,
+               bound=bound, width=width)
+    return d_sums.copy_to_host()[:, :width], d_draws.copy_to_host()
+
+
+def moment_column_sums_gpu(key, start: int, stop: int, codes: np.ndarray, packed: np.ndarray,
+                           *, threads: int = THREADS) -> np.ndarray:
+    """The sums of the packed moment columns over each replicate's draws:
+    ``(stop - start, 6)``, columns ordered as :data:`xuqcal.core.kernels.COLUMNS`; the columns
+    that ``codes`` do not use are 0 (as in :func:`xuqcal.core.kernels.bootstrap_block`).
+
+    Examples
+    --------
+    >>> packed = np.ones((4, 6))
+    >>> moment_column_sums_gpu(1, 0, 2, np.array([5]), packed)  # doctest: +SKIP
+    array([[0., 0., 4., 0., 0., 0.],
+           [0., 0., 4., 0., 0., 0.]])
+    """
+    codes = _moment_codes(codes)
+    m = int(packed.shape[0])
+    _check_size(m)
+    used = K._moment_columns(codes)
+    sums, _ = _launch(key, int(start), int(stop), m, packed[:, used], 0, threads)
+    full = np.zeros((sums.shape[0], len(K.COLUMNS)))
+    full[:, used] = sums
+    return full
+
+
+def _moment_codes(codes) -> np.ndarray:
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    bad = [int(c) for c in codes if not 0 <= c < K.N_MOMENT]
+    if bad:
+        raise ValueError(f"the GPU bootstrap computes moment statistics only (codes below "
+                         f"{K.N_MOMENT}: mse rmse mv rmv zm zms zv rce nll); codes {bad} are "
+                         "binned or rank statistics, which the CPU kernels compute")
+    return codes
+
+
+def finish_moments(codes: np.ndarray, size: float, sums: np.ndarray,
+                   z_shift: float) -> np.ndarray:
+    """Moment statistics of ``size`` points from column sums (``sums``: ``(..., 6)``, columns
+    ordered as :data:`xuqcal.core.kernels.COLUMNS`): ``(..., len(codes))``, by the finishers
+    of :data:`xuqcal.core.kernels.FINISHERS` (NumPy semantics: inf or NaN, no error, for a
+    division by zero).
+
+    Examples
+    --------
+    >>> sums = np.array([[8.0, 2.0, 4.0, 0.0, 0.0, 0.0]])
+    >>> finish_moments(np.array([K.MSE, K.ZMS, K.RCE]), 2.0, sums, 0.0).tolist()
+    [[4.0, 2.0, -1.0]]
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    columns = [sums[..., c] for c in range(len(K.COLUMNS))]
+    out = np.empty((*sums.shape[:-1], len(codes)))
+    with np.errstate(all="ignore"):
+        for k, code in enumerate(np.asarray(codes).tolist()):
+            out[..., k] = K.FINISHERS[code].py_func(np.float64(size), *columns,
+                                                   np.float64(z_shift))
+    return out
+
+
+def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepared, *,
+                          threads: int = THREADS) -> np.ndarray:
+    """Bootstrap replicates ``start .. stop - 1`` of moment statistics on the GPU:
+    ``(stop - start, len(codes))``, what
+    ``xuqcal.analysis.resampling._replicate_block(prepared, codes, key, start, stop)`` returns
+    (the same draws, sums in another order: equal within about 1e-13 relative).
+
+    Parameters
+    ----------
+    key : numpy.uint64
+        The stream key (:func:`xuqcal.core.random.stream_key`).
+    start, stop : int
+        The replicates.
+    codes : array of int
+        Moment statistic codes (below :data:`xuqcal.core.kernels.N_MOMENT`); any other code is
+        refused with a ``ValueError``.
+    prepared : xuqcal.core.statistics.PreparedData
+        The data; its packed moment columns are copied to the GPU at each call.
+    threads : int
+        Threads per block (a power of two up to :data:`MAX_THREADS`).
+
+    Raises
+    ------
+    ValueError
+        Codes of binned or rank statistics, or ``M >= 2**32`` points.
+    RuntimeError
+        No GPU (see :func:`cuda_available`).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> from xuqcal.core.statistics import STATISTICS, PreparedData
+    >>> rng = np.random.default_rng(0)
+    >>> uE = rng.uniform(0.5, 2.0, 300)
+    >>> prepared = PreparedData.from_arrays(uE * rng.standard_normal(300), uE)
+    >>> codes = np.array([STATISTICS["zms"].code])
+    >>> bootstrap_moments_gpu(stream_key(1, "bootstrap"), 0, 20, codes,
+    ...                       prepared).shape  # doctest: +SKIP
+    (20, 1)
+    >>> bootstrap_moments_gpu(stream_key(1, "bootstrap"), 0, 20,
+    ...                       np.array([STATISTICS["ence"].code]), prepared)
+    Traceback (most recent call last):
+    ...
+    ValueError: the GPU bootstrap computes moment statistics only (codes below 9: mse rmse mv rmv zm zms zv rce nll); codes [9] are binned or rank statistics, which the CPU kernels compute
+    """  # noqa: E501
+    codes = _moment_codes(codes)
+    sums = moment_column_sums_gpu(key, start, stop, codes, prepared.packed, threads=threads)
+    out = finish_moments(codes, prepared.size, sums, prepared.z_shift)
+    return prepared.unscale(codes, out)
+
+
+def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None = None,
+                      threads: int = THREADS) -> np.ndarray:
+    """The ``m`` indices each replicate ``start .. stop - 1`` draws on the GPU, in the order of
+    the stream: ``(stop - start, m)`` int64, equal to :func:`xuqcal.core.kernels.fill_draws`
+    (debug and tests: the bootstrap kernel itself records its raw draws). ``bound`` (default
+    ``m``) is the bound of the indices, e.g. ``2**31 + 1`` for a Lemire test that rejects half
+    of the raw draws (then ``m`` calls of ``next_below(state, bound)``).
+
+    Raises ``RuntimeError`` unless the raw positions visited by the kernel hold exactly ``m``
+    accepted draws.
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import fill_draws, stream_key
+    >>> key = stream_key(0, "bootstrap")
+    >>> cpu = np.empty(50, dtype=np.int64)
+    >>> fill_draws(key, 3, cpu)
+    >>> bool((drawn_indices_gpu(key, 3, 4, 50)[0] == cpu).all())  # doctest: +SKIP
+    True
+    """
+    m = int(m)
+    _check_size(m)
+    bound = m if bound is None else int(bound)
+    _check_size(bound)
+    # raw positions recorded: the expected number of raw draws for m accepted ones, with a
+    # margin of many standard deviations
+    rejected = float(lemire_threshold(bound)) / 2.0**32
+    width = int(1.5 * m / (1.0 - rejected)) + 64
+    _, draws = _launch(key, int(start), int(stop), m, np.zeros((m, 0)), width, threads, bound)
+    out = np.empty((draws.shape[0], m), dtype=np.int64)
+    for i, row in enumerate(draws):
+        accepted = row[row >= 0]
+        if accepted.shape[0] != m:
+            raise RuntimeError(f"replicate {start + i}: {accepted.shape[0]} accepted draws "
+                               f"recorded in {width} raw positions, not {m}")
+        out[i] = accepted
+    return out
