@@ -24,6 +24,21 @@ evaluated on different points, ``pairing="independent"`` bootstraps each model o
 points and streams (keyed by the model's label); the differences of independent replicates
 then give percentile intervals (no paired jackknife exists), which are wider.
 
+**Dependent points** (issue 25). With ``resample="cluster"`` (``groups=``) or a block
+scheme (``block=``, ``block_length=``), as :func:`xuqcal.bootstrap`
+(:mod:`xuqcal.analysis.dependent`), the common points get one
+:class:`~xuqcal.analysis.dependent.RowLayout` (the groups or the order are properties of the
+points: a variable over ``sample``, or over ``(dim, sample)`` when equal for every model);
+replicate ``r`` draws its rows' multiplicities from the stream ``(seed, "compare-<resample>",
+r)`` (whole groups, or blocks of consecutive points), and every model evaluates them: the
+pairing is kept. BCa's acceleration then comes from the paired delete-one-unit jackknife:
+each group (or non-overlapping block of ``block_length`` points) left out of every model at
+once. ``pairing="independent"`` resamples each model's own points by its own layout, from
+``(seed, "compare:<label>-<resample>", r)``. ``block_length="auto"`` is Politis & White's
+length of ``Z²`` in the order of ``block``, on each slice's compared points: the largest over
+the models for the common layout; the lengths used are the variable ``block_length``. The
+ranks, ζ-scores and verdicts follow from the replicates as for independent points.
+
 **Distances.** A statistic is compared by its distance to the value of calibrated data:
 ``|zms - 1|``, ``|zv - 1|``, ``|zm|``, ``|rce|``; ``nll`` by ``|nll - nll_ref| =
 |zms - 1| / 2`` (the reference ``½ (ln 2π + <ln uE²> + 1)`` of METHODS has the same
@@ -60,6 +75,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -68,6 +84,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from xuqcal.analysis.dependent import (
+    AUTO_LENGTH,
+    Dependence,
+    RowLayout,
+    check_dependence,
+    dependent_jackknife,
+    dependent_replicates,
+    row_layout,
+)
 from xuqcal.analysis.lazy import lazy_result, template
 from xuqcal.analysis.resampling import (
     _jackknife_block,
@@ -78,6 +103,7 @@ from xuqcal.analysis.resampling import (
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order, resolve_n_bins
+from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
     check_choice,
     check_chunks,
@@ -141,10 +167,12 @@ def distance(key: str, values: np.ndarray) -> np.ndarray:
 
 
 def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by, pairing, E,
-                uE):
-    """Argument checks of :func:`compare`, before any data are read; returns the compared
-    statistics, the kernel statistics (``nll`` is computed from ``zms``) and the normalised
-    arguments."""
+                uE, resample="iid", groups=None, block=None, block_length=None):
+    """Argument checks of :func:`compare`, before any data are read (but for a dependence
+    variable over the models, whose values are compared); returns the compared statistics,
+    the kernel statistics (``nll`` is computed from ``zms``), the normalised arguments, the
+    data (with a dependence variable over the models made one over ``sample``) and the
+    checked :class:`~xuqcal.analysis.dependent.Dependence`."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds: expected an xarray.Dataset with {E} and {uE} over "
                         f"({dim or MODEL_DIMS[0]}, sample), got {type(ds).__name__}")
@@ -189,8 +217,62 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
     keys = [s.key for s in stats]
     # nll's distance is |zms - 1| / 2: zms is computed with it
     kernel_keys = list(dict.fromkeys([*keys, *(["zms"] if "nll" in keys else [])]))
+    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length)
     return (stats, get_statistics(kernel_keys), n_boot, level, seed, chunks, pairing, E, uE,
-            labels, dim)
+            labels, dim, ds, dependence)
+
+
+def model_dependence(ds: xr.Dataset, dim: str, resample: object, groups: object,
+                     block: object, block_length: object) -> tuple[xr.Dataset, Dependence]:
+    """The checked dependent resample of models compared on the same points, and the data.
+
+    The dependence variable (``groups`` or ``block``) is a property of the points, shared by
+    the models: a variable over ``sample``. One over ``(dim, sample)`` (e.g. a feature of
+    :func:`xuqcal.stack_datasets`) is accepted when its values agree across the models
+    wherever they are given (padded points are missing), and replaced in the returned data by
+    its values over ``sample``; models that disagree are refused, naming the samples. The
+    other checks are those of :func:`xuqcal.analysis.dependent.check_dependence`.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> a = xuqcal.synthetic.nig(6, nu=6, seed=0).assign(g=("sample", [0, 0, 1, 1, 2, 2]))
+    >>> both = xuqcal.stack_datasets({"A": a, "B": a}, dim="model")
+    >>> data, dependence = model_dependence(both, "model", "cluster", "g", None, None)
+    >>> data.g.dims, dependence.attrs()["groups"]
+    (('sample',), 'g')
+    """
+    for parameter, name in (("groups", groups), ("block", block)):
+        if not (isinstance(name, str) and name in ds.variables and dim in ds[name].dims):
+            continue
+        variable = ds[name]
+        if set(variable.dims) != {dim, SAMPLE_DIM}:
+            raise ValueError(f"{parameter}: {name!r} must be a variable over sample (or over "
+                             f"({dim}, sample), the same for every model), got dimensions "
+                             f"{variable.dims}")
+        values = np.asarray(variable.transpose(dim, SAMPLE_DIM).values)
+        given = ~pd.isna(values)
+        columns = np.arange(values.shape[1])
+        reference = values[given.argmax(axis=0), columns]  # the first model that gives it
+        differ = (given & (values != reference[None, :])).any(axis=0)
+        if differ.any():
+            where = np.flatnonzero(differ)
+            samples = (np.asarray(ds[SAMPLE_DIM].values)[where] if SAMPLE_DIM in ds.coords
+                       else where)
+            shown = ", ".join(map(str, samples[:5].tolist())) + (", ..." if where.size > 5
+                                                                  else "")
+            raise ValueError(f"{parameter}: {name!r} differs between the models along "
+                             f"{dim!r} at {where.size} sample(s) ({shown}); the models are "
+                             f"compared on the same points, which need one {parameter} value "
+                             "each: give a variable over sample")
+        ds = ds.assign({name: xr.Variable(SAMPLE_DIM, reference, variable.attrs)})
+    dependence = check_dependence(ds, resample, groups, block, block_length)
+    if getattr(dependence, "tiles", None) is not None:
+        raise ValueError("block: tiles of a grid (block given as a dict) are not supported by "
+                         "the comparisons of models (compare, paired_scores, sip_matrix) yet; "
+                         "give one variable that orders the points, or resample='cluster' "
+                         "with groups= (e.g. the tile of each point)")
+    return ds, dependence
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,13 +314,107 @@ def _jackknife_by_row(model: tuple[PreparedData, np.ndarray], codes: np.ndarray
 
 
 def _prepare(e: np.ndarray, u: np.ndarray, x: np.ndarray | None, *, n_bins: int, by: str,
-             needs_bins: bool) -> tuple[PreparedData, np.ndarray]:
+             needs_bins: bool, row_of_point: np.ndarray | None = None
+             ) -> tuple[PreparedData, np.ndarray]:
     """One model's prepared data and the row of its point at each position (its arrays are
-    in the order of its binning variable)."""
+    in the order of its binning variable); ``row_of_point``: the rows of a dependent
+    :class:`~xuqcal.analysis.dependent.RowLayout` of its points (default: the points' own
+    order)."""
     prepared = PreparedData.from_arrays(e, u, by_values=x, by=by, n_bins=n_bins,
                                         needs_bins=needs_bins)
     rows_of = equal_count_order(u if x is None else x)  # as from_arrays orders the points
+    if row_of_point is not None:
+        rows_of = row_of_point[rows_of]
     return prepared, np.ascontiguousarray(rows_of, dtype=np.int64)
+
+
+def _dependent_chunk(layout: RowLayout, models: Sequence[tuple[PreparedData, np.ndarray]],
+                     codes: np.ndarray, key: np.uint64, start: int, stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` of every model on the
+    same dependent resamples of the rows of ``layout``."""
+    return dependent_replicates(layout, models, codes, key, start, stop)
+
+
+def _jackknife_by_unit(model: tuple[PreparedData, np.ndarray], layout: RowLayout,
+                       codes: np.ndarray) -> np.ndarray:
+    """A model's delete-one-unit values ``(code, unit)``: unit ``j`` (a group, or a block of
+    ``block_length`` rows) of the common layout left out (of every model at once: the paired
+    jackknife of a dependent resample)."""
+    return dependent_jackknife(layout, model[0], model[1], codes)
+
+
+#: How ``block_length="auto"`` is resolved by :func:`compare` (recorded in the attributes).
+AUTO_RULE = ("Politis-White (2004; Patton-Politis-White 2009) length of Z^2 in the order of "
+             "{block} on each slice's compared points, rounded up: {which}")
+
+
+def _automatic_length(e: np.ndarray, u: np.ndarray, variable: np.ndarray, resample: str
+                      ) -> int:
+    """The automatic block length of one model's points (as
+    :func:`xuqcal.analysis.dependent.automatic_length`: ``Z²`` in the order of ``block``)."""
+    order = np.argsort(variable, kind="stable")
+    z2 = (np.asarray(e, dtype=np.float64) / np.asarray(u, dtype=np.float64))[order] ** 2
+    stationary, circular = optimal_block_length(z2)
+    length = max(1, math.ceil(stationary if resample == "stationary" else circular))
+    return min(length, z2.size) if resample == "moving" else length
+
+
+def model_layouts(E: np.ndarray, U: np.ndarray, V: np.ndarray, rows: list[np.ndarray],
+             pairing: str, dependence: Dependence, labels: Sequence[Any]) -> list[RowLayout]:
+    """Each model's :class:`~xuqcal.analysis.dependent.RowLayout` of its points ``rows``
+    (the dependence variable's values ``V`` over the sample): one layout shared by every
+    model for ``pairing="common"``, each its own for ``"independent"``. An automatic block
+    length is resolved here: the largest of the models' for a common layout."""
+    k = E.shape[0]
+    if dependence.block_length == AUTO_LENGTH:
+        lengths = [_automatic_length(E[i, rows[i]], U[i, rows[i]], V[rows[i]],
+                                     dependence.resample) for i in range(k)]
+        if pairing == "common":
+            lengths = [max(lengths)] * k
+        dependences = [Dependence(dependence.resample, dependence.variable, n)
+                       for n in lengths]
+    else:
+        dependences = [dependence] * k
+    for i, one in enumerate(dependences):
+        if one.resample == "moving" and one.block_length > rows[i].size:
+            where = "in common" if pairing == "common" else f"of model {labels[i]!r}"
+            raise ValueError(f"block_length: {one.block_length} is longer than the "
+                             f"{rows[i].size} points {where}; a moving block must fit in the "
+                             "compared points")
+    if pairing == "common":
+        return [row_layout(V[rows[0]], dependences[0])] * k
+    return [row_layout(V[rows[i]], dependences[i]) for i in range(k)]
+
+
+def _dependent_parts(models: list, estimates: list, layouts: list[RowLayout],
+                     codes: np.ndarray, *, labels: Sequence[Any], n_boot: int, seed: int,
+                     chunks, pairing: str, resample: str
+                     ) -> tuple[list[np.ndarray], np.ndarray, list[np.ndarray] | None]:
+    """The estimates, replicates ``(model, replicate, code)`` and (common pairing) the
+    paired delete-one-unit jackknife ``(code, unit)`` of each model under a dependent
+    resample: one layout for every model from the streams ``(seed, "compare-<resample>",
+    r)``, or each model's own from ``(seed, "compare:<label>-<resample>", r)``."""
+    k = len(models)
+    if pairing == "common":
+        key, blocks, start = stream_key(seed, f"compare-{resample}"), [], 0
+        for size in replicate_chunks(n_boot, chunks, width=k * codes.shape[0]):
+            blocks.append(dask.delayed(_dependent_chunk, pure=True)(
+                layouts[0], models, codes, key, start, start + size))
+            start += size
+        jacks = [dask.delayed(_jackknife_by_unit, pure=True)(model, layouts[0], codes)
+                 for model in models]
+        estimates, blocks, jacks = dask.compute(estimates, blocks, jacks)
+        return estimates, np.concatenate(blocks, axis=1), jacks
+    per_model = []
+    for model, layout, label in zip(models, layouts, labels, strict=True):
+        key, blocks, start = stream_key(seed, f"compare:{label}-{resample}"), [], 0
+        for size in replicate_chunks(n_boot, chunks, width=codes.shape[0]):
+            blocks.append(dask.delayed(_dependent_chunk, pure=True)(
+                layout, [model], codes, key, start, start + size))
+            start += size
+        per_model.append(blocks)
+    estimates, per_model = dask.compute(estimates, per_model)
+    return estimates, np.concatenate([np.concatenate(b, axis=1) for b in per_model]), None
 
 
 #: Replicates whose rank shares are held at once by :func:`rank_probabilities`.
@@ -324,9 +500,12 @@ def _pair_intervals(replicates: np.ndarray, estimates: np.ndarray, jack: np.ndar
 def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
                     stats: Sequence[Statistic], kernel_stats: Sequence[Statistic],
                     labels: Sequence[Any], n_boot: int, level: float, seed: int, chunks,
-                    n_bins: int | None, by: str, pairing: str) -> dict[str, np.ndarray]:
+                    n_bins: int | None, by: str, pairing: str, V: np.ndarray | None = None,
+                    dependence: Dependence | None = None) -> dict[str, np.ndarray]:
     """The comparison of the models of one slice: ``E``, ``U`` (and the binning variable
-    ``X``) are ``(models, sample)``; returns the arrays of the result."""
+    ``X``) are ``(models, sample)``; ``V``: the values ``(sample,)`` of the dependence
+    variable of a dependent resample ``dependence`` (None: iid); returns the arrays of the
+    result."""
     k = E.shape[0]
     present = np.isfinite(E) & np.isfinite(U)
     codes = codes_of(kernel_stats)
@@ -346,16 +525,23 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
                              "comparing needs at least 2")
     # every model's preparation, estimate and jackknife, and the replicate chunks of all
     # models, are tasks of one graph: they run in parallel
+    layouts = (None if dependence is None
+               else model_layouts(E, U, V, rows, pairing, dependence, labels))
     models = []
     for i in range(k):
         bins = resolve_n_bins(sizes[i], n_bins, binned=needs_bins)
         check_fits_in_one_task(sizes[i], task_bytes_per_point(len(codes), jackknife=True),
                                "compare")
+        arranged = {} if layouts is None else {"row_of_point": layouts[i].row_of_point}
         models.append(dask.delayed(_prepare, pure=True)(
             E[i, rows[i]], U[i, rows[i]], None if X is None else X[i, rows[i]], n_bins=bins,
-            by=by, needs_bins=needs_bins))
+            by=by, needs_bins=needs_bins, **arranged))
     estimates = [dask.delayed(_evaluate, pure=True)(model, codes) for model in models]
-    if pairing == "common":
+    if layouts is not None:
+        estimates, replicates, jacks = _dependent_parts(
+            models, estimates, layouts, codes, labels=labels, n_boot=n_boot, seed=seed,
+            chunks=chunks, pairing=pairing, resample=dependence.resample)
+    elif pairing == "common":
         key, blocks, start = stream_key(seed, "compare"), [], 0
         for size in replicate_chunks(n_boot, chunks, width=k * codes.shape[0]):
             blocks.append(dask.delayed(_paired_chunk, pure=True)(models, codes, key, start,
@@ -418,7 +604,10 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
             "value_difference": value_difference, "value_ci_low": value_low,
             "value_ci_high": value_high,
             "rank_probability": rank, "p_best": rank[:, 0, :],
-            "n_samples": np.array(sizes, dtype=np.int64), "n_dropped": n_dropped}
+            "n_samples": np.array(sizes, dtype=np.int64), "n_dropped": n_dropped,
+            **({} if layouts is None or layouts[0].block_length is None else
+               {"block_length": np.array([layout.block_length for layout in layouts],
+                                         dtype=np.int64)})}
 
 
 # --------------------------------------------------------------------------------------------
@@ -426,16 +615,19 @@ def _compare_arrays(E: np.ndarray, U: np.ndarray, X: np.ndarray | None, *,
 # --------------------------------------------------------------------------------------------
 
 
-def _layout(stats: Sequence[Statistic], labels: Sequence[Any], dim: str) -> xr.Dataset:
-    """The result of one slice laid out for :func:`~xuqcal.analysis.lazy.lazy_result`."""
+def _layout(stats: Sequence[Statistic], labels: Sequence[Any], dim: str,
+            blocks: bool = False) -> xr.Dataset:
+    """The result of one slice laid out for :func:`~xuqcal.analysis.lazy.lazy_result`
+    (``blocks``: with the block length of a block scheme)."""
     k, n = len(labels), len(stats)
     shapes = {"estimate": (k, n), "distance": (k, n), "difference": (k, k, n),
               "ci_low": (k, k, n), "ci_high": (k, k, n), "zeta": (k, k, n),
               "verdict": (k, k, n), "rank_probability": (k, k, n), "p_best": (k, n),
               "value_difference": (k, k, n), "value_ci_low": (k, k, n),
               "value_ci_high": (k, k, n),
-              "n_samples": (k,), "n_dropped": (k,)}
-    dtypes = {"verdict": np.dtype("<U25"), "n_samples": np.int64, "n_dropped": np.int64}
+              "n_samples": (k,), "n_dropped": (k,), **({"block_length": (k,)} if blocks else {})}
+    dtypes = {"verdict": np.dtype("<U25"), "n_samples": np.int64, "n_dropped": np.int64,
+              "block_length": np.int64}
     shell = _as_dataset({name: np.zeros(shape, dtype=dtypes.get(name, np.float64))
                          for name, shape in shapes.items()}, stats, labels, dim)
     return template({name: (v.dims, v.dtype, v.attrs) for name, v in shell.data_vars.items()},
@@ -517,6 +709,11 @@ def _as_dataset(arrays: dict[str, np.ndarray], stats, labels, dim: str) -> xr.Da
             "n_dropped": ((dim,), arrays["n_dropped"],
                           {"long_name": "points of the model left out (absent from another "
                                         "model)"}),
+            **({} if "block_length" not in arrays else {
+                "block_length": ((dim,), arrays["block_length"],
+                                 {"long_name": "points per block of the block bootstrap of "
+                                               "the model's points (mean length for "
+                                               "stationary)"})}),
         },
         coords=coords,
     )
@@ -534,6 +731,10 @@ def compare(
     n_bins: int | None = None,
     by: str = defaults.BY,
     pairing: str = "common",
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -573,6 +774,27 @@ def compare(
         ``"common"``: the points present in every model, resampled together;
         ``"independent"``: each model on its own points and streams (ragged sets;
         percentile intervals).
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the points are resampled (:mod:`xuqcal.analysis.dependent`, as
+        :func:`xuqcal.bootstrap`): independently (default, unchanged), by whole groups of
+        ``groups``, or by blocks of consecutive points in the order of ``block``. With
+        ``pairing="common"`` one dependent resample of the common points is drawn per
+        replicate from the stream ``(seed, "compare-<resample>", r)`` and evaluated by every
+        model, and the BCa acceleration comes from the paired delete-one-group (or
+        delete-one-block) jackknife: each unit left out of every model at once. With
+        ``pairing="independent"`` each model is resampled alone on its own points, from
+        ``(seed, "compare:<label>-<resample>", r)``.
+    groups : str, optional
+        With ``resample="cluster"``: the variable holding each point's group, over
+        ``sample`` (or over ``(dim, sample)`` when it is the same for every model).
+    block : str, optional
+        With a block scheme: the variable that orders the points, over ``sample`` (or over
+        ``(dim, sample)``, the same for every model).
+    block_length : int or "auto", optional
+        With a block scheme: points per block (mean length for ``"stationary"``);
+        ``"auto"``: Politis & White's length of ``Z²`` in the order of ``block``, per slice
+        on the compared points, the largest over the models for ``pairing="common"`` (one
+        layout for all) and each model's own for ``"independent"``.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -583,7 +805,8 @@ def compare(
         ``statistic`` and ``rank``: ``estimate``, ``distance``, ``difference``, ``ci_low``,
         ``ci_high``, ``zeta``, ``verdict``, ``value_difference``, ``value_ci_low``,
         ``value_ci_high``, ``rank_probability``, ``p_best``, ``n_samples`` and
-        ``n_dropped``; attributes say how it was computed. Computed for
+        ``n_dropped`` (and, for a block scheme, ``block_length`` over ``dim``: the length
+        used, resolved per slice for ``"auto"``); attributes say how it was computed. Computed for
         NumPy-backed data, lazy (one task per slice) for Dask-backed data.
 
     Examples
@@ -598,9 +821,11 @@ def compare(
     >>> float(result.p_best.sel(model="A", statistic="zms"))
     1.0
     """
-    (stats, kernel_stats, n_boot, level, seed, chunks, pairing, E, uE,
-     labels, dim) = _compare_iv(ds, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
-                           chunks=chunks, n_bins=n_bins, by=by, pairing=pairing, E=E, uE=uE)
+    (stats, kernel_stats, n_boot, level, seed, chunks, pairing, E, uE, labels, dim, ds,
+     dependence) = _compare_iv(ds, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
+                               chunks=chunks, n_bins=n_bins, by=by, pairing=pairing, E=E,
+                               uE=uE, resample=resample, groups=groups, block=block,
+                               block_length=block_length)
     by_name = uE if by in (None, defaults.BY) else by
     others = [d for d in ds[E].dims if d not in (dim, SAMPLE_DIM)]
     options = {"stats": stats, "kernel_stats": kernel_stats, "labels": labels,
@@ -608,12 +833,17 @@ def compare(
                "n_bins": n_bins, "by": by_name, "pairing": pairing}
 
     names = [E, uE] + ([] if by_name == uE else [by_name])
+    if not dependence.iid:
+        options["dependence"] = dependence
+        names = list(dict.fromkeys([*names, dependence.variable]))
 
     def body(part: xr.Dataset) -> xr.Dataset:
         e = part[E].transpose(dim, SAMPLE_DIM).values
         u = part[uE].broadcast_like(part[E]).transpose(dim, SAMPLE_DIM).values
         x = (None if by_name == uE
              else part[by_name].broadcast_like(part[E]).transpose(dim, SAMPLE_DIM).values)
+        if not dependence.iid:
+            options["V"] = np.asarray(part[dependence.variable].values)
         return _as_dataset(_compare_arrays(e, u, x, **options), stats, labels, dim)
 
     def lazily(part: xr.Dataset) -> xr.Dataset:
@@ -625,7 +855,9 @@ def compare(
     def one(part: xr.Dataset) -> xr.Dataset:
         data = part[names]
         if any(data[n].chunks is not None for n in names):
-            return lazy_result(lazily, data, _layout(stats, labels, dim))
+            return lazy_result(lazily, data, _layout(
+                stats, labels, dim, blocks=not dependence.iid and dependence.resample
+                != "cluster"))
         return body(data)
 
     if others:
@@ -645,7 +877,31 @@ def compare(
         "random_streams": "rows drawn from the stream (seed, 'compare', r), the same for "
                           "every model; each model maps a row to its own position",
         "tie_rule": "tied distances share their ranks equally; NaN ranks last",
+        **({} if dependence.iid else _dependence_attrs(dependence, pairing)),
     })
+
+
+def _dependence_attrs(dependence: Dependence, pairing: str) -> dict[str, Any]:
+    """The attributes of a comparison under a dependent resample (they replace those of
+    the iid pairing)."""
+    attrs = dependence.attrs()
+    scheme, unit = dependence.resample, attrs.get("jackknife", "")
+    if dependence.block_length == AUTO_LENGTH:
+        which = ("the largest over the models (one layout for every model)"
+                 if pairing == "common" else "each model's own")
+        attrs["block_length_rule"] = AUTO_RULE.format(block=dependence.variable, which=which)
+        unit = "delete-one-block (blocks of block_length points)"
+        attrs["jackknife"] = unit
+    if pairing == "common":
+        attrs["interval"] = f"BCa, paired {unit} jackknife (each unit left out of every model)"
+        attrs["random_streams"] = (f"row multiplicities of a {scheme} resample drawn from the "
+                                   f"stream (seed, 'compare-{scheme}', r), the same for every "
+                                   "model; each model maps a row to its own position")
+    else:
+        attrs.pop("jackknife", None)
+        attrs["random_streams"] = (f"each model's own {scheme} resample of its points, from "
+                                   f"the streams (seed, 'compare:<label>-{scheme}', r)")
+    return attrs
 
 
 def _stack(parts: list[xr.Dataset], ds: xr.Dataset, others: list[str]) -> xr.Dataset:

@@ -7,7 +7,8 @@ as :func:`xuqcal.compare`): the slices along ``dim`` are the compared models, po
 Two results:
 
 - :func:`paired_scores`: each model's mean score, the mean paired difference of every ordered
-  pair of models and its Diebold–Mariano test (independent points);
+  pair of models and its Diebold–Mariano test (independent points, or dependent ones with a
+  cluster-robust or HAC variance);
 - :func:`sip_matrix`: the systematic improvement probability (SIP) of every ordered pair, the
   fraction of the points where one model's point-wise score beats the other's, with a paired
   bootstrap interval.
@@ -22,6 +23,17 @@ lost to that rule (coordinate ``n_dropped`` over ``dim``) and how many are compa
 **Broadcasting.** Any other extra dimension (``task``, ``seed``, ...) broadcasts: each of its
 slices is compared on its own common points, and with the same random streams, so that a
 slice's result is the one of that slice alone.
+
+**Dependent points** (issue 25). ``resample=``, ``groups=``, ``block=`` and
+``block_length=`` are those of :func:`xuqcal.compare` (:mod:`xuqcal.analysis.dependent`).
+The Diebold–Mariano test then replaces the variance ``var(d) / n`` of the mean difference by
+a cluster-robust one over the groups of ``groups`` (``resample="cluster"``) or by the
+Newey–West HAC one in the order of ``block`` (any block scheme: the test draws nothing), with
+``block_length`` lags, or ``floor(4 (n / 100)^(2/9))`` lags (Newey & West 1994) for
+``block_length="auto"`` (:func:`xuqcal.core.paired.diebold_mariano`). The SIP bootstrap
+resamples whole groups or blocks of the common points, once per replicate for every model,
+from the streams ``(seed, "sip-<resample>", r)``; ``block_length="auto"`` there is the
+automatic length of :func:`xuqcal.compare` (the largest over the models).
 
 **Data.** Paired comparisons need every model's scores at once: for Dask-backed data the
 result is lazy, one task that gathers the slice's ``E`` and ``uE`` (O(K × M) memory) when it
@@ -38,13 +50,15 @@ import dask
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.compare import MODEL_DIMS
+from xuqcal.analysis.compare import MODEL_DIMS, model_dependence, model_layouts
+from xuqcal.analysis.dependent import AUTO_LENGTH, Dependence
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import paired as P
 from xuqcal.core.checks import check_level, check_replicates, check_seed
 from xuqcal.core.provenance import attach
+from xuqcal.core.robust import newey_west_lags
 
 __all__ = ["paired_scores", "sip_matrix"]
 
@@ -157,11 +171,13 @@ def _check_values(ds: xr.Dataset, e: np.ndarray, u: np.ndarray, where: dict[str,
 
 
 def _per_slice(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str, pairing: str,
-               compute: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, ...]],
+               compute: Callable[[np.ndarray, np.ndarray, np.ndarray],
+                                 tuple[np.ndarray, ...]],
                shapes: Sequence[tuple[int, ...]]
                ) -> tuple[dict[Hashable, Any], np.ndarray, list[np.ndarray]]:
-    """``compute(E_common, uE_common)`` (``(K, n)`` arrays; float64 arrays of ``shapes``) on
-    each slice of the extra dimensions, after checking every slice's values and common points.
+    """``compute(E_common, uE_common, common)`` (``(K, n)`` arrays and the mask ``(M,)`` of
+    the common points; float64 arrays of ``shapes``) on each slice of the extra dimensions,
+    after checking every slice's values and common points.
 
     Returns the coordinates of the result (``dim``, ``other``, the extra dimensions,
     ``n_samples`` and ``n_dropped``), ``n_samples`` and ``compute``'s arrays stacked as
@@ -186,7 +202,7 @@ def _per_slice(ds: xr.Dataset, dim: str, extra: list[str], E: str, uE: str, pair
         common_of[index] = common
     outputs = [np.empty((*shape, *piece), dtype=np.float64) for piece in shapes]
     for index, common in common_of.items():
-        pieces = compute(e_all[index][:, common], u_all[index][:, common])
+        pieces = compute(e_all[index][:, common], u_all[index][:, common], common)
         for out, piece in zip(outputs, pieces, strict=True):
             out[index] = piece
 
@@ -212,19 +228,26 @@ def _result(analysis: str, variables: dict[Hashable, Any], coords: dict[Hashable
 # -------------------------------------------------------------------------------- analyses
 
 
-def _lazily(function, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
+def _lazily(function, ds: xr.Dataset, dependence: Dependence | None = None,
+            attrs: dict[str, Any] | None = None, **kwargs: Any) -> xr.Dataset:
     """``function(ds, **kwargs)`` for Dask-backed data, lazily: one task computes it when the
     result is computed (the values are checked then). Its layout comes from the same function
     on a two-point stand-in of the data (the same dimensions, labels and coordinates), so that
-    the lazy result and the computed one cannot disagree."""
+    the lazy result and the computed one cannot disagree. A dependent resample
+    ``dependence`` (its variable is carried along) does not change the layout: the stand-in is
+    computed for independent points and the attributes ``attrs`` of the dependent result
+    replace those of the stand-in."""
     E, uE = kwargs["E"], kwargs["uE"]
     data = ds[[E, uE]]
+    carried = data if dependence is None else ds[[E, uE, dependence.variable]]
     stand_in = data.isel(sample=slice(0, 2)).copy(data={
         name: np.full(data[name].isel(sample=slice(0, 2)).shape, value)
         for name, value in ((E, 0.5), (uE, 1.0))})
     stand_in = stand_in.assign_coords({name: (c.dims, np.asarray(c.values)) for name, c in
                                        stand_in.coords.items() if c.chunks is not None})
-    shell = function(stand_in, **kwargs)
+    shell = function(stand_in, **{**kwargs, **(
+        {} if dependence is None else
+        {"resample": "iid", "groups": None, "block": None, "block_length": None})})
     counted = [c for c in ("n_samples", "n_dropped") if c in shell.coords]
     layout = template(
         {name: (v.dims, v.dtype, v.attrs) for name, v in
@@ -232,14 +255,79 @@ def _lazily(function, ds: xr.Dataset, **kwargs: Any) -> xr.Dataset:
         dict(shell.sizes),
         {name: shell[name].variable for name in shell.coords if name not in counted},
         lazy_coords=counted)
-    result = lazy_result(lambda computed: function(computed, **kwargs), data, layout)
+    result = lazy_result(lambda computed: function(computed, **kwargs), carried, layout)
     result.attrs = {k: v for k, v in shell.attrs.items() if k != "n_samples"}
+    result.attrs.update(attrs or {})
     return result
+
+
+def _dependence(ds: xr.Dataset, dim: str, resample: object, groups: object, block: object,
+                block_length: object) -> tuple[xr.Dataset, Dependence | None]:
+    """The checked dependent resample (None: iid) and the data (a dependence variable over
+    ``dim`` made one over ``sample``, as :func:`xuqcal.compare`)."""
+    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length)
+    return ds, None if dependence.iid else dependence
+
+
+def _dm_lags(dependence: Dependence, n: int) -> int:
+    """The lags of the HAC variance of a block scheme on ``n`` points: ``block_length``, or
+    the Newey–West rule for ``"auto"``."""
+    if dependence.block_length == AUTO_LENGTH:
+        return newey_west_lags(n)
+    lags = int(dependence.block_length)
+    if lags >= n:
+        raise ValueError(f"block_length: {lags} lags of the HAC variance need more than the "
+                         f"{n} compared points")
+    return lags
+
+
+def _dm_attrs(dependence: Dependence) -> dict[str, Any]:
+    """The attributes of a Diebold–Mariano test under the dependent resample."""
+    attrs = {k: v for k, v in dependence.attrs().items() if k != "jackknife"}
+    if dependence.resample == "cluster":
+        attrs["dm_test"] = (
+            "Diebold-Mariano with a cluster-robust variance: d = s_model - s_other, DM = "
+            "mean(d) / sqrt(V), V = G/(G-1) sum_g (sum_{i in g} (d_i - mean(d)))^2 / n^2 over "
+            f"the G groups of {dependence.variable!r} (CRV1, "
+            "xuqcal.core.robust.cluster_robust_cov); two-sided p-value 2 Phi(-|DM|) of the "
+            "standard normal; NaN when every d is 0")
+        return attrs
+    lags = ("floor(4 (n/100)^(2/9)) lags (Newey-West 1994 rule; block_length='auto')"
+            if dependence.block_length == AUTO_LENGTH
+            else f"{dependence.block_length} lags (block_length)")
+    attrs["dm_test"] = (
+        "Diebold-Mariano with a Newey-West HAC variance: d = s_model - s_other in the order of "
+        f"{dependence.variable!r}, DM = mean(d) / sqrt(V), V = (G_0 + sum_{{l=1}}^{{L}} "
+        "(1 - l/(L+1)) 2 G_l) / n^2, G_l = sum_t (d_t - mean(d)) (d_{t-l} - mean(d)), "
+        f"L = {lags} (Bartlett kernel, xuqcal.core.robust.hac_cov; the block scheme draws "
+        "nothing here); two-sided p-value 2 Phi(-|DM|) of the standard normal; NaN when every "
+        "d is 0")
+    if dependence.block_length == AUTO_LENGTH:
+        attrs["block_length_rule"] = "Newey-West (1994) lags floor(4 (n/100)^(2/9))"
+    return attrs
+
+
+def _sip_attrs(dependence: Dependence) -> dict[str, Any]:
+    """The attributes of a SIP bootstrap under the dependent resample."""
+    attrs = {k: v for k, v in dependence.attrs().items() if k != "jackknife"}
+    scheme = dependence.resample
+    units = "groups" if scheme == "cluster" else "blocks of consecutive points"
+    attrs["interval_method"] = f"percentile (paired {scheme} bootstrap over {units})"
+    attrs["rng"] = (f"counter-based SplitMix64 streams (seed, '{P.SIP_PURPOSE}-{scheme}', "
+                    "replicate)")
+    if dependence.block_length == AUTO_LENGTH:
+        attrs["block_length_rule"] = (
+            "Politis-White (2004; Patton-Politis-White 2009) length of Z^2 in the order of "
+            f"{dependence.variable} on each slice's common points, rounded up: the largest "
+            "over the models")
+    return attrs
 
 
 def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", "interval"),
                   *, dim: str | None = None, pairing: str = "common",
-                  level: float = defaults.LEVEL, E: str = defaults.E,
+                  level: float = defaults.LEVEL, resample: str = "iid",
+                  groups: str | None = None, block: str | None = None,
+                  block_length: int | str | None = None, E: str = defaults.E,
                   uE: str = defaults.UE) -> xr.Dataset:
     """Mean point-wise scores of models on the same points, their paired differences and
     Diebold–Mariano tests.
@@ -262,6 +350,19 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     level : float
         Nominal level ``p`` of the central prediction interval ``∓ Φ⁻¹((1 + p)/2) uE`` of the
         interval score.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        The dependence of the points (as :func:`xuqcal.compare`): ``"iid"`` (default) for the
+        variance ``var(d) / n`` of the mean difference; ``"cluster"`` for the cluster-robust
+        variance over the groups of ``groups``; a block scheme for the Newey–West HAC
+        variance in the order of ``block`` (the three schemes give the same test).
+    groups : str, optional
+        With ``resample="cluster"``: the variable holding each point's group (over
+        ``sample``, or over ``(dim, sample)`` when the same for every model).
+    block : str, optional
+        With a block scheme: the variable that orders the points.
+    block_length : int or "auto", optional
+        With a block scheme: the lags ``L`` of the HAC variance (``L < n``); ``"auto"``:
+        ``floor(4 (n / 100)^(2/9))`` (Newey & West 1994).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -303,23 +404,38 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     names = _check_scores(scores)
     pairing = _check_pairing(pairing)
     level = check_level(level)
+    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length)
+    attrs = {} if dependence is None else _dm_attrs(dependence)
     if is_lazy(ds, (E, uE)):
-        return _lazily(paired_scores, ds, scores=names, dim=dim, pairing=pairing,
-                       level=level, E=E, uE=uE)
+        return _lazily(paired_scores, ds, dependence, attrs, scores=names, dim=dim,
+                       pairing=pairing, level=level, resample=resample, groups=groups,
+                       block=block, block_length=block_length, E=E, uE=uE)
 
     k = ds.sizes[dim]
     a, b = np.nonzero(~np.eye(k, dtype=bool))  # the ordered pairs a != b
+    variable = None if dependence is None else np.asarray(ds[dependence.variable].values)
 
-    def compute(e: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+    def compute(e: np.ndarray, u: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, ...]:
         mean = np.empty((k, len(names)))
         diff = np.empty((k, k, len(names)))
         dm = np.full((k, k, len(names)), np.nan)
         p_value = np.full((k, k, len(names)), np.nan)
+        robust, order = {}, slice(None)
+        if dependence is not None and dependence.resample == "cluster":
+            robust = {"groups": _groups(variable[common], dependence)}
+        elif dependence is not None:
+            order = np.argsort(variable[common], kind="stable")
+            robust = {"lags": _dm_lags(dependence, e.shape[1])}
         for j, name in enumerate(names):
             s = P.point_scores(e, u, name, level)
             mean[:, j] = s.mean(axis=1)
             diff[:, :, j] = P.mean_differences(s)
-            dm[a, b, j], p_value[a, b, j] = P.diebold_mariano(s[a], s[b])
+            if robust:
+                ordered = s[:, order]
+                dm[a, b, j], p_value[a, b, j] = P.diebold_mariano(ordered[a], ordered[b],
+                                                                  **robust)
+            else:
+                dm[a, b, j], p_value[a, b, j] = P.diebold_mariano(s[a], s[b])
         return mean, diff, dm, p_value
 
     coords, n_samples, (mean, diff, dm, p_value) = _per_slice(
@@ -342,13 +458,23 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
         coords, dim=dim, pairing=pairing, n_samples=n_samples, level=level,
         level_meaning="nominal level of the central prediction interval of the interval score",
         scores=", ".join(names), **{f"score_{name}": P.SCORES[name] for name in names},
-        dm_test=DM_VARIANT)
+        **{"dm_test": DM_VARIANT, **attrs})
+
+
+def _groups(values: np.ndarray, dependence: Dependence) -> np.ndarray:
+    """The group codes of the common points (at least 2 groups, none missing: the checks of
+    :func:`xuqcal.analysis.dependent.row_layout`)."""
+    from xuqcal.analysis.dependent import row_layout
+
+    return row_layout(values, dependence).unit_of_row
 
 
 def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                pairing: str = "common", n_boot: int = defaults.N_BOOT,
                level: float = defaults.LEVEL, seed: int = defaults.SEED,
-               interval_level: float = defaults.LEVEL, E: str = defaults.E,
+               interval_level: float = defaults.LEVEL, resample: str = "iid",
+               groups: str | None = None, block: str | None = None,
+               block_length: int | str | None = None, E: str = defaults.E,
                uE: str = defaults.UE) -> xr.Dataset:
     """The systematic improvement probability (SIP) matrix of models on the same points.
 
@@ -381,6 +507,17 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
         Seed of the random streams.
     interval_level : float
         Nominal level of the prediction interval of ``score="interval"``.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the bootstrap resamples the common points (as :func:`xuqcal.compare`): the same
+        whole groups of ``groups`` or blocks of ``block_length`` consecutive points in the
+        order of ``block`` for every model, from the streams ``(seed, "sip-<resample>",
+        r)``; ``"iid"`` (default): the points.
+    groups, block : str, optional
+        The variable of the groups (``"cluster"``) or of the order (a block scheme), over
+        ``sample`` (or over ``(dim, sample)`` when the same for every model).
+    block_length : int or "auto", optional
+        With a block scheme: points per block; ``"auto"``: the automatic length of
+        :func:`xuqcal.compare` (Politis & White, the largest over the models).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -416,14 +553,24 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
     n_boot = check_replicates(n_boot, level)
     seed = check_seed(seed)
     interval_level = check_level(interval_level, "interval_level")
+    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length)
+    attrs = {} if dependence is None else _sip_attrs(dependence)
     if is_lazy(ds, (E, uE)):
-        return _lazily(sip_matrix, ds, score=score, dim=dim, pairing=pairing,
-                       n_boot=n_boot, level=level, seed=seed, interval_level=interval_level,
-                       E=E, uE=uE)
+        return _lazily(sip_matrix, ds, dependence, attrs, score=score, dim=dim,
+                       pairing=pairing, n_boot=n_boot, level=level, seed=seed,
+                       interval_level=interval_level, resample=resample, groups=groups,
+                       block=block, block_length=block_length, E=E, uE=uE)
+    variable = None if dependence is None else np.asarray(ds[dependence.variable].values)
+    labels = _labels(ds, dim)
 
-    def compute(e: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, ...]:
+    def compute(e: np.ndarray, u: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, ...]:
         s = P.point_scores(e, u, score, interval_level)
-        return P.sip_bootstrap(s, n_boot, level, seed)
+        if dependence is None:
+            return P.sip_bootstrap(s, n_boot, level, seed)
+        rows = [np.arange(e.shape[1])] * e.shape[0]
+        layout = model_layouts(e, u, variable[common], rows, "common", dependence, labels)[0]
+        return P.sip_bootstrap(s, n_boot, level, seed, layout=layout,
+                               purpose=f"{P.SIP_PURPOSE}-{dependence.resample}")
 
     k = ds.sizes[dim]
     coords, n_samples, (value, low, high) = _per_slice(ds, dim, extra, E, uE, pairing, compute,
@@ -442,6 +589,7 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
         score_definition=P.SCORES[score],
         interval_level=interval_level if score == "interval" else None,
         level=level, n_boot=n_boot, seed=seed,
-        interval_method="percentile (paired bootstrap over points)",
-        rng=f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
+        **{"interval_method": "percentile (paired bootstrap over points)",
+           "rng": f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
+           **attrs},
         tie_rule=P.TIE_RULE)

@@ -15,7 +15,9 @@ Plain NumPy functions without labels (the labelled layer is
   ``(u - l) + 2/α (l - E) 1{E < l} + 2/α (E - u) 1{E > u}``, ``α = 1 - p``,
   :func:`xuqcal.core.scores.interval_score`.
 
-**Diebold–Mariano test** (:func:`diebold_mariano`) of equal mean scores for independent points.
+**Diebold–Mariano test** (:func:`diebold_mariano`) of equal mean scores: for independent
+points (``var(d) / n``), or with the cluster-robust (``groups=``) or Newey–West HAC (``lags=``)
+variance of the mean difference for dependent points (:mod:`xuqcal.core.robust`).
 
 **Systematic improvement probability** (SIP, Pernot & Savin 2020, 2023; ErrViewLib's ``sip``
 and ``plotSIPMat``): :func:`sip` and its paired-bootstrap interval, :func:`sip_bootstrap`.
@@ -34,6 +36,7 @@ from scipy import special, stats
 
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
+from xuqcal.core import robust as R
 from xuqcal.core import scores as S
 from xuqcal.core.checks import check_level, check_replicates, check_seed
 from xuqcal.core.intervals import percentile_interval
@@ -175,8 +178,9 @@ def mean_differences(scores: np.ndarray) -> np.ndarray:
     return upper - upper.T  # exactly antisymmetric, 0 on the diagonal
 
 
-def diebold_mariano(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Diebold–Mariano test of equal mean scores of two models on the same independent points.
+def diebold_mariano(a: Any, b: Any, *, groups: Any = None, lags: int | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Diebold–Mariano test of equal mean scores of two models on the same points.
 
     ``d_i = a_i - b_i``, ``DM = mean(d) / sqrt(var(d, ddof=1) / n)``, and the two-sided p-value
     ``2 Φ(-|DM|)`` of the standard normal, along the last axis. Negative DM: ``a`` scores lower
@@ -191,6 +195,19 @@ def diebold_mariano(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     as ``statistic_distribution="normal"`` there (whose ``confidence_gt_0`` is the one-sided
     ``Φ(DM)``, not a p-value).
 
+    **Dependent points** (issue 25). ``groups`` (one label per point): ``var(d) / n`` is
+    replaced by the cluster-robust (CRV1) variance of ``mean(d)``,
+    ``G / (G - 1) Σ_g (Σ_{i∈g} (d_i - d̄))² / n²`` over the ``G`` groups
+    (:func:`xuqcal.core.robust.cluster_robust_cov`; statsmodels' cluster ``bse`` of a mean).
+    ``lags`` (``L``, the points being in their order along the last axis): by the Newey–West
+    (Bartlett) HAC variance ``(Γ_0 + Σ_{l=1}^{L} (1 - l / (L + 1)) 2 Γ_l) / n²``,
+    ``Γ_l = Σ_t (d_t - d̄)(d_{t-l} - d̄)`` (:func:`xuqcal.core.robust.hac_cov`; statsmodels'
+    HAC ``bse`` with ``maxlags=L``), the long-run variance of the original test (Diebold &
+    Mariano 1995, as the ``scores`` package's test); :func:`xuqcal.core.robust.newey_west_lags`
+    gives the usual rule ``floor(4 (n / 100)^(2/9))``. Neither has a small-sample factor in
+    ``n``: ``lags=0`` gives ``var(d, ddof=0) / n``. The p-value is from the standard normal
+    in every case.
+
     Degenerate cases: all ``d_i = 0`` (identical scores) gives DM = NaN and p = NaN (no
     evidence either way, as ``scores`` returns NaN); a constant non-zero ``d`` gives DM = ±inf
     and p = 0.
@@ -199,6 +216,10 @@ def diebold_mariano(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     ----------
     a, b : array_like
         Point-wise scores of the two models, ``(..., n)`` with ``n >= 2``, no NaN.
+    groups : array_like, optional
+        ``(n,)``: each point's group (at least 2 groups), for the cluster-robust variance.
+    lags : int, optional
+        ``0 <= lags < n``: the lags of the HAC variance, in the order of the last axis.
 
     Returns
     -------
@@ -210,15 +231,27 @@ def diebold_mariano(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     >>> dm, p = diebold_mariano([1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 3.5, 4.5])
     >>> round(float(dm), 4), round(float(p), 4)
     (-3.0, 0.0027)
+    >>> dm, p = diebold_mariano([1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 3.5, 4.5], groups=[0, 1, 1, 1])
+    >>> round(float(dm), 4)
+    -6.0
     """
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     n = d.shape[-1]
     if n < 2:
         raise ValueError(f"a, b: the Diebold-Mariano test needs at least 2 points, got {n}")
+    if groups is not None and lags is not None:
+        raise ValueError("groups, lags: give one of them (a cluster-robust or a HAC "
+                         "variance), not both")
     mean = d.mean(axis=-1)
-    var = d.var(axis=-1, ddof=1)
+    if groups is None and lags is None:
+        var_mean = d.var(axis=-1, ddof=1) / n
+    else:
+        rows = d.reshape(-1, n)
+        var_mean = np.array([
+            (R.cluster_robust_cov(row, groups) if lags is None else R.hac_cov(row, lags))[0, 0]
+            for row in rows]).reshape(d.shape[:-1])
     with np.errstate(invalid="ignore", divide="ignore"):
-        statistic = mean / np.sqrt(var / n)
+        statistic = mean / np.sqrt(var_mean)
     p_value = 2.0 * stats.norm.sf(np.abs(statistic))
     return statistic, np.asarray(p_value, dtype=np.float64)
 
@@ -255,7 +288,8 @@ def sip(scores: np.ndarray) -> np.ndarray:
 
 
 def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
-                   seed: int = defaults.SEED) -> np.ndarray:
+                   seed: int = defaults.SEED, *, layout: Any = None,
+                   purpose: str = SIP_PURPOSE) -> np.ndarray:
     """Paired-bootstrap replicates of the SIP matrix.
 
     Replicate ``r`` draws ``n`` point indices with replacement from the counter-based stream
@@ -265,6 +299,11 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
     are therefore reproducible for a seed, independent of how they are split into blocks, and
     each replicate is an exact count (integer sums), the same whatever the summation order.
 
+    With ``layout`` (a :class:`xuqcal.analysis.dependent.RowLayout` of the ``n`` points), the
+    resamples are dependent ones, whole groups or blocks of consecutive points
+    (:meth:`~xuqcal.analysis.dependent.RowLayout.fill` from the streams ``(stream_key(seed,
+    purpose), r)``), applied to every model alike.
+
     Parameters
     ----------
     scores : numpy.ndarray
@@ -273,6 +312,11 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
         Number of replicates.
     seed : int
         Seed of the streams.
+    layout : RowLayout, optional
+        The dependent resample of the points (default: independent points).
+    purpose : str
+        The purpose of the streams (:func:`xuqcal.core.random.stream_key`); ``"sip"`` by
+        default.
 
     Returns
     -------
@@ -288,10 +332,19 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
     """
     scores = np.asarray(scores, dtype=np.float64)
     k, n = scores.shape
-    key = _random.stream_key(check_seed(seed), SIP_PURPOSE)
+    key = _random.stream_key(check_seed(seed), purpose)
     better = _better(scores).reshape(n, k * k).astype(np.float64)
     out = np.empty((n_boot, k * k), dtype=np.float64)
     block = max(1, min(n_boot, _BLOCK_ELEMENTS // max(n, 1)))
+    if layout is not None:  # the rows of the layout: row_of_point[i] is point i's
+        by_row = np.empty_like(better)
+        by_row[layout.row_of_point] = better
+        row_counts = np.empty((block, n), dtype=np.int32)
+        for start in range(0, n_boot, block):
+            stop = min(start + block, n_boot)
+            layout.fill(key, start, stop, row_counts[: stop - start])
+            out[start:stop] = row_counts[: stop - start].astype(np.float64) @ by_row
+        return (out / n).T.reshape(k, k, n_boot)
     counts = np.empty((block, n), dtype=np.int64)
     weights = np.empty((block, n), dtype=np.float64)
     for start in range(0, n_boot, block):
@@ -304,7 +357,8 @@ def sip_replicates(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
 
 
 def sip_bootstrap(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
-                  level: float = defaults.LEVEL, seed: int = defaults.SEED
+                  level: float = defaults.LEVEL, seed: int = defaults.SEED, *,
+                  layout: Any = None, purpose: str = SIP_PURPOSE
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The SIP matrix and its paired-bootstrap percentile interval at ``level``.
 
@@ -318,6 +372,9 @@ def sip_bootstrap(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
         Confidence level of the interval.
     seed : int
         Seed of the streams (:func:`sip_replicates`).
+    layout, purpose
+        A dependent resample of the points and the purpose of its streams
+        (:func:`sip_replicates`).
 
     Returns
     -------
@@ -336,6 +393,10 @@ def sip_bootstrap(scores: np.ndarray, n_boot: int = defaults.N_BOOT,
     n_boot = check_replicates(n_boot, level)
     scores = np.asarray(scores, dtype=np.float64)
     value = sip(scores)
-    low, high = percentile_interval(sip_replicates(scores, n_boot, seed), level)
+    if layout is None:
+        replicates = sip_replicates(scores, n_boot, seed)
+    else:
+        replicates = sip_replicates(scores, n_boot, seed, layout=layout, purpose=purpose)
+    low, high = percentile_interval(replicates, level)
     return value, np.asarray(low), np.asarray(high)
 
