@@ -180,8 +180,18 @@ def time_gpu(prepared, key, b: int, repeat: int) -> dict:
         gpu.run_kernel(key, 0, b, m, d_columns, d_sums, d_draws, 0)
         cuda.synchronize()
         kernel_times.append(time.perf_counter() - t)
+    # the kernel alone at other block sizes (one launch each, after a warm-up launch)
+    by_threads = {}
+    for threads in (64, 128, 512):
+        gpu.run_kernel(key, 0, min(b, 64), m, d_columns, d_sums, d_draws, 0, threads)
+        cuda.synchronize()
+        t = time.perf_counter()
+        gpu.run_kernel(key, 0, b, m, d_columns, d_sums, d_draws, 0, threads)
+        cuda.synchronize()
+        by_threads[threads] = time.perf_counter() - t
     draws = float(b) * m
     return {
+        "kernel_seconds_by_threads_per_block": {**by_threads, gpu.THREADS: min(kernel_times)},
         "M": m, "B": b, "threads_per_block": gpu.THREADS, "repeat": repeat,
         "warm_up_seconds_with_compile": warm_up,
         "call_seconds": calls, "call_seconds_best": min(calls),
@@ -241,7 +251,9 @@ def main(argv=None) -> dict:
     print(f"(b) GPU zms M = {args.m}, B = {args.b}: {g['call_seconds_best']:.3f} s per call "
           f"({g['call_ns_per_draw']:.3f} ns/draw), kernel alone {g['kernel_seconds_best']:.3f} s "
           f"({g['kernel_ns_per_draw']:.3f} ns/draw); warm-up with compile "
-          f"{g['warm_up_seconds_with_compile']:.2f} s", flush=True)
+          f"{g['warm_up_seconds_with_compile']:.2f} s; kernel by threads per block "
+          f"{ {k: round(v, 4) for k, v in g['kernel_seconds_by_threads_per_block'].items()} }",
+          flush=True)
     results["cpu"], on_cpu = time_cpu(prepared, key, args.b_cpu, args.b, threads)
     c = results["cpu"]
     results["agreement_large"] = {
