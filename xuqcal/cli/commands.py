@@ -66,8 +66,10 @@ from xuqcal.cli.common import (
     FEATURES_HELP,
     MAX_COUNT,
     Interrupted,
+    add_dependence_options,
     comma_items,
     count_or_auto,
+    dependence_arguments,
     feature_list,
     feature_options,
     feature_specs,
@@ -78,6 +80,7 @@ from xuqcal.cli.common import (
     option_message,
     output_file,
     positive_int,
+    resample_text,
     tolerance,
 )
 from xuqcal.cli.terminal import escape
@@ -280,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "validated slice by slice) or Zarr store (needs the zarr package); "
                           "several files are read with the same options")
     _add_data_options(val, netcdf=True)
+    add_dependence_options(val)
     val.add_argument("-o", "--output", type=output_file, metavar="FILE.nc",
                      help="write the result to this NetCDF file (its folder must exist); for "
                           "several files, over the dimension dataset")
@@ -317,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "or --names)")
     _add_data_options(rep, netcdf=True,
                       features_note=" (the conditioning variables of the report)")
+    add_dependence_options(rep)
     rep.add_argument("--formula", metavar="COLUMN",
                      help="column of molecular formulas: adds the features X1 (mass) and X2 "
                           "(heteroatom fraction)")
@@ -596,7 +601,8 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
                       known_generator=args.known_generator,
                       simulated_scheme=(None if args.simulated_scheme == "auto"
                                         else args.simulated_scheme),
-                      all_schemes=args.all_schemes, **shared)
+                      all_schemes=args.all_schemes, **shared,
+                      **dependence_arguments(args))
     if any(type(v.data).__module__.startswith("dask") for v in result.variables.values()):
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     # the answers first: a verdict per question (the summary reads this validation)
@@ -609,6 +615,9 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
     settings = (f"BCa {format_level(args.level)} intervals from {_counts(result, 'n_boot')} "
                 f"bootstrap replicates, {_simulated_settings(result, args)}, "
                 f"{_bins_setting(result)} bins, seed {args.seed} ({elapsed:.1f} s)")
+    resampled = resample_text(result)  # a dependent bootstrap: said on its own line
+    if resampled:
+        settings += f"\n{escape(resampled)}"
     print(f"\n{escape(title)}")  # names of files and labels, escaped
     if len(blocks) == 1 and not blocks[0][0]:
         print(f"M = {ds.sizes['sample']}, {settings}\n")
@@ -841,7 +850,8 @@ def _report(args: argparse.Namespace) -> int:
                       mc_precision=args.mc_precision, n_bins=args.n_bins, seed=args.seed,
                       statistics=args.statistics,
                       overwrite=args.overwrite, validation_result=result, title=args.title,
-                      dpi=args.dpi, figure_format=args.figure_format)
+                      dpi=args.dpi, figure_format=args.figure_format,
+                      **dependence_arguments(args))
     print(f"report: {escape(page.resolve())}")
     return 0
 

@@ -28,6 +28,8 @@ _COMPUTE = {
     "E": "--E", "uE": "--uE", "where": "--where",
     "features": "--features", "scheduler": "--scheduler", "workers": "--workers",
     "names": "--names",
+    "groups": "--groups", "block": "--block", "block_length": "--block",
+    "resample": "--groups/--block",
 }
 
 #: Python parameter (or (parameter, function that raised)) -> CLI option, per command.
@@ -59,6 +61,8 @@ OPTIONS: dict[str, dict] = {
         ("n_bins", "fit"): "--n-bins", ("n_bins", "scan"): "--n-bins",
         ("n_bins", "evaluate"): "--n-bins-scores", ("n_bins", "scores"): "--n-bins-scores",
     },
+    "compare": {"groups": "--groups", "block": "--block", "block_length": "--block",
+                "resample": "--groups/--block"},
 }
 
 _PREFIX = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): ")
@@ -359,6 +363,173 @@ def option_message(error: BaseException, command: str,
         if option is not None:
             text = f"{option}: {text[match.end():]}"
     return text or type(error).__name__
+
+
+# --------------------------------------------------------------------------------------------
+# Dependent points: --groups COLUMN, --block COLUMN[:LENGTH], --block-scheme (issue 25)
+# --------------------------------------------------------------------------------------------
+
+#: The schemes of ``--block-scheme`` (:data:`xuqcal.analysis.dependent.BLOCK_SCHEMES`).
+BLOCK_SCHEMES = ("moving", "circular", "stationary")
+#: The scheme of ``--block`` without ``--block-scheme``.
+DEFAULT_BLOCK_SCHEME = "circular"
+
+
+def block_spec(text: str) -> tuple[str, int | str]:
+    """An argparse type: the value of ``--block``, ``COLUMN`` or ``COLUMN:LENGTH`` with
+    ``LENGTH`` an integer >= 1 or ``auto`` (the default: Politis–White's length). The length
+    follows the last ``:``, so a column name may hold ``:`` when a length is given.
+
+    Examples
+    --------
+    >>> block_spec("time"), block_spec("time:50"), block_spec("t:step:auto")
+    (('time', 'auto'), ('time', 50), ('t:step', 'auto'))
+    >>> block_spec("time:0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected COLUMN or COLUMN:LENGTH with LENGTH an integer >= 1 \
+or 'auto' (points per block), got 'time:0'
+    """
+    column, colon, length = text.rpartition(":")
+    if not colon:
+        column, length = text, "auto"
+    column = column.strip()
+    problem = f"got {text!r}"
+    if not column:
+        raise argparse.ArgumentTypeError(f"expected COLUMN or COLUMN:LENGTH (a column of the "
+                                         f"input that orders the points, e.g. time:50), "
+                                         f"{problem}")
+    if length.strip().lower() == "auto":
+        return column, "auto"
+    try:
+        value = int(length)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected COLUMN or COLUMN:LENGTH with LENGTH an "
+                                         f"integer >= 1 or 'auto' (points per block), "
+                                         f"{problem}")
+    return column, value
+
+
+def column_name(text: str) -> str:
+    """An argparse type: a column (or variable) name, not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty name; give a column of the input, e.g. "
+                                         "structure_id")
+    return text.strip()
+
+
+GROUPS_HELP = ("column (CSV, Parquet) or variable (NetCDF, Zarr) holding each point's group, "
+               "e.g. the structure of each atom: the bootstrap resamples whole groups "
+               "(cluster bootstrap) instead of single points")
+BLOCK_HELP = ("column or variable that orders the points (e.g. time): the bootstrap resamples "
+              "blocks of LENGTH consecutive points in that order (--block-scheme); LENGTH an "
+              "integer or auto (the default: Politis-White's length for Z^2)")
+BLOCK_SCHEME_HELP = ("with --block: moving (blocks that fit in the data), circular (wrapping "
+                     "around) or stationary (geometric lengths of mean LENGTH) block "
+                     f"bootstrap (default: {DEFAULT_BLOCK_SCHEME})")
+
+
+def add_dependence_options(parser: argparse.ArgumentParser) -> None:
+    """``--groups``, ``--block`` (one or the other) and ``--block-scheme`` of the commands
+    that resample the points (``validate``, ``report``, ``compare``)."""
+    dependent = parser.add_mutually_exclusive_group()
+    dependent.add_argument("--groups", type=column_name, metavar="COLUMN", help=GROUPS_HELP)
+    dependent.add_argument("--block", type=block_spec, metavar="COLUMN[:LENGTH]",
+                           help=BLOCK_HELP)
+    parser.add_argument("--block-scheme", choices=BLOCK_SCHEMES, default=None,
+                        help=BLOCK_SCHEME_HELP)
+
+
+def dependence_column(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The option and column of ``--groups`` or ``--block``, if any (``("--groups",
+    "structure_id")``); ``--block-scheme`` without ``--block`` is refused here, before any
+    file is read.
+
+    Examples
+    --------
+    >>> dependence_column(argparse.Namespace(groups=None, block=("time", 5), block_scheme=None))
+    ('--block', 'time')
+    >>> dependence_column(argparse.Namespace(groups="g", block=None, block_scheme="moving"))
+    Traceback (most recent call last):
+    ValueError: --block-scheme: only used with --block COLUMN[:LENGTH] (a block bootstrap), \
+got --block-scheme moving with --groups
+    """
+    groups, block = getattr(args, "groups", None), getattr(args, "block", None)
+    scheme = getattr(args, "block_scheme", None)
+    if groups is not None and block is not None:  # argparse refuses it already
+        raise ValueError("--groups, --block: give one of them (whole groups, or blocks of "
+                         "consecutive points), not both")
+    if scheme is not None and block is None:
+        given = " with --groups" if groups is not None else ""
+        raise ValueError(f"--block-scheme: only used with --block COLUMN[:LENGTH] (a block "
+                         f"bootstrap), got --block-scheme {scheme}{given}")
+    if groups is not None:
+        return "--groups", groups
+    if block is not None:
+        return "--block", block[0]
+    return None
+
+
+def dependence_arguments(args: argparse.Namespace) -> dict:
+    """The keywords ``resample``, ``groups``, ``block`` and ``block_length`` of
+    :func:`xuqcal.validate` (and :func:`xuqcal.compare`, :func:`xuqcal.report`) for
+    ``--groups``, ``--block`` and ``--block-scheme``; empty without them (the iid bootstrap,
+    the functions' default).
+
+    Examples
+    --------
+    >>> dependence_arguments(argparse.Namespace(groups=None, block=("t", "auto"),
+    ...                                         block_scheme=None))
+    {'resample': 'circular', 'block': 't', 'block_length': 'auto'}
+    >>> dependence_arguments(argparse.Namespace(groups=None, block=None, block_scheme=None))
+    {}
+    """
+    if dependence_column(args) is None:
+        return {}
+    if args.groups is not None:
+        return {"resample": "cluster", "groups": args.groups}
+    column, length = args.block
+    return {"resample": args.block_scheme or DEFAULT_BLOCK_SCHEME, "block": column,
+            "block_length": length}
+
+
+def _attr(result, name: str):
+    """An attribute of a result, or the values of the coordinate it became when it differs
+    between slices (as ``n_boot``)."""
+    value = result.attrs.get(name)
+    if value is None and name in getattr(result, "coords", {}):
+        values = sorted({str(v) for v in result[name].values.ravel().tolist()})
+        value = values[0] if len(values) == 1 else "–".join(values) if values else None
+    return value
+
+
+def resample_text(result) -> str:
+    """How a result's points were resampled, from its attributes ``resample``, ``groups`` or
+    ``block``, ``block_length`` and ``block_length_rule``; ``""`` for the iid bootstrap.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> resample_text(xr.Dataset(attrs={"resample": "cluster", "groups": "mol"}))
+    'points resampled by groups: cluster bootstrap of the groups of mol'
+    >>> resample_text(xr.Dataset(attrs={"resample": "circular", "block": "time",
+    ...                                 "block_length": 12, "block_length_rule": "given"}))
+    'points resampled by blocks: circular block bootstrap along time, blocks of 12 points'
+    """
+    resample = _attr(result, "resample")
+    if resample in (None, "", "iid"):
+        return ""
+    if resample == "cluster":
+        return f"points resampled by groups: cluster bootstrap of the groups of " \
+               f"{_attr(result, 'groups')}"
+    length, rule = _attr(result, "block_length"), _attr(result, "block_length_rule")
+    size = "an automatic length" if length in (None, "auto") else f"{length} points"
+    text = (f"points resampled by blocks: {resample} block bootstrap along "
+            f"{_attr(result, 'block')}, blocks of {size}")
+    if rule and rule != "given":
+        text += f" (automatic length: {rule})"
+    return text
 
 
 class Interrupted(Exception):

@@ -25,7 +25,12 @@ from xuqcal.analysis.compare import (
     PAIRINGS,
     ranking_table,
 )
-from xuqcal.cli.common import comma_items
+from xuqcal.cli.common import (
+    add_dependence_options,
+    comma_items,
+    dependence_arguments,
+    resample_text,
+)
 from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
 
@@ -59,6 +64,7 @@ def add_parser(commands, *, data_options: Callable, cluster_options: Callable,
                         help="one CSV, NetCDF or Zarr file per model (the same points in the "
                              "same rows), or one NetCDF file over a model dimension")
     data_options(parser, netcdf=True)
+    add_dependence_options(parser)
     parser.add_argument("--dim", metavar="DIM",
                         help="the dimension of the models in a NetCDF input (default: "
                              "dataset for several files, else model)")
@@ -111,14 +117,20 @@ def _run(args: argparse.Namespace) -> int:
                          f"{', '.join(map(str, ds.dims))}); give one file per model or the "
                          "model dimension of the NetCDF file")
     with compute_context(args):
+        dependence = dependence_arguments(args)
         result = xuqcal.compare(ds, args.statistics, dim=dim, n_boot=args.n_boot,
                                 level=args.level, seed=args.seed, n_bins=args.n_bins,
-                                pairing=args.pairing).compute()
+                                pairing=args.pairing, **dependence).compute()
+        if dependence:  # how the points were resampled (the comparison's own attributes
+            # first: they hold the block length used), in the printed text and the output
+            result.attrs.update({k: v for k, v in dependence.items() if k not in result.attrs})
         scores = sip = None
         if args.pairing == "common":
-            scores = xuqcal.paired_scores(ds, dim=dim)
+            # under dependence: cluster-robust or HAC Diebold-Mariano tests, and the SIP
+            # bootstrap resampling the same groups or blocks
+            scores = xuqcal.paired_scores(ds, dim=dim, **dependence)
             sip = xuqcal.sip_matrix(ds, args.score, dim=dim, n_boot=args.n_boot,
-                                    level=args.level, seed=args.seed)
+                                    level=args.level, seed=args.seed, **dependence)
     print(comparison_text(result, scores, sip, dim=dim))
     if args.output is not None:
         merged = merged_comparison(result, scores, sip)
@@ -171,6 +183,9 @@ def comparison_text(result: xr.Dataset, scores: xr.Dataset | None = None,
     lines = [f"Comparison of {len(labels)} models ({', '.join(labels)}) on {where}: "
              f"{result.attrs.get('interval', '')} at {result.attrs.get('level')}, n_boot "
              f"{result.attrs.get('n_boot')}, seed {result.attrs.get('seed')}"]
+    resampled = resample_text(result)
+    if resampled:
+        lines.append(resampled)
     dropped = {lab: int(v) for lab, v in zip(labels, result.n_dropped.values, strict=True)
                if int(v)}
     if dropped:

@@ -11,6 +11,11 @@ and Zarr stores, one or several (stacked along ``dataset``).
 - A Zarr store (a folder named ``*.zarr`` or holding Zarr metadata) is read like a NetCDF file,
   lazily, with :func:`xarray.open_zarr`; this needs the optional ``zarr`` package.
 
+The column of ``--groups`` or ``--block`` (:func:`dependence_coordinate`) is carried into the
+dataset as a coordinate over ``sample`` (not a feature of the analyses): a CSV column at the
+kept rows, a NetCDF or Zarr variable as it is; a missing one is refused, naming the option and
+listing the columns.
+
 Several files are read with the same options and stacked along ``dataset`` by
 :func:`xuqcal.io.stack_datasets`, labelled by the file names without their suffix or by
 ``--names``; an error in one file names that file. Files with different columns take
@@ -29,7 +34,7 @@ from pathlib import Path
 import xarray as xr
 
 from xuqcal import io
-from xuqcal.cli.common import feature_specs
+from xuqcal.cli.common import dependence_column, feature_specs
 from xuqcal.core import defaults
 from xuqcal.io import netcdf
 from xuqcal.io.netcdf import (
@@ -114,14 +119,38 @@ def check_input_kind(path: Path) -> None:
                          f"{INPUT_KINDS}")
 
 
+def dependence_coordinate(ds: xr.Dataset, values, column: tuple[str, str] | None
+                          ) -> xr.Dataset:
+    """``ds`` with the column of ``--groups`` or ``--block`` (``column``: the option and the
+    column's name) as a coordinate over ``sample`` holding ``values`` (one per point of
+    ``ds``), unless a variable of that name is there already (a feature)."""
+    if column is None or column[1] in ds.variables:
+        return ds
+    return ds.assign_coords({column[1]: ("sample", values, {
+        "long_name": f"the {column[0].lstrip('-')} of the dependent bootstrap"})})
+
+
+def _missing_column(column: tuple[str, str], path: Path, names, what: str = "column"
+                    ) -> ValueError:
+    option, name = column
+    return ValueError(f"{option}: no {what} {name!r} in {path} ({what}s: "
+                      f"{', '.join(map(str, names))})")
+
+
 def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
                    features: Sequence[str] | None = None,
-                   formula: str | None = None) -> xr.Dataset:
+                   formula: str | None = None,
+                   column: tuple[str, str] | None = None) -> xr.Dataset:
     """A CSV file as an input dataset: read once, ``E``, ``uE``, ``features`` (the items of
     ``--features``) and ``where`` evaluated over its columns; ``formula`` names a column of
     molecular formulas that adds the features of
-    :func:`xuqcal.analysis.features.add_formula_features` (X1, X2, element counts)."""
+    :func:`xuqcal.analysis.features.add_formula_features` (X1, X2, element counts);
+    ``column`` (option, name) the column of ``--groups`` or ``--block``, kept as a
+    coordinate (:func:`dependence_coordinate`), checked before ``E`` and ``uE`` are
+    evaluated."""
     table = io.read_table(path)  # read once: the data and the formulas (a pipe too)
+    if column is not None and column[1] not in table.columns:
+        raise _missing_column(column, path, table.columns)
     ds = io.from_dataframe(table, E=E, uE=uE, where=where,
                            features=feature_specs(features) or None,
                            source=os.fspath(path))
@@ -132,6 +161,9 @@ def read_csv_input(path: Path, *, E: str, uE: str, where: str | None = None,
             raise ValueError(f"--formula: no column {formula!r} in {path} (columns: "
                              f"{', '.join(map(str, table.columns))})")
         ds = add_formula_features(ds, table[formula])
+    if column is not None:  # the values at the kept rows (sample: their 0-based positions)
+        values = table[column[1]].to_numpy()[ds["sample"].values]
+        ds = dependence_coordinate(ds, values, column)
     return ds
 
 
@@ -172,10 +204,13 @@ def _refuse_result(path: Path) -> None:
 
 def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | None = None,
                      features: Sequence[str] | None = None,
-                     zarr: bool = False) -> tuple[xr.Dataset, tuple[str, str]]:
+                     zarr: bool = False, column: tuple[str, str] | None = None
+                     ) -> tuple[xr.Dataset, tuple[str, str]]:
     """A NetCDF input dataset (or a Zarr store) with its error and uncertainty variables
     renamed ``E`` and ``uE``, and the names they had. ``E``/``uE`` name variables (default:
-    the recorded roles, else ``E`` and ``uE``); ``features`` keeps only these variables."""
+    the recorded roles, else ``E`` and ``uE``); ``features`` keeps only these variables;
+    ``column`` (option, name) is the variable of ``--groups`` or ``--block``, kept as a
+    coordinate unless it is one of ``features``."""
     what = "a Zarr store" if zarr else "a NetCDF file"
     if where:
         raise ValueError("--where: filters the rows of a CSV file; select the points of a "
@@ -192,6 +227,9 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
             _refuse_result(path)
         raise
     names = io.roles(ds, E, uE)
+    if column is not None and column[1] not in ds.variables:
+        raise _missing_column(column, path, [v for v in ds.variables
+                                             if "sample" in ds[v].dims], "variable")
     if features:
         specs = feature_specs(features)
         expressions = [f"{name}={expression}" for name, expression in specs.items()
@@ -203,7 +241,13 @@ def read_store_input(path: Path, *, E: str | None, uE: str | None, where: str | 
         if unknown:
             raise ValueError(f"--features: {path} has no variable {', '.join(unknown)} "
                              f"(variables: {', '.join(map(str, ds.data_vars))})")
-        ds = ds[[*names, *specs]]
+        kept = ds[[*names, *specs]]
+        if column is not None and column[1] not in kept.variables:
+            kept = kept.assign_coords({column[1]: ds[column[1]]})
+        ds = kept
+    if column is not None and column[1] in ds.data_vars and column[1] not in (
+            *feature_specs(features), *names):  # the resampling variable, not a feature
+        ds = ds.set_coords(column[1])
     # the commands work on the variables E and uE (as a CSV file's expressions give them)
     try:
         return standard_names(ds, *names), names
@@ -300,6 +344,7 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
     E = per_file(args.E, [path], "--E")[0] if E is None else E
     uE = per_file(args.uE, [path], "--uE")[0] if uE is None else uE
     features = getattr(args, "features", None)
+    column = dependence_column(args)
     netcdf = not csv_only and is_netcdf(path)
     if netcdf or (not csv_only and is_zarr_store(path)):  # any other folder: refused below
         if formula:
@@ -307,7 +352,7 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
                              f"{'NetCDF file' if netcdf else 'Zarr store'} (add the "
                              "features with xuqcal.add_formula_features before writing it)")
         return read_store_input(path, E=E, uE=uE, where=args.where, features=features,
-                                zarr=not netcdf)
+                                zarr=not netcdf, column=column)
     if not csv_only:  # what is wrong with a file that is neither NetCDF nor Zarr nor CSV
         check_input_kind(path)
     missing = [option for option, value in (("--E", E), ("--uE", uE)) if value is None]
@@ -317,7 +362,7 @@ def read_input(path: Path, args: argparse.Namespace, *, E: str | None = None,
         raise ValueError(f"{', '.join(missing)}: required for a CSV file (a column name or an "
                          f"expression over columns){named}")
     ds = read_csv_input(path, E=E, uE=uE, where=args.where, features=features,
-                        formula=formula)
+                        formula=formula, column=column)
     return ds, (E, uE)
 
 
@@ -348,6 +393,7 @@ def read_inputs(files: Sequence[Path], args: argparse.Namespace, *,
     Returns the dataset and the error and uncertainty names or expressions used (joined with
     ``", "`` when the files use different ones: ``--E`` given per file, NetCDF files naming
     them differently); ``csv_only`` as in :func:`read_input`."""
+    dependence_column(args)  # --block-scheme without --block: refused before any read
     names = getattr(args, "names", None)
     several = len(files) > 1 or names is not None
     labels = set_labels(files, names) if several else None

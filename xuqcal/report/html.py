@@ -630,6 +630,26 @@ def _checked_options(title: object, dpi: object, figure_format: object) -> tuple
     return dpi, figure_format
 
 
+def _checked_dependence(parts: Sequence[_Part], resample: object, groups: object,
+                        block: object, block_length: object) -> dict[str, Any]:
+    """The keywords of a dependent bootstrap for the analyses of a report (``{}`` for iid),
+    checked on the data of every slice (:func:`xuqcal.analysis.dependent.check_dependence`)
+    before any computation."""
+    from xuqcal.analysis.dependent import check_dependence
+
+    for part in parts:
+        data = part.data.isel(part.positions) if part.positions else part.data
+        checked = check_dependence(data, resample, groups, block, block_length)
+    if checked.iid:
+        return {}
+    keywords: dict[str, Any] = {"resample": checked.resample}
+    if checked.resample == "cluster":
+        keywords["groups"] = checked.variable
+    else:
+        keywords.update(block=checked.variable, block_length=checked.block_length)
+    return keywords
+
+
 def _check_validation_result(result: object) -> None:
     if result is not None and not isinstance(result, xr.Dataset | xr.DataTree):
         raise TypeError(f"validation_result: expected an xarray.Dataset (a result of "
@@ -685,6 +705,17 @@ class _Options:
     n_bins_local: int
     seed: int
     mc_precision: float = defaults.MC_PRECISION
+    #: ``resample``, ``groups``, ``block``, ``block_length`` of a dependent bootstrap (empty:
+    #: iid, the default of every analysis)
+    dependence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> str | None:
+        return self.dependence.get("groups")
+
+    @property
+    def block(self) -> str | None:
+        return self.dependence.get("block")
 
 
 def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: str = "",
@@ -726,7 +757,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     # validation
     result = validation_result if validation_result is not None else validation.validate(
         ds, options.statistics, n_boot=n_boot, n_mc=n_mc, seed=seed, n_bins=n_bins,
-        mc_precision=options.mc_precision)
+        mc_precision=options.mc_precision, **options.dependence)
     writer.result(name("validation"), result, group=key)
     writer.figure(section("validation"), name("zeta"), plot.zeta(result),
                   "ζ-scores of every statistic and scheme; the grey band is |ζ| ≤ 1, circled "
@@ -757,7 +788,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                                        for k, n in notes.items()) + "</ul>")
 
     # distribution diagnostics
-    described = diagnostics.describe(ds)
+    described = (diagnostics.describe(ds, groups=options.groups, block=options.block)
+                 if options.dependence else diagnostics.describe(ds))
     writer.result(name("diagnostics"), described, group=key)
     writer.figure(section("diagnostics"), name("error_distribution"),
                   plot.error_distribution(ds), "histogram of E against errors re-simulated "
@@ -775,6 +807,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                           "value": [described[n].item() for n in scalars],
                           "description": [_description(described[n]) for n in scalars]})
     uncertainty_table = _table(frame, name("uncertainties"), _text_classes(frame))
+    dependence_html = (_dependence_html(ds, described, result, options, name("dependence"), h)
+                       if options.dependence else "")
 
     # conditional calibration
     fv_rows, fv_classes = [], []
@@ -830,7 +864,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     # interval-based validation (METHODS §9): PICP with Wilson intervals, local coverage, the
     # PIT and the proper scores (no bootstrap: binomial intervals and tests)
     coverage = validation.validate(ds, ["picp"], n_boot=n_boot, n_mc=n_mc, seed=seed,
-                                   mc_precision=options.mc_precision)
+                                   mc_precision=options.mc_precision, **options.dependence)
     writer.result(name("coverage"), coverage, group=key)
     coverage_frame = pd.DataFrame({
         "statistic": [str(k) for k in coverage.statistic.values],
@@ -890,7 +924,7 @@ choose the generative distribution of the simulated references (the names are th
 variables of <code>results/{name("diagnostics")}.nc</code>).</p>
 {describe_table}{uncertainty_table}
 {writer.figures_html(section("diagnostics"))}
-<{h}>Consistency and adaptivity</{h}>
+{dependence_html}<{h}>Consistency and adaptivity</{h}>
 <p>Fraction of valid bins f_v of the local analyses (target 0.95), over {n_local}
 equal-count bins: at most {options.n_bins_local}, with at least
 {defaults.MIN_POINTS_PER_BIN_LOCAL} points per bin
@@ -920,7 +954,77 @@ proper scores (lower is better; they compare models rather than validate one).</
         "running-statistics window": f"{window} points",
         "features": ", ".join(features) or "–",
     }
+    if options.dependence:  # only then: the page of independent points is unchanged
+        provenance["resample (intervals)"] = _resample_text(result) or "iid (single points)"
     return body, provenance
+
+
+def _resample_text(result: xr.Dataset) -> str:
+    """How the validation ``result`` resampled the points (its attributes ``resample``,
+    ``groups``/``block``, ``block_length``, ``block_length_rule``); ``""`` for iid."""
+    resample = result.attrs.get("resample", "iid")
+    if resample == "iid":
+        return ""
+    if resample == "cluster":
+        return f"cluster bootstrap: whole groups of {result.attrs.get('groups')} drawn with " \
+               "replacement"
+
+    def value(key: str) -> Any:  # an attribute, or per slice a scalar coordinate
+        found = result.attrs.get(key)
+        if found is None and key in result.coords and result[key].ndim == 0:
+            found = result[key].item()
+        return found
+
+    length, rule = value("block_length"), value("block_length_rule")
+    size = "an automatic length" if length in (None, "auto") else f"{length} points"
+    text = (f"{resample} block bootstrap along {result.attrs.get('block')}, blocks of "
+            f"{size}")
+    return text + (f" (automatic length: {rule})" if rule and rule != "given" else "")
+
+
+#: The rows of the dependence table of a report: with ``groups``, with ``block``.
+_GROUP_ROWS = ("icc_z", "icc_z2", "design_effect_z2", "n_effective_groups")
+_BLOCK_ROWS = ("acf1_z", "acf1_z2", "n_effective_block")
+
+
+def _dependence_html(ds: xr.Dataset, described: xr.Dataset, result: xr.Dataset,
+                     options: _Options, name: str, h: str) -> str:
+    """The section on the dependence of the points (with ``groups`` or ``block``): the
+    effective sample size and the diagnostics of :func:`xuqcal.describe`, and how the
+    intervals resampled the points."""
+    m = ds.sizes["sample"]
+    rows: list[tuple[str, Any, str]] = [("points (M)", m, "the number of points")]
+    if options.groups is not None:
+        n_groups = int(pd.Series(np.asarray(ds[options.groups].values)).nunique())
+        rows.append(("groups", n_groups, f"distinct values of {options.groups}: the units a "
+                                         "cluster bootstrap resamples"))
+        keys, effective = _GROUP_ROWS, "n_effective_groups"
+        what = (f"The points come in groups ({options.groups}): the points of one group "
+                "may share part of their errors, so that the data hold fewer independent "
+                "points than M")
+    else:
+        keys, effective = _BLOCK_ROWS, "n_effective_block"
+        what = (f"The points are ordered by {options.block}, along which neighbours may be "
+                "correlated, so that the data hold fewer independent points than M")
+    rows += [(key, described[key].item(), _description(described[key]))
+             for key in keys if key in described]
+    frame = pd.DataFrame(rows, columns=["diagnostic", "value", "description"])
+    frame["value"] = [_fmt(v) if isinstance(v, float) else str(v) for v in frame["value"]]
+    table = _table(frame, name, _text_classes(frame))
+    size = described[effective].item() if effective in described else math.nan
+    ratio = f" ({_fmt(100 * size / m, 3)} % of M)" if math.isfinite(size) and m else ""
+    used = _resample_text(result)
+    intervals = (f"The intervals of the validation come from a {used}." if used else
+                 "The intervals of the validation resample single points (iid bootstrap): "
+                 "with dependent points they are too narrow.")
+    return f"""<{h}>Dependence of the points and effective sample size</{h}>
+<p>{html.escape(what)}. The effective sample size is the number of
+independent points the mean of Z² is worth: <b>{html.escape(_fmt(size))}</b> of
+{m} points{html.escape(ratio)}. {html.escape(intervals)} The per-bin intervals of the local
+analyses and the reliability diagram, the PIT test and the proper scores treat the points as
+independent.</p>
+{table}
+"""
 
 
 def _common_provenance(options: _Options, figure_format: str, dpi: float) -> dict[str, str]:
@@ -975,9 +1079,9 @@ def _bins_used(result: xr.Dataset, asked: int | None, m: int) -> str:
 #: The order of the provenance entries of a one-set page.
 _PROVENANCE_ORDER = (
     "xuqcal version", "created", "E", "uE", "where", "points (M)", "seed",
-    "bootstrap replicates", "synthetic sets per generator", "bins (binned statistics)",
-    "bins (local analyses)", "bins (reliability diagram)", "running-statistics window",
-    "features", "figures")
+    "resample (intervals)", "bootstrap replicates", "synthetic sets per generator",
+    "bins (binned statistics)", "bins (local analyses)", "bins (reliability diagram)",
+    "running-statistics window", "features", "figures")
 
 
 def _definitions(entries: dict[str, str]) -> str:
@@ -1205,6 +1309,13 @@ def _scores_html(scores: xr.Dataset, dim: str) -> str:
             + _table(pairs, "comparison_dm", digits=3))
 
 
+def _comparison_resample(result: xr.Dataset) -> str:
+    """The sentence of a comparison on how it resampled the points (``""`` for iid: the
+    page of independent points is unchanged)."""
+    used = _resample_text(result)
+    return f" Points resampled by a {html.escape(used)}." if used else ""
+
+
 def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
                         options: _Options) -> str:
     """The comparison of the sets of a page when they share samples (see the module's
@@ -1229,10 +1340,10 @@ def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
     statistics = _comparison_statistics(options.statistics)
     try:
         result = compare(data, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
-                         n_bins=options.n_bins)
-        scores = paired_scores(data, dim=dim, level=level)
+                         n_bins=options.n_bins, **options.dependence)
+        scores = paired_scores(data, dim=dim, level=level, **options.dependence)
         sip = sip_matrix(data, COMPARISON_SIP_SCORE, dim=dim, n_boot=n_boot, level=level,
-                         seed=seed)
+                         seed=seed, **options.dependence)
     except ValueError as error:  # e.g. too few replicates for the level
         return f"<p>No comparison of models: {html.escape(str(error))}</p>"
     writer.result("comparison", result)
@@ -1263,7 +1374,8 @@ def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
 share their samples: they are compared on the {common} points present in every one of them,
 paired (each bootstrap replicate draws the same points for every set; xuqcal.compare).
 {html.escape(dropped_text.strip())} Replicates: {html.escape(count)}; level {level:g};
-seed {seed}; intervals: {html.escape(str(result.attrs.get("interval", "")))}.
+seed {seed}; intervals: {html.escape(str(result.attrs.get("interval", "")))}.\
+{_comparison_resample(result)}
 Each statistic is compared by its distance to calibration (lower is better); the models are
 listed by expected rank, with the probability of being the nearest to calibration and the
 models each is significantly better than.</p>
@@ -1288,7 +1400,8 @@ def _several_page(writer: _Writer, ds: xr.Dataset | xr.DataTree, parts: Sequence
     else:
         summary = validation.validate(ds, options.statistics, n_boot=options.n_boot,
                                       n_mc=options.n_mc, seed=options.seed,
-                                      n_bins=options.n_bins, mc_precision=options.mc_precision)
+                                      n_bins=options.n_bins, mc_precision=options.mc_precision,
+                                      **options.dependence)
     if isinstance(summary, xr.Dataset) and any(
             v.chunks is not None for v in summary.variables.values()):
         summary = summary.compute()  # lazy for Dask-backed data: once, here
@@ -1367,6 +1480,10 @@ def report(
     figure_format: str = defaults.REPORT_FIGURE_FORMAT,
     E: str | None = None,
     uE: str | None = None,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | None = None,
+    block_length: int | str | None = None,
 ) -> Path:
     """Write the validation report of a data set (or of several) into ``folder`` and return
     the page's path.
@@ -1436,6 +1553,16 @@ def report(
     E, uE : str, optional
         Names of the error and uncertainty variables (default: the variables recorded with
         these roles, else ``"E"`` and ``"uE"``; see :func:`xuqcal.io.roles`).
+    resample, groups, block, block_length
+        How the bootstraps of the validation (and of the coverage statistics) resample the
+        points, as in :func:`xuqcal.validate`: ``"iid"`` (the default), ``"cluster"`` with
+        ``groups`` (a variable over ``sample``), or a block scheme (``"moving"``,
+        ``"circular"``, ``"stationary"``) with ``block`` and ``block_length`` (an integer or
+        ``"auto"``); checked before any computation. With ``groups`` or ``block`` the page
+        adds a section on the dependence of the points: the effective sample size and the
+        diagnostics of :func:`xuqcal.describe` (intra-class correlations of Z and Z² and the
+        design effect, or lag-1 autocorrelations), and says how the intervals resampled the
+        points (the resample of ``validation_result`` when it is given).
 
     Returns
     -------
@@ -1476,6 +1603,7 @@ def report(
     ds = _checked_input(ds, E, uE)
     folder = Path(folder)
     parts = _parts(ds)
+    options.dependence = _checked_dependence(parts, resample, groups, block, block_length)
     check_folder(ds, folder, features=options.features, overwrite=overwrite,
                  figure_format=figure_format)
     writer = _Writer(folder, overwrite=overwrite, inputs=_source_files(ds),
@@ -1495,6 +1623,6 @@ def report(
             f"xuqcal validation report · source: {ds.attrs.get('source', 'arrays')}",
             f"""{body}<h2>Results and provenance</h2>
 {_links([f for _, f in writer.results])}
-{_definitions({k: merged[k] for k in _PROVENANCE_ORDER})}
+{_definitions({k: merged[k] for k in _PROVENANCE_ORDER if k in merged})}
 """)
         return writer.page(page)
