@@ -166,3 +166,20 @@ def test_an_iid_analysis_of_dependent_data_warns_and_names_the_resample():
         xuqcal.validate(ds, ["zms"], n_boot=200, n_mc=100, **CLUSTER)
         with xuqcal.set_options(dependence_check=False):
             xuqcal.validate(ds, ["zms"], n_boot=200, n_mc=100)
+
+
+@pytest.mark.parametrize("run", [
+    lambda ds, **kw: xuqcal.local(ds, "zms", n_boot=200, **kw),
+    lambda ds, **kw: xuqcal.reliability(ds, n_boot=200, **kw),
+    lambda ds, **kw: xuqcal.proper_scores(ds, n_boot=200, **kw),
+    lambda ds, **kw: xuqcal.compare(
+        xr.concat([ds, ds.assign(uE=ds.uE * 1.1)], dim="model").assign_coords(
+            model=["a", "b"]).assign(structure=ds.structure), ["zms"], n_boot=200, **kw),
+], ids=["local", "reliability", "proper_scores", "compare"])
+def test_every_iid_analysis_warns_on_dependent_points(run):
+    ds = grouped(n_groups=100, icc=0.5)
+    with pytest.warns(xuqcal.DependenceWarning, match="resample='cluster', groups='structure'"):
+        run(ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", xuqcal.DependenceWarning)
+        run(ds, **CLUSTER)

@@ -84,6 +84,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.dependent import (
     AUTO_LENGTH,
     Dependence,
@@ -217,14 +218,19 @@ def _compare_iv(ds, statistics, *, dim, n_boot, level, seed, chunks, n_bins, by,
     keys = [s.key for s in stats]
     # nll's distance is |zms - 1| / 2: zms is computed with it
     kernel_keys = list(dict.fromkeys([*keys, *(["zms"] if "nll" in keys else [])]))
-    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length)
+    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length, E=E,
+                                      uE=uE)
     return (stats, get_statistics(kernel_keys), n_boot, level, seed, chunks, pairing, E, uE,
             labels, dim, ds, dependence)
 
 
 def model_dependence(ds: xr.Dataset, dim: str, resample: object, groups: object,
-                     block: object, block_length: object) -> tuple[xr.Dataset, Dependence]:
+                     block: object, block_length: object, *, E: str = defaults.E,
+                     uE: str = defaults.UE, analysis: str = "compare"
+                     ) -> tuple[xr.Dataset, Dependence]:
     """The checked dependent resample of models compared on the same points, and the data.
+    With ``"iid"``, the :class:`~xuqcal.DependenceWarning` of ``analysis`` for the first
+    model whose points are dependent (:func:`~xuqcal.warn_if_dependent`).
 
     The dependence variable (``groups`` or ``block``) is a property of the points, shared by
     the models: a variable over ``sample``. One over ``(dim, sample)`` (e.g. a feature of
@@ -267,6 +273,11 @@ def model_dependence(ds: xr.Dataset, dim: str, resample: object, groups: object,
                              "each: give a variable over sample")
         ds = ds.assign({name: xr.Variable(SAMPLE_DIM, reference, variable.attrs)})
     dependence = check_dependence(ds, resample, groups, block, block_length)
+    if dependence.iid:  # said once, for the first model whose points are dependent
+        for label in ds[dim].values:
+            if warn_if_dependent(ds.sel({dim: label}), E=E, uE=uE,
+                                 analysis=f"{analysis} ({dim} {label})"):
+                break
     if getattr(dependence, "tiles", None) is not None:
         raise ValueError("block: tiles of a grid (block given as a dict) are not supported by "
                          "the comparisons of models (compare, paired_scores, sip_matrix) yet; "

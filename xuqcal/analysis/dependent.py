@@ -17,6 +17,26 @@ which they are correlated (time, a line of a grid), :func:`xuqcal.bootstrap` tak
     Künsch 1989), anywhere and wrapping around (circular block, Politis & Romano 1992), or of
     geometric length with mean ``block_length`` and wrapping around (stationary bootstrap,
     Politis & Romano 1994). Blocks are joined until they hold M points, the last one cut.
+``"circular"``, ``"moving"`` with ``block={"lat": 10, "lon": 10}``
+    Tiles of a grid (gridded fields: maps, images, lattices of a simulation). The variables of
+    the dict (two or more, over ``sample`` alone: e.g. the levels of a stacked ``(lat, lon)``)
+    are the grid coordinates of every point; the distinct values of each, sorted, are the
+    grid's axes, and the points must form a complete grid, every combination of the axes'
+    values exactly once (a missing or duplicated cell is refused, the first few named: a
+    tile of a grid with holes would not hold its share of points, and which share it should
+    hold is a modelling choice, not the resampler's). A replicate lays ``ceil(n_k / b_k)``
+    tiles of ``b_lat × b_lon`` cells along every axis ``k`` and copies into each the cells of
+    a tile of the data whose origin it draws, uniformly on the torus (the circular spatial
+    block bootstrap of Politis & Romano 1993; tiles wrap around the grid's edges) or where
+    the whole tile fits (``"moving"``: the moving block bootstrap of Lahiri 2003, ch. 12,
+    "Resampling Methods for Dependent Data", Springer; its cells near the edges are drawn
+    less often). The tiles of the last row and column are cut to the grid's size, so every
+    replicate holds M points, as the last block of the 1-D schemes. The stationary bootstrap
+    has no standard tile form and is refused with a dict; so are ``block_length`` (the tile
+    sizes are the dict's values) and automatic tile sizes. The coordinates are read when the
+    arguments are checked (the grid lays out the jackknife, and a broken grid is refused
+    before any work); the dependence's ``variable`` is then the first grid variable, so that
+    the analyses that read ``ds[dependence.variable]`` read values of the right length.
 
 **Random streams.** Replicate ``r`` is drawn from the stream ``(seed, "bootstrap-<scheme>",
 r)``, as the multiplicity of every point, which the count-weighted evaluation of every
@@ -26,16 +46,25 @@ every estimate): replicates do not depend on the chunking or the scheduler.
 **BCa under dependence.** The acceleration comes from the delete-one-group jackknife (each
 group left out in turn; Davison & Hinkley 1997, §3.8) for the cluster bootstrap, and from
 the delete-one-block jackknife over the non-overlapping blocks of ``block_length`` points for
-the block bootstraps (Künsch 1989). Its cost is one evaluation of M points per group or
+the block bootstraps (Künsch 1989), and from the delete-one-tile jackknife over the
+non-overlapping tiles ``[i b_lat, (i + 1) b_lat) × [j b_lon, (j + 1) b_lon)`` of a grid (the
+last ones cut; Lahiri 2003, §12.3). Its cost is one evaluation of M points per group or
 block (a few seconds for 10⁴ groups of 10² points).
+
+**Tiles: the bias.** A tile bootstrap keeps the covariances within a tile and loses those
+across tiles: along each axis its variance of a mean is about ``1 - Σ|k|γ(k) / (b σ²)`` of the
+truth (``γ`` the autocovariance along the axis, ``σ²`` its sum), and the replicates' means
+also lose the variance of the grand mean (about one over the number of tiles). Tiles must be
+several correlation lengths (of the per-point terms, e.g. Z² for ZMS) long, and there must be
+tens of them: ``benchmarks/dependent_coverage.py`` (the grid scenario) measures it.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import dask
 import dask.array as da
@@ -57,9 +86,9 @@ from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import PreparedData, Statistic, codes_of
 from xuqcal.io.schema import SAMPLE_DIM
 
-__all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "RowLayout", "check_dependence",
-           "dependent_jackknife", "dependent_mean_intervals",
-           "dependent_replicates", "mean_jackknife", "mean_replicates",
+__all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "Grid", "RowLayout",
+           "check_dependence", "dependent_jackknife", "dependent_mean_intervals",
+           "dependent_replicates", "grid_of", "mean_jackknife", "mean_replicates",
            "row_layout"]
 
 #: The values of ``resample``.
@@ -71,23 +100,154 @@ BLOCK_SCHEMES = {"moving": K.BLOCK_MOVING, "circular": K.BLOCK_CIRCULAR,
 AUTO_LENGTH = "auto"
 
 
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """The complete grid of the points of a tile bootstrap: the grid variables ``names``, the
+    sorted distinct values of each (``axes``), the grid's ``shape``, the tile sizes ``tile``,
+    and the row-major cell of every point (``cell_of_point``, int64: a permutation of
+    ``0 .. M - 1``). Built by :func:`grid_of`."""
+
+    names: tuple[str, ...]
+    axes: tuple[np.ndarray, ...]
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+    cell_of_point: np.ndarray
+
+    @property
+    def n_tiles(self) -> tuple[int, ...]:
+        """The number of non-overlapping tiles along each axis (the last one cut)."""
+        return tuple(-(-n // b) for n, b in zip(self.shape, self.tile, strict=True))
+
+    @property
+    def n_units(self) -> int:
+        """The number of non-overlapping tiles: the delete-one-tile jackknife's units."""
+        return math.prod(self.n_tiles)
+
+    def unit_of_cell(self) -> np.ndarray:
+        """The non-overlapping tile (row-major, int32) of every cell (row-major)."""
+        index = np.unravel_index(np.arange(math.prod(self.shape)), self.shape)
+        return np.ravel_multi_index(
+            [i // b for i, b in zip(index, self.tile, strict=True)],
+            self.n_tiles).astype(np.int32)
+
+
+def _cells_text(names: Sequence[str], axes: Sequence[np.ndarray], shape: Sequence[int],
+                cells: Sequence[int]) -> str:
+    """``(lat, lon) = (0.5, 3.0), ...``: the coordinates of the cells ``cells``."""
+    index = np.unravel_index(np.asarray(cells, dtype=np.int64), tuple(shape))
+    head = "(" + ", ".join(names) + ")"
+    return ", ".join(
+        f"{head} = (" + ", ".join(str(np.asarray(axes[k][index[k][j]]).tolist())
+                                  for k in range(len(names))) + ")"
+        for j in range(len(cells)))
+
+
+def grid_of(values: Sequence[np.ndarray], names: Sequence[str], tile: Sequence[int]) -> Grid:
+    """The :class:`Grid` of points whose grid coordinates are ``values`` (one array of M
+    values per variable of ``names``) for tiles of ``tile`` cells: the distinct values of each
+    variable, sorted, are its axis, and every combination must hold exactly one point (else a
+    ``ValueError`` names the first missing and duplicated cells).
+
+    Examples
+    --------
+    >>> grid = grid_of([np.array([1, 1, 0, 0]), np.array([5, 7, 5, 7])], ["y", "x"], [1, 2])
+    >>> grid.shape, grid.cell_of_point.tolist(), grid.unit_of_cell().tolist()
+    ((2, 2), [2, 3, 0, 1], [0, 0, 1, 1])
+    >>> grid_of([np.array([0, 0, 1]), np.array([5, 7, 5])], ["y", "x"], [1, 1])
+    Traceback (most recent call last):
+    ...
+    ValueError: block: the 3 points are not a complete grid of y × x (2 × 2 = 4 cells): \
+every combination of their values must hold exactly one point; 1 cell(s) missing: \
+(y, x) = (1, 7)
+    """
+    names, tile = tuple(names), tuple(int(b) for b in tile)
+    codes, axes = [], []
+    for name, v in zip(names, values, strict=True):
+        v = np.asarray(v)
+        missing = pd.isna(v)
+        if missing.any():
+            rows = np.flatnonzero(missing)[:5].tolist()
+            raise ValueError(f"block: {name!r} is missing at {int(missing.sum())} point(s) "
+                             f"(rows {rows}); give every point its grid coordinates")
+        c, uniques = pd.factorize(v, sort=True)
+        codes.append(c.astype(np.int64))
+        axes.append(np.asarray(uniques))
+    shape = tuple(int(a.size) for a in axes)
+    m, total = int(codes[0].size), math.prod(shape)
+    what = (f"block: the {m} points are not a complete grid of {' × '.join(names)} "
+            f"({' × '.join(map(str, shape))} = {total} cells): every combination of their "
+            "values must hold exactly one point")
+    if total >= 2**62:
+        raise ValueError(what)
+    cell = np.ravel_multi_index(codes, shape)
+    present, times = np.unique(cell, return_counts=True)
+    if total != m or (times > 1).any():
+        parts = []
+        if present.size < total:
+            ends = np.concatenate([[-1], present, [total]])
+            gaps = np.flatnonzero(np.diff(ends) > 1)[:3]
+            first = [int(ends[g]) + 1 for g in gaps]
+            parts.append(f"{total - present.size} cell(s) missing: "
+                         + _cells_text(names, axes, shape, first)
+                         + (", ..." if total - present.size > len(first) else ""))
+        held = present[times > 1]
+        if held.size:
+            parts.append(f"{held.size} cell(s) held more than once: "
+                         + _cells_text(names, axes, shape, held[:3].tolist())
+                         + (", ..." if held.size > 3 else ""))
+        raise ValueError(what + "; " + "; ".join(parts))
+    for name, n, b in zip(names, shape, tile, strict=True):
+        if b > n:
+            raise ValueError(f"block: a tile of {b} along {name!r} is longer than its {n} grid "
+                             "values")
+    grid = Grid(names, tuple(axes), shape, tile, cell.astype(np.int64))
+    if grid.n_units < 2:
+        raise ValueError(f"block: tiles of {' × '.join(map(str, tile))} cells cover the whole "
+                         f"{' × '.join(map(str, shape))} grid: a tile bootstrap needs at least "
+                         "2 tiles")
+    return grid
+
+
 @dataclass(frozen=True)
 class Dependence:
-    """A checked ``resample`` with its variable (``groups`` or ``block``) and block length."""
+    """A checked ``resample`` with its variable (``groups`` or ``block``) and block length.
+
+    A tile bootstrap (``block`` a dict) has ``tiles``, the ``(variable, tile size)`` of every
+    grid variable, and ``grid``, the points' :class:`Grid` (read when checked); its
+    ``variable`` is then the first grid variable and its ``block_length`` ``None``.
+    """
 
     resample: str
     variable: str | None = None
     block_length: int | str | None = None
     block_length_rule: str = "given"
+    tiles: tuple[tuple[str, int], ...] | None = None
+    grid: Grid | None = field(default=None, compare=False, repr=False)
 
     @property
     def iid(self) -> bool:
         return self.resample == "iid"
 
     def attrs(self) -> dict:
-        """The attributes that say how the points were resampled."""
+        """The attributes that say how the points were resampled (NetCDF-serialisable).
+
+        Examples
+        --------
+        >>> Dependence("circular", "lat", tiles=(("lat", 10), ("lon", 5))).attrs()["block"]
+        'lat:10,lon:5'
+        """
         if self.iid:
             return {"resample": "iid"}
+        if self.tiles is not None:
+            sizes = " x ".join(str(b) for _, b in self.tiles)
+            attrs = {"resample": self.resample,
+                     "block": ",".join(f"{name}:{b}" for name, b in self.tiles),
+                     "jackknife": f"delete-one-tile (non-overlapping tiles of {sizes} cells)",
+                     "block_length_rule": self.block_length_rule}
+            if self.grid is not None:
+                attrs["grid"] = ",".join(f"{name}:{n}" for name, n in
+                                         zip(self.grid.names, self.grid.shape, strict=True))
+            return attrs
         unit = ("delete-one-group" if self.resample == "cluster"
                 else f"delete-one-block (blocks of {self.block_length} points)")
         attrs = {"resample": self.resample,
@@ -102,7 +262,8 @@ class Dependence:
 def check_dependence(ds: xr.Dataset, resample: object, groups: object, block: object,
                      block_length: object) -> Dependence:
     """The checks of ``resample``, ``groups``, ``block`` and ``block_length`` (before any
-    work; no data are read).
+    work; no data are read, but for the grid coordinates of a tile bootstrap, whose grid is
+    checked and kept in the result's ``grid``).
 
     Examples
     --------
@@ -115,6 +276,11 @@ def check_dependence(ds: xr.Dataset, resample: object, groups: object, block: ob
     ...
     ValueError: groups: resample='cluster' resamples whole groups: name the variable that \
 holds each point's group, e.g. groups='structure_id'
+    >>> lat, lon = np.meshgrid(np.arange(10.0), np.arange(10.0), indexing="ij")
+    >>> grid = ds.assign(lat=("sample", lat.ravel()), lon=("sample", lon.ravel()))
+    >>> tiles = check_dependence(grid, "circular", None, {"lat": 5, "lon": 4}, None)
+    >>> tiles.tiles, tiles.grid.shape, tiles.grid.n_units
+    ((('lat', 5), ('lon', 4)), (10, 10), 6)
     """
     resample = check_choice(resample, "resample", RESAMPLES)
     if resample == "iid":
@@ -141,6 +307,8 @@ holds each point's group, e.g. groups='structure_id'
     if block is None:
         raise ValueError(f"block: resample={resample!r} resamples blocks of consecutive "
                          "points: name the variable that orders them, e.g. block='time'")
+    if isinstance(block, Mapping):
+        return _tile_dependence(ds, resample, block, block_length)
     if block_length is None:
         raise ValueError(f"block_length: resample={resample!r} needs the block length (points "
                          "per block, e.g. block_length=50, or 'auto')")
@@ -152,6 +320,33 @@ holds each point's group, e.g. groups='structure_id'
         raise ValueError(f"block_length: {length} is longer than the {m} points; a moving "
                          "block must fit in the data")
     return Dependence(resample, _sample_variable(ds, block, "block"), length)
+
+
+def _tile_dependence(ds: xr.Dataset, resample: str, block: Mapping,
+                     block_length: object) -> Dependence:
+    """The checks of a tile bootstrap (``block`` a dict of grid variables and tile sizes); the
+    grid coordinates are read here."""
+    if resample == "stationary":
+        raise ValueError("resample: the stationary bootstrap has no tiles; with block= a dict "
+                         "of tile sizes use resample='circular' (origins anywhere on the "
+                         "torus) or 'moving' (origins where the whole tile fits)")
+    if block_length is not None:
+        raise ValueError(f"block_length: the tile sizes are block's values (e.g. "
+                         f"block={{'lat': 10, 'lon': 10}}); leave block_length=None, got "
+                         f"{block_length!r}")
+    if len(block) < 2:
+        raise ValueError(f"block: tiles need two or more grid variables, got {dict(block)!r}; "
+                         "for blocks along one variable give block='time', block_length=50")
+    names, sizes = [], []
+    for name, size in block.items():
+        names.append(_sample_variable(ds, name, "block"))
+        if size == AUTO_LENGTH:
+            raise ValueError(f"block: automatic tile sizes are not supported; give the tile "
+                             f"size of {name!r} in cells (e.g. 10)")
+        sizes.append(check_count(size, f"block: the tile size of {name!r}", 1))
+    grid = grid_of([np.asarray(ds[name].values) for name in names], names, sizes)
+    return Dependence(resample, names[0], None, tiles=tuple(zip(names, sizes, strict=True)),
+                      grid=grid)
 
 
 def _sample_variable(ds: xr.Dataset, name: object, parameter: str) -> str:
@@ -178,7 +373,9 @@ class RowLayout:
     ``block`` for a block scheme; the points' own order for a cluster bootstrap), and
     ``unit_of_row`` each row's jackknife unit (for a cluster bootstrap: its group, the unit it
     is resampled by too; for a block scheme: its non-overlapping block of ``block_length``
-    rows). Every analysis that resamples a dependent data set draws its replicates' row
+    rows; for a tile bootstrap: its non-overlapping tile, the rows being the grid's cells,
+    row-major, and ``shape`` and ``tile`` the grid's and the tiles' sizes). Every analysis that
+    resamples a dependent data set draws its replicates' row
     multiplicities here (:meth:`fill`), and maps its own arrangement of the points (bins,
     models, the order of a binning variable) to rows with :meth:`rows`.
     """
@@ -188,6 +385,8 @@ class RowLayout:
     unit_of_row: np.ndarray
     n_units: int
     block_length: int | None = None
+    shape: tuple[int, ...] | None = None
+    tile: tuple[int, ...] | None = None
 
     @property
     def size(self) -> int:
@@ -202,6 +401,10 @@ class RowLayout:
         (``(last - first, M)`` int32), from the streams ``(key, r)``."""
         if self.resample == "cluster":
             K.fill_group_counts_block(key, first, last, self.unit_of_row, self.n_units, block)
+        elif self.tile is not None:
+            K.fill_tile_counts_block(key, first, last, np.asarray(self.shape, dtype=np.int64),
+                                     np.asarray(self.tile, dtype=np.int64),
+                                     BLOCK_SCHEMES[self.resample], block)
         else:
             K.fill_block_counts_block(key, first, last, self.block_length,
                                       BLOCK_SCHEMES[self.resample], block)
@@ -210,7 +413,9 @@ class RowLayout:
 def row_layout(variable: np.ndarray, dependence: Dependence) -> RowLayout:
     """The :class:`RowLayout` of a data set whose dependence variable (``groups`` or
     ``block``) has the values ``variable`` (one per point), for a checked, non-iid
-    ``dependence`` whose block length is known.
+    ``dependence`` whose block length is known. For a tile bootstrap the rows are the cells of
+    its grid (``dependence.grid``, or, when it has none, the grid of ``variable`` given as the
+    ``M × d`` grid coordinates of the points).
 
     Examples
     --------
@@ -219,8 +424,15 @@ def row_layout(variable: np.ndarray, dependence: Dependence) -> RowLayout:
     ([2, 0, 2, 1], 3)
     >>> row_layout(np.array([0.3, 0.1, 0.2]), Dependence("circular", "t", 2)).row_of_point
     array([2, 0, 1])
+    >>> yx = np.array([[1, 5], [1, 7], [0, 5], [0, 7]])
+    >>> tiles = Dependence("circular", "y", tiles=(("y", 1), ("x", 2)))
+    >>> layout = row_layout(yx, tiles)
+    >>> layout.row_of_point.tolist(), layout.unit_of_row.tolist(), layout.shape
+    ([2, 3, 0, 1], [0, 0, 1, 1], (2, 2))
     """
     variable = np.asarray(variable)
+    if dependence.tiles is not None:
+        return _tile_layout(variable, dependence)
     m = variable.size
     if dependence.resample == "cluster":
         missing = pd.isna(variable)
@@ -242,9 +454,31 @@ def row_layout(variable: np.ndarray, dependence: Dependence) -> RowLayout:
     return RowLayout(dependence.resample, rank, unit_of_row, int(unit_of_row[-1]) + 1, length)
 
 
+def _tile_layout(variable: np.ndarray, dependence: Dependence) -> RowLayout:
+    names, tile = zip(*dependence.tiles, strict=True)
+    grid = dependence.grid
+    if grid is None:
+        if variable.ndim != 2 or variable.shape[1] != len(names):
+            raise ValueError(f"block: a tile bootstrap over {', '.join(names)} needs the grid "
+                             f"coordinates of the points (M × {len(names)}), got an array of "
+                             f"shape {variable.shape}")
+        grid = grid_of(list(variable.T), names, tile)
+    elif variable.shape[0] != grid.cell_of_point.size:
+        raise ValueError(f"block: the grid of {', '.join(names)} has "
+                         f"{grid.cell_of_point.size} points, the data {variable.shape[0]}")
+    return RowLayout(dependence.resample, grid.cell_of_point, grid.unit_of_cell(),
+                     grid.n_units, None, shape=grid.shape, tile=grid.tile)
+
+
 def layout_units(ds: xr.Dataset, dependence: Dependence) -> int:
     """The number of jackknife units of ``dependence`` on ``ds`` (the groups are read now:
     the shape of the jackknife depends on it)."""
+    if dependence.tiles is not None:
+        grid = dependence.grid
+        if grid is None:
+            names, tile = zip(*dependence.tiles, strict=True)
+            grid = grid_of([np.asarray(ds[name].values) for name in names], names, tile)
+        return grid.n_units
     if dependence.resample == "cluster":
         return int(pd.unique(np.asarray(ds[dependence.variable].values)).size)
     return -(-int(ds.sizes[SAMPLE_DIM]) // int(dependence.block_length))

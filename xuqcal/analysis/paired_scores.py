@@ -262,10 +262,13 @@ def _lazily(function, ds: xr.Dataset, dependence: Dependence | None = None,
 
 
 def _dependence(ds: xr.Dataset, dim: str, resample: object, groups: object, block: object,
-                block_length: object) -> tuple[xr.Dataset, Dependence | None]:
+                block_length: object, *, E: str, uE: str, analysis: str
+                ) -> tuple[xr.Dataset, Dependence | None]:
     """The checked dependent resample (None: iid) and the data (a dependence variable over
-    ``dim`` made one over ``sample``, as :func:`xuqcal.compare`)."""
-    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length)
+    ``dim`` made one over ``sample``, as :func:`xuqcal.compare`; with ``"iid"``, the
+    :class:`~xuqcal.DependenceWarning` of ``analysis`` when the points are dependent)."""
+    ds, dependence = model_dependence(ds, dim, resample, groups, block, block_length, E=E,
+                                      uE=uE, analysis=analysis)
     return ds, None if dependence.iid else dependence
 
 
@@ -404,7 +407,8 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     names = _check_scores(scores)
     pairing = _check_pairing(pairing)
     level = check_level(level)
-    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length)
+    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length, E=E, uE=uE,
+                                 analysis="paired_scores")
     attrs = {} if dependence is None else _dm_attrs(dependence)
     if is_lazy(ds, (E, uE)):
         return _lazily(paired_scores, ds, dependence, attrs, scores=names, dim=dim,
@@ -553,7 +557,8 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
     n_boot = check_replicates(n_boot, level)
     seed = check_seed(seed)
     interval_level = check_level(interval_level, "interval_level")
-    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length)
+    ds, dependence = _dependence(ds, dim, resample, groups, block, block_length, E=E, uE=uE,
+                                 analysis="sip_matrix")
     attrs = {} if dependence is None else _sip_attrs(dependence)
     if is_lazy(ds, (E, uE)):
         return _lazily(sip_matrix, ds, dependence, attrs, score=score, dim=dim,

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.dependent import (
     AUTO_LENGTH,
     Dependence,
@@ -430,9 +431,12 @@ def resolved_dependence(ds: xr.Dataset, resample: object, groups: object, block:
                         ) -> Dependence | None:
     """The checked dependent resample of :func:`proper_scores` (``None`` for ``"iid"``), its
     ``block_length="auto"`` resolved (:func:`~xuqcal.analysis.dependent.automatic_length`,
-    the data are read now) when replicates are drawn."""
+    the data are read now) when replicates are drawn; with ``"iid"`` and replicates, the
+    :class:`~xuqcal.DependenceWarning` when the points are dependent."""
     dependence = check_dependence(ds, resample, groups, block, block_length)
     if dependence.iid:
+        if n_boot:  # intervals of independent points: said when the points are dependent
+            warn_if_dependent(ds, E=E, uE=uE, analysis="proper_scores")
         return None
     if n_boot and dependence.block_length == AUTO_LENGTH:
         dependence = automatic_length(ds, dependence, E=E, uE=uE)

@@ -806,6 +806,75 @@ def fill_block_counts_block(key, start, stop, length, scheme, counts):
             filled += size
 
 
+@nb.njit(nogil=True, cache=True)
+def fill_tile_counts_block(key, start, stop, shape, tile, scheme, counts):
+    """Tile bootstraps of a complete grid (Lahiri 2003, ch. 12; Politis & Romano 1993 on the
+    torus): replicate ``r`` lays ``ceil(shape[k] / tile[k])`` tiles along every axis ``k``
+    (row-major), each a copy of the ``tile[0] × tile[1] × ...`` cells whose origin it draws
+    from its stream, one coordinate per axis in axis order, cut to the grid's size where the
+    last tile of an axis overhangs it; ``counts[r - start, c]`` is how often cell ``c`` (the
+    row-major index of the grid of ``shape``) was drawn, and every row sums to the number of
+    cells.
+
+    ``scheme``: :data:`BLOCK_CIRCULAR` (origins anywhere, the tiles wrapping around the torus)
+    or :data:`BLOCK_MOVING` (origins where the whole tile fits). On a one-axis grid the draws
+    are those of :func:`fill_block_counts_block`."""
+    d = shape.shape[0]
+    n_tiles = np.empty(d, np.int64)
+    stride = np.empty(d, np.int64)
+    total = 1
+    for k in range(d - 1, -1, -1):
+        n_tiles[k] = (shape[k] + tile[k] - 1) // tile[k]
+        stride[k] = total
+        total *= shape[k]
+    tiles = 1
+    for k in range(d):
+        tiles *= n_tiles[k]
+    origin = np.empty(d, np.int64)
+    kept = np.empty(d, np.int64)
+    outer = np.empty(d, np.int64)  # the offsets of the outer axes within the tile (odometer)
+    last = d - 1
+    for r in range(start, stop):
+        row = counts[r - start]
+        row[:] = 0
+        state = stream_start(key, r)
+        for t in range(tiles):
+            rest = t  # the tile's place along each axis, row-major
+            for k in range(d - 1, -1, -1):
+                place = rest % n_tiles[k]
+                rest //= n_tiles[k]
+                kept[k] = min(tile[k], shape[k] - place * tile[k])
+            lines = 1
+            for k in range(d):
+                if scheme == BLOCK_MOVING:
+                    origin[k], state = next_below(state, shape[k] - tile[k] + 1)
+                else:
+                    origin[k], state = next_below(state, shape[k])
+                if k < last:
+                    lines *= kept[k]
+                outer[k] = 0
+            # the tile's cells: lines along the last axis, each in at most two runs (it wraps)
+            first = origin[last]
+            run = min(kept[last], shape[last] - first)
+            wrapped = kept[last] - run
+            for _ in range(lines):
+                base = 0
+                for k in range(last):
+                    i = origin[k] + outer[k]
+                    if i >= shape[k]:
+                        i -= shape[k]
+                    base += i * stride[k]
+                for j in range(base + first, base + first + run):
+                    row[j] += 1
+                for j in range(base, base + wrapped):
+                    row[j] += 1
+                for k in range(last - 1, -1, -1):  # the next line: advance the odometer
+                    outer[k] += 1
+                    if outer[k] < kept[k]:
+                        break
+                    outer[k] = 0
+
+
 def make_work(m: int, n_bins: int):
     """Scratch arrays for :func:`evaluate_counts` (one set per task)."""
     nb_ = max(n_bins, 1)
