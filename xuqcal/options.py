@@ -2,7 +2,9 @@
 
 Options are knobs of *how* a result is computed (chunk sizes, progress display, time-outs),
 never of *what* is computed: results are bit-identical whatever the options (one,
-``dependence_check``, only turns a warning on or off).
+``dependence_check``, only turns a warning on or off), except ``device="cuda"``, whose sums
+are added in another order on the GPU (equal to the CPU's within about 1e-13 relative, see
+:mod:`xuqcal.core.gpu`).
 
 Examples
 --------
@@ -29,6 +31,7 @@ OPTIONS: dict[str, Any] = {
     "study_batch_size": 50,
     "task_memory_limit": None,
     "dependence_check": True,
+    "device": "cpu",
 }
 
 _DESCRIPTIONS = {
@@ -49,6 +52,8 @@ _DESCRIPTIONS = {
                          "the memory available on this machine)",
     "dependence_check": "warn when an iid analysis runs on data whose group or ordered "
                         "variables show significant dependence (True or False)",
+    "device": "where the bootstrap kernels run: 'cpu' or 'cuda' (an NVIDIA GPU through "
+              "numba-cuda)",
 }
 
 
@@ -70,6 +75,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "study_batch_size": _positive_int,
     "task_memory_limit": lambda value: value is None or _positive_int(value),
     "dependence_check": lambda value: isinstance(value, bool),
+    "device": lambda value: value in ("cpu", "cuda"),
 }
 
 
@@ -114,6 +120,13 @@ class set_options:
         ``lat``) along which the z-scores are significantly dependent, naming the
         ``resample=`` to use (:func:`xuqcal.analysis.dependence_scan.scan_dependence`; it reads
         only NumPy-backed data). ``False`` skips the scan.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the kernels run. ``"cuda"``: the iid bootstrap of the moment statistics (``mse
+        rmse mv rmv zm zms zv rce nll``; a bootstrap that also asks for binned or rank
+        statistics stays on the CPU) runs on an NVIDIA GPU (:mod:`xuqcal.core.gpu`, the extra
+        ``xuqcal[gpu]``), with the same streams: replicate ``r`` draws the same points; its
+        sums are added in another order (equal to the CPU's within about 1e-13 relative).
+        Refused when no GPU (or numba-cuda) is found.
 
     Examples
     --------
@@ -134,6 +147,12 @@ class set_options:
                                  f"{', '.join(sorted(OPTIONS))}")
             if not _VALIDATORS[key](value):
                 raise ValueError(f"{key}: expected {_DESCRIPTIONS[key]}, got {value!r}")
+            if key == "device" and value == "cuda":
+                from xuqcal.core.gpu import cuda_available
+
+                if not cuda_available():
+                    raise ValueError("device: 'cuda' needs an NVIDIA GPU and numba-cuda "
+                                     "(pip install 'xuqcal[gpu]'); none was found")
         self.old = {key: OPTIONS[key] for key in kwargs}
         OPTIONS.update(kwargs)
 

@@ -129,16 +129,32 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
     return da.concatenate(blocks, axis=0)
 
 
+def _replicate_block_gpu(prepared: PreparedData, codes: np.ndarray, key: np.uint64,
+                         start: int, stop: int) -> np.ndarray:
+    """:func:`_replicate_block` of moment statistics on the GPU (the same draws)."""
+    from xuqcal.core.gpu import bootstrap_moments_gpu
+
+    return bootstrap_moments_gpu(key, start, stop, codes, prepared)
+
+
+def on_gpu(codes: np.ndarray) -> bool:
+    """Whether the iid bootstrap of the statistics ``codes`` runs on the GPU: the option
+    ``device="cuda"`` (:func:`xuqcal.set_options`) and moment statistics only."""
+    return OPTIONS["device"] == "cuda" and bool(np.all(np.asarray(codes) < K.N_MOMENT))
+
+
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
                          chunks: int | Sequence[int] | None = None, first: int = 0,
                          purpose: str = "bootstrap") -> da.Array:
     """Lazy ``(n_boot, len(codes))`` array of bootstrap replicates ``first ..
-    first + n_boot - 1``, one task per chunk, from the streams ``(seed, purpose, r)``.
+    first + n_boot - 1``, one task per chunk, from the streams ``(seed, purpose, r)``; on the
+    GPU when :func:`on_gpu` (decided now, when the graph is built).
 
     ``prepared`` is a :class:`PreparedData` or a Delayed that computes one.
     """
     key = stream_key(seed, purpose)
-    return blocks_along_replicate(_replicate_block, prepared, n_boot, chunks, codes.shape[0],
+    block = _replicate_block_gpu if on_gpu(codes) else _replicate_block
+    return blocks_along_replicate(block, prepared, n_boot, chunks, codes.shape[0],
                                   codes, key, first=first)
 
 
@@ -487,6 +503,8 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     m = ds.sizes["sample"]
     attrs = bootstrap_attrs(stats, method=method, level=level, n_boot=n_boot, seed=seed,
                             n_bins=n_bins, by=by, m=m)
+    if dependence is None and method != "student" and on_gpu(codes):
+        attrs["device"] = "cuda (moment statistics on the GPU, the same streams)"
     coords = statistic_coords(stats)
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)

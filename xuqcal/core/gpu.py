@@ -43,6 +43,7 @@ function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's C
 from __future__ import annotations
 
 import functools
+import threading
 import types
 import warnings
 
@@ -300,9 +301,22 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
         launch(*arguments)
 
 
+#: One launch at a time: the Dask threads of one process share the GPU (and Numba's CUDA
+#: simulator swaps the module ``cuda`` while a kernel runs, which a concurrent launch from
+#: another thread would see)
+_GPU_LOCK = threading.Lock()
+
+
 def _launch(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
             threads: int, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Run the kernel on host arrays; returns ``(sums, draws)`` as host arrays."""
+    """Run the kernel on host arrays; returns ``(sums, draws)`` as host arrays (one launch at
+    a time in a process, :data:`_GPU_LOCK`)."""
+    with _GPU_LOCK:
+        return _launch_locked(key, start, stop, m, columns, n_record, threads, bound)
+
+
+def _launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
+                   threads: int, bound: int | None) -> tuple[np.ndarray, np.ndarray]:
     _check_threads(threads)
     _kernels()
     n_replicates = stop - start
