@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -89,6 +88,7 @@ from xuqcal.analysis.dependent import (
     AUTO_LENGTH,
     Dependence,
     RowLayout,
+    automatic_block_length,
     check_dependence,
     dependent_jackknife,
     dependent_replicates,
@@ -104,7 +104,6 @@ from xuqcal.analysis.resampling import (
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import equal_count_order, resolve_n_bins
-from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
     check_choice,
     check_chunks,
@@ -359,17 +358,6 @@ AUTO_RULE = ("Politis-White (2004; Patton-Politis-White 2009) length of Z^2 in t
              "{block} on each slice's compared points, rounded up: {which}")
 
 
-def _automatic_length(e: np.ndarray, u: np.ndarray, variable: np.ndarray, resample: str
-                      ) -> int:
-    """The automatic block length of one model's points (as
-    :func:`xuqcal.analysis.dependent.automatic_length`: ``Z²`` in the order of ``block``)."""
-    order = np.argsort(variable, kind="stable")
-    z2 = (np.asarray(e, dtype=np.float64) / np.asarray(u, dtype=np.float64))[order] ** 2
-    stationary, circular = optimal_block_length(z2)
-    length = max(1, math.ceil(stationary if resample == "stationary" else circular))
-    return min(length, z2.size) if resample == "moving" else length
-
-
 def model_layouts(E: np.ndarray, U: np.ndarray, V: np.ndarray, rows: list[np.ndarray],
              pairing: str, dependence: Dependence, labels: Sequence[Any]) -> list[RowLayout]:
     """Each model's :class:`~xuqcal.analysis.dependent.RowLayout` of its points ``rows``
@@ -378,8 +366,8 @@ def model_layouts(E: np.ndarray, U: np.ndarray, V: np.ndarray, rows: list[np.nda
     length is resolved here: the largest of the models' for a common layout."""
     k = E.shape[0]
     if dependence.block_length == AUTO_LENGTH:
-        lengths = [_automatic_length(E[i, rows[i]], U[i, rows[i]], V[rows[i]],
-                                     dependence.resample) for i in range(k)]
+        lengths = [automatic_block_length(E[i, rows[i]], U[i, rows[i]], V[rows[i]],
+                                          dependence.resample)[0] for i in range(k)]
         if pairing == "common":
             lengths = [max(lengths)] * k
         dependences = [Dependence(dependence.resample, dependence.variable, n)

@@ -87,9 +87,9 @@ from xuqcal.core.statistics import PreparedData, Statistic, codes_of
 from xuqcal.io.schema import SAMPLE_DIM
 
 __all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "Grid", "RowLayout",
-           "check_dependence", "dependent_jackknife", "dependent_mean_intervals",
-           "dependent_replicates", "grid_of", "mean_jackknife", "mean_replicates",
-           "row_layout"]
+           "automatic_block_length", "automatic_length", "check_dependence",
+           "dependent_jackknife", "dependent_mean_intervals", "dependent_replicates", "grid_of",
+           "mean_jackknife", "mean_replicates", "resolved_dependence", "row_layout"]
 
 #: The values of ``resample``.
 RESAMPLES = ("iid", "cluster", "moving", "circular", "stationary")
@@ -495,8 +495,11 @@ def dependent_replicates(layout: RowLayout, models: Sequence[tuple[PreparedData,
     """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` of the statistics
     ``codes`` of every model ``(prepared, rows_of)`` (``rows_of[p]``: the row of
     :class:`RowLayout` of the point at position ``p`` of ``prepared``), all evaluated on the
-    same dependent resamples of the rows, drawn from the streams ``(key, r)``."""
-    return counts_replicates(models, codes, functools.partial(layout.fill, key), start, stop)
+    same dependent resamples of the rows, drawn from the streams ``(key, r)``. A model may
+    hold any subset of the rows (a bin); its statistic is NaN on a replicate that gives it no
+    point."""
+    return counts_replicates(models, codes, functools.partial(layout.fill, key), start, stop,
+                             n_rows=layout.size)
 
 
 def dependent_jackknife(layout: RowLayout, prepared: PreparedData, rows_of: np.ndarray,
@@ -650,25 +653,80 @@ def dependent_bootstrap_replicates(arranged, codes: np.ndarray, n_boot: int, see
     return da.concatenate(blocks, axis=0)
 
 
+def automatic_block_length(e: np.ndarray, u: np.ndarray, variable: np.ndarray,
+                           resample: str) -> tuple[int, float]:
+    """The block length of Politis & White (2004, corrected by Patton, Politis & White 2009)
+    for the series ``Z² = (e / u)²`` in the order of ``variable`` (the per-point terms of
+    ZMS), rounded up: the stationary bootstrap's for ``"stationary"``, the circular block's
+    otherwise (:func:`xuqcal.core.blocklength.optimal_block_length`), at most the number of
+    points for ``"moving"``. Absent points (``e`` and ``u`` both NaN: the padding of a slice
+    of stacked data sets) are left out. Returns ``(length, unrounded length)``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = np.empty(2000); z[0] = 0.0
+    >>> for i in range(1, 2000): z[i] = 0.9 * z[i - 1] + rng.normal()
+    >>> length, chosen = automatic_block_length(z, np.ones(2000), np.arange(2000), "circular")
+    >>> length == int(np.ceil(chosen)) and length > 5
+    True
+    """
+    e = np.asarray(e, dtype=np.float64)
+    u = np.asarray(u, dtype=np.float64)
+    present = ~(np.isnan(e) & np.isnan(u))
+    variable = np.asarray(variable)[present]
+    order = np.argsort(variable, kind="stable")
+    z2 = (e[present] / u[present])[order] ** 2
+    stationary, circular = optimal_block_length(z2)
+    chosen = stationary if resample == "stationary" else circular
+    length = max(1, math.ceil(chosen))
+    if resample == "moving":
+        length = min(length, z2.size)
+    return length, float(chosen)
+
+
 def automatic_length(ds: xr.Dataset, dependence: Dependence, *, E: str, uE: str
                      ) -> Dependence:
-    """``dependence`` with the block length of Politis & White (2004, corrected by Patton,
-    Politis & White 2009) for the series ``Z²`` in the order of ``block`` (the per-point terms
-    of ZMS), rounded up: the stationary bootstrap's for ``"stationary"``, the circular
-    block's otherwise (:func:`xuqcal.core.blocklength.optimal_block_length`). The data are
-    read now (the block length lays out the jackknife)."""
-    order = np.argsort(np.asarray(ds[dependence.variable].values), kind="stable")
-    z2 = (np.asarray(ds[E].values, dtype=np.float64)
-          / np.asarray(ds[uE].values, dtype=np.float64))[order] ** 2
-    stationary, circular = optimal_block_length(z2)
-    chosen = stationary if dependence.resample == "stationary" else circular
-    length = max(1, math.ceil(chosen))
-    if dependence.resample == "moving":
-        length = min(length, z2.size)
+    """``dependence`` with the automatic block length of :func:`automatic_block_length` for
+    the points of ``ds`` in the order of ``block``, and its rule. The data are read now (the
+    block length lays out the jackknife)."""
+    length, chosen = automatic_block_length(ds[E].values, ds[uE].values,
+                                            ds[dependence.variable].values,
+                                            dependence.resample)
     return replace(dependence, block_length=length,
                    block_length_rule="Politis-White (2004; Patton-Politis-White 2009) of Z^2 "
                                      f"in the order of {dependence.variable}: "
                                      f"{chosen:.4g}, rounded up")
+
+
+def resolved_dependence(ds: xr.Dataset, resample: object, groups: object, block: object,
+                        block_length: object, *, E: str, uE: str, warn_as: str | None = None,
+                        resolve: bool = True) -> Dependence:
+    """The checks of :func:`check_dependence` (before any work) and then, for every analysis
+    that resamples: with ``"iid"``, the :class:`~xuqcal.DependenceWarning` of the analysis
+    ``warn_as`` when the points of ``ds`` are dependent (:func:`~xuqcal.warn_if_dependent`;
+    none when ``warn_as`` is None); with ``block_length="auto"`` and ``resolve``, the
+    automatic length (:func:`automatic_length`; the data are read now).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(100, nu=6, seed=0)
+    >>> resolved_dependence(ds, "iid", None, None, None, E="E", uE="uE").iid
+    True
+    """
+    dependence = check_dependence(ds, resample, groups, block, block_length)
+    if dependence.iid:
+        if warn_as is not None:
+            from xuqcal.analysis.dependence_scan import warn_if_dependent
+
+            warn_if_dependent(ds, E=E, uE=uE, analysis=warn_as)
+    elif resolve and dependence.block_length == AUTO_LENGTH:
+        from xuqcal.analysis.stats import check_data_variables
+
+        check_data_variables(ds, E, uE)
+        dependence = automatic_length(ds, dependence, E=E, uE=uE)
+    return dependence
 
 
 def dependent_parts(ds: xr.Dataset, stats: Sequence[Statistic], dependence: Dependence, *,

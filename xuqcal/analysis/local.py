@@ -47,7 +47,6 @@ from xuqcal.analysis.binning import (
     members,
     n_bins_for,
 )
-from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
@@ -462,20 +461,8 @@ def _dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
     return attrs
 
 
-def _resolved_dependence(ds: xr.Dataset, resample, groups, block, block_length, *, E: str,
-                         uE: str, warn_as: str | None = None) -> _dep.Dependence:
-    """:func:`xuqcal.analysis.dependent.check_dependence`, with an automatic block length
-    resolved on ``ds`` (its values are read now: the length lays out the jackknife); for
-    ``"iid"``, the :class:`~xuqcal.DependenceWarning` of the analysis ``warn_as`` when the
-    points are dependent (:func:`~xuqcal.warn_if_dependent`; none when ``warn_as`` is None:
-    a caller that passes the resample on to :func:`local`, which warns)."""
-    dependence = _dep.check_dependence(ds, resample, groups, block, block_length)
-    if dependence.iid and warn_as is not None:
-        warn_if_dependent(ds, E=E, uE=uE, analysis=warn_as)
-    if dependence.block_length == _dep.AUTO_LENGTH:
-        check_data_variables(ds, E, uE)
-        dependence = _dep.automatic_length(ds, dependence, E=E, uE=uE)
-    return dependence
+#: (the name under which other modules imported it)
+_resolved_dependence = _dep.resolved_dependence
 
 
 def resample_arguments(dependence: _dep.Dependence) -> dict:
@@ -720,8 +707,8 @@ def local(
     heavy_tail_threshold = check_skewness_threshold(
         heavy_tail_threshold, default=defaults.HEAVY_TAIL_THRESHOLD_LOCAL)
     screen = heavy_tail_threshold if STATISTICS[statistic].tail_sensitive else None
-    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,
-                                      warn_as="local")
+    dependence = _dep.resolved_dependence(ds, resample, groups, block, block_length, E=E,
+                                          uE=uE, warn_as="local")
     student = statistic == "zm" and dependence.iid
     if statistic == "zm" and not student:  # a BCa interval: enough replicates for it
         n_boot = check_replicates(n_boot, level, "n_boot")
@@ -1144,8 +1131,8 @@ def reliability(
     threshold_E2 = check_skewness_threshold(
         heavy_tail_threshold_E2, "heavy_tail_threshold_E2", of="E^2",
         default=defaults.HEAVY_TAIL_THRESHOLD_E2)
-    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,
-                                      warn_as="reliability")
+    dependence = _dep.resolved_dependence(ds, resample, groups, block, block_length, E=E,
+                                          uE=uE, warn_as="reliability")
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
     n_bins = n_bins_for(ds, n_bins)  # warns below the rule
     bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)

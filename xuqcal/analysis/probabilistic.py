@@ -44,16 +44,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.dependent import (
-    AUTO_LENGTH,
     Dependence,
-    automatic_length,
-    check_dependence,
     mean_jackknife,
     mean_replicates,
     row_layout,
 )
+from xuqcal.analysis.dependent import resolved_dependence as _resolved
 from xuqcal.analysis.diagnostics import MIN_POINTS, student_t_fit
 from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.resampling import RNG_DESCRIPTION, _summarize
@@ -430,17 +427,12 @@ def resolved_dependence(ds: xr.Dataset, resample: object, groups: object, block:
                         block_length: object, *, E: str, uE: str, n_boot: int
                         ) -> Dependence | None:
     """The checked dependent resample of :func:`proper_scores` (``None`` for ``"iid"``), its
-    ``block_length="auto"`` resolved (:func:`~xuqcal.analysis.dependent.automatic_length`,
-    the data are read now) when replicates are drawn; with ``"iid"`` and replicates, the
-    :class:`~xuqcal.DependenceWarning` when the points are dependent."""
-    dependence = check_dependence(ds, resample, groups, block, block_length)
-    if dependence.iid:
-        if n_boot:  # intervals of independent points: said when the points are dependent
-            warn_if_dependent(ds, E=E, uE=uE, analysis="proper_scores")
-        return None
-    if n_boot and dependence.block_length == AUTO_LENGTH:
-        dependence = automatic_length(ds, dependence, E=E, uE=uE)
-    return dependence
+    ``block_length="auto"`` resolved when replicates are drawn; with ``"iid"`` and
+    replicates, the :class:`~xuqcal.DependenceWarning` when the points are dependent
+    (:func:`xuqcal.analysis.dependent.resolved_dependence`)."""
+    dependence = _resolved(ds, resample, groups, block, block_length, E=E, uE=uE,
+                           warn_as="proper_scores" if n_boot else None, resolve=bool(n_boot))
+    return None if dependence.iid else dependence
 
 
 def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,

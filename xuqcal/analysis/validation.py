@@ -55,15 +55,13 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import n_bins_for
-from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.dependent import (
-    AUTO_LENGTH,
     arrange_prepared,
-    automatic_length,
     check_dependence,
     dependent_bootstrap_replicates,
     dependent_jackknife,
     dependent_mean_intervals,
+    resolved_dependence,
 )
 from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
@@ -392,12 +390,11 @@ def validate(
                      uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
                      heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
                      groups=groups, block=block, block_length=block_length)
-    dependence = bootstrap_arguments["dependence"]
-    if dependence is None:
-        warn_if_dependent(ds, E=E, uE=uE, analysis="validate")
-    elif dependence.block_length == AUTO_LENGTH:
-        dependence = bootstrap_arguments["dependence"] = automatic_length(ds, dependence, E=E,
-                                                                         uE=uE)
+    # (checked above, before any work) the warning of an iid validation of dependent points,
+    # or the automatic block length (the data are read now)
+    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,
+                                     warn_as="validate")
+    dependence = bootstrap_arguments["dependence"] = None if dependence.iid else dependence
     # the bootstrap and the simulations are those of the kernel statistics; the coverage
     # statistics (PICP) are counted when the verdicts are made (_validate_body)
     kernel = [s for s in stats if not s.is_coverage]

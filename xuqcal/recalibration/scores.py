@@ -23,10 +23,9 @@ import xarray as xr
 from dask.base import is_dask_collection
 
 from xuqcal.analysis.binning import check_n_bins
-from xuqcal.analysis.dependent import check_dependence
+from xuqcal.analysis.dependent import check_dependence, resolved_dependence
 from xuqcal.analysis.local import (
     _dependence_attrs,
-    _resolved_dependence,
     local,
     resample_arguments,
 )
@@ -170,7 +169,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
     n_boot = check_replicates(n_boot, defaults.LEVEL, "n_boot")  # the intervals of local()
     ds = _checked(ds, features, E=E, uE=uE)
     check_n_bins(ds.sizes["sample"], n_bins, variable="the dataset")
-    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
+    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
     names = (uE, *features)
     arrays = [ds[E].data, *(ds[v].data for v in names)]
     lazy = any(is_dask_collection(a) for a in arrays)
@@ -307,7 +306,7 @@ def _evaluation_row(ds: xr.Dataset, *, features: tuple[str, ...], n_bins: int, n
                     resample: str = "iid", groups: str | None = None, block: str | None = None,
                     block_length: int | str | None = None) -> xr.Dataset:
     """One data set's row of :func:`evaluate` (per slice for data with extra dimensions)."""
-    dependence = _resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
+    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
     row = scores(ds, features=features, n_bins=n_bins, n_boot=n_boot, seed=seed, E=E, uE=uE,
                  **resample_arguments(dependence))
     row = xr.merge([row, _simulated(ds, features, n_bins, n_mc, seed, n_mc_fv, n_boot, E,
@@ -531,7 +530,7 @@ def scan(train: xr.Dataset, test: xr.Dataset, *, method: str = "bvs",
                                  E=E, uE=uE)
     fit_kwargs = {**fit_kwargs, "features": features}
     n_scores = fit_kwargs.get("n_bins_scores", defaults.N_BINS_SCORES)
-    dependence = _resolved_dependence(test, resample, groups, block, block_length, E=E, uE=uE)
+    dependence = resolved_dependence(test, resample, groups, block, block_length, E=E, uE=uE)
     rows, learned, losses = [], [], []
     for n in n_values:
         rec = fit(train, "bvs", by=by, n_bins=n, E=E, uE=uE, **fit_kwargs)
