@@ -193,7 +193,7 @@ def test_dependent_coverage_study():
     spec = importlib.util.spec_from_file_location("dependent_coverage", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    coverage = module.study(sets=500)["coverage"]
+    coverage = module.study(sets=500, scenarios=("groups", "ar1"))["coverage"]
     assert 0.93 <= coverage["groups/cluster"]["coverage"] <= 0.97, coverage
     assert coverage["groups/iid"]["high"] < 0.9, coverage
     # (b): an AR(1) series, rho = 0.8, 5000 points, blocks of 50
