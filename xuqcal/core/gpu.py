@@ -5,8 +5,9 @@ Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the C
 (:func:`xuqcal.core.kernels.pack_moments`) and finishes each statistic with the same finisher
 (:data:`xuqcal.core.kernels.FINISHERS`): only the order of the additions differs, so the values
 agree to rounding: about 1e-13 relative at M = 2·10^6 (zms, mse, ...); more where a statistic
-cancels, as rce = (RMV - RMSE) / RMV (a few 1e-12 at M = 2·10^6 when |rce| ≈ 0.015: the CPU's
-own rounding error, divided by |rce|).
+cancels, as ``rce = (RMV - RMSE) / RMV`` (a few 1e-12 at M = 2·10^6 when ``|rce|`` ≈ 0.015:
+the CPU's own rounding error, divided by ``|rce|``), and ``zm`` near 0 (1.0e-11 at M = 2·10^5
+on an H200, ``benchmarks/measured/gpu-bootstrap-issue26-h200-2026-11-26.json``).
 
 **The streams.** The CPU draws index ``i`` of replicate ``r`` with
 ``j, state = next_below(state, M)`` from ``state = stream_start(key, r)``: raw draw
