@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis import dependent as _dep
 from xuqcal.analysis.binning import (
     _values,
     check_n_bins,
@@ -38,16 +39,19 @@ from xuqcal.analysis.binning import (
     n_bins_for,
 )
 from xuqcal.analysis.coverage import interval_bounds
+from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.local import (
     _check_bin_index,
     _check_bins,
+    _dependence_attrs,
     _threshold_attr,
     _warn_bins,
+    _warn_dependent_groups,
     group_beta_gm,
     heavy_tailed,
 )
-from xuqcal.analysis.resampling import bootstrap, check_count
+from xuqcal.analysis.resampling import COUNTS_BLOCK, bootstrap, check_count
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -58,11 +62,18 @@ from xuqcal.core.checks import (
     check_seed,
     check_skewness_threshold,
     check_tolerance,
+    minimum_replicates,
     user_stacklevel,
     variable_name,
 )
 from xuqcal.core.generators import Generator
-from xuqcal.core.intervals import check_level, coverage_validity, wilson_interval
+from xuqcal.core.intervals import (
+    acceleration,
+    bca_interval,
+    check_level,
+    coverage_validity,
+    wilson_interval,
+)
 from xuqcal.core.kernels import reference_curves, tail_curve
 from xuqcal.core.provenance import provenance
 from xuqcal.core.random import stream_key
@@ -640,6 +651,28 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
 # -------------------------------------------------------------------------- local coverage
 
 
+def resolved_resample(ds: xr.Dataset, resample: object, groups: object, block: object,
+                      block_length: object, *, E: str, uE: str) -> _dep.Dependence:
+    """The checked resample of :func:`local_coverage` and :func:`xuqcal.summary`
+    (:func:`xuqcal.analysis.dependent.check_dependence`), with an automatic block length
+    resolved on ``ds`` by the rule of :func:`xuqcal.local` (Politis & White of ``Z²`` in the
+    order of ``block``, :func:`xuqcal.analysis.dependent.automatic_length`: the values are
+    read now); no warning is issued here.
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> ds = xuqcal.synthetic.nig(200, nu=6, seed=0).assign(t=("sample", np.arange(200)))
+    >>> resolved_resample(ds, "circular", None, "t", 7, E="E", uE="uE").block_length
+    7
+    """
+    dependence = _dep.check_dependence(ds, resample, groups, block, block_length)
+    if dependence.block_length == _dep.AUTO_LENGTH:
+        check_data_variables(ds, E, uE)
+        dependence = _dep.automatic_length(ds, dependence, E=E, uE=uE)
+    return dependence
+
+
 @broadcast
 @by_role
 def local_coverage(
@@ -654,6 +687,12 @@ def local_coverage(
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     bins: xr.Dataset | None = None,
     interval: bool = False,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | dict | None = None,
+    block_length: int | str | None = None,
+    n_boot: int | None = None,
+    seed: int = defaults.SEED,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -720,6 +759,41 @@ def local_coverage(
         ``interval_level=``; see :func:`xuqcal.analysis.coverage.interval_bounds`); ``p`` is
         their level. ``generator`` is then unused. The heavy-tail screen still uses
         ``Z = E / uE``.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the points are resampled for the per-bin intervals (checked as in
+        :func:`xuqcal.local`). ``"iid"`` (default): the Wilson-cc interval of each bin's
+        fraction (independent points; unchanged, bit for bit). Otherwise the points are
+        dependent (whole groups of ``groups``, or blocks of consecutive points in the order
+        of ``block``) and each bin's interval is the **dependent bootstrap** of its coverage
+        indicator: replicate ``r`` draws the row multiplicities ``n_p`` of the whole data set
+        once, from the stream ``(seed, "local_coverage-<resample>", r)``
+        (:meth:`xuqcal.analysis.dependent.RowLayout.fill`), and every bin's fraction is
+        ``Σ n_p 1{inside_p} / Σ n_p`` over its points; the interval is BCa, its acceleration
+        from the delete-one-unit jackknife over the units (groups, or non-overlapping
+        blocks or tiles) present in the bin, as :func:`xuqcal.local` does. A replicate in
+        which a bin receives no point is left out of that bin's interval and counted in
+        ``n_boot_excluded`` (a warning above 5 %; NaN bounds below
+        :func:`~xuqcal.core.checks.minimum_replicates`); a bin whose points all belong to
+        one unit has NaN bounds (not valid; a warning). ``valid`` and ``fraction_valid``
+        then follow from these intervals (``fraction_valid``'s own interval stays the
+        Wilson-cc interval over the bins). A bootstrap interval of a fraction is discrete: a
+        small bin whose replicates all lie at 1 has the interval [1, 1]; use bins of many
+        points (or of many units).
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` holding each point's group.
+    block : str or dict, optional
+        With a block scheme: the variable over ``sample`` that orders the points (or, for a
+        tile bootstrap, a dict of grid variables and tile sizes).
+    block_length : int or "auto", optional
+        With a block scheme: the points per block, or ``"auto"`` (Politis & White of ``Z²``
+        in the order of ``block``, as :func:`xuqcal.local`; the data are read when
+        ``local_coverage`` is called).
+    n_boot : int, optional
+        With a dependent resample: the bootstrap replicates of the per-bin intervals (default
+        ``defaults.N_BOOT_LOCAL``); refused with ``resample="iid"`` (the Wilson intervals draw
+        no replicates).
+    seed : int
+        With a dependent resample: the seed of the bootstrap streams (unused otherwise).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -735,7 +809,19 @@ def local_coverage(
         ``fraction_valid_testable`` with ``fraction_valid_testable_low`` / ``_high`` (the
         same over the bins not heavy-tailed; NaN when there is none). Attributes record ``p``,
         ``tol``, the factor ``quantile`` = k, ``generator`` and ``heavy_tail_threshold``
-        (``"none"`` without screening).
+        (``"none"`` without screening). Under a dependent resample, also ``n_units`` and
+        ``n_boot_excluded`` over ``bin``, and the attributes ``n_boot``, ``seed``,
+        ``resample``, ``groups`` or ``block`` (with ``block_length`` and
+        ``block_length_rule``), ``jackknife`` and ``random_streams``; ``ci_method`` names
+        the dependent bootstrap.
+
+    Raises
+    ------
+    ValueError
+        For an invalid ``resample``, ``groups``, ``block`` or ``block_length`` (as
+        :func:`xuqcal.analysis.dependent.check_dependence`), ``n_boot`` with
+        ``resample="iid"`` or too few replicates for ``level``, and the other invalid
+        arguments (named).
 
     Notes
     -----
@@ -775,6 +861,17 @@ def local_coverage(
     check_data_variables(ds, E, uE)
     m = ds.sizes["sample"]
     _check_size(m, 2, "local_coverage")
+    dependence = resolved_resample(ds, resample, groups, block, block_length, E=E, uE=uE)
+    if dependence.iid:
+        warn_if_dependent(ds, E=E, uE=uE, analysis="local_coverage")
+        if n_boot is not None:
+            raise ValueError(f"n_boot: only used with a dependent resample (resample="
+                             f"'cluster' or a block scheme), got {n_boot!r} with "
+                             "resample='iid' (the Wilson intervals draw no replicates)")
+    else:
+        n_boot = check_replicates(defaults.N_BOOT_LOCAL if n_boot is None else n_boot, level,
+                                  "n_boot")
+        seed = check_seed(seed)
     if bins is None:
         by = variable_name(ds, by, uE)
         n_bins = n_bins_for(ds, n_bins)  # warns below the rule
@@ -802,12 +899,25 @@ def local_coverage(
         heavy_tail_threshold=_threshold_attr(threshold),
         heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold: not testable",
         ci_method="Wilson score interval with continuity correction", n_samples=m, E=E, uE=uE)
-    placeholders = {name: placeholder(() if dims == () else n, dtype)
-                    for name, (dims, dtype, _) in _coverage_variables(p, tol, by_label).items()}
-    layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
-                               None if bins is None else _bins_description(bins))
+    dependent = not dependence.iid
     kwargs = dict(by=by, bins=bins, q=q, p=p, tol=tol, threshold=threshold, n_bins=n,
                   level=level, E=E, uE=uE, bounds=bounds)
+    if dependent:
+        purpose = f"local_coverage-{dependence.resample}"
+        attrs.update(n_boot=n_boot, seed=seed,
+                     validity="the dependent bootstrap interval of the coverage overlaps "
+                              "[p - tol, p + tol]",
+                     ci_method=f"dependent bootstrap (BCa, {n_boot} replicates, resample="
+                               f"{dependence.resample!r}) of the coverage indicator of the "
+                               "bin; the Wilson interval assumes independent points",
+                     **_dependence_attrs(dependence, purpose))
+        variables = list(dict.fromkeys([*variables, dependence.variable]))
+        kwargs.update(dependence=dependence, n_boot=n_boot, seed=seed)
+    spec = _coverage_variables(p, tol, by_label, dependent)
+    placeholders = {name: placeholder(() if dims == () else n, dtype)
+                    for name, (dims, dtype, _) in spec.items()}
+    layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
+                               None if bins is None else _bins_description(bins), dependent)
     return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
 
 
@@ -815,11 +925,24 @@ def local_coverage(
 _COVERAGE_COORDS = ("bin_low", "bin_high", "bin_centre")
 
 
-def _coverage_variables(p: float, tol: float, by: str) -> dict:
-    """``name: (dims, dtype, attrs)`` of the variables of a :func:`local_coverage` result."""
+def _coverage_variables(p: float, tol: float, by: str, dependent: bool = False) -> dict:
+    """``name: (dims, dtype, attrs)`` of the variables of a :func:`local_coverage` result
+    (``dependent``: under a dependent resample, with its per-bin variables)."""
     f8, i8 = np.float64, np.int64
     band = f"[{p:g} - {tol:g}, {p:g} + {tol:g}]"
     fraction = "over the non-empty bins"
+    if dependent:
+        return {**_coverage_variables(p, tol, by),
+                "ci_low": ("bin", f8, {"long_name": "dependent bootstrap (BCa) interval of "
+                                                    "the coverage, lower"}),
+                "ci_high": ("bin", f8, {"long_name": "dependent bootstrap (BCa) interval of "
+                                                     "the coverage, upper"}),
+                "n_units": ("bin", i8, {"long_name": "number of resampling units (groups, or "
+                                                     "non-overlapping blocks) with points in "
+                                                     "the bin: the units of its jackknife"}),
+                "n_boot_excluded": ("bin", i8, {
+                    "long_name": "replicates left out of the bin's interval: those in which "
+                                 "the bin received no point"})}
     return {
         "coverage": ("bin", f8, {"long_name": f"fraction inside the {p:g}-interval"}),
         "count": ("bin", i8, {"long_name": "number of points in the bin"}),
@@ -862,9 +985,13 @@ def _bins_description(bins: xr.Dataset) -> xr.Dataset:
 
 def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None, q: float,
                    p: float, tol: float, threshold: float | None, n_bins: int, level: float,
-                   E: str, uE: str, bounds: list[str] | None = None) -> xr.Dataset:
+                   E: str, uE: str, bounds: list[str] | None = None,
+                   dependence: _dep.Dependence | None = None, n_boot: int = 0,
+                   seed: int = defaults.SEED) -> xr.Dataset:
     """:func:`local_coverage` on NumPy-backed data (``by`` for equal-count bins, or given
-    ``bins``; ``bounds``: the names of given interval bounds, else ``±q uE``)."""
+    ``bins``; ``bounds``: the names of given interval bounds, else ``±q uE``;
+    ``dependence``: a checked dependent resample with its block length, else the Wilson
+    intervals)."""
     errors, uncertainties = _arrays(data, E, uE, extra=[by] if by is not None else [])
     m = errors.size
     if bounds:
@@ -897,6 +1024,13 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         n_inside = np.bincount(index, weights=inside, minlength=n_bins).astype(np.int64)
         description = _bins_description(bins)
     coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, p, level, tol)
+    if dependence is not None:
+        layout = _dep.row_layout(np.asarray(data[dependence.variable].values), dependence)
+        ci_low, ci_high, n_units, excluded = dependent_coverage_intervals(
+            inside, order, offsets, layout, n_boot=n_boot, level=level, seed=seed,
+            purpose=f"local_coverage-{dependence.resample}")
+        valid = (ci_low <= p + tol) & (p - tol <= ci_high)
+        values.update(n_units=n_units, n_boot_excluded=excluded)
     beta = group_beta_gm(z2, order, offsets)
     heavy = heavy_tailed(beta, threshold)
     counted = count > 0
@@ -910,7 +1044,101 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         fraction_valid_low=fv_low, fraction_valid_high=fv_high,
         n_heavy_tail=int(heavy.sum()), fraction_valid_testable=fvt,
         fraction_valid_testable_low=fvt_low, fraction_valid_testable_high=fvt_high)
-    return _coverage_dataset(values, p, tol, str(by), n_bins, {}, description)
+    return _coverage_dataset(values, p, tol, str(by), n_bins, {}, description,
+                             dependence is not None)
+
+
+def coverage_replicates(inside: np.ndarray, order: np.ndarray, offsets: np.ndarray,
+                        layout: _dep.RowLayout, key: np.uint64, start: int, stop: int
+                        ) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` ``(replicate, bin)`` of the coverage fraction of every
+    bin under the dependent resample ``layout``: ``Σ n_p 1{inside_p} / Σ n_p`` over the points
+    ``p`` of the bin (``order[offsets[b]:offsets[b + 1]]``, data rows), ``n_p`` the row
+    multiplicity of point ``p`` that :meth:`~xuqcal.analysis.dependent.RowLayout.fill` draws
+    for the replicate from the stream ``(key, r)``; NaN where the bin receives no point (or is
+    empty).
+
+    Examples
+    --------
+    >>> from xuqcal.analysis.dependent import Dependence, row_layout
+    >>> layout = row_layout(np.array([0, 0, 1, 1]), Dependence("cluster", "g"))
+    >>> reps = coverage_replicates(np.array([True, False, True, True]), np.arange(4),
+    ...                            np.array([0, 2, 4]), layout, np.uint64(1), 0, 50)
+    >>> sorted({float(v) for v in reps[:, 0] if v == v}) <= [0.5, 1.0]
+    True
+    """
+    n_bins = offsets.size - 1
+    out = np.full((stop - start, n_bins), np.nan)
+    counted = np.flatnonzero(np.diff(offsets) > 0)
+    if counted.size == 0 or stop <= start:
+        return out
+    rows = layout.rows(order)
+    hit = np.asarray(inside, dtype=bool)[order]
+    starts = offsets[counted]
+    size = max(1, min(stop - start, COUNTS_BLOCK // max(layout.size, 1)))
+    block = np.empty((size, layout.size), dtype=np.int32)
+    for first in range(start, stop, size):
+        last = min(stop, first + size)
+        part = block[:last - first]
+        layout.fill(key, first, last, part)
+        counts = part[:, rows].astype(np.int64)  # (replicate, point in the order of the bins)
+        total = np.add.reduceat(counts, starts, axis=1)
+        inner = np.add.reduceat(np.where(hit, counts, 0), starts, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[first - start:last - start, counted] = np.where(total > 0, inner / total,
+                                                                 np.nan)
+    return out
+
+
+def dependent_coverage_intervals(inside: np.ndarray, order: np.ndarray, offsets: np.ndarray,
+                                 layout: _dep.RowLayout, *, n_boot: int, level: float,
+                                 seed: int, purpose: str
+                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The BCa intervals of the coverage fractions of the bins under a dependent resample:
+    ``(low, high, n_units, n_excluded)`` over the bins (the points of bin ``b``:
+    ``order[offsets[b]:offsets[b + 1]]``).
+
+    The replicates are :func:`coverage_replicates` from the streams ``(seed, purpose, r)``;
+    those in which a bin receives no point are left out of its interval (``n_excluded``).
+    The acceleration comes from the delete-one-unit jackknife over the units present in the
+    bin (a unit absent from a bin does not change its fraction; the rule of
+    :func:`xuqcal.analysis.local.dependent_group_intervals`). Bins of a single unit, or with
+    fewer than :func:`~xuqcal.core.checks.minimum_replicates` replicates kept, have NaN
+    bounds (warned about, as :func:`xuqcal.local` does).
+    """
+    n_bins = offsets.size - 1
+    hit = np.asarray(inside, dtype=bool)
+    replicates = coverage_replicates(hit, order, offsets, layout, stream_key(seed, purpose),
+                                     0, n_boot)
+    unit_of_point = layout.unit_of_row[layout.row_of_point]
+    low, high = np.full(n_bins, np.nan), np.full(n_bins, np.nan)
+    n_units = np.zeros(n_bins, dtype=np.int64)
+    finite = np.isfinite(replicates)
+    n_excluded = (n_boot - finite.sum(axis=0)).astype(np.int64)
+    least = minimum_replicates(level)
+    for b in range(n_bins):
+        points = order[offsets[b]:offsets[b + 1]]
+        if points.size == 0:
+            continue
+        units, index = np.unique(unit_of_point[points], return_inverse=True)
+        n_units[b] = units.size
+        if units.size < 2:
+            continue
+        inside_b = hit[points]
+        per_count = np.bincount(index, minlength=units.size)
+        per_inside = np.bincount(index, weights=inside_b, minlength=units.size)
+        jack = (inside_b.sum() - per_inside) / (points.size - per_count)
+        kept = replicates[finite[:, b], b]
+        if kept.size < least:
+            continue
+        value = np.array([inside_b.sum() / points.size])
+        lo, hi = bca_interval(kept[None, :], value, level=level,
+                              acceleration_value=acceleration(jack)[None])
+        low[b], high[b] = lo[0], hi[0]
+    counted = np.diff(offsets) > 0
+    _warn_dependent_groups(n_units[counted], n_excluded[counted], n_boot, least,
+                           layout.resample)
+    return low, high, n_units, n_excluded
 
 
 def _fraction(k: int, n: int, level: float) -> tuple[float, float, float]:
@@ -922,11 +1150,12 @@ def _fraction(k: int, n: int, level: float) -> tuple[float, float, float]:
 
 
 def _coverage_dataset(values: dict, p: float, tol: float, by: str, n_bins: int, attrs: dict,
-                      description: xr.Dataset | None = None) -> xr.Dataset:
+                      description: xr.Dataset | None = None, dependent: bool = False
+                      ) -> xr.Dataset:
     """A :func:`local_coverage` result from its values (or placeholders: its layout); the
     coordinates of equal-count bins come with the values, those of given bins from their
-    ``description``."""
-    spec = _coverage_variables(p, tol, by)
+    ``description`` (``dependent``: with the variables of a dependent resample)."""
+    spec = _coverage_variables(p, tol, by, dependent)
     data = {name: (dims, values[name], var_attrs) for name, (dims, _, var_attrs) in spec.items()
             if name not in _COVERAGE_COORDS}
     if description is None:

@@ -35,7 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from xuqcal.analysis.curves import local_coverage
+from xuqcal.analysis import dependent as _dep
+from xuqcal.analysis.curves import local_coverage, resolved_resample
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
 from xuqcal.analysis.precision import capped_count
@@ -98,6 +99,10 @@ def summary(
     tol: float = defaults.COVERAGE_TOLERANCE,
     validation_result: xr.Dataset | None = None,
     analyses: Mapping[str, xr.Dataset] | None = None,
+    resample: str = "iid",
+    groups: str | None = None,
+    block: str | dict | None = None,
+    block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -125,8 +130,26 @@ def summary(
         report's): ``"local_zms_<by>"`` (:func:`~xuqcal.local` of ``zms`` by ``uE`` and by
         each feature), ``"local_coverage"`` (:func:`~xuqcal.local_coverage` by ``uE``) and
         ``"pit_test"``. A result whose settings (statistic, ``by``,
-        bins, replicates, seed, level) differ from the summary's is refused by name; those
+        bins, replicates, seed, level, and the resample: ``resample``, ``groups``,
+        ``block``, ``block_length``) differ from the summary's is refused by name; those
         not given are computed.
+    resample : {"iid", "cluster", "moving", "circular", "stationary"}
+        How the bootstraps resample the points, as in :func:`xuqcal.validate` (checked by
+        :func:`xuqcal.analysis.dependent.check_dependence`): passed to the validation of
+        the statistics (those that ``validation_result`` lacks), to the LZMS by ``uE`` and
+        by each feature (:func:`~xuqcal.local`) and to the local coverage
+        (:func:`~xuqcal.local_coverage`, whose per-bin intervals are then the dependent
+        bootstrap of the coverage indicator, with the local analyses' replicates). The PIT
+        test still treats the points as independent. ``"iid"`` (default): unchanged, bit
+        for bit.
+    groups : str, optional
+        With ``resample="cluster"``: the variable over ``sample`` holding each point's group.
+    block : str or dict, optional
+        With a block scheme: the variable over ``sample`` that orders the points (a dict of
+        grid variables and tile sizes for a tile bootstrap).
+    block_length : int or "auto", optional
+        With a block scheme: the points per block, or ``"auto"`` (resolved on ``Z²`` in the
+        order of ``block``, the same length for every analysis).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -138,7 +161,16 @@ def summary(
         plain words). Scalars: the evidence as numbers (``zms``, ``zms_low``, ``zms_high``,
         ``zm``, ..., ``fv_lzms_uE`` with its Wilson-cc bounds, ``fv_lcp_uE``, ``pit_pvalue``,
         ``beta_gm_z2``, ``mae``, ``rmse``, ``rmv``, ``crps``) and, over ``feature``,
-        ``fv_feature``. Lazy on Dask-backed data with fixed counts.
+        ``fv_feature``. Lazy on Dask-backed data with fixed counts. Under a dependent
+        resample, the attributes of :meth:`~xuqcal.analysis.dependent.Dependence.attrs`
+        (``resample``, ``groups`` or ``block``, ``block_length``, ...) say how the points
+        were resampled (none for iid: the attributes are as they always were).
+
+    Raises
+    ------
+    ValueError
+        For invalid features, ``level``, ``resample``, ``groups``, ``block`` or
+        ``block_length``, and for ``analyses`` computed with other settings (named).
 
     Examples
     --------
@@ -151,9 +183,15 @@ def summary(
     names = _check_features(ds, features, E, uE)
     m = ds.sizes["sample"]
     check_level(level)
+    dependence = resolved_resample(ds, resample, groups, block, block_length, E=E, uE=uE)
+    # the arguments as given (an automatic block length is resolved by each analysis, by the
+    # same rule on the same Z^2: the same length everywhere, and their attributes say so)
+    resampling = ({} if dependence.iid else
+                  {"resample": resample, "groups": groups, "block": block,
+                   "block_length": block_length})
     counts = dict(n_boot=n_boot, n_mc=n_mc, seed=seed, level=level, generators=generators,
                   mc_precision=mc_precision, heavy_tail_threshold=heavy_tail_threshold,
-                  tol=tol, E=E, uE=uE)
+                  tol=tol, E=E, uE=uE, **resampling)
     wanted = list(SUMMARY_STATISTICS)
     if validation_result is not None:
         have = [str(k) for k in validation_result.statistic.values]
@@ -173,16 +211,20 @@ def summary(
                      "estimate_outside_interval"]] for p in parts)
     local_boot = max(local_replicates(n_boot), minimum_replicates(level))
     given = _check_analyses(analyses, m, by=[uE, *names], local_boot=local_boot, seed=seed,
-                            level=level)
+                            level=level, dependence=dependence)
 
     def reuse(key: str, compute):
         return given[key] if key in given else compute()
 
+    coverage_boot = {} if dependence.iid else {"n_boot": local_boot, "seed": seed}
     lzms = reuse(f"local_zms_{uE}", lambda: local(ds, "zms", by=uE, n_boot=local_boot,
-                                                  seed=seed, level=level, E=E, uE=uE))
-    lcp = reuse("local_coverage", lambda: local_coverage(ds, by=uE, level=level, E=E, uE=uE))
+                                                  seed=seed, level=level, E=E, uE=uE,
+                                                  **resampling))
+    lcp = reuse("local_coverage", lambda: local_coverage(ds, by=uE, level=level, E=E, uE=uE,
+                                                         **resampling, **coverage_boot))
     adapt = [reuse(f"local_zms_{f}", lambda f=f: _local_or_reason(
-        ds, f, n_boot=local_boot, seed=seed, level=level, E=E, uE=uE)) for f in names]
+        ds, f, n_boot=local_boot, seed=seed, level=level, E=E, uE=uE, **resampling))
+        for f in names]
     pit = reuse("pit_test", lambda: pit_test(ds, level=level, E=E, uE=uE))
     bins = {"local": int(lzms.attrs["n_bins"]), "coverage": int(lcp.attrs["n_bins"])}
     fv = ["fraction_valid", "fraction_valid_low", "fraction_valid_high"]
@@ -192,6 +234,8 @@ def summary(
               ds[E].data, ds[uE].data)
     layout = _layout(names, bins, local_boot, n_boot=n_boot, n_mc=n_mc, seed=seed,
                      level=level, generators=generators)
+    if not dependence.iid:
+        layout.attrs.update(dependence.attrs())
     result = lazy_result(_summary_body, inputs, layout, features=names)
     lazy = is_lazy(ds, [E, uE, *names])
     return result if lazy else result.compute()
@@ -225,9 +269,23 @@ def local_replicates(n_boot: int | str) -> int:
     return capped_count(n_boot, defaults.N_BOOT_RELIABILITY)
 
 
+def _resample_settings(dependence: _dep.Dependence) -> dict[str, object]:
+    """The attributes that a local analysis computed under ``dependence`` records about its
+    resample (``resample`` absent, read as ``"iid"``, for the iid bootstrap)."""
+    if dependence.iid:
+        return {"resample": "iid"}
+    attrs = dependence.attrs()
+    return {key: attrs.get(key) for key in ("resample", "groups", "block", "block_length")}
+
+
 def _check_analyses(analyses, m: int, *, by: Sequence[str], local_boot: int, seed: int,
-                    level: float) -> dict[str, xr.Dataset]:
-    """The precomputed ``analyses`` of :func:`summary`, checked against its settings."""
+                    level: float, dependence: _dep.Dependence | None = None
+                    ) -> dict[str, xr.Dataset]:
+    """The precomputed ``analyses`` of :func:`summary`, checked against its settings (and
+    its resample ``dependence``: the local analyses and the local coverage must have been
+    computed with the same ``resample``, ``groups``, ``block`` and ``block_length``)."""
+    dependence = dependence or _dep.Dependence("iid")
+    resampled = _resample_settings(dependence)
     if analyses is None:
         return {}
     if not isinstance(analyses, Mapping):
@@ -250,10 +308,15 @@ def _check_analyses(analyses, m: int, *, by: Sequence[str], local_boot: int, see
         elif key == "local_coverage":
             expected = {"by": by[0], "level": level,
                         "n_bins": resolve_n_bins(m, None, defaults.N_BINS)}
+            if not dependence.iid:
+                expected.update(n_boot=local_boot, seed=seed)
+        if key != "pit_test":
+            expected.update(resampled)
         for name, value in expected.items():
-            if result.attrs.get(name) != value:
+            found = result.attrs.get(name, "iid" if name == "resample" else None)
+            if found != value:
                 raise ValueError(f"analyses[{key!r}]: computed with {name} = "
-                                 f"{result.attrs.get(name)!r}, the summary uses {value!r}")
+                                 f"{found!r}, the summary uses {value!r}")
     return dict(analyses)
 
 

@@ -607,7 +607,10 @@ def _run_validation(ds: xr.Dataset, args: argparse.Namespace, title: str) -> xr.
         result = result.compute()  # lazy for Dask-backed data (a Zarr store): once, here
     # the answers first: a verdict per question (the summary reads this validation)
     features = list(feature_specs(getattr(args, "features", None))) or None
-    overview = summary(ds, validation_result=result, features=features, **shared)
+    # with --groups / --block the summary's analyses (the statistics it validates, LZMS,
+    # LCP) resample the same groups or blocks as the validation
+    overview = summary(ds, validation_result=result, features=features, **shared,
+                       **dependence_arguments(args))
     if any(type(v.data).__module__.startswith("dask") for v in overview.variables.values()):
         overview = overview.compute()
     elapsed = time.perf_counter() - start

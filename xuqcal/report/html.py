@@ -820,7 +820,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
         for statistic in ("zm", "zms"):
             try:
                 loc = local.local(ds, statistic, by=by, n_bins=n_local, n_boot=n_boot_bins,
-                                  seed=seed)
+                                  seed=seed, **options.dependence)
             except ValueError as error:  # e.g. a feature too stratified for the bins
                 fv_rows.append([f"{statistic} | {by}", np.nan, "–", str(error)])
                 fv_classes.append("other")
@@ -842,7 +842,8 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     classes["analysis"] = "text"
     classes["verdict"] = fv_classes
     fv_table = _table(fv_frame, name("fraction_valid"), classes, digits=3)
-    rel = local.reliability(ds, n_bins=n_reliability, n_boot=n_boot_bins, seed=seed)
+    rel = local.reliability(ds, n_bins=n_reliability, n_boot=n_boot_bins, seed=seed,
+                            **options.dependence)
     writer.result(name("reliability"), rel, group=key)
     writer.figure(section("conditional"), name("reliability"), plot.reliability(rel),
                   f"reliability diagram: RMSE against RMV per bin of uE ({n_reliability} "
@@ -877,7 +878,11 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     classes["verdict"] = [_verdict_class(str(v)) for v in coverage.verdict.values]
     coverage_table = _table(coverage_frame, name("coverage"), classes) + "".join(
         f'<p class="notes">{html.escape(line)}</p>' for line in validation.rule_lines(coverage))
-    lcp = curves.local_coverage(ds, by="uE", n_bins=n_reliability)
+    # under a dependent resample the per-bin intervals are its bootstrap (the local
+    # analyses' replicates and seed, as the summary computes it)
+    coverage_boot = ({"n_boot": n_boot_bins, "seed": seed, **options.dependence}
+                     if options.dependence else {})
+    lcp = curves.local_coverage(ds, by="uE", n_bins=n_reliability, **coverage_boot)
     writer.result(name("local_coverage"), lcp, group=key)
     writer.figure(section("intervals"), name("local_coverage"), plot.local_coverage(lcp),
                   f"local coverage of the 0.95-interval ±1.96 uE per bin of uE "
@@ -890,7 +895,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                   f"PIT histogram of N(0, uE²) with its {defaults.LEVEL:.0%} band "
                   f"under uniformity; χ² p = {_fmt(pit_test.chi2_pvalue.item(), 3)}, KS p = "
                   f"{_fmt(pit_test.ks_pvalue.item(), 3)}")
-    scores = probabilistic.proper_scores(ds)
+    scores = probabilistic.proper_scores(ds, **options.dependence)
     writer.result(name("proper_scores"), scores, group=key)
     score_names = [*probabilistic.SCORES, "nu"]
     scores_frame = pd.DataFrame({"score": score_names,
@@ -904,7 +909,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     overview = summary_analysis.summary(
         ds, validation_result=result, features=features or None, n_boot=n_boot, n_mc=n_mc,
         seed=seed, mc_precision=options.mc_precision,
-        analyses=_summary_analyses(local_zms, lcp, pit_test, options))
+        analyses=_summary_analyses(local_zms, lcp, pit_test, options), **options.dependence)
     writer.result(name("summary"), overview, group=key)
     writer.summaries.append((slice_title(labels) if labels else "", overview))
     summary_html = _summary_html(overview, name("summary"))
@@ -982,6 +987,14 @@ def _resample_text(result: xr.Dataset) -> str:
     return text + (f" (automatic length: {rule})" if rule and rule != "given" else "")
 
 
+#: What a report with ``groups`` or ``block`` still computes as if the points were
+#: independent: the per-bin intervals of the local analyses, the reliability diagram and the
+#: local coverage, the PICP and the summary resample the groups or blocks too.
+_STILL_IID = ("The per-bin intervals of the local analyses, of the reliability diagram and of "
+              "the local coverage resample the same groups or blocks; the PIT test still "
+              "treats the points as independent (and the mean proper scores are shown without "
+              "intervals).")
+
 #: The rows of the dependence table of a report: with ``groups``, with ``block``.
 _GROUP_ROWS = ("icc_z", "icc_z2", "design_effect_z2", "n_effective_groups")
 _BLOCK_ROWS = ("acf1_z", "acf1_z2", "n_effective_block")
@@ -1020,9 +1033,7 @@ def _dependence_html(ds: xr.Dataset, described: xr.Dataset, result: xr.Dataset,
     return f"""<{h}>Dependence of the points and effective sample size</{h}>
 <p>{html.escape(what)}. The effective sample size is the number of
 independent points the mean of Z² is worth: <b>{html.escape(_fmt(size))}</b> of
-{m} points{html.escape(ratio)}. {html.escape(intervals)} The per-bin intervals of the local
-analyses and the reliability diagram, the PIT test and the proper scores treat the points as
-independent.</p>
+{m} points{html.escape(ratio)}. {html.escape(intervals)} {html.escape(_STILL_IID)}</p>
 {table}
 """
 
@@ -1554,8 +1565,12 @@ def report(
         Names of the error and uncertainty variables (default: the variables recorded with
         these roles, else ``"E"`` and ``"uE"``; see :func:`xuqcal.io.roles`).
     resample, groups, block, block_length
-        How the bootstraps of the validation (and of the coverage statistics) resample the
-        points, as in :func:`xuqcal.validate`: ``"iid"`` (the default), ``"cluster"`` with
+        How the bootstraps of the validation (and of the coverage statistics), of the
+        per-bin intervals of the local analyses (:func:`xuqcal.local`), of the reliability
+        diagram (:func:`xuqcal.reliability`) and of the local coverage
+        (:func:`xuqcal.local_coverage`), and of the summary (:func:`xuqcal.summary`) resample
+        the points (the PIT test treats them as independent), as in
+        :func:`xuqcal.validate`: ``"iid"`` (the default), ``"cluster"`` with
         ``groups`` (a variable over ``sample``), or a block scheme (``"moving"``,
         ``"circular"``, ``"stationary"``) with ``block`` and ``block_length`` (an integer or
         ``"auto"``); checked before any computation. With ``groups`` or ``block`` the page
