@@ -39,7 +39,6 @@ from xuqcal.analysis.binning import (
     n_bins_for,
 )
 from xuqcal.analysis.coverage import interval_bounds
-from xuqcal.analysis.dependence_scan import warn_if_dependent
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, with_layout_attrs
 from xuqcal.analysis.local import (
     _check_bin_index,
@@ -651,28 +650,6 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
 # -------------------------------------------------------------------------- local coverage
 
 
-def resolved_resample(ds: xr.Dataset, resample: object, groups: object, block: object,
-                      block_length: object, *, E: str, uE: str) -> _dep.Dependence:
-    """The checked resample of :func:`local_coverage` and :func:`xuqcal.summary`
-    (:func:`xuqcal.analysis.dependent.check_dependence`), with an automatic block length
-    resolved on ``ds`` by the rule of :func:`xuqcal.local` (Politis & White of ``Z²`` in the
-    order of ``block``, :func:`xuqcal.analysis.dependent.automatic_length`: the values are
-    read now); no warning is issued here.
-
-    Examples
-    --------
-    >>> import xuqcal
-    >>> ds = xuqcal.synthetic.nig(200, nu=6, seed=0).assign(t=("sample", np.arange(200)))
-    >>> resolved_resample(ds, "circular", None, "t", 7, E="E", uE="uE").block_length
-    7
-    """
-    dependence = _dep.check_dependence(ds, resample, groups, block, block_length)
-    if dependence.block_length == _dep.AUTO_LENGTH:
-        check_data_variables(ds, E, uE)
-        dependence = _dep.automatic_length(ds, dependence, E=E, uE=uE)
-    return dependence
-
-
 @broadcast
 @by_role
 def local_coverage(
@@ -861,9 +838,9 @@ def local_coverage(
     check_data_variables(ds, E, uE)
     m = ds.sizes["sample"]
     _check_size(m, 2, "local_coverage")
-    dependence = resolved_resample(ds, resample, groups, block, block_length, E=E, uE=uE)
+    dependence = _dep.resolved_dependence(ds, resample, groups, block, block_length, E=E,
+                                          uE=uE, warn_as="local_coverage")
     if dependence.iid:
-        warn_if_dependent(ds, E=E, uE=uE, analysis="local_coverage")
         if n_boot is not None:
             raise ValueError(f"n_boot: only used with a dependent resample (resample="
                              f"'cluster' or a block scheme), got {n_boot!r} with "

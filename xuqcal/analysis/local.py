@@ -461,10 +461,6 @@ def _dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
     return attrs
 
 
-#: (the name under which other modules imported it)
-_resolved_dependence = _dep.resolved_dependence
-
-
 def resample_arguments(dependence: _dep.Dependence) -> dict:
     """The arguments ``resample``, ``groups``, ``block``, ``block_length`` of a checked
     ``dependence`` (for the analyses that pass it on to :func:`local`).

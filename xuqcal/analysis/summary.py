@@ -36,7 +36,8 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis import dependent as _dep
-from xuqcal.analysis.curves import local_coverage, resolved_resample
+from xuqcal.analysis.curves import local_coverage
+from xuqcal.analysis.dependent import resolved_dependence
 from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
 from xuqcal.analysis.precision import capped_count
@@ -183,7 +184,7 @@ def summary(
     names = _check_features(ds, features, E, uE)
     m = ds.sizes["sample"]
     check_level(level)
-    dependence = resolved_resample(ds, resample, groups, block, block_length, E=E, uE=uE)
+    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE)
     # the arguments as given (an automatic block length is resolved by each analysis, by the
     # same rule on the same Z^2: the same length everywhere, and their attributes say so)
     resampling = ({} if dependence.iid else

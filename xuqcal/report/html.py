@@ -882,6 +882,9 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     # analyses' replicates and seed, as the summary computes it)
     coverage_boot = ({"n_boot": n_boot_bins, "seed": seed, **options.dependence}
                      if options.dependence else {})
+    coverage_interval = ("the dependent bootstrap of the coverage indicator, the points "
+                         "resampled as for every interval" if options.dependence else
+                         "Wilson intervals with continuity\ncorrection")
     lcp = curves.local_coverage(ds, by="uE", n_bins=n_reliability, **coverage_boot)
     writer.result(name("local_coverage"), lcp, group=key)
     writer.figure(section("intervals"), name("local_coverage"), plot.local_coverage(lcp),
@@ -937,8 +940,8 @@ equal-count bins: at most {options.n_bins_local}, with at least
 {fv_table}
 {writer.figures_html(section("conditional"))}
 <{h}>Interval-based validation and proper scores</{h}>
-<p>Prediction-interval coverage probabilities |Z| ≤ k (Wilson intervals with continuity
-correction; valid when they overlap [p − {defaults.COVERAGE_TOLERANCE:g},
+<p>Prediction-interval coverage probabilities |Z| ≤ k ({coverage_interval}; valid when \
+they overlap [p − {defaults.COVERAGE_TOLERANCE:g},
 p + {defaults.COVERAGE_TOLERANCE:g}]; P. Pernot, arXiv 2408.13089), the local coverage, the
 probability integral transform of the normal predictive distribution N(0, uE²) and the mean
 proper scores (lower is better; they compare models rather than validate one).</p>
