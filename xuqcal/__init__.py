@@ -9,9 +9,16 @@ Examples
 >>> result = ds.uqcal.validate(["zms", "rce"], n_boot=1000)
 >>> result.zeta.dims
 ('statistic', 'scheme')
+
+The subpackages :mod:`xuqcal.plot`, :mod:`xuqcal.report`, :mod:`xuqcal.studies` and
+:mod:`xuqcal.recalibration` (and :class:`Recalibrator`) are imported on first access
+(``xuqcal.plot``, ``from xuqcal import plot``), to keep ``import xuqcal`` short (issue 26).
 """
 
-from xuqcal import plot, recalibration, report, studies
+import importlib as _importlib
+
+# first: sets NUMBA_CACHE_DIR, where needed, before Numba is imported
+from xuqcal import _numba_cache  # noqa: F401
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.analysis import curves, features
@@ -64,7 +71,6 @@ from xuqcal.io import (
     validate_dataset,
 )
 from xuqcal.options import get_options, set_options
-from xuqcal.recalibration import Recalibrator
 
 __all__ = [
     "STATISTICS",
@@ -134,3 +140,30 @@ __all__ = [
     "wilson_interval",
     "zeta",
 ]
+
+#: Attributes imported on first access: name -> (module, attribute of it or None for the module)
+_LAZY = {
+    "plot": ("xuqcal.plot", None),
+    "recalibration": ("xuqcal.recalibration", None),
+    "report": ("xuqcal.report", None),
+    "studies": ("xuqcal.studies", None),
+    "Recalibrator": ("xuqcal.recalibration", "Recalibrator"),
+}
+
+
+def __getattr__(name: str):
+    """Import a lazily loaded subpackage (or :class:`Recalibrator`) on first access (PEP 562)."""
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = _importlib.import_module(module_name)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The names of the module, the lazily loaded ones included."""
+    return sorted(set(globals()) | set(_LAZY))

@@ -55,8 +55,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
+from scipy import special
 
+from xuqcal._lazy import lazy_module
 from xuqcal.analysis.diagnostics import (
     acf1,
     anova_mean_squares,
@@ -68,6 +69,8 @@ from xuqcal.core.checks import user_stacklevel
 from xuqcal.io.schema import SAMPLE_DIM
 from xuqcal.options import OPTIONS
 
+stats = lazy_module("scipy.stats")
+
 __all__ = ["ALPHA", "AXIS_NAMES", "AXIS_STANDARD_NAMES", "MIN_POINTS", "DependenceWarning",
            "Finding", "scan_dependence", "warn_if_dependent"]
 
@@ -76,7 +79,7 @@ __all__ = ["ALPHA", "AXIS_NAMES", "AXIS_STANDARD_NAMES", "MIN_POINTS", "Dependen
 ALPHA = 1e-3
 #: ``|r₁| √n`` above which a lag-1 autocorrelation is significant: the two-sided normal
 #: quantile of ``ALPHA`` with the Bonferroni correction over Z and Z² (about 3.48).
-ORDER_CRITICAL = float(stats.norm.isf(ALPHA / 4.0))
+ORDER_CRITICAL = float(-special.ndtri(ALPHA / 4.0))  # stats.norm.isf, without importing stats
 #: Least number of points scanned (fewer: no finding).
 MIN_POINTS = 50
 #: Fewer groups than this: the warning adds that a cluster bootstrap needs many groups.

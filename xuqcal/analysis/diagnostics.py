@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
@@ -30,6 +30,8 @@ from xuqcal.core.statistics import (
     power_of_two_scale,
 )
 from xuqcal.io import by_role
+
+stats = lazy_module("scipy.stats")
 
 #: Least number of points of :func:`describe` (quantiles and a three-parameter fit).
 MIN_POINTS = 3

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats as _scipy_stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
@@ -33,6 +33,8 @@ from xuqcal.core import defaults
 from xuqcal.core.checks import user_stacklevel
 from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM, by_role
+
+_scipy_stats = lazy_module("scipy.stats")
 
 __all__ = ["ATOMIC_MASSES", "FORMULA_FEATURES", "add_formula_features", "from_formula",
            "rank_correlation"]

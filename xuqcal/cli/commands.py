@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from xuqcal import io
+from xuqcal import _numba_cache, io
 from xuqcal._version import __version__
 from xuqcal.analysis.lazy import is_lazy
 from xuqcal.analysis.precision import AUTO
@@ -772,6 +772,8 @@ def _demo(args: argparse.Namespace, output: Path) -> int:
     reports = {name: output / f"report_{name}" for name in titles}
     _outputs.check_folder(output, list(files.values()), overwrite=args.overwrite,
                           option=OUTPUT)
+    # a first run on this machine compiles the kernels (the data below use them): say so
+    _numba_cache.announce_if_cold()
     cases = demo_datasets(args.size, args.seed)
     for ds in cases.values():
         _check_sizes(ds, args, "--size", report=True)

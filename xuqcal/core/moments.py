@@ -45,9 +45,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_level
+
+stats = lazy_module("scipy.stats")
 
 #: The quantities whose products the intervals sum: name -> (the two normalized factors).
 #: ``e2``, ``u2``, ``z2``, ``lnu2`` and ``zd`` are the columns of

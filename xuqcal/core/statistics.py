@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats.mstats import hdquantiles
 
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
@@ -847,6 +846,8 @@ def harrell_davis_quantiles(x: np.ndarray, probabilities: Sequence[float]) -> np
     >>> float(harrell_davis_quantiles(np.arange(1.0, 6.0), [0.5])[0])
     3.0
     """
+    from scipy.stats.mstats import hdquantiles  # imported on first use (issue 26)
+
     return np.asarray(hdquantiles(np.asarray(x, dtype=np.float64), prob=list(probabilities)))
 
 

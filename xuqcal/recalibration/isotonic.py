@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import optimize
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core.statistics import STATISTICS
+
+optimize = lazy_module("scipy.optimize")
 
 
 def fit_isotonic(E: np.ndarray, uE: np.ndarray, attrs: dict[str, Any]) -> xr.Dataset:

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy import optimize
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core import defaults
 from xuqcal.core.kernels import LOG_2PI
 from xuqcal.core.statistics import STATISTICS, log_square
 from xuqcal.recalibration.common import BINS_PREFIX, _learn_bins, _ScoreBins
+
+optimize = lazy_module("scipy.optimize")
 
 #: Factors are searched in [1/SCALE_BOUND, SCALE_BOUND] × the analytic start.
 SCALE_BOUND = 10.0

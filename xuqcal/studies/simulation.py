@@ -26,8 +26,8 @@ from pathlib import Path
 import dask
 import numpy as np
 import xarray as xr
-from scipy import stats as sps
 
+from xuqcal._lazy import lazy_module
 from xuqcal.analysis.lazy import analysis, placeholder
 from xuqcal.analysis.resampling import bootstrap_prepared, check_count
 from xuqcal.analysis.slices import broadcast
@@ -58,6 +58,8 @@ from xuqcal.io.synthetic import check_nu
 from xuqcal.options import OPTIONS
 from xuqcal.studies import cube as _cube
 from xuqcal.studies import progress as _progress
+
+sps = lazy_module("scipy.stats")
 
 __all__ = [
     "generator_sensitivity_study",
