@@ -16,11 +16,13 @@ import warnings
 
 import numpy as np
 from scipy import special
-from scipy import stats as _stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_level
 from xuqcal.core.intervals import zeta
 from xuqcal.core.scores import student_scale
+
+_stats = lazy_module("scipy.stats")
 
 #: Largest fitted ν reported (beyond it a Student-t is a normal distribution to every digit
 #: that matters for a coverage factor: k_0.95 differs from 1.95996 by less than 4e-8).

@@ -40,7 +40,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
+
+from xuqcal._lazy import lazy_module
+
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "LOG_2PI",

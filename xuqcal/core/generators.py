@@ -26,9 +26,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core import random as _random
+
+stats = lazy_module("scipy.stats")
 
 _FIXED = {"normal": _random.NORMAL, "uniform": _random.UNIFORM, "laplace": _random.LAPLACE}
 _PATTERN = re.compile(r"^(t|normp)(\d+(?:\.\d+)?)$")

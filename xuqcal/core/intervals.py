@@ -10,10 +10,13 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_level as _check_level
 from xuqcal.core.checks import user_stacklevel
+
+stats = lazy_module("scipy.stats")
 
 METHODS = ("bca", "percentile", "student")
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core import robust as R
@@ -41,6 +42,8 @@ from xuqcal.core import scores as S
 from xuqcal.core.checks import check_level, check_replicates, check_seed
 from xuqcal.core.intervals import percentile_interval
 from xuqcal.core.kernels import LOG_2PI, fill_counts_block
+
+stats = lazy_module("scipy.stats")
 
 __all__ = [
     "SCORES",

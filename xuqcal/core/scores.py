@@ -34,12 +34,15 @@ import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.checks import check_count, check_level, check_seed, user_stacklevel
+
+stats = lazy_module("scipy.stats")
 
 __all__ = [
     "UniformityTest",
