@@ -31,8 +31,8 @@ ENV_CACHE_DIR = "XUQCAL_CACHE_DIR"
 #: The folder of :mod:`xuqcal.core.kernels`, whose ``__pycache__`` Numba writes by default.
 KERNELS_DIR = Path(__file__).resolve().parent / "core"
 #: The line ``xuqcal demo`` prints (to stderr) before compiling on a cold cache.
-COMPILING_MESSAGE = ("xuqcal: compiling the numerical kernels (once per machine, about a "
-                     "minute; later runs load them from the cache)...")
+COMPILING_MESSAGE = ("xuqcal: compiling the numerical kernels (once per machine, a few "
+                     "minutes; later runs load them from the cache)...")
 
 
 def user_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
