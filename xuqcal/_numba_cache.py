@@ -1,7 +1,7 @@
 """Where Numba caches the compiled kernels of :mod:`xuqcal.core.kernels` (issue 26).
 
-The kernels are compiled with ``cache=True``: the first call on a machine compiles (about a
-minute for all of them), later processes load the machine code from the cache. By default Numba
+The kernels are compiled with ``cache=True``: the first call on a machine compiles (minutes
+for all of them), later processes load the machine code from the cache. By default Numba
 writes that cache to ``__pycache__`` next to the source, which works in a checkout or a user's
 own environment; an installed package in a read-only ``site-packages`` cannot be written there.
 Importing :mod:`xuqcal` then points Numba at a user cache directory, :func:`user_cache_dir`
