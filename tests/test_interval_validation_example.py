@@ -34,8 +34,9 @@ THRESHOLD = 0.85
 TOL = 0.005
 #: M of the nine shared sets (../shared/data/README.md).
 SIZES = {1: 2040, 2: 3834, 3: 2040, 4: 3836, 5: 2040, 6: 3818, 7: 13885, 8: 5000, 9: 5000}
-#: The counts of the run that produced the table of the docs (the script's defaults).
-DOCS_N_BOOT, DOCS_SEED = 10_000, 0
+#: The counts of the run that produced the table of the docs (the script's defaults; its n_mc,
+#: explicit since validate defaults to "auto", issue 26: nothing is simulated).
+DOCS_N_BOOT, DOCS_N_MC, DOCS_SEED = 10_000, 10_000, 0
 DOCS_SECTION = "ZMS and PICP on the shared sets"
 
 
@@ -133,8 +134,8 @@ def test_heavy_tail_screening(quick, load_set):
         assert set(unscreened[:3]) <= {"pass", "fail"}, label  # zms, picp68.3, picp95
         ds = load_set(number(label))
         for threshold, variable in ((THRESHOLD, "verdict"), (None, "verdict_unscreened")):
-            v = xuqcal.validate(ds, STATISTICS, n_boot=r.attrs["n_boot"], seed=r.attrs["seed"],
-                                heavy_tail_threshold=threshold, tol=TOL)
+            v = xuqcal.validate(ds, STATISTICS, n_boot=r.attrs["n_boot"], n_mc=DOCS_N_MC,
+                                seed=r.attrs["seed"], heavy_tail_threshold=threshold, tol=TOL)
             assert v.verdict.values.tolist() == r[variable].sel(dataset=label).values.tolist()
             np.testing.assert_array_equal(v.zeta.sel(scheme="BS").values,
                                           r.zeta.sel(dataset=label).values)
@@ -188,8 +189,10 @@ def test_docs_table_matches_validate(load_set):
     for k, row in docs_rows().items():
         ds = load_set(k)
         assert int(row[1]) == ds.sizes["sample"], k
-        v = xuqcal.validate(ds, ["picp95"], n_boot=DOCS_N_BOOT, seed=DOCS_SEED, tol=TOL)
-        u = xuqcal.validate(ds, ["picp95"], heavy_tail_threshold=None, tol=TOL)
+        v = xuqcal.validate(ds, ["picp95"], n_boot=DOCS_N_BOOT, n_mc=DOCS_N_MC, seed=DOCS_SEED,
+                            tol=TOL)
+        u = xuqcal.validate(ds, ["picp95"], n_boot=DOCS_N_BOOT, n_mc=DOCS_N_MC,
+                            heavy_tail_threshold=None, tol=TOL)
         assert v.attrs["n_boot"] == 0  # PICP alone: nothing is bootstrapped
         picp = v.isel(statistic=0)
         assert row[2] == f"{float(v.beta_gm_z2):.3f}", k
@@ -206,7 +209,8 @@ def test_docs_table_zms_at_full_size(load_set):
     10 000 replicates and seed (one bootstrap per set and screening; a few seconds)."""
     for k, row in docs_rows().items():
         ds = load_set(k)
-        zms = {threshold: xuqcal.validate(ds, ["zms"], n_boot=DOCS_N_BOOT, seed=DOCS_SEED,
+        zms = {threshold: xuqcal.validate(ds, ["zms"], n_boot=DOCS_N_BOOT, n_mc=DOCS_N_MC,
+                                          seed=DOCS_SEED,
                                           heavy_tail_threshold=threshold).isel(statistic=0)
                for threshold in (THRESHOLD, None)}
         z = zms[THRESHOLD]

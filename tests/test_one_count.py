@@ -1,7 +1,8 @@
 """One count everywhere (issue 22, item 4).
 
 The whole-validation entry points (``xuqcal validate``, ``xuqcal report``, ``xuqcal demo``,
-:func:`xuqcal.report.report` and the accessor's ``report``) take their replicate counts from one
+:func:`xuqcal.report.report` and the accessor's ``report``; :func:`xuqcal.validate` too since
+issue 26) take their replicate counts from one
 place (``defaults.N_BOOT_VALIDATION``, ``defaults.N_MC_VALIDATION``, ``"auto"``) and give the
 same numbers for the same data, counts and seed. Every binned analysis defaults to the
 recommended number of bins of its data set (per slice), and warns when a number given leaves
@@ -59,10 +60,10 @@ def test_the_whole_validation_counts_come_from_one_place():
     # the accessor delegates to xuqcal.report.report without restating its defaults
     accessor = inspect.signature(xuqcal.UQCalAccessor.report).parameters
     assert not {"n_boot", "n_mc", "mc_precision"} & set(accessor)
-    # xuqcal.validate keeps its fixed counts (lazy), documented against the entry points' own
+    # xuqcal.validate defaults to the same counts (issue 26: one default)
     parameters = inspect.signature(xuqcal.validate).parameters
-    assert (parameters["n_boot"].default, parameters["n_mc"].default) == (defaults.N_BOOT,
-                                                                          defaults.N_MC)
+    assert (parameters["n_boot"].default, parameters["n_mc"].default) == (
+        defaults.N_BOOT_VALIDATION, defaults.N_MC_VALIDATION)
     assert "N_BOOT_VALIDATION" in xuqcal.validate.__doc__
 
 

@@ -5,7 +5,10 @@ the function it delegates to (:func:`delegate`): it has that function's signatur
 data set, its docstring and its defaults, so a default lives in one place
 (:mod:`xuqcal.core.defaults`). The functions themselves take ``E`` and ``uE`` not given from the
 roles recorded by the constructors (:func:`xuqcal.io.by_role`), with or without the accessor.
-Nothing is computed here: on Dask-backed data every method returns a lazy result.
+Nothing is computed here: on Dask-backed data a method returns what its function returns,
+lazy except where the function computes: ``validate`` with its default precision-driven counts
+(``n_boot="auto"``, ``n_mc="auto"``, :data:`xuqcal.core.defaults.N_BOOT_VALIDATION`; explicit
+counts keep it lazy), ``summary`` and ``report``.
 """
 
 from __future__ import annotations

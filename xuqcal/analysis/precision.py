@@ -381,20 +381,33 @@ def round_chunks(size: int, chunks: int | None) -> int:
                math.ceil(size / defaults.MAX_REPLICATE_TASKS))
 
 
-def computes_when_auto(function: Callable) -> Callable:
+def computes_when_auto(function: Callable | None = None, *,
+                       check: Callable[[dict, set], None] | None = None) -> Callable:
     """Run ``function`` (an analysis over ``ds`` with ``n_boot`` / ``n_mc``) on computed
     data when a count is ``"auto"``: a precision-driven run decides each round from the
     previous ones, so it cannot be one lazy graph; computing Dask-backed data first (once)
     keeps the lazy path of :func:`~xuqcal.analysis.slices.broadcast` from running the
-    rounds of every slice twice (once for its layout)."""
+    rounds of every slice twice (once for its layout). A count not given is its default
+    (``"auto"`` for :func:`~xuqcal.validate`, issue 26). ``check``, called with the
+    arguments (defaults applied) and the names of those given before Dask-backed data are
+    computed, raises for bad arguments, so that they are refused before any data are read."""
+    if function is None:
+        return functools.partial(computes_when_auto, check=check)
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def computing(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         ds = bound.arguments.get("ds")
-        auto = any(is_auto(bound.arguments.get(name)) for name in ("n_boot", "n_mc"))
+        counts = {name: bound.arguments[name] if name in bound.arguments
+                  else signature.parameters[name].default
+                  for name in ("n_boot", "n_mc") if name in signature.parameters}
+        auto = any(is_auto(count) for count in counts.values())
         if auto and isinstance(ds, xr.Dataset | xr.DataTree) and _is_lazy(ds):
+            if check is not None:
+                arguments = signature.bind(*args, **kwargs)
+                arguments.apply_defaults()
+                check(dict(arguments.arguments), set(bound.arguments))
             bound.arguments["ds"] = ds.compute()
         return function(*bound.args, **bound.kwargs)
 

@@ -96,6 +96,7 @@ from xuqcal.analysis.simulation import (
 )
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
+from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.checks import (
     check_bool,
     check_generators,
@@ -120,6 +121,7 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
+from xuqcal.io.schema import extra_dims, roles
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
 #: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
@@ -221,15 +223,54 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     return stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments
 
 
-@computes_when_auto
+def _checked_arguments(ds, statistics, *, simulated_scheme, n_boot, n_mc, seed, n_bins,
+                       generators, known_generator, all_schemes, mc_precision,
+                       heavy_tail_threshold, tol, level, by, chunks, resample, groups, block,
+                       block_length, E, uE):
+    """The argument checks of :func:`validate` (messages start with the parameter name), before
+    any computation: no data are read. Returns what :func:`_validate_iv` returns."""
+    if simulated_scheme is not None and simulated_scheme not in SIMULATED_SCHEMES:
+        raise ValueError(f"simulated_scheme: {simulated_scheme!r} is not one of "
+                         f"{', '.join(SIMULATED_SCHEMES)} (or None: Sim2 with a known generator, "
+                         "else Sim)")
+    statistics = statistics if statistics is not None else DEFAULT_STATISTICS
+    return _validate_iv(ds, statistics, n_boot=n_boot, n_mc=n_mc, seed=seed,
+                        generators=generators,
+                        n_bins=n_bins_for(ds, n_bins, statistics=statistics),
+                        known_generator=known_generator, level=level, by=by, chunks=chunks,
+                        E=E, uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
+                        heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
+                        groups=groups, block=block, block_length=block_length)
+
+
+def _check_before_loading(arguments: dict, given: set) -> None:
+    """The argument checks of :func:`validate` on Dask-backed data that an ``"auto"`` run
+    (the default) is about to compute: bad arguments are refused before any data are read, as
+    with fixed counts. Data with extra dimensions (slices) or a DataTree are checked per slice
+    when validated."""
+    arguments = dict(arguments)
+    ds = arguments.pop("ds")
+    if not isinstance(ds, xr.Dataset):
+        return
+    E, uE = roles(ds, arguments["E"] if "E" in given else None,
+                  arguments["uE"] if "uE" in given else None)
+    if extra_dims(ds, E, uE):
+        return
+    arguments.update(E=E, uE=uE)
+    with warnings.catch_warnings():  # the number of bins warns once, when validated
+        warnings.simplefilter("ignore", FewPointsPerBinWarning)
+        _checked_arguments(ds, **arguments)
+
+
+@computes_when_auto(check=_check_before_loading)
 @broadcast
 @by_role
 def validate(
     ds: xr.Dataset,
     statistics: str | Iterable[str] | None = None,
     *,
-    n_boot: int | str = defaults.N_BOOT,
-    n_mc: int | str = defaults.N_MC,
+    n_boot: int | str = defaults.N_BOOT_VALIDATION,
+    n_mc: int | str = defaults.N_MC_VALIDATION,
     seed: int = defaults.SEED,
     n_bins: int | None = None,
     generators: str | Iterable[str] = defaults.VALIDATION_GENERATORS,
@@ -267,17 +308,19 @@ def validate(
         reported (``coverage_factor``, ``nu_fitted``).
     n_boot : int or "auto"
         Bootstrap replicates for the BCa intervals, at least ``ceil(2 / (1 - level))`` (40 at
-        95 %: each tail beyond the interval must hold one replicate on average); ``"auto"``:
-        as many as the precision ``mc_precision`` needs (see :mod:`xuqcal.analysis.precision`),
-        at least ``ceil(2 / (1 - level))`` (the first round) and at most ``defaults.N_BOOT``.
+        95 %: each tail beyond the interval must hold one replicate on average); ``"auto"``
+        (the default, ``defaults.N_BOOT_VALIDATION``): as many as the precision
+        ``mc_precision`` needs (see :mod:`xuqcal.analysis.precision`), at least
+        ``ceil(2 / (1 - level))`` (the first round) and at most ``defaults.N_BOOT``.
     n_mc : int or "auto"
-        Synthetic error sets per generator for the simulated references; ``"auto"``: as many
-        as ``mc_precision`` needs, at most ``defaults.N_MC``. This function keeps fixed
-        counts by default (``defaults.N_BOOT`` and ``defaults.N_MC``, lazy on Dask-backed
-        data); the whole-validation entry points (``xuqcal validate``, ``xuqcal report``,
-        ``xuqcal demo`` and :func:`xuqcal.report.report`) use ``defaults.N_BOOT_VALIDATION``
-        and ``defaults.N_MC_VALIDATION`` (``"auto"``): pass ``n_boot="auto", n_mc="auto"``
-        for their numbers.
+        Synthetic error sets per generator for the simulated references; ``"auto"`` (the
+        default, ``defaults.N_MC_VALIDATION``): as many as ``mc_precision`` needs, at most
+        ``defaults.N_MC``. The defaults are those of every whole-validation entry point
+        (``xuqcal validate``, ``xuqcal report``, ``xuqcal demo``, :func:`xuqcal.summary` and
+        :func:`xuqcal.report.report`): the same data and seed give the same numbers from all
+        of them. Explicit counts give the fixed-count result, lazy on Dask-backed data; the
+        published tables are reproduced with ``n_boot=defaults.N_BOOT,
+        n_mc=defaults.N_MC`` (10 000 each, the defaults before issue 26).
     seed : int
         Seed of every random draw (bootstrap and simulation use independent streams).
     n_bins, by : int or None, str
@@ -350,11 +393,12 @@ def validate(
     Returns
     -------
     xarray.Dataset
-        Lazy for Dask-backed data (one graph: the bootstrap, the simulated references and
-        the verdicts built from them are computed together by ``.compute()``), computed for
-        NumPy-backed data, and computed with ``"auto"`` counts (each round's count depends on
-        the previous rounds' values; Dask-backed data are loaded first: the bootstrap needs all
-        points of a data set in one task anyway). Over ``statistic``: ``estimate``, ``bias``,
+        Computed with ``"auto"`` counts, the default (each round's count depends on the
+        previous rounds' values; Dask-backed data are loaded first: the bootstrap needs all
+        points of a data set in one task anyway). With explicit counts for both ``n_boot``
+        and ``n_mc``: lazy for Dask-backed data (one graph: the bootstrap, the simulated
+        references and the verdicts built from them are computed together by
+        ``.compute()``), computed for NumPy-backed data. Over ``statistic``: ``estimate``, ``bias``,
         ``se``, ``ci_low``, ``ci_high``, ``generator_sensitive``, ``verdict``, ``verdict_scheme``,
         ``estimate_outside_interval`` (the estimate lies outside its own bootstrap interval:
         the ζ-scores built on that interval are then unreliable) and ``verdict_note`` (empty,
@@ -376,20 +420,15 @@ def validate(
     >>> str(v.verdict_scheme.sel(statistic="zms").values)
     'BS'
     """
-    if simulated_scheme is not None and simulated_scheme not in SIMULATED_SCHEMES:
-        raise ValueError(f"simulated_scheme: {simulated_scheme!r} is not one of "
-                         f"{', '.join(SIMULATED_SCHEMES)} (or None: Sim2 with a known generator, "
-                         "else Sim)")
     # argument checks, before any computation (messages start with the parameter name)
     stats, names, known_generator, gens, bootstrap_arguments, simulate_arguments = \
-        _validate_iv(ds, statistics if statistics is not None else DEFAULT_STATISTICS,
-                     n_boot=n_boot, n_mc=n_mc, seed=seed, generators=generators,
-                     n_bins=n_bins_for(ds, n_bins, statistics=statistics if statistics
-                                       is not None else DEFAULT_STATISTICS),
-                     known_generator=known_generator, level=level, by=by, chunks=chunks, E=E,
-                     uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
-                     heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
-                     groups=groups, block=block, block_length=block_length)
+        _checked_arguments(ds, statistics, simulated_scheme=simulated_scheme, n_boot=n_boot,
+                           n_mc=n_mc, seed=seed, n_bins=n_bins, generators=generators,
+                           known_generator=known_generator, all_schemes=all_schemes,
+                           mc_precision=mc_precision,
+                           heavy_tail_threshold=heavy_tail_threshold, tol=tol, level=level,
+                           by=by, chunks=chunks, resample=resample, groups=groups,
+                           block=block, block_length=block_length, E=E, uE=uE)
     # (checked above, before any work) the warning of an iid validation of dependent points,
     # or the automatic block length (the data are read now)
     dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,

@@ -11,9 +11,13 @@ UE = "uE"
 #: The binning variable of binned statistics and local analyses.
 BY = "uE"
 
-#: Bootstrap replicates of the intervals of global statistics (METHODS §4).
+#: Bootstrap replicates of the intervals of global statistics (METHODS §4): the default of
+#: :func:`xuqcal.bootstrap` and :func:`xuqcal.compare`, the ceiling of ``n_boot="auto"``, and the
+#: fixed count with which the published tables are reproduced (``validate(..., n_boot=N_BOOT)``).
 N_BOOT = 10_000
-#: Simulated data sets of a simulated reference (METHODS §5).
+#: Simulated data sets of a simulated reference (METHODS §5): the default of
+#: :func:`xuqcal.simulate`, the ceiling of ``n_mc="auto"``, and the fixed count of the published
+#: tables (``validate(..., n_mc=N_MC)``).
 N_MC = 10_000
 #: ``n_boot="auto"`` / ``n_mc="auto"`` (:mod:`xuqcal.analysis.precision`): the largest Monte
 #: Carlo standard error of a deciding ζ (absolute up to ζ = ±1, relative beyond); the
@@ -96,9 +100,11 @@ N_BOOT_LOCAL = 5000
 N_BOOT_GROUPS = 1000
 #: Bootstrap replicates of the per-bin intervals of reliability diagrams.
 N_BOOT_RELIABILITY = 2000
-#: Counts of the whole validation (the CLI's validate, report and demo, the report and the
-#: summary in Python): "auto", as many as MC_PRECISION needs, at most N_BOOT and N_MC; the same
-#: counts and seed give the same numbers from every entry point.
+#: Counts of the whole validation, in Python as on the CLI (:func:`xuqcal.validate` and the
+#: accessor's ``validate``, :func:`xuqcal.summary`, :func:`xuqcal.report.report`; the CLI's
+#: validate, report and demo): "auto", as many as MC_PRECISION needs, at most N_BOOT and N_MC
+#: (issue 26: one default); the same counts and seed give the same numbers from every entry
+#: point. Explicit counts (N_BOOT, N_MC) give the fixed-count results, lazy on Dask-backed data.
 N_BOOT_VALIDATION = "auto"
 N_MC_VALIDATION = "auto"
 #: Simulated data sets of the reference band of a confidence curve.
