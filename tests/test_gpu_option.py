@@ -20,15 +20,16 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     import xuqcal
 
-    ds = xuqcal.synthetic.nig(300, nu=6, seed=4)
+    # small: the simulator runs every GPU thread as a Python thread (level 0.5: 4 replicates
+    # suffice for an interval)
+    ds = xuqcal.synthetic.nig(120, nu=6, seed=4)
     stats = ["zms", "rce", "nll", "zm"]
-    cpu = xuqcal.bootstrap(ds, stats, n_boot=60, seed=2, chunks=25,
-                           keep_replicates=True).compute()
+    options = dict(n_boot=8, seed=2, chunks=3, level=0.5)
+    cpu = xuqcal.bootstrap(ds, stats, keep_replicates=True, **options).compute()
     with xuqcal.set_options(device="cuda"):
-        gpu = xuqcal.bootstrap(ds, stats, n_boot=60, seed=2, chunks=25,
-                               keep_replicates=True).compute()
-        mixed = xuqcal.bootstrap(ds, ["zms", "ence"], n_boot=60, seed=2).compute()
-    plain = xuqcal.bootstrap(ds, ["zms", "ence"], n_boot=60, seed=2).compute()
+        gpu = xuqcal.bootstrap(ds, stats, keep_replicates=True, **options).compute()
+        mixed = xuqcal.bootstrap(ds, ["zms", "ence"], n_bins=4, **options).compute()
+    plain = xuqcal.bootstrap(ds, ["zms", "ence"], n_bins=4, **options).compute()
     scale = np.maximum(np.abs(cpu.replicates.values), 1e-300)
     print("max_rel", float(np.max(np.abs(gpu.replicates.values - cpu.replicates.values)
                                   / scale)))
