@@ -51,7 +51,12 @@ _SCRIPT = textwrap.dedent("""
                     + outofcore.TASK_OVERHEAD_BYTES) / chunk
     else:
         count = int(sys.argv[4]) if len(sys.argv) > 4 else 100  # n_boot and n_mc
-        xuqcal.bootstrap(ds.isel(sample=slice(0, 2000)), statistics, n_boot=50).compute()
+        # compile the kernels and import what the analysis imports on first use (scipy.stats:
+        # tens of MB that are not the analysis' memory) before measuring
+        small = ds.isel(sample=slice(0, 2000))
+        xuqcal.bootstrap(small, statistics, n_boot=50).compute()
+        if what in ("simulate", "validate"):
+            xuqcal.validate(small, statistics, n_boot=50, n_mc=50).compute()
         estimate = memory.task_bytes_per_point(
             len(statistics), jackknife=what in ("bootstrap", "validate"),
             simulation=what in ("simulate", "validate"))
