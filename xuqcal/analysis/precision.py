@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import os
 from collections.abc import Callable, Sequence
 
 import dask
@@ -42,6 +41,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
+from xuqcal.analysis.resampling import default_chunk
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_fraction
 from xuqcal.core.intervals import (
@@ -51,7 +51,6 @@ from xuqcal.core.intervals import (
     zeta,
 )
 from xuqcal.core.summaries import U_REF_FACTOR
-from xuqcal.options import OPTIONS
 
 #: The value of ``n_boot`` / ``n_mc`` that asks for a precision-driven count.
 AUTO = "auto"
@@ -376,9 +375,7 @@ def round_chunks(size: int, chunks: int | None) -> int:
     """
     if chunks is not None:
         return int(chunks)
-    cores = os.cpu_count() or 1
-    return max(1, min(OPTIONS["replicate_chunk"], math.ceil(size / (2 * cores))),
-               math.ceil(size / defaults.MAX_REPLICATE_TASKS))
+    return default_chunk(size)
 
 
 def computes_when_auto(function: Callable | None = None, *,

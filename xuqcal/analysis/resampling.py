@@ -10,6 +10,8 @@ chunking and any scheduler.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Iterable, Sequence
 
 import dask
@@ -68,11 +70,30 @@ RNG_DESCRIPTION = (
 )
 
 
+def default_chunk(n_replicates: int) -> int:
+    """Replicates per Dask task when ``chunks`` is not given: the option ``replicate_chunk``,
+    but small enough that the replicates give every core of the machine two tasks (1000
+    replicates in one task would use one core of sixteen), and large enough that there are at
+    most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not change any value.
+
+    Examples
+    --------
+    >>> default_chunk(10**8)
+    100000
+    >>> default_chunk(100_000)
+    1000
+    """
+    cores = os.cpu_count() or 1
+    return max(1, min(OPTIONS["replicate_chunk"], math.ceil(n_replicates / (2 * cores))),
+               math.ceil(n_replicates / defaults.MAX_REPLICATE_TASKS))
+
+
 def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = None, *,
                      name: str = "n_boot", width: int = 1) -> tuple[int, ...]:
     """Chunk sizes along ``replicate`` for ``n_replicates`` replicates (the public parameter
-    ``name``: ``n_boot`` or ``n_mc``); ``chunks=None`` takes the option ``replicate_chunk``,
-    grown where needed so that there are at most ``defaults.MAX_REPLICATE_TASKS`` chunks.
+    ``name``: ``n_boot`` or ``n_mc``); ``chunks=None`` takes :func:`default_chunk` (the
+    option ``replicate_chunk``, made smaller to give every core two tasks and larger to keep
+    at most ``defaults.MAX_REPLICATE_TASKS`` chunks).
 
     A count whose replicates (``width`` values each) would not fit in memory when summarised
     is refused here, before any work (:func:`xuqcal.core.memory.check_replicates_fit`).
@@ -88,7 +109,7 @@ def replicate_chunks(n_replicates: int, chunks: int | Sequence[int] | None = Non
     chunks = check_chunks(chunks)
     check_replicates_fit(n_replicates, width, name)
     if chunks is None:
-        chunks = max(OPTIONS["replicate_chunk"], -(-n_replicates // defaults.MAX_REPLICATE_TASKS))
+        chunks = default_chunk(n_replicates)
     if isinstance(chunks, int):
         size = chunks
         rest = [n_replicates % size] if n_replicates % size else []
