@@ -17,8 +17,15 @@ import xuqcal
 from xuqcal.core.gpu import cuda_available
 
 SCRIPT = textwrap.dedent("""
+    import functools
+
     import numpy as np
     import xuqcal
+    from xuqcal.core import gpu
+
+    # the simulator runs every GPU thread as a Python thread: 8 threads per block instead of
+    # 256 (the draws and sums do not depend on it, tests/test_gpu.py checks several counts)
+    gpu.bootstrap_moments_gpu = functools.partial(gpu.bootstrap_moments_gpu, threads=8)
 
     # small: the simulator runs every GPU thread as a Python thread (level 0.5: 4 replicates
     # suffice for an interval)

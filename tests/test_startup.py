@@ -27,21 +27,26 @@ def _loaded_after(code: str, env: dict[str, str] | None = None) -> dict[str, boo
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_import_xuqcal_loads_no_heavy_module():
-    assert _loaded_after("import xuqcal") == dict.fromkeys(HEAVY, False)
+def test_import_xuqcal_loads_no_heavy_module_and_scipy_stats_on_first_use():
+    code = ("import json, sys, xuqcal\n"
+            f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))\n"
+            "xuqcal.student_interval([[1.0, 2.0, 3.0]], 0.95)\n")
+    done = subprocess.run([sys.executable, "-c", code + "import json, sys\n"
+                           f"print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"],
+                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=120)
+    after_import, after_use = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert after_import == dict.fromkeys(HEAVY, False)
+    assert after_use["scipy.stats"]
 
 
-def test_help_loads_no_heavy_module():
-    code = ("import sys, runpy\nsys.argv = ['xuqcal', '--help']\n"
-            "try:\n    runpy.run_module('xuqcal', run_name='__main__')\n"
-            "except SystemExit as exit:\n    assert exit.code in (0, None)\n")
+def test_help_runs_and_loads_no_heavy_module():
+    code = ("import contextlib, io, sys, runpy\nsys.argv = ['xuqcal', '--help']\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    try:\n        runpy.run_module('xuqcal', run_name='__main__')\n"
+            "    except SystemExit as exit:\n        assert exit.code in (0, None)\n"
+            "assert 'demo' in out.getvalue() and 'validate' in out.getvalue()\n")
     assert _loaded_after(code) == dict.fromkeys(HEAVY, False)
-
-
-def test_help_runs():
-    done = subprocess.run([sys.executable, "-m", "xuqcal", "--help"], capture_output=True,
-                          text=True, cwd=ROOT, check=True, timeout=120)
-    assert "demo" in done.stdout and "validate" in done.stdout
 
 
 def test_lazy_subpackages_work_when_accessed():
@@ -62,12 +67,6 @@ def test_all_and_dir_name_the_lazy_attributes():
         assert getattr(xuqcal, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         xuqcal.nothing  # noqa: B018
-
-
-def test_scipy_stats_is_imported_on_first_use():
-    code = ("import sys, xuqcal\nassert 'scipy.stats' not in sys.modules\n"
-            "xuqcal.student_interval([[1.0, 2.0, 3.0]], 0.95)\n")
-    assert _loaded_after(code)["scipy.stats"]
 
 
 def test_lazy_module_reads_the_module():
