@@ -217,6 +217,13 @@ def test_report_groups_shows_the_effective_sample_size(data_csv, tmp_path, capsy
         assert 0.0 < float(described.n_effective_groups) < 400
     with xr.open_dataset(out / "results" / "validation.nc") as result:
         assert result.attrs["resample"] == "cluster"
+    # the per-bin analyses resample the same groups; only the PIT test stays iid
+    assert ("The per-bin intervals of the local analyses, of the reliability diagram and of "
+            "the local coverage resample the same groups or blocks; the PIT test still treats "
+            "the points as independent") in page
+    for name in ("local_zms_uE", "local_zm_uE", "reliability", "local_coverage", "summary"):
+        with xr.open_dataset(out / "results" / f"{name}.nc") as result:
+            assert (result.attrs["resample"], result.attrs["groups"]) == ("cluster", "grp"), name
 
 
 def test_report_block_shows_the_autocorrelations(data_csv, tmp_path, capsys):

@@ -277,16 +277,3 @@ def test_the_summary_of_a_dependent_validation_warns_only_when_iid(grouped):
         warnings.simplefilter("error", xuqcal.DependenceWarning)
         summary(grouped.drop_vars("time"), validation_result=given, **COUNTS, **CLUSTER)
 
-
-def test_report_resamples_the_per_bin_analyses(grouped, tmp_path):
-    out = tmp_path / "report"
-    xuqcal.report.report(grouped.drop_vars(["x", "time"]), out, n_boot=200, n_mc=60,
-                         statistics=["zms"], figure_format="svg", **CLUSTER)
-    page = (out / "index.html").read_text()
-    assert ("The per-bin intervals of the local analyses, of the reliability diagram and of "
-            "the local coverage resample the same groups or blocks; the PIT test still treats "
-            "the points as independent") in page
-    assert "the PIT test and the proper scores treat the points as" not in page
-    for name in ("local_zms_uE", "local_zm_uE", "reliability", "local_coverage", "summary"):
-        with xr.open_dataset(out / "results" / f"{name}.nc") as result:
-            assert (result.attrs["resample"], result.attrs["groups"]) == ("cluster", "g"), name
