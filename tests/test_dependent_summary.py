@@ -6,9 +6,6 @@ and the iid defaults are unchanged."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -252,19 +249,15 @@ def _forces(path: Path) -> Path:
     return path
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "xuqcal", *args], capture_output=True,
-                          text=True, env=env, timeout=120, check=False)
+def test_cli_validate_groups_prints_no_dependence_warning(tmp_path, capsys):
+    from xuqcal.cli import main
 
-
-def test_cli_validate_groups_prints_no_dependence_warning(tmp_path):
     path = str(_forces(tmp_path / "forces.csv"))
     fast = ["--E", "E", "--uE", "uE", "--n-boot", "300", "--n-mc", "100", "--no-progress"]
-    grouped_run = _cli("validate", path, *fast, "--groups", "structure_id")
-    assert grouped_run.returncode == 0, grouped_run.stderr
-    assert "DependenceWarning" not in grouped_run.stderr + grouped_run.stdout
-    assert "cluster bootstrap of the groups of structure_id" in grouped_run.stdout
+    assert main(["validate", path, *fast, "--groups", "structure_id"]) == 0
+    captured = capsys.readouterr()
+    assert "DependenceWarning" not in captured.err + captured.out
+    assert "cluster bootstrap of the groups of structure_id" in captured.out
 
 
 def test_the_summary_of_a_dependent_validation_warns_only_when_iid(grouped):
