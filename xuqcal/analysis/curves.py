@@ -43,12 +43,12 @@ from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, placeholder, wi
 from xuqcal.analysis.local import (
     _check_bin_index,
     _check_bins,
-    _dependence_attrs,
     _threshold_attr,
     _warn_bins,
-    _warn_dependent_groups,
+    binned_dependence_attrs,
     group_beta_gm,
     heavy_tailed,
+    warn_dependent_bins,
 )
 from xuqcal.analysis.resampling import COUNTS_BLOCK, bootstrap, check_count
 from xuqcal.analysis.slices import broadcast
@@ -887,7 +887,7 @@ def local_coverage(
                      ci_method=f"dependent bootstrap (BCa, {n_boot} replicates, resample="
                                f"{dependence.resample!r}) of the coverage indicator of the "
                                "bin; the Wilson interval assumes independent points",
-                     **_dependence_attrs(dependence, purpose))
+                     **binned_dependence_attrs(dependence, purpose))
         variables = list(dict.fromkeys([*variables, dependence.variable]))
         kwargs.update(dependence=dependence, n_boot=n_boot, seed=seed)
     spec = _coverage_variables(p, tol, by_label, dependent)
@@ -1113,7 +1113,7 @@ def dependent_coverage_intervals(inside: np.ndarray, order: np.ndarray, offsets:
                               acceleration_value=acceleration(jack)[None])
         low[b], high[b] = lo[0], hi[0]
     counted = np.diff(offsets) > 0
-    _warn_dependent_groups(n_units[counted], n_excluded[counted], n_boot, least,
+    warn_dependent_bins(n_units[counted], n_excluded[counted], n_boot, least,
                            layout.resample)
     return low, high, n_units, n_excluded
 

@@ -232,13 +232,14 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
         lo, hi = bca_interval(kept[None, :], value[g:g + 1], level=level,
                               acceleration_value=accel[g:g + 1])
         low[g], high[g] = lo[0], hi[0]
-    _warn_dependent_groups(n_units, n_excluded, n_boot, least, layout.resample)
+    warn_dependent_bins(n_units, n_excluded, n_boot, least, layout.resample)
     return value, low, high, n_units, n_excluded
 
 
-def _warn_dependent_groups(n_units: np.ndarray, n_excluded: np.ndarray, n_boot: int,
+def warn_dependent_bins(n_units: np.ndarray, n_excluded: np.ndarray, n_boot: int,
                            least: int, resample: str) -> None:
-    """The warnings of :func:`dependent_group_intervals`: bins of a single unit, and bins that
+    """The warnings of a binned analysis under a dependent resample (:func:`local`,
+    :func:`reliability`, :func:`xuqcal.local_coverage`): bins of a single unit, and bins that
     lost many replicates."""
     unit = "group" if resample == "cluster" else "block"
     single = int(np.sum(n_units < 2))
@@ -446,9 +447,18 @@ DEPENDENT_VARIABLES = {
 }
 
 
-def _dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
-    """The attributes of a local analysis under ``dependence`` (none for iid: the attributes
-    are as they always were)."""
+def binned_dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
+    """The attributes of a binned analysis under ``dependence`` (:func:`local`,
+    :func:`reliability`, :func:`xuqcal.local_coverage`, the recalibration scores; none for
+    iid: the attributes are as they always were), ``purpose`` naming its streams.
+
+    Examples
+    --------
+    >>> binned_dependence_attrs(_dep.Dependence("iid"), "local-iid")
+    {}
+    >>> binned_dependence_attrs(_dep.Dependence("cluster", "g"), "local-cluster")["groups"]
+    'g'
+    """
     if dependence.iid:
         return {}
     attrs = dependence.attrs()
@@ -744,7 +754,7 @@ def local(
         heavy_tail_screening=statistic if screen is not None else "",
         heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold (ErrViewLib's skewup)",
         E=E, uE=uE)
-    attrs.update(_dependence_attrs(dependence, f"local-{dependence.resample}"))
+    attrs.update(binned_dependence_attrs(dependence, f"local-{dependence.resample}"))
     kwargs = dict(statistic=statistic, bins=bins, by=names, n_bins=n_bins, binning=binning,
                   min_count=min_count, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
                   screen=screen)
@@ -1155,7 +1165,7 @@ def reliability(
                           "heavy_tail_threshold_uE2": _threshold_attr(threshold_uE2),
                           "heavy_tail_threshold_E2": _threshold_attr(threshold_E2),
                           "E": E, "uE": uE,
-                          **_dependence_attrs(dependence,
+                          **binned_dependence_attrs(dependence,
                                               f"reliability-{dependence.resample}")}))
     variables = list(dict.fromkeys([E, uE, name]))
     kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,

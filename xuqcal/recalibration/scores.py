@@ -25,7 +25,7 @@ from dask.base import is_dask_collection
 from xuqcal.analysis.binning import check_n_bins
 from xuqcal.analysis.dependent import check_dependence, resolved_dependence
 from xuqcal.analysis.local import (
-    _dependence_attrs,
+    binned_dependence_attrs,
     local,
     resample_arguments,
 )
@@ -195,7 +195,7 @@ def scores(ds: xr.Dataset, *, features: Sequence[str] | None = None,
     return attach(out, {"n_bins": n_bins, "n_boot": n_boot, "seed": seed,
                         "n_points": ds.sizes["sample"], "features": ",".join(features),
                         "fraction_valid_target": 0.95, "E": E, "uE": uE,
-                        **_dependence_attrs(dependence, f"local-{dependence.resample}")})
+                        **binned_dependence_attrs(dependence, f"local-{dependence.resample}")})
 
 
 def _score_arrays(E: np.ndarray, uE: np.ndarray, *features: np.ndarray, names: Sequence[str],
