@@ -260,6 +260,20 @@ def _mean_intervals(columns: dict[str, np.ndarray], *, n_boot: int, method: str,
     return out
 
 
+def _counted_sets(method: str, *arrays: np.ndarray):
+    """The sets of ``arrays`` broadcast together (the points along the last axis, the sets
+    along the others): ``(index, counted, m)`` of every set with enough counted points for
+    ``method`` (points where none of the first three arrays, error and bounds, is NaN; at
+    least one, two for BCa)."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    errors, lower, upper = (np.broadcast_to(a, shape) for a in arrays[:3])
+    for index in np.ndindex(*shape[:-1]):
+        counted = ~(np.isnan(errors[index]) | np.isnan(lower[index]) | np.isnan(upper[index]))
+        m = int(counted.sum())
+        if m and not (method == "bca" and m < 2):
+            yield index, counted, m
+
+
 def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
                         interval_level: float, n_boot: int, method: str, level: float,
                         seed: int) -> tuple[np.ndarray, ...]:
@@ -270,13 +284,8 @@ def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray
     shape = np.broadcast_shapes(errors.shape, lower.shape, upper.shape)
     errors, lower, upper = (np.broadcast_to(a, shape) for a in (errors, lower, upper))
     out = [np.full((*shape[:-1], len(INTERVAL_SCORES)), np.nan) for _ in _SUMMARIES]
-    for index in np.ndindex(*shape[:-1]):
-        e, lo, hi = errors[index], lower[index], upper[index]
-        counted = ~(np.isnan(e) | np.isnan(lo) | np.isnan(hi))
-        m = int(counted.sum())
-        if m == 0 or (method == "bca" and m < 2):
-            continue
-        e, lo, hi = e[counted], lo[counted], hi[counted]
+    for index, counted, _ in _counted_sets(method, errors, lower, upper):
+        e, lo, hi = errors[index][counted], lower[index][counted], upper[index][counted]
         columns = {"mean_width": hi - lo,
                    "interval_score": np.asarray(S.interval_score(e, lo, hi, interval_level))}
         summaries = _mean_intervals(columns, n_boot=n_boot, method=method, level=level,
@@ -309,14 +318,9 @@ def _dependent_interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: 
                                       for a in (errors, lower, upper, variable))
     low, high = np.full(shape[:-1], np.nan), np.full(shape[:-1], np.nan)
     out = [np.full((*shape[:-1], len(INTERVAL_SCORES)), np.nan) for _ in _SUMMARIES]
-    for index in np.ndindex(*shape[:-1]):
-        e, lo, hi = errors[index], lower[index], upper[index]
-        counted = ~(np.isnan(e) | np.isnan(lo) | np.isnan(hi))
-        m = int(counted.sum())
-        if m == 0 or (method == "bca" and m < 2):
-            continue
+    for index, counted, m in _counted_sets(method, errors, lower, upper):
         _check_set_length(dependence, m)
-        e, lo, hi = e[counted], lo[counted], hi[counted]
+        e, lo, hi = errors[index][counted], lower[index][counted], upper[index][counted]
         columns = {"picp": ((lo <= e) & (e <= hi)).astype(np.float64)}
         if n_boot:
             columns.update(mean_width=hi - lo, interval_score=np.asarray(
