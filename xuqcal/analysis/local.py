@@ -99,6 +99,22 @@ def _group_keys(seed: int, purpose: str, n_groups: int) -> np.ndarray:
     return np.array([stream_key(seed, purpose, g) for g in range(n_groups)], dtype=np.uint64)
 
 
+def _group_values(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
+                  statistic: str) -> tuple[np.ndarray, np.ndarray]:
+    """The checks of the groups' intervals, the statistic's code and its value in every group
+    (:func:`group_intervals`, :func:`dependent_group_intervals`)."""
+    stat = STATISTICS[statistic]
+    if stat.kind != "moment":
+        raise ValueError(f"statistic: {statistic!r} is not a moment statistic")
+    sizes = np.diff(offsets)
+    if np.any(sizes < 2):
+        raise ValueError(f"bins: {int(np.sum(sizes < 2))} bins have fewer than 2 points")
+    codes = np.array([stat.code], dtype=np.int64)
+    value = np.empty((offsets.shape[0] - 1, 1))
+    K.group_statistics(group_members, offsets, codes, points.packed, points.z_shift, value)
+    return codes, value[:, 0]
+
+
 def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
                     statistic: str, *, n_boot: int = defaults.N_BOOT_LOCAL,
                     level: float = defaults.LEVEL, seed: int = defaults.SEED,
@@ -108,17 +124,8 @@ def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np
     ``zm`` uses the Student interval; the other statistics the BCa interval from ``n_boot``
     replicates per group (exact jackknife acceleration per group).
     """
-    stat = STATISTICS[statistic]
-    if stat.kind != "moment":
-        raise ValueError(f"statistic: {statistic!r} is not a moment statistic")
-    n_groups = offsets.shape[0] - 1
-    sizes = np.diff(offsets)
-    if np.any(sizes < 2):
-        raise ValueError(f"bins: {int(np.sum(sizes < 2))} bins have fewer than 2 points")
-    codes = np.array([stat.code], dtype=np.int64)
-    value = np.empty((n_groups, 1))
-    K.group_statistics(group_members, offsets, codes, points.packed, points.z_shift, value)
-    value = value[:, 0]
+    codes, value = _group_values(points, group_members, offsets, statistic)
+    n_groups = value.size
     if statistic == "zm":
         low, high = np.empty(n_groups), np.empty(n_groups)
         for g in range(n_groups):
@@ -187,17 +194,8 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
     unit has no jackknife (and its resamples are copies of it): its bounds are NaN, with a
     warning (``n_units`` says how many units each group holds).
     """
-    stat = STATISTICS[statistic]
-    if stat.kind != "moment":
-        raise ValueError(f"statistic: {statistic!r} is not a moment statistic")
-    n_groups = offsets.shape[0] - 1
-    sizes = np.diff(offsets)
-    if np.any(sizes < 2):
-        raise ValueError(f"bins: {int(np.sum(sizes < 2))} bins have fewer than 2 points")
-    codes = np.array([stat.code], dtype=np.int64)
-    value = np.empty((n_groups, 1))
-    K.group_statistics(group_members, offsets, codes, points.packed, points.z_shift, value)
-    value = value[:, 0]
+    codes, value = _group_values(points, group_members, offsets, statistic)
+    n_groups = value.size
     E = np.asarray(E, dtype=np.float64)
     uE = np.asarray(uE, dtype=np.float64)
     if points.scale_exponent:  # the units of `points` (exact powers of two)
