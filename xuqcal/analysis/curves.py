@@ -23,6 +23,7 @@ Replicate ``r`` of the confidence-curve reference draws ``eps`` from the stream
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -50,7 +51,7 @@ from xuqcal.analysis.local import (
     heavy_tailed,
     warn_dependent_bins,
 )
-from xuqcal.analysis.resampling import COUNTS_BLOCK, bootstrap, check_count
+from xuqcal.analysis.resampling import bootstrap, check_count, count_blocks
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
@@ -1052,12 +1053,8 @@ def coverage_replicates(inside: np.ndarray, order: np.ndarray, offsets: np.ndarr
     rows = layout.rows(order)
     hit = np.asarray(inside, dtype=bool)[order]
     starts = offsets[counted]
-    size = max(1, min(stop - start, COUNTS_BLOCK // max(layout.size, 1)))
-    block = np.empty((size, layout.size), dtype=np.int32)
-    for first in range(start, stop, size):
-        last = min(stop, first + size)
-        part = block[:last - first]
-        layout.fill(key, first, last, part)
+    for first, last, part in count_blocks(functools.partial(layout.fill, key), layout.size,
+                                          start, stop):
         counts = part[:, rows].astype(np.int64)  # (replicate, point in the order of the bins)
         total = np.add.reduceat(counts, starts, axis=1)
         inner = np.add.reduceat(np.where(hit, counts, 0), starts, axis=1)

@@ -74,6 +74,7 @@ import xarray as xr
 
 from xuqcal.analysis.resampling import (
     COUNTS_BLOCK,
+    count_blocks,
     counts_replicates,
     evaluate_row_counts,
     replicate_chunks,
@@ -524,12 +525,8 @@ def mean_replicates(layout: RowLayout, values: np.ndarray, key: np.uint64, start
     means, summed in the order of the points."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     out = np.empty((stop - start, values.shape[1]))
-    size = max(1, min(stop - start, COUNTS_BLOCK // max(layout.size, 1)))
-    row_counts = np.empty((size, layout.size), dtype=np.int32)
-    for first in range(start, stop, size):
-        last = min(stop, first + size)
-        block = row_counts[:last - first]
-        layout.fill(key, first, last, block)
+    for first, last, block in count_blocks(functools.partial(layout.fill, key), layout.size,
+                                           start, stop):
         K.counts_means_block(block, layout.row_of_point, values,
                              out[first - start:last - start])
     return out

@@ -237,7 +237,7 @@ def dependent_group_intervals(points: PreparedData, E: np.ndarray, uE: np.ndarra
 def warn_dependent_bins(n_units: np.ndarray, n_excluded: np.ndarray, n_boot: int,
                            least: int, resample: str) -> None:
     """The warnings of a binned analysis under a dependent resample (:func:`local`,
-    :func:`reliability`, :func:`xuqcal.local_coverage`): bins of a single unit, and bins that
+    :func:`reliability`, :func:`xuqcal.curves.local_coverage`): bins of a single unit, and bins that
     lost many replicates."""
     unit = "group" if resample == "cluster" else "block"
     single = int(np.sum(n_units < 2))
@@ -447,7 +447,7 @@ DEPENDENT_VARIABLES = {
 
 def binned_dependence_attrs(dependence: _dep.Dependence, purpose: str) -> dict:
     """The attributes of a binned analysis under ``dependence`` (:func:`local`,
-    :func:`reliability`, :func:`xuqcal.local_coverage`, the recalibration scores; none for
+    :func:`reliability`, :func:`xuqcal.curves.local_coverage`, the recalibration scores; none for
     iid: the attributes are as they always were), ``purpose`` naming its streams.
 
     Examples

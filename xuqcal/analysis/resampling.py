@@ -194,6 +194,20 @@ def evaluate_row_counts(prepared: PreparedData, rows_of: np.ndarray, codes: np.n
                           K.make_work(prepared.size, prepared.n_bins), out)
 
 
+def count_blocks(fill, n_rows: int, start: int, stop: int):
+    """The row multiplicities of replicates ``start .. stop - 1``, drawn
+    :data:`COUNTS_BLOCK` values at a time: ``(first, last, block)`` with ``block`` the
+    ``(last - first, n_rows)`` int32 counts that ``fill(first, last, block)`` wrote (one
+    buffer, reused: read it before the next block)."""
+    size = max(1, min(stop - start, COUNTS_BLOCK // max(n_rows, 1)))
+    row_counts = np.empty((size, n_rows), dtype=np.int32)
+    for first in range(start, stop, size):
+        last = min(stop, first + size)
+        block = row_counts[:last - first]
+        fill(first, last, block)
+        yield first, last, block
+
+
 def counts_replicates(models: Sequence[tuple[PreparedData, np.ndarray]], codes: np.ndarray,
                       fill, start: int, stop: int, n_rows: int | None = None) -> np.ndarray:
     """Replicates ``start .. stop - 1`` ``(model, replicate, code)`` drawn as row
@@ -205,12 +219,7 @@ def counts_replicates(models: Sequence[tuple[PreparedData, np.ndarray]], codes: 
     statistic undefined on a replicate (a subset that received no point) is NaN there."""
     m = models[0][1].size if n_rows is None else int(n_rows)
     out = np.empty((len(models), stop - start, codes.shape[0]))
-    size = max(1, min(stop - start, COUNTS_BLOCK // max(m, 1)))
-    row_counts = np.empty((size, m), dtype=np.int32)
-    for first in range(start, stop, size):
-        last = min(stop, first + size)
-        block = row_counts[:last - first]
-        fill(first, last, block)
+    for first, last, block in count_blocks(fill, m, start, stop):
         with np.errstate(invalid="ignore", divide="ignore"):
             for i, (prepared, rows_of) in enumerate(models):
                 evaluate_row_counts(prepared, rows_of, codes, block,

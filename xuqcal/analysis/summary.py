@@ -22,7 +22,7 @@ distribution shape    the PIT of the Gaussian predictive distributions (chi-squa
 A question whose evidence decides nothing (no verdict passes or fails) is *inconclusive*.
 Accuracy and sharpness come as context: MAE, RMSE, RMV and the mean CRPS of N(0, uE²).
 Everything is computed by the library's analyses (:func:`~xuqcal.validate`,
-:func:`~xuqcal.local`, :func:`~xuqcal.local_coverage`, :func:`~xuqcal.pit_test`, and the
+:func:`~xuqcal.local`, :func:`~xuqcal.curves.local_coverage`, :func:`~xuqcal.pit_test`, and the
 CRPS of :func:`xuqcal.core.scores.crps_normal` that :func:`~xuqcal.proper_scores` averages);
 the summary only reads their results.
 """
@@ -129,7 +129,7 @@ def summary(
     analyses : mapping of str to xarray.Dataset, optional
         Results of the analyses the summary reads, computed already with its settings (the
         report's): ``"local_zms_<by>"`` (:func:`~xuqcal.local` of ``zms`` by ``uE`` and by
-        each feature), ``"local_coverage"`` (:func:`~xuqcal.local_coverage` by ``uE``) and
+        each feature), ``"local_coverage"`` (:func:`~xuqcal.curves.local_coverage` by ``uE``) and
         ``"pit_test"``. A result whose settings (statistic, ``by``,
         bins, replicates, seed, level, and the resample: ``resample``, ``groups``,
         ``block``, ``block_length``) differ from the summary's is refused by name; those
@@ -139,7 +139,7 @@ def summary(
         :func:`xuqcal.analysis.dependent.check_dependence`): passed to the validation of
         the statistics (those that ``validation_result`` lacks), to the LZMS by ``uE`` and
         by each feature (:func:`~xuqcal.local`) and to the local coverage
-        (:func:`~xuqcal.local_coverage`, whose per-bin intervals are then the dependent
+        (:func:`~xuqcal.curves.local_coverage`, whose per-bin intervals are then the dependent
         bootstrap of the coverage indicator, with the local analyses' replicates). The PIT
         test still treats the points as independent. ``"iid"`` (default): unchanged, bit
         for bit.

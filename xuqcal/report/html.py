@@ -1571,7 +1571,7 @@ def report(
         How the bootstraps of the validation (and of the coverage statistics), of the
         per-bin intervals of the local analyses (:func:`xuqcal.local`), of the reliability
         diagram (:func:`xuqcal.reliability`) and of the local coverage
-        (:func:`xuqcal.local_coverage`), and of the summary (:func:`xuqcal.summary`) resample
+        (:func:`xuqcal.curves.local_coverage`), and of the summary (:func:`xuqcal.summary`) resample
         the points (the PIT test treats them as independent), as in
         :func:`xuqcal.validate`: ``"iid"`` (the default), ``"cluster"`` with
         ``groups`` (a variable over ``sample``), or a block scheme (``"moving"``,
