@@ -250,15 +250,7 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
             se = np.ldexp(np.sqrt(var), 2 * jd)
         else:  # pragma: no cover - INTERVALS lists exactly the cases above
             raise ValueError(f"statistics: {key} has no analytic interval")
-        if method == "student":
-            quantile = stats.t.ppf((1.0 + level) / 2.0, n - 1.0)
-        else:
-            quantile = special.ndtri((1.0 + level) / 2.0)
-        half = quantile * se
-    undefined = (n < 2) | ~np.isfinite(half)
-    low = np.where(undefined, np.nan, estimate - half)
-    high = np.where(undefined, np.nan, estimate + half)
-    return low, high
+    return _symmetric_interval(estimate, se, method, level, n - 1.0)
 
 
 
@@ -408,6 +400,16 @@ def covariance_interval(key: str, estimate: np.ndarray, n_points: np.ndarray,
         var = sum(gradient[a] * gradient[b] * np.asarray(cov[a, b], dtype=np.float64)
                   for a in names for b in names)
         se = np.ldexp(np.sqrt(np.maximum(var, 0.0)), scale)
+    return _symmetric_interval(estimate, se, method, level, df)
+
+
+def _symmetric_interval(estimate: np.ndarray, se: np.ndarray, method: str, level: float,
+                        df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``estimate ± q se`` with ``q`` Student's quantile with ``df`` degrees of freedom
+    (``method="student"``) or the normal one (``"delta"``) at ``level``; NaN where
+    ``df < 1`` or the half-width is not finite (:func:`analytic_interval`,
+    :func:`covariance_interval`)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if method == "student":
             quantile = stats.t.ppf((1.0 + level) / 2.0, df)
         else:
