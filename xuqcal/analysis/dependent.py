@@ -90,7 +90,8 @@ from xuqcal.io.schema import SAMPLE_DIM
 __all__ = ["BLOCK_SCHEMES", "RESAMPLES", "Dependence", "Grid", "RowLayout",
            "automatic_block_length", "automatic_length", "check_dependence",
            "dependent_jackknife", "dependent_mean_intervals", "dependent_replicates", "grid_of",
-           "mean_jackknife", "mean_replicates", "resolved_dependence", "row_layout"]
+           "mean_jackknife", "mean_replicates", "resolve_dependence", "resolved_dependence",
+           "row_layout"]
 
 #: The values of ``resample``.
 RESAMPLES = ("iid", "cluster", "moving", "circular", "stationary")
@@ -712,7 +713,14 @@ def resolved_dependence(ds: xr.Dataset, resample: object, groups: object, block:
     >>> resolved_dependence(ds, "iid", None, None, None, E="E", uE="uE").iid
     True
     """
-    dependence = check_dependence(ds, resample, groups, block, block_length)
+    return resolve_dependence(ds, check_dependence(ds, resample, groups, block, block_length),
+                              E=E, uE=uE, warn_as=warn_as, resolve=resolve)
+
+
+def resolve_dependence(ds: xr.Dataset, dependence: Dependence, *, E: str, uE: str,
+                       warn_as: str | None = None, resolve: bool = True) -> Dependence:
+    """The second half of :func:`resolved_dependence`, for a ``dependence`` already checked
+    by :func:`check_dependence` (an analysis that checks every argument first)."""
     if dependence.iid:
         if warn_as is not None:
             from xuqcal.analysis.dependence_scan import warn_if_dependent

@@ -56,12 +56,13 @@ import xarray as xr
 
 from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.dependent import (
+    Dependence,
     arrange_prepared,
     check_dependence,
     dependent_bootstrap_replicates,
     dependent_jackknife,
     dependent_mean_intervals,
-    resolved_dependence,
+    resolve_dependence,
 )
 from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
@@ -431,8 +432,8 @@ def validate(
                            block=block, block_length=block_length, E=E, uE=uE)
     # (checked above, before any work) the warning of an iid validation of dependent points,
     # or the automatic block length (the data are read now)
-    dependence = resolved_dependence(ds, resample, groups, block, block_length, E=E, uE=uE,
-                                     warn_as="validate")
+    dependence = resolve_dependence(ds, bootstrap_arguments["dependence"] or Dependence("iid"),
+                                    E=E, uE=uE, warn_as="validate")
     dependence = bootstrap_arguments["dependence"] = None if dependence.iid else dependence
     # the bootstrap and the simulations are those of the kernel statistics; the coverage
     # statistics (PICP) are counted when the verdicts are made (_validate_body)
