@@ -4,10 +4,11 @@ Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the C
 (:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
 (:func:`xuqcal.core.kernels.pack_moments`) and finishes each statistic with the same finisher
 (:data:`xuqcal.core.kernels.FINISHERS`): only the order of the additions differs, so the values
-agree to rounding: about 1e-13 relative at M = 2·10^6 (zms, mse, ...); more where a statistic
-cancels, as ``rce = (RMV - RMSE) / RMV`` (a few 1e-12 at M = 2·10^6 when ``|rce|`` ≈ 0.015:
-the CPU's own rounding error, divided by ``|rce|``), and ``zm`` near 0 (1.0e-11 at M = 2·10^5
-on an H200, ``benchmarks/measured/gpu-bootstrap-issue26-h200-2026-11-26.json``).
+agree to rounding. On an H200 (``benchmarks/measured/gpu-bootstrap-issue26-h200-2026-11-26.json``)
+the largest relative difference of the replicates at M = 2·10^5 was 4.2e-14 for zms and at most
+5.4e-14 for the other means; more where a statistic cancels: 5.8e-13 for
+``rce = (RMV - RMSE) / RMV`` (the CPU's own rounding error divided by ``|rce|``) and 1.0e-11 for
+``zm``, a mean near 0; zms at M = 2·10^6 differed by 1.1e-13.
 
 **The streams.** The CPU draws index ``i`` of replicate ``r`` with
 ``j, state = next_below(state, M)`` from ``state = stream_start(key, r)``: raw draw
@@ -20,7 +21,7 @@ share of them and adds the columns of its accepted draws, and the block counts t
 ones. A round accepts at most ``d`` draws, so no index of rank ``M`` or more is ever added, and
 the rounds stop when ``M`` are accepted: the accepted raw positions seen are exactly the first
 ``M``. Rejections are rare (probability below ``M / 2^32``): at M = 2·10^6 a second round
-handles about 900 draws and a third almost never runs.
+handles at most about ``M² / 2^32`` ≈ 930 draws on average and a third almost never runs.
 
 **One definition.** The stream primitives are not written again: ``_mix64``, ``stream_start``
 and ``next_u64`` of :mod:`xuqcal.core.kernels` are compiled for the GPU from their own Python
@@ -67,6 +68,7 @@ _stream_start = None
 _next_u64 = None
 _accept = None
 _add = None
+_tree_sum_device = None
 
 
 def cuda_available() -> bool:
@@ -121,6 +123,17 @@ def _lemire(bits, bound, threshold):
     """
     product = (bits & K._LOW32) * bound
     return (product & K._LOW32) >= threshold, np.int64(product >> K._S32)
+
+
+def _tree_sum(buffer, tid, n_threads):
+    """The sum of ``buffer[:n_threads]`` (shared memory, ``n_threads`` a power of two) into
+    ``buffer[0]``, by the threads of a block in a tree (every thread calls it)."""
+    half = n_threads // 2
+    while half > 0:
+        if tid < half:
+            buffer[tid] += buffer[tid + half]
+        cuda.syncthreads()
+        half //= 2
 
 
 def _neumaier(total, compensation, x):
@@ -202,12 +215,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                 p += n_threads
             counted[tid] = mine
             cuda.syncthreads()
-            half = n_threads // 2
-            while half > 0:
-                if tid < half:
-                    counted[tid] += counted[tid + half]
-                cuda.syncthreads()
-                half //= 2
+            _tree_sum_device(counted, tid, n_threads)
             accepted += counted[0]
             begin = end
             cuda.syncthreads()  # every thread has read counted[0] before it is written again
@@ -225,12 +233,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
             else:
                 partial[tid] = t5 + c5
             cuda.syncthreads()
-            half = n_threads // 2
-            while half > 0:
-                if tid < half:
-                    partial[tid] += partial[tid + half]
-                cuda.syncthreads()
-                half //= 2
+            _tree_sum_device(partial, tid, n_threads)
             if tid == 0:
                 sums[r, c] = partial[0]
             cuda.syncthreads()
@@ -240,7 +243,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
 @functools.cache
 def _kernels():
     """Compile (once) the device twins of the stream primitives and the kernel."""
-    global cuda, _stream_start, _next_u64, _accept, _add
+    global cuda, _stream_start, _next_u64, _accept, _add, _tree_sum_device
     if not cuda_available():
         raise RuntimeError("no CUDA GPU is available: install numba-cuda "
                            "(pip install 'xuqcal[gpu]') on a machine with an NVIDIA GPU, or set "
@@ -254,6 +257,7 @@ def _kernels():
     _next_u64 = device(_device_twin(K.next_u64, _mix64=mix64))
     _accept = device(_lemire)
     _add = device(_neumaier)
+    _tree_sum_device = device(_tree_sum)
     return numba_cuda.jit(_bootstrap_sums)
 
 
