@@ -218,13 +218,24 @@ def test_jackknife_of_a_dominant_point_does_not_cancel():
 
 def _stable_radix_argsort(values):
     """The simulated sets' radix argsort on ``values`` (non-negative doubles), as the kernels
-    call it: ``(permutation, sorted keys)``."""
+    call it: ``(permutation, tie flags)``; the keys are left unchanged."""
     m = values.shape[0]
     keys = np.ascontiguousarray(values, dtype=np.float64).copy().view(np.uint64)
-    order, sorted_keys = K._radix_argsort(
-        keys, np.empty(m, np.uint64), np.empty(m, np.int32), np.empty(m, np.int32),
-        np.empty((K._RADIX_DIGITS, K._RADIX_SIZE), np.uint64))
-    return np.array(order), np.array(sorted_keys).view(np.float64)
+    before = keys.copy()
+    tie = np.ones(m, np.bool_)
+    order = K._radix_argsort(
+        keys, np.empty(m, np.uint32), np.empty(m, np.uint32), np.empty(m, np.int32),
+        np.empty(m, np.int32), np.empty((K._RADIX_DIGITS, K._RADIX_SIZE), np.uint64), tie)
+    np.testing.assert_array_equal(keys, before)
+    return np.array(order), tie
+
+
+def _check_ties(values, order, tie):
+    """``tie[k]``: the k-th sorted value equals the one before (bit patterns)."""
+    sorted_bits = values[order].view(np.uint64)
+    want = np.zeros(values.shape[0], np.bool_)
+    want[1:] = sorted_bits[1:] == sorted_bits[:-1]
+    np.testing.assert_array_equal(tie, want)
 
 
 _SPECIAL = [0.0, 5e-324, 1e-320, 2.0**-1022, 1.0, 1.0 + 2.0**-52, 2.0, 3.5, 1e300, np.inf]
@@ -238,10 +249,9 @@ def test_radix_argsort_is_the_stable_argsort(values):
     values) in row order, zeros, subnormals, infinities, every size from 0 on — hence the
     same ranks, tie flags and cc as any exact stable sort."""
     values = np.abs(np.array(values, dtype=np.float64))
-    order, sorted_values = _stable_radix_argsort(values)
-    want = np.argsort(values, kind="stable")
-    np.testing.assert_array_equal(order, want)
-    np.testing.assert_array_equal(sorted_values.view(np.uint64), values[want].view(np.uint64))
+    order, tie = _stable_radix_argsort(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    _check_ties(values, order, tie)
 
 
 @settings(max_examples=40, deadline=None)
@@ -254,17 +264,39 @@ def test_radix_argsort_with_heavy_ties(seed, m, levels, scale, spread):
     values = rng.integers(0, levels, m) * scale
     if spread:
         values = values * 2.0 ** rng.integers(-60, 60, m)
-    order, _ = _stable_radix_argsort(values)
+    order, tie = _stable_radix_argsort(values)
     np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    _check_ties(values, order, tie)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), run=st.integers(1, 200), n_runs=st.integers(1, 20),
+       low_bits=st.integers(1, 40), wide=st.booleans())
+def test_radix_argsort_fixes_up_runs_of_equal_high_keys(seed, run, n_runs, low_bits, wide):
+    """Keys that share their 32 highest bits of the span (values equal to about 22
+    significant bits, but not equal) are ordered by the fix-up pass on the full keys: short
+    runs by insertion, runs longer than ``_INSERTION_RUN`` by a stable merge sort, repeated
+    values in row order either way."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(1.0, 2.0, n_runs)
+    if wide:  # a span of many binades: 32 bits of it leave most of the mantissa out
+        base = base * 2.0 ** rng.integers(-300, 300, n_runs)
+    bits = base.view(np.uint64)[rng.integers(0, n_runs, n_runs * run)]
+    # vary the lowest bits only, with repeats
+    bits = bits + rng.integers(0, 2 ** low_bits, bits.shape[0], dtype=np.uint64) // 4 * 4
+    values = bits.view(np.float64)
+    order, tie = _stable_radix_argsort(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    _check_ties(values, order, tie)
 
 
 @pytest.mark.parametrize("values", [[], [0.0], [2.0], [1.0, 1.0], [2.0, 1.0], [0.0, 5e-324],
                                     [5e-324, 0.0]])
 def test_radix_argsort_of_tiny_inputs(values):
     values = np.array(values, dtype=np.float64)
-    order, sorted_values = _stable_radix_argsort(values)
+    order, tie = _stable_radix_argsort(values)
     np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
-    np.testing.assert_array_equal(sorted_values, np.sort(values, kind="stable"))
+    _check_ties(values, order, tie)
 
 
 def _sequential_sum(values):

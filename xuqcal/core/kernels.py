@@ -1439,30 +1439,35 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
 
 # The radix sort of the simulated sets (|E~|, and uE² of the NIG sets). It must give the
 # stable argsort exactly: the ranks, the tie flags and hence ``cc`` follow from the
-# permutation, and any exact stable sort gives the same one. LSD passes of 8-bit digits move
-# (key, index) pairs: each pass reads its input sequentially and writes into 256 streams, which
-# stay in the L1 cache (wider digits have more write streams, which thrash the L1 and the
-# TLB), and no pass gathers ``keys[order[i]]`` at random.
-# The keys are sorted as ``key - min`` (same order), so that digits above the span of the keys
-# are skipped, as are digits that every key shares. (A first MSD pass into cache-sized buckets
-# was not faster: a pass costs about as much in the L2 cache as from memory.)
+# permutation, and any exact stable sort gives the same one.
+# The keys (non-negative doubles viewed as uint64: same order) are sorted as ``key - min``, and
+# only on the 32 highest bits of that span (``hi``): LSD passes of 8-bit digits move 4-byte
+# (hi, index) pairs, each pass reading its input sequentially and writing into 256 streams,
+# which stay in the L1 cache (wider digits have more write streams, which thrash the L1 and the
+# TLB); a digit that every key shares is skipped. ``hi`` is a non-decreasing function of the
+# key, so the stable sort on ``hi`` is the stable sort on the key except inside runs of equal
+# ``hi``: a last sequential pass sorts those runs (rare and short for continuous data: two
+# doubles share ``hi`` only when they agree to about 22 significant bits) on the full keys,
+# stably, and sets the tie flags from the full keys. Against 8 passes of (8-byte key, 4-byte
+# index) on the full keys, this moves about a third of the bytes and gives the same permutation.
 _RADIX_BITS = 8
 _RADIX_SIZE = 1 << _RADIX_BITS
-_RADIX_DIGITS = 64 // _RADIX_BITS
-_RADIX_MASK = np.uint64(_RADIX_SIZE - 1)
+_RADIX_DIGITS = 32 // _RADIX_BITS
+_RADIX_MASK = np.uint32(_RADIX_SIZE - 1)
 #: The permutations are int32 (4 bytes moved per point and pass instead of 8).
 _MAX_SORTED = 2**31 - 1
+#: Runs of equal ``hi`` up to this length are fixed up by insertion; longer ones by a merge sort.
+_INSERTION_RUN = 16
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _radix_pass(source_keys, source_order, first, target_keys, target_order, position, shift,
-                lowest):
-    """One stable counting pass on the digit ``(key - lowest) >> shift``; ``position`` holds the
-    next target position of each digit value (unsigned: no negative-index wraparound code in
-    the loop). The first pass takes the indices ``0 .. m-1``."""
+def _radix_pass(source_keys, source_order, first, target_keys, target_order, position, shift):
+    """One stable counting pass on the digit ``key >> shift`` (uint32 keys); ``position`` holds
+    the next target position of each digit value. The first pass takes the indices
+    ``0 .. m-1``."""
     for i in range(source_keys.shape[0]):
         k = source_keys[i]
-        digit = ((k - lowest) >> shift) & _RADIX_MASK
+        digit = (k >> shift) & _RADIX_MASK
         p = position[digit]
         target_keys[p] = k
         target_order[p] = i if first else source_order[i]
@@ -1470,42 +1475,69 @@ def _radix_pass(source_keys, source_order, first, target_keys, target_order, pos
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _radix_argsort(keys, key_buffer, order, buffer, histogram):
-    """Stable LSD radix argsort of non-negative float64 values viewed as uint64 ``keys``
-    (non-negative doubles sort like their bit patterns); ``len(keys) <= 2**31 - 1``.
+def _fix_run(keys, order, start, stop):
+    """Stable sort of ``order[start:stop]`` (indices in increasing order: the radix sort is
+    stable) by ``keys[order[j]]``: the permutation of the full stable argsort."""
+    if stop - start <= _INSERTION_RUN:
+        for j in range(start + 1, stop):
+            index = order[j]
+            key = keys[index]
+            i = j - 1
+            while i >= start and keys[order[i]] > key:  # strictly greater: stable
+                order[i + 1] = order[i]
+                i -= 1
+            order[i + 1] = index
+    else:
+        run = np.empty(stop - start, np.uint64)
+        for j in range(start, stop):
+            run[j - start] = keys[order[j]]
+        moved = np.argsort(run, kind="mergesort")  # stable
+        indices = order[start:stop].copy()
+        for j in range(stop - start):
+            order[start + j] = indices[moved[j]]
 
-    ``key_buffer`` (uint64), ``order`` and ``buffer`` (int32) have the length of ``keys``;
-    ``histogram`` is ``(_RADIX_DIGITS, _RADIX_SIZE)`` uint64. ``keys`` is overwritten. Returns
-    ``(permutation, sorted keys)``, two of these arrays: ``sorted keys[k] == keys[perm[k]]``.
+
+@nb.njit(inline="always", error_model="numpy")
+def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
+    """Stable argsort of non-negative float64 values viewed as uint64 ``keys`` (non-negative
+    doubles sort like their bit patterns); ``len(keys) <= 2**31 - 1``.
+
+    ``hi``, ``hi_buffer`` (uint32), ``order`` and ``buffer`` (int32) have the length of
+    ``keys``; ``histogram`` is ``(_RADIX_DIGITS, _RADIX_SIZE)`` uint64. ``keys`` is left
+    unchanged. Returns the permutation (one of ``order``, ``buffer``) and writes ``tie[k]``:
+    ``keys[perm[k]] == keys[perm[k - 1]]`` (``tie[0]`` False).
     """
     m = keys.shape[0]
     if m == 0:
-        return order, keys
+        return order
     lowest = keys[0]
     highest = keys[0]
     for i in range(1, m):
         k = keys[i]
         lowest = min(lowest, k)
         highest = max(highest, k)
-    n_digits = 0
     span = highest - lowest
+    width = 0  # bits of the span
     while span != np.uint64(0):
-        n_digits += 1
-        span >>= np.uint64(_RADIX_BITS)
-    # all histograms in one sequential read
+        width += 1
+        span >>= np.uint64(1)
+    drop = np.uint64(max(width - 32, 0))
+    n_digits = (min(width, 32) + _RADIX_BITS - 1) // _RADIX_BITS
+    # the high keys and all their histograms in one sequential read
     histogram[:n_digits] = 0
     for i in range(m):
-        k = keys[i] - lowest
+        h = np.uint32((keys[i] - lowest) >> drop)
+        hi[i] = h
         for d in range(n_digits):
-            histogram[d, (k >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK] += _ONE
-    k0 = keys[0] - lowest
+            histogram[d, (h >> np.uint32(d * _RADIX_BITS)) & _RADIX_MASK] += _ONE
+    h0 = hi[0]
     first = True
-    source_keys, target_keys = keys, key_buffer
+    source_keys, target_keys = hi, hi_buffer
     source_order, target_order = order, buffer
     for d in range(n_digits):
-        shift = np.uint64(d * _RADIX_BITS)
+        shift = np.uint32(d * _RADIX_BITS)
         position = histogram[d]
-        if position[(k0 >> shift) & _RADIX_MASK] == np.uint64(m):
+        if position[(h0 >> shift) & _RADIX_MASK] == np.uint64(m):
             continue  # every key has this digit: the pass would not move anything
         total = np.uint64(0)
         for v in range(_RADIX_SIZE):
@@ -1513,14 +1545,34 @@ def _radix_argsort(keys, key_buffer, order, buffer, histogram):
             position[v] = total
             total += c
         _radix_pass(source_keys, source_order, first, target_keys, target_order, position,
-                    shift, lowest)
+                    shift)
         first = False
         source_keys, target_keys = target_keys, source_keys
         source_order, target_order = target_order, source_order
-    if first:  # all keys equal (or one): the identity
+    if first:  # all high keys equal (or one point): the identity, then the fix-up
         for i in range(m):
             source_order[i] = i
-    return source_order, source_keys
+    # runs of equal high keys: sorted on the full keys (only when bits were dropped), ties
+    tie[0] = False
+    k = 1
+    while k < m:
+        if source_keys[k] != source_keys[k - 1]:
+            tie[k] = False
+            k += 1
+            continue
+        start = k - 1
+        stop = k + 1
+        while stop < m and source_keys[stop] == source_keys[start]:
+            stop += 1
+        if drop != np.uint64(0):
+            _fix_run(keys, source_order, start, stop)
+            for j in range(start + 1, stop):
+                tie[j] = keys[source_order[j]] == keys[source_order[j - 1]]
+        else:
+            for j in range(start + 1, stop):
+                tie[j] = True
+        k = stop
+    return source_order
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -1530,12 +1582,13 @@ def _make_synthetic_scratch(m, need_cc):
     counts = np.ones(m, np.int32)
     n = m if need_cc else 0
     abs_e = np.empty(n)
-    key_buffer = np.empty(n, np.uint64)
+    hi = np.empty(n, np.uint32)
+    hi_buffer = np.empty(n, np.uint32)
     order_a = np.empty(n, np.int32)
     order_b = np.empty(n, np.int32)
     histogram = np.empty((_RADIX_DIGITS, _RADIX_SIZE), np.uint64)
     tie_e = np.zeros(n, np.bool_)
-    return e2, z2, counts, abs_e, key_buffer, order_a, order_b, histogram, tie_e
+    return e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -1557,7 +1610,7 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
                         codes, n_bins_list, need_cc, scratch, work, out):
     """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
     number of bins of ``n_bins_list``: ``out[j, k]``. One synthetic set serves all bin counts."""
-    e2, z2, counts, abs_e, key_buffer, order_a, order_b, histogram, tie_e = scratch
+    e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e = scratch
     m = uE.shape[0]
     s_e2 = 0.0
     s_z2 = 0.0
@@ -1578,12 +1631,9 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
     order_e = order_a
     cc = np.nan
     if need_cc:
-        # non-negative doubles sort like their bit patterns; the sorted keys come with the
-        # permutation, so the tie flags are a sequential comparison
-        order_e, sorted_keys = _radix_argsort(abs_e.view(np.uint64), key_buffer, order_a,
-                                              order_b, histogram)
-        for k in range(1, m):
-            tie_e[k] = sorted_keys[k] == sorted_keys[k - 1]
+        # non-negative doubles sort like their bit patterns; the sort sets the tie flags
+        order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
+                                 histogram, tie_e)
         # the uE ranks do not change between synthetic sets: only |E~| is ranked here, once
         # for every number of bins
         cc = _spearman_unit(centred_u, saa, order_e, tie_e, work[6])
@@ -1637,7 +1687,8 @@ def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, s
     order_u = np.arange(m)
     tie_u = np.zeros(m, np.bool_)
     centred_u = np.empty(m)
-    key_buffer = np.empty(m, np.uint64)
+    hi = np.empty(m, np.uint32)
+    hi_buffer = np.empty(m, np.uint32)
     order_a = np.empty(m, np.int32)
     order_b = np.empty(m, np.int32)
     histogram = np.empty((_RADIX_DIGITS, _RADIX_SIZE), np.uint64)
@@ -1647,22 +1698,22 @@ def nig_block(key_u, key_e, nu, generator_code, generator_parameter, m, start, s
             u2_raw[i] = 0.5 * nu / gamma[i]
         fill_variates(key_e, r, generator_code, generator_parameter, eps)
         # sort the points by uE (positive doubles: radix sort of the bits), keep E = uE * eps;
-        # the sorted uE² come with the permutation (the same doubles as u2_raw[order[k]])
-        order, sorted_keys = _radix_argsort(u2_raw.view(np.uint64), key_buffer, order_a,
-                                            order_b, histogram)
-        sorted_u2 = sorted_keys.view(np.float64)
+        # the tie flags of the sorted uE² come with the permutation
+        order = _radix_argsort(u2_raw.view(np.uint64), hi, hi_buffer, order_a, order_b,
+                               histogram, tie_u)
         s_u2 = 0.0
         s_lnu2 = 0.0
         for k in range(m):
             if k + _AHEAD < m:
-                _prefetch(eps, order[k + _AHEAD])
-            u2[k] = sorted_u2[k]
+                ahead = order[k + _AHEAD]
+                _prefetch(eps, ahead)
+                _prefetch(u2_raw, ahead)
+            u2[k] = u2_raw[order[k]]
             uE[k] = np.sqrt(u2[k])
             lnu2[k] = np.log(u2[k])
             gamma[k] = eps[order[k]]  # reuse as the eps of the sorted points
             s_u2 += u2[k]
             s_lnu2 += lnu2[k]
-            tie_u[k] = k > 0 and u2[k] == u2[k - 1]
         saa = _centred_unit_ranks(order_u, tie_u, centred_u) if need_cc else 0.0
         _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, gamma, order_u, tie_u, centred_u, saa,
                             codes, n_bins_list, need_cc, scratch, work, out[r - start])
