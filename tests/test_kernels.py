@@ -424,3 +424,43 @@ def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
     denominator = np.sqrt(saa * sbb)
     want = sab / denominator if denominator > 0.0 else np.nan
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(1, 3000), levels=st.integers(1, 100))
+def test_spearman_in_sorted_order_is_bit_identical(seed, m, levels):
+    """The simulated sets' cc walked in the sorted order of |E~| (gathering the uE ranks) is
+    the point-order correlation bit for bit: below ``_EXACT_RANK_SUMS`` points no rank sum
+    rounds (ties in both variables, constant variables: NaN both ways)."""
+    rng = np.random.default_rng(seed)
+    u = np.sort(rng.integers(0, levels, m)).astype(np.float64)
+    e = rng.integers(0, levels, m).astype(np.float64)
+    tie_u = np.zeros(m, np.bool_)
+    tie_u[1:] = u[1:] == u[:-1]
+    order_e = np.argsort(e, kind="stable").astype(np.int32)
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
+    centred = np.empty(m)
+    saa = K._centred_unit_ranks(np.arange(m), tie_u, centred)
+    want = K._spearman_unit(centred, saa, order_e, tie_e, np.empty(m))
+    got = K._spearman_unit_sorted(centred, saa, order_e, tie_e)
+    assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_spearman_in_sorted_order_at_the_exactness_bound(ties):
+    """At ``_EXACT_RANK_SUMS`` points, the largest size that takes the sorted walk."""
+    m = K._EXACT_RANK_SUMS
+    rng = np.random.default_rng(3)
+    u = np.sort(rng.integers(0, 50, m) if ties else rng.permutation(m)).astype(np.float64)
+    e = (u + rng.normal(0, 2 * m if not ties else 20, m)).round()
+    tie_u = np.zeros(m, np.bool_)
+    tie_u[1:] = u[1:] == u[:-1]
+    order_e = np.argsort(e, kind="stable").astype(np.int32)
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
+    centred = np.empty(m)
+    saa = K._centred_unit_ranks(np.arange(m), tie_u, centred)
+    want = K._spearman_unit(centred, saa, order_e, tie_e, np.empty(m))
+    got = K._spearman_unit_sorted(centred, saa, order_e, tie_e)
+    assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)

@@ -1,0 +1,118 @@
+"""A/B of the Numba kernels of two revisions in one process, interleaved, per simulated point.
+
+:mod:`xuqcal.core.kernels` imports nothing of xuqcal, so the file of the ``--before`` revision
+(``git show REV:xuqcal/core/kernels.py``) is loaded beside the current one under another module
+name. Each workload calls ``simulate_block`` of both versions alternately, ``--rounds`` times,
+after an untimed call (Numba compile or cache load), on the same arrays: QM9-like
+uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal or
+Student-t(6) synthetic errors, 20 bins. The JSON holds every time in ns per simulated point, the
+best of each side, their ratio, and whether the two versions' outputs are identical bit for bit.
+
+Usage::
+
+    python benchmarks/ab_kernels.py --before 6390fb0 --output benchmarks/measured/ab-kernels.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: workload -> (statistics, generator code, generator parameter)
+WORKLOADS = {
+    "normal_zms": (("ZMS",), 0, 0.0),
+    "normal_zms_ence_zmse": (("ZMS", "ENCE", "ZMSE"), 0, 0.0),
+    "normal_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 0, 0.0),
+    "t6_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 1, 6.0),
+}
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _inputs(m: int):
+    rng = np.random.default_rng(0)
+    uE = np.round(np.sort(np.exp(rng.normal(size=m))), 3) + 1e-3
+    u2 = uE * uE
+    tie = np.zeros(m, np.bool_)
+    tie[1:] = uE[1:] == uE[:-1]
+    return uE, u2, np.log(u2), np.arange(m), tie
+
+
+def _run(kernels, codes, generator, parameter, replicates, arrays):
+    uE, u2, lnu2, order_u, tie_u = arrays
+    m = uE.shape[0]
+    out = np.empty((replicates, 1, codes.shape[0]))
+    start = time.perf_counter()
+    kernels.simulate_block(np.uint64(7), generator, parameter, 0, replicates, codes,
+                           np.array([20]), uE, u2, lnu2, order_u, tie_u,
+                           kernels.make_work(m, 20), out)
+    return (time.perf_counter() - start) / (replicates * m) * 1e9, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True, help="git revision of the 'before' side")
+    parser.add_argument("--points", type=int, default=13_885, help="points per simulated set")
+    parser.add_argument("--rounds", type=int, default=7, help="alternations per workload")
+    parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "ab-kernels.json")
+    args = parser.parse_args(argv)
+    source = subprocess.run(["git", "show", f"{args.before}:xuqcal/core/kernels.py"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as folder:
+        old_path = Path(folder) / "kernels_before.py"
+        old_path.write_text(source)
+        before = _load(old_path, "kernels_before")
+        after = _load(REPO / "xuqcal" / "core" / "kernels.py", "kernels_after")
+        arrays = _inputs(args.points)
+        replicates = max(4, int(4e6 // args.points))
+        results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "before": args.before,
+                   "after": f"{head} (working tree)", "points": args.points,
+                   "replicates_per_call": replicates, "rounds": args.rounds,
+                   "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
+                   "unit": "ns per simulated point (one thread)", "workloads": {}}
+        for name, (statistics, generator, parameter) in WORKLOADS.items():
+            codes = np.array([getattr(after, s) for s in statistics], np.int64)
+            times = {"before": [], "after": []}
+            outputs = {}
+            for kernels in (before, after):
+                _run(kernels, codes, generator, parameter, 2, arrays)  # compile or cache load
+            for _ in range(args.rounds):
+                for side, kernels in (("before", before), ("after", after)):
+                    seconds, outputs[side] = _run(kernels, codes, generator, parameter,
+                                                  replicates, arrays)
+                    times[side].append(seconds)
+            best = {side: min(t) for side, t in times.items()}
+            identical = bool(np.array_equal(outputs["before"], outputs["after"], equal_nan=True))
+            results["workloads"][name] = {"ns_per_point": times, "best": best,
+                                          "ratio_after_over_before_best":
+                                              best["after"] / best["before"],
+                                          "identical": identical}
+            print(f"{name:<26} before {best['before']:6.2f}  after {best['after']:6.2f} "
+                  f"ns/point (best of {args.rounds}; ratio {best['after'] / best['before']:.3f}; "
+                  f"identical {identical})", flush=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
