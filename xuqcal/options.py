@@ -139,7 +139,7 @@ class set_options:
         The defaults of the parameters on which xuqcal and P. Pernot's R code (ErrViewLib, the
         2024_PICP study) differ (:data:`xuqcal.core.defaults.CONVENTIONS`, read by
         :func:`convention`): ``"errviewlib"`` sets ``coverage_rule="pernot2024"`` (PICP:
-        ``|Z| <= 1`` against 0.67, ``|Z| <= 1.96`` against 0.95), ``interval="wilson"``
+        ``|Z| <= 1`` against 0.67, ``|Z| <= 1.96`` against 0.95), ``ci_method="wilson"``
         (local coverage and f_v), ``nu_method="ks"`` (ν of the Student-t coverage factor),
         ``binning="hd"`` (Harrell–Davis bins of local analyses) and ``band="poisson"`` (PIT
         histogram). An argument given to a function wins over the option.
@@ -187,10 +187,10 @@ def convention(name: str, value: Any = None) -> Any:
     Examples
     --------
     >>> import xuqcal
-    >>> convention("interval"), convention("interval", "wilson")
+    >>> convention("ci_method"), convention("ci_method", "wilson")
     ('wilsoncc', 'wilson')
     >>> with xuqcal.set_options(conventions="errviewlib"):
-    ...     convention("interval"), convention("nu_method", "ml")
+    ...     convention("ci_method"), convention("nu_method", "ml")
     ('wilson', 'ml')
     >>> convention("band", "normal")
     Traceback (most recent call last):

@@ -290,3 +290,95 @@ def band_zeta(estimate, nominal, tol, ci_low, ci_high):
     edge = np.clip(estimate, nominal - tol, nominal + tol)
     z = np.where(edge == estimate, 0.0, zeta(estimate, edge, ci_low, ci_high))
     return np.where(np.isnan(estimate) | np.isnan(ci_low) | np.isnan(ci_high), np.nan, z)[()]
+
+
+#: The 1σ level of interval-based validation and the target 2024_PICP validates it against
+#: (``|Z| <= 1`` against 0.67 ± 0.005).
+PERNOT2024_TARGETS = {0.683: 0.67}
+
+
+def coverage_rule(level: float, rule: str | None = None) -> tuple[float, float]:
+    """``(k, target)``: the normal coverage factor of a PICP or local coverage at ``level`` and
+    the value its interval is validated against (the band ``[target - tol, target + tol]``).
+
+    ``rule="quantile"`` (xuqcal, ``defaults.CONVENTIONS["xuqcal"]``): ``k = Φ⁻¹((1 + p) / 2)``
+    (:func:`normal_coverage_factor`, 1.00064 at 0.683, 1.95996 at 0.95) against ``p``.
+    ``rule="pernot2024"`` (P. Pernot's 2024_PICP study and ErrViewLib ``plotLCP`` calls):
+    ``k`` rounded to two decimals as the R code writes it (``|Z| <= 1``, ``1.96``, ``2.58``)
+    against ``p``, except at ``p = 0.683``, validated against 0.67 (the study's ``picp67``).
+    ``None``: from the option ``conventions`` (:func:`xuqcal.options.convention`).
+
+    Examples
+    --------
+    >>> k, target = coverage_rule(0.683)
+    >>> round(k, 5), target
+    (1.00064, 0.683)
+    >>> coverage_rule(0.683, "pernot2024"), coverage_rule(0.95, "pernot2024")
+    ((1.0, 0.67), (1.96, 0.95))
+    """
+    from xuqcal.options import convention
+
+    rule = convention("coverage_rule", rule)
+    level = check_level(level)
+    k = normal_coverage_factor(level)
+    if rule == "quantile":
+        return k, level
+    return round(k, 2), PERNOT2024_TARGETS.get(level, level)
+
+
+def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
+    """Exact binomial test of the fraction of valid bins of a local analysis (ErrViewLib's
+    ``testCovIntProb``): is the number of bins whose interval meets its target compatible
+    with ``Binomial(n_bins, prob)``, ``prob`` the confidence level of the per-bin intervals?
+
+    Parameters
+    ----------
+    n_valid : int or xarray.Dataset
+        The number of valid bins, or a result of :func:`xuqcal.curves.local_coverage` or
+        :func:`xuqcal.local` (its ``valid`` over ``bin``: valid bins among the non-empty
+        bins with a defined interval).
+    n_bins : int, optional
+        The number of bins tested (with an integer ``n_valid``).
+    prob : float
+        The probability of a valid bin under calibration (the level of the per-bin
+        intervals; R's default 0.95).
+
+    Returns
+    -------
+    dict
+        ``successes``, ``trials``, ``estimate`` (the fraction), ``ci_low``, ``ci_high``
+        (Clopper–Pearson interval at 0.95, as R's ``binom.test``), ``p_value`` (two-sided,
+        R's rule: the outcomes no more probable than the observed one), ``prob``.
+
+    Examples
+    --------
+    >>> t = fraction_valid_test(15, 20)
+    >>> t["estimate"], round(t["p_value"], 4), round(t["ci_low"], 4)
+    (0.75, 0.0026, 0.509)
+    """
+    prob = check_level(prob, "prob")
+    if hasattr(n_valid, "data_vars"):
+        if n_bins is not None:
+            raise ValueError("n_bins: give it with a number of valid bins, not with a result "
+                             "(its bins are counted)")
+        if "valid" not in n_valid.data_vars or n_valid["valid"].dims != ("bin",):
+            raise ValueError("n_valid: expected a local_coverage or local result with "
+                             "'valid' over 'bin' (one data set, one level)")
+        valid = np.asarray(n_valid["valid"].values, dtype=bool)
+        tested = np.ones(valid.size, dtype=bool)
+        for name in ("count", "ci_low", "ci_high"):
+            if name in n_valid.data_vars and n_valid[name].dims == ("bin",):
+                values = np.asarray(n_valid[name].values, dtype=np.float64)
+                tested &= np.isfinite(values) & ((values > 0) if name == "count" else True)
+        n_valid, n_bins = int((valid & tested).sum()), int(tested.sum())
+    for name, value in (("n_valid", n_valid), ("n_bins", n_bins)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+            raise ValueError(f"{name}: expected a non-negative integer, got {value!r}")
+    if n_bins < 1 or n_valid > n_bins:
+        raise ValueError(f"n_valid, n_bins: expected 0 <= n_valid <= n_bins and n_bins >= 1, "
+                         f"got {n_valid} and {n_bins}")
+    result = _stats.binomtest(int(n_valid), int(n_bins), prob)
+    ci = result.proportion_ci(confidence_level=0.95, method="exact")
+    return {"successes": int(n_valid), "trials": int(n_bins),
+            "estimate": int(n_valid) / int(n_bins), "ci_low": float(ci.low),
+            "ci_high": float(ci.high), "p_value": float(result.pvalue), "prob": prob}

@@ -143,7 +143,7 @@ POP_MIN_HD = 30
 #: - ``coverage_rule``: the factor and target of a PICP / local coverage at level p:
 #:   ``"quantile"``, k = Φ⁻¹((1 + p) / 2) against p; ``"pernot2024"``, k rounded to two
 #:   decimals (1, 1.96, 2.58) and, at p = 0.683, the target 0.67 (2024_PICP);
-#: - ``interval``: the binomial interval of a local coverage and of f_v: ``"wilsoncc"``
+#: - ``ci_method``: the binomial interval of a local coverage and of f_v: ``"wilsoncc"``
 #:   (Wilson with continuity correction) or ``"wilson"`` (ErrViewLib ``plotLCP``'s default);
 #: - ``nu_method``: the fit of ν of the Student-t coverage factor: ``"ml"`` or ``"ks"``
 #:   (:func:`xuqcal.core.coverage.fit_student_nu`);
@@ -152,9 +152,9 @@ POP_MIN_HD = 30
 #: - ``band``: the per-bin band of a PIT histogram: ``"binomial"`` or ``"poisson"``
 #:   (ErrViewLib ``plotPIT``).
 CONVENTIONS = {
-    "xuqcal": {"coverage_rule": "quantile", "interval": "wilsoncc", "nu_method": "ml",
+    "xuqcal": {"coverage_rule": "quantile", "ci_method": "wilsoncc", "nu_method": "ml",
                "binning": "equal", "band": "binomial"},
-    "errviewlib": {"coverage_rule": "pernot2024", "interval": "wilson", "nu_method": "ks",
+    "errviewlib": {"coverage_rule": "pernot2024", "ci_method": "wilson", "nu_method": "ks",
                    "binning": "hd", "band": "poisson"},
 }
 #: The convention set of the option ``conventions`` by default.
@@ -163,7 +163,7 @@ CONVENTION_SET = "xuqcal"
 #: also takes the schemes of :func:`xuqcal.make_bins` where bins are made: "strata", ...).
 CONVENTION_CHOICES = {
     "coverage_rule": ("quantile", "pernot2024"),
-    "interval": ("wilsoncc", "wilson"),
+    "ci_method": ("wilsoncc", "wilson"),
     "nu_method": ("ml", "ks"),
     "binning": ("equal", "hd"),
     "band": ("binomial", "poisson"),
