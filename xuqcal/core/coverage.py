@@ -76,15 +76,16 @@ NU_METHODS = ("ml", "ks")
 KS_START = (10.0, 1.0)
 
 
-def fit_student_nu(z: np.ndarray, method: str | None = None) -> float:
+def fit_student_nu(z: np.ndarray, method: str = "ml") -> float:
     """ν of a zero-centred, scaled Student-t fitted to z-scores, from Z²
     (``Z² / s² ~ F(1, ν)`` when ``Z / s ~ t(ν)``): the ν of the unit-variance Student-t
     coverage factor of the ``picpt`` statistics (:func:`student_coverage_factor`).
 
-    ``method="ml"`` (default, ``defaults.NU_METHOD``): the maximum-likelihood fit of a scaled
-    F(1, ν) to Z². ``method="ks"``: the fit of P. Pernot's 2024_PICP study (R,
-    ``fitdistrplus::fitdist(Z2, "f_s", method = "mge", gof = "KS", start = list(df = 10,
-    sigma = 1))``): (ν, s²) minimise the Kolmogorov-Smirnov distance
+    ``method="ml"`` (default, xuqcal's): the maximum-likelihood fit of a scaled F(1, ν) to
+    Z²; the ν of the ``picpt`` statistics and of the ``tfit`` generator
+    (:func:`xuqcal.core.generators.fitted_nu`). ``method="ks"``: the fit of P. Pernot's
+    2024_PICP study (R, ``fitdistrplus::fitdist(Z2, "f_s", method = "mge", gof = "KS",
+    start = list(df = 10, sigma = 1))``): (ν, s²) minimise the Kolmogorov-Smirnov distance
     ``max_i max(|F_i - i/n|, |F_i - (i - 1)/n|)`` between the scaled F(1, ν) CDF ``F_i`` at
     the sorted Z² and the empirical CDF, by R's ``optim`` Nelder-Mead from (10, 1)
     (:func:`nelder_mead_r`); no bounds (a trial point with ν <= 0 or s² <= 0 is a failed
@@ -112,9 +113,9 @@ def fit_student_nu(z: np.ndarray, method: str | None = None) -> float:
     >>> bool(3 < nu < 6)
     True
     """
-    from xuqcal.options import convention
-
-    method = convention("nu_method", method)
+    if method not in NU_METHODS:
+        raise ValueError(f"method: expected one of {', '.join(map(repr, NU_METHODS))}, got "
+                         f"{method!r}")
     z2 = np.square(np.asarray(z, dtype=np.float64))
     z2 = z2[np.isfinite(z2)]
     if z2.size < 3 or not np.any(z2 > 0) or np.all(z2 == z2[0]):
