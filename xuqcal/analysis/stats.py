@@ -143,6 +143,7 @@ def stats(
     uE: str = defaults.UE,
     coverage_rule: str | None = None,
     nu_method: str | None = None,
+    binning: str | None = None,
 ) -> xr.DataArray:
     """Point estimates of statistics, labelled over ``statistic``.
 
@@ -175,6 +176,11 @@ def stats(
         counts ``|Z| <= 1`` and ``|Z| <= 1.96`` (2024_PICP), ``nu_method="ks"`` fits the ν of
         ``picpt`` by least Kolmogorov-Smirnov distance. Default ``None``: the option
         ``conventions`` (:func:`xuqcal.options.convention`).
+    binning : {"equal", "hd"}, optional
+        The bins of the binned statistics: equal-count, or Harrell–Davis break points with at
+        least ``defaults.POP_MIN_HD`` (30) points per bin, as ErrViewLib's ``genIntervals``
+        (fewer than ``n_bins`` bins when M / n_bins < 30; recorded in the attributes
+        ``binning`` and ``n_bins_hd``). Default ``None``: the option ``conventions``.
 
     Returns
     -------
@@ -207,13 +213,17 @@ def stats(
     """
     coverage_rule = convention("coverage_rule", coverage_rule)
     nu_method = convention("nu_method", nu_method)
+    binning = convention("binning", binning)
     chosen, by, needs_bins, n_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E,
                                                uE=uE, coverage_rule=coverage_rule,
                                                nu_method=nu_method)
     keys = [s.key for s in chosen]
     conventions = {name: value for name, value in (("coverage_rule", coverage_rule),
-                                                    ("nu_method", nu_method))
+                                                    ("nu_method", nu_method),
+                                                    ("binning", binning))
                    if value != defaults.CONVENTIONS["xuqcal"][name]}
+    if not needs_bins:
+        conventions.pop("binning", None)
     use_by = needs_bins and by != uE
     by_values = ds[by] if use_by else ds[uE]
     values = xr.apply_ufunc(
@@ -228,5 +238,14 @@ def stats(
     )
     values = values.assign_coords(statistic_coords(chosen))
     values.name = "value"
+    extra = {}
+    if "binning" in conventions:
+        from xuqcal.core.quantiles import harrell_davis_bounds
+
+        m = ds.sizes["sample"]
+        extra = {"binning": "hd: Harrell-Davis break points, at least "
+                            f"{defaults.POP_MIN_HD} points per bin (ErrViewLib genIntervals)",
+                 "n_bins_hd": int(harrell_davis_bounds(m, n_bins, defaults.POP_MIN_HD).size
+                                  - 1) if m >= 2 else 0}
     return attach(values, n_bins=n_bins if needs_bins else 0, by=by,
-                  n_samples=ds.sizes["sample"], E=E, uE=uE)
+                  n_samples=ds.sizes["sample"], E=E, uE=uE, **extra)

@@ -822,6 +822,20 @@ class PreparedData:
                               UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return out
 
+    def evaluate_on_bounds(self, statistics: Sequence[Statistic], bounds: np.ndarray
+                           ) -> np.ndarray:
+        """Binned statistics (ENCE, UCE, ZMSE) on given bins of the sorted points, bin ``b``
+        holding the sorted positions ``bounds[b] .. bounds[b + 1] - 1`` (e.g. Harrell–Davis
+        bins, :func:`xuqcal.core.quantiles.harrell_davis_bounds`), by
+        :meth:`Statistic.from_bin_sums` (the one definition of their bin terms)."""
+        bounds = np.asarray(bounds, dtype=np.int64)
+        starts = bounds[:-1]
+        bin_sums = {"count": np.diff(bounds).astype(np.float64)}
+        for column in ("e2", "u2", "z2"):
+            bin_sums[column] = np.add.reduceat(getattr(self, column), starts)
+        out = np.array([s.from_bin_sums(bin_sums) for s in statistics], dtype=np.float64)
+        return self.unscale(codes_of(statistics), out)
+
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tie-group numbers and average ranks of ``uE`` and ``|E|`` (for the jackknife)."""
         groups = []
@@ -871,10 +885,13 @@ def compute(
     by: str = "uE",
     coverage_rule: str | None = None,
     nu_method: str | None = None,
+    binning: str = "equal",
 ) -> np.ndarray:
     """Point estimates of statistics on NumPy arrays (the core of ``ds.uqcal.stats``;
     ``coverage_rule``, ``nu_method``: those of the coverage statistics,
-    :func:`coverage_statistic`).
+    :func:`coverage_statistic`; ``binning="hd"``: the binned statistics on ``n_bins``
+    Harrell–Davis bins of at least ``defaults.POP_MIN_HD`` points, ErrViewLib's
+    ``genIntervals``, :meth:`PreparedData.evaluate_on_bounds`).
 
     Examples
     --------
@@ -884,6 +901,21 @@ def compute(
     stats = get_statistics(statistics, coverage=True, coverage_rule=coverage_rule,
                            nu_method=nu_method)
     check_sizes(stats, np.shape(E)[0] if np.ndim(E) else 0)
+    if binning not in ("equal", "hd"):
+        raise ValueError(f"binning: expected 'equal' or 'hd', got {binning!r}")
+    binned = [i for i, s in enumerate(stats) if s.needs_bins]
+    if binning == "hd" and binned:
+        from xuqcal.core.quantiles import harrell_davis_bounds
+
+        prepared = PreparedData.from_arrays(E, uE, by_values=by_values, by=by, n_bins=n_bins,
+                                            needs_bins=False)
+        out = np.full(len(stats), np.nan)
+        others = [i for i in range(len(stats)) if i not in binned]
+        if others:
+            out[others] = prepared.evaluate_statistics([stats[i] for i in others])
+        bounds = harrell_davis_bounds(prepared.size, n_bins, defaults.POP_MIN_HD)
+        out[binned] = prepared.evaluate_on_bounds([stats[i] for i in binned], bounds)
+        return out
     prepared = PreparedData.from_arrays(
         E, uE, by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=any(s.needs_bins for s in stats),
