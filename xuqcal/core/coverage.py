@@ -324,7 +324,8 @@ def coverage_rule(level: float, rule: str | None = None) -> tuple[float, float]:
     k = normal_coverage_factor(level)
     if rule == "quantile":
         return k, level
-    return round(k, 2), PERNOT2024_TARGETS.get(level, level)
+    # (a level read from a key, 68.3 / 100, is 0.6829999999999999)
+    return round(k, 2), PERNOT2024_TARGETS.get(round(level, 10), level)
 
 
 def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:

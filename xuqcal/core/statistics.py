@@ -32,6 +32,7 @@ from xuqcal.core.coverage import (
     student_coverage_factor,
 )
 from xuqcal.core.coverage import coverage_rule as _coverage_rule
+from xuqcal.core.quantiles import harrell_davis_quantiles
 
 #: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
 #: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
@@ -924,19 +925,6 @@ def compute(
 
 
 # --------------------------------------------------------------------- descriptive statistics
-
-
-def harrell_davis_quantiles(x: np.ndarray, probabilities: Sequence[float]) -> np.ndarray:
-    """Harrell–Davis quantile estimates (SciPy's ``mstats.hdquantiles``).
-
-    Examples
-    --------
-    >>> float(harrell_davis_quantiles(np.arange(1.0, 6.0), [0.5])[0])
-    3.0
-    """
-    from scipy.stats.mstats import hdquantiles  # imported on first use (issue 26)
-
-    return np.asarray(hdquantiles(np.asarray(x, dtype=np.float64), prob=list(probabilities)))
 
 
 def beta_gm(x: np.ndarray) -> float:
