@@ -875,7 +875,8 @@ def local_coverage(
     binning_scheme = _conv("binning", binning)
     ci_method = _conv("ci_method", ci_method)
     rule = _conv("coverage_rule", coverage_rule)
-    if bins is None and binning_scheme == "hd":
+    made_hd = bins is None and binning_scheme == "hd"
+    if made_hd:
         by = variable_name(ds, by, uE)
         bins = make_bins(ds, by, n_bins=n_bins_for(ds, n_bins), binning="hd",
                          min_count=defaults.POP_MIN_HD, uE=uE)
@@ -894,7 +895,9 @@ def local_coverage(
         n, by = bins.sizes["bin"], None
         by_label = str(bins.attrs.get("by", "bins"))
         scheme = str(bins.attrs.get("scheme", "given"))
-        binning = f"the given bins ({scheme} bins of {by_label})"
+        binning = (f"Harrell-Davis bins of {by_label} (ErrViewLib genIntervals, at least "
+                   f"{defaults.POP_MIN_HD} points per bin)" if made_hd else
+                   f"the given bins ({scheme} bins of {by_label})")
     q = math.nan if bounds else float(_interval_quantile(gen, np.array([p]))[0])
     target = p
     conventions = {}
@@ -935,7 +938,13 @@ def local_coverage(
                     for name, (dims, dtype, _) in spec.items()}
     layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
                                None if bins is None else _bins_description(bins), dependent)
-    return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
+    result = analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
+    if ci_method != "wilsoncc":  # the long names say which interval
+        for name, variable in result.data_vars.items():
+            long_name = variable.attrs.get("long_name", "")
+            if "Wilson-cc" in long_name:
+                result[name].attrs["long_name"] = long_name.replace("Wilson-cc", "Wilson")
+    return result
 
 
 #: The coordinates of a local coverage over equal-count bins (computed with the values).
