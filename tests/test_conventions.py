@@ -304,6 +304,31 @@ def test_binned_statistics_on_hd_bins_as_errviewlib(load_set, k, n_bin):
     assert float(value.sel(statistic="zms")) == xuqcal.stats(ds, ["zms"]).values[0]
 
 
+def test_local_and_reliability_on_hd_bins(load_set):
+    """LZMS (ErrViewLib plotLZMS: <Z²> per bin) and the reliability diagram (plotRelDiag: RMV,
+    RMSE per bin) on genIntervals bins."""
+    ds = load_set(1)
+    E, uE = arrays(ds)
+    order = np.argsort(uE, kind="stable")
+    e, u = E[order], uE[order]
+    bounds = gen_intervals(E.size, 100)  # 2040 / 100 < 30: 68 bins
+    loc = xuqcal.local(ds, "zms", n_bins=100, binning="hd", n_boot=100)
+    np.testing.assert_array_equal(loc["count"].values, np.diff(bounds))
+    np.testing.assert_allclose(
+        loc.value.values, [np.mean((e[a:b] / u[a:b]) ** 2)
+                           for a, b in itertools.pairwise(bounds)], rtol=1e-12)
+    rel = xuqcal.reliability(ds, n_bins=100, binning="hd", n_boot=100)
+    np.testing.assert_array_equal(rel["count"].values, np.diff(bounds))
+    np.testing.assert_allclose(
+        rel.rmse.values, [np.sqrt(np.mean(e[a:b] ** 2)) for a, b in itertools.pairwise(bounds)],
+        rtol=1e-12)
+    np.testing.assert_allclose(
+        rel.rmv.values, [np.sqrt(np.mean(u[a:b] ** 2)) for a, b in itertools.pairwise(bounds)],
+        rtol=1e-12)
+    lazy = xuqcal.reliability(ds.chunk({"sample": 500}), n_bins=100, binning="hd", n_boot=100)
+    same(lazy.compute(), rel)
+
+
 # ---------------------------------------------------------------- f_v test, PIT band
 
 

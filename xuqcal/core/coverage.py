@@ -338,7 +338,9 @@ def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
     n_valid : int or xarray.Dataset
         The number of valid bins, or a result of :func:`xuqcal.curves.local_coverage` or
         :func:`xuqcal.local` (its ``valid`` over ``bin``: valid bins among the non-empty
-        bins with a defined interval).
+        bins with a defined interval). ``testCovIntProb`` counts a local coverage bin as
+        valid when its interval contains the target: a ``local_coverage`` result with
+        ``tol=0``.
     n_bins : int, optional
         The number of bins tested (with an integer ``n_valid``).
     prob : float
