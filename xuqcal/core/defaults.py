@@ -159,8 +159,9 @@ CONVENTIONS = {
 }
 #: The convention set of the option ``conventions`` by default.
 CONVENTION_SET = "xuqcal"
-#: The values each convention parameter accepts (beyond those of CONVENTIONS, ``binning``
-#: also takes the schemes of :func:`xuqcal.make_bins` where bins are made: "strata", ...).
+#: The values each convention parameter accepts (:func:`xuqcal.options.convention`; the
+#: ``binning`` of :func:`xuqcal.local` also takes the other schemes of
+#: :func:`xuqcal.make_bins`, "strata" and "grid").
 CONVENTION_CHOICES = {
     "coverage_rule": ("quantile", "pernot2024"),
     "ci_method": ("wilsoncc", "wilson"),
