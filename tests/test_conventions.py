@@ -170,6 +170,18 @@ def test_ks_nu_of_logp_150k(load_set):
         assert ks(nu * dn, s2 * ds2) >= best
 
 
+def test_two_nu_are_two_quantities(load_set):
+    """Issue 27: fit_student_nu (zero-centred scaled t, from Z²) is not the nu_eff of describe
+    (shifted, scaled t, the ν of pit and proper_scores): 3.317 against 3.255 on set 2."""
+    ds = load_set(2)
+    E, uE = arrays(ds)
+    assert fit_student_nu(E / uE) == pytest.approx(3.317, abs=5e-4)
+    nu_eff = float(xuqcal.describe(ds).nu_eff.sel(variable="Z"))
+    assert nu_eff == pytest.approx(3.255, abs=5e-4)
+    pit = xuqcal.pit(ds, distribution="student")
+    assert float(pit.nu) == nu_eff
+
+
 def test_ks_nu_student_statistic(load_set):
     ds = load_set(9)
     E, uE = arrays(ds)
