@@ -42,6 +42,7 @@ from xuqcal.analysis.summary import summary
 from xuqcal.analysis.validation import validate
 from xuqcal.core import generators
 from xuqcal.core.binning import FewPointsPerBinWarning
+from xuqcal.core.coverage import fraction_valid_test
 from xuqcal.core.generators import get_generator
 from xuqcal.core.intervals import (
     DegenerateIntervalWarning,
@@ -51,6 +52,7 @@ from xuqcal.core.intervals import (
     wilson_interval,
 )
 from xuqcal.core.memory import DataTooLargeError
+from xuqcal.core.quantiles import harrell_davis_quantiles
 from xuqcal.core.statistics import (
     STATISTICS,
     UndefinedStatisticWarning,
@@ -92,6 +94,7 @@ __all__ = [
     "curves",
     "describe",
     "features",
+    "fraction_valid_test",
     "from_arrays",
     "from_dataframe",
     "from_ensemble",
@@ -100,6 +103,7 @@ __all__ = [
     "generators",
     "get_generator",
     "get_options",
+    "harrell_davis_quantiles",
     "interval_coverage",
     "kappa_cs",
     "local",

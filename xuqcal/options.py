@@ -4,7 +4,9 @@ Options are knobs of *how* a result is computed (chunk sizes, progress display, 
 never of *what* is computed: results are bit-identical whatever the options (one,
 ``dependence_check``, only turns a warning on or off), except ``device="cuda"``, whose sums
 are added in another order on the GPU (equal to the CPU's within about 1e-13 relative, see
-:mod:`xuqcal.core.gpu`).
+:mod:`xuqcal.core.gpu`), and ``conventions``, which chooses the conventions (the defaults of
+the parameters listed in :data:`xuqcal.core.defaults.CONVENTIONS`) of P. Pernot's R code
+instead of xuqcal's: :func:`convention`.
 
 Examples
 --------
@@ -22,6 +24,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from xuqcal.core import defaults
+
 OPTIONS: dict[str, Any] = {
     "replicate_chunk": 1000,
     "jackknife_chunk": 4096,
@@ -32,6 +36,7 @@ OPTIONS: dict[str, Any] = {
     "task_memory_limit": None,
     "dependence_check": True,
     "device": "cpu",
+    "conventions": "xuqcal",
 }
 
 _DESCRIPTIONS = {
@@ -54,6 +59,8 @@ _DESCRIPTIONS = {
                         "variables show significant dependence (True or False)",
     "device": "where the bootstrap kernels run: 'cpu' or 'cuda' (an NVIDIA GPU through "
               "numba-cuda)",
+    "conventions": "the defaults of the parameters on which xuqcal and P. Pernot's R code "
+                   "differ: 'xuqcal' or 'errviewlib'",
 }
 
 
@@ -76,6 +83,7 @@ _VALIDATORS: dict[str, Callable[[object], bool]] = {
     "task_memory_limit": lambda value: value is None or _positive_int(value),
     "dependence_check": lambda value: isinstance(value, bool),
     "device": lambda value: value in ("cpu", "cuda"),
+    "conventions": lambda value: isinstance(value, str) and value in defaults.CONVENTIONS,
 }
 
 
@@ -127,6 +135,14 @@ class set_options:
         ``xuqcal[gpu]``), with the same streams: replicate ``r`` draws the same points; its
         sums are added in another order (equal to the CPU's within about 1e-13 relative).
         Refused when no GPU (or numba-cuda) is found.
+    conventions : {"xuqcal", "errviewlib"}, default "xuqcal"
+        The defaults of the parameters on which xuqcal and P. Pernot's R code (ErrViewLib, the
+        2024_PICP study) differ (:data:`xuqcal.core.defaults.CONVENTIONS`, read by
+        :func:`convention`): ``"errviewlib"`` sets ``coverage_rule="pernot2024"`` (PICP:
+        ``|Z| <= 1`` against 0.67, ``|Z| <= 1.96`` against 0.95), ``ci_method="wilson"``
+        (local coverage and f_v), ``nu_method="ks"`` (ν of the Student-t coverage factor),
+        ``binning="hd"`` (Harrell–Davis bins of local analyses) and ``band="poisson"`` (PIT
+        histogram). An argument given to a function wins over the option.
 
     Examples
     --------
@@ -161,3 +177,30 @@ class set_options:
 
     def __exit__(self, *exc: object) -> None:
         OPTIONS.update(self.old)
+
+
+def convention(name: str, value: Any = None) -> Any:
+    """The value of the convention parameter ``name`` (a key of
+    :data:`xuqcal.core.defaults.CONVENTION_CHOICES`): ``value`` when given (checked), else
+    that of the option ``conventions`` (:data:`xuqcal.core.defaults.CONVENTIONS`).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> convention("ci_method"), convention("ci_method", "wilson")
+    ('wilsoncc', 'wilson')
+    >>> with xuqcal.set_options(conventions="errviewlib"):
+    ...     convention("ci_method"), convention("nu_method", "ml")
+    ('wilson', 'ml')
+    >>> convention("band", "normal")
+    Traceback (most recent call last):
+    ...
+    ValueError: band: expected one of 'binomial', 'poisson', got 'normal'
+    """
+    choices = defaults.CONVENTION_CHOICES[name]
+    if value is None:
+        return defaults.CONVENTIONS[OPTIONS["conventions"]][name]
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}: expected one of {', '.join(map(repr, choices))}, got "
+                         f"{value!r}")
+    return value

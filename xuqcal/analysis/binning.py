@@ -204,6 +204,39 @@ def equal_count(values, n_bins: int, *, min_count: int | None = None, tiebreak=N
                   upper_limit=upper, attrs=attrs)
 
 
+def harrell_davis(values, n_bins: int, *, min_count: int = defaults.POP_MIN_HD, tiebreak=None,
+                  by: str = "x", sample=None) -> xr.Dataset:
+    """Bins of a variable with Harrell–Davis break points (ErrViewLib's ``genIntervals``,
+    P. Pernot): the points sorted by the variable (stable sort, as :func:`equal_count`) are
+    cut at the Harrell–Davis quantiles of their positions
+    (:func:`xuqcal.core.quantiles.harrell_davis_bounds`), after reducing N to
+    ``floor(M / min_count)`` when ``M / N < min_count`` (ErrViewLib's ``popMin``, default
+    ``defaults.POP_MIN_HD`` = 30; the result then records ``n_bins_requested``).
+
+    Examples
+    --------
+    >>> bins = harrell_davis(np.arange(100.0), 20)
+    >>> bins["count"].values.tolist(), bins.attrs["n_bins_requested"]
+    ([33, 34, 33], 20)
+    """
+    from xuqcal.core.quantiles import harrell_davis_bounds
+
+    values = _values(values, by)
+    m = values.shape[0]
+    min_count = _check_min_count(min_count, m)
+    bounds = harrell_davis_bounds(m, n_bins, min_count)
+    made = bounds.size - 1
+    attrs = {"min_count": min_count}
+    if made != n_bins:
+        attrs["n_bins_requested"] = int(n_bins)
+    order = equal_count_order(values, tiebreak)
+    index = np.empty(m, dtype=np.int64)
+    index[order] = np.repeat(np.arange(made), np.diff(bounds))
+    upper = values[order].astype(np.float64)[bounds[1:] - 1]
+    return _table(index, values, made, scheme="hd", by=by, sample=sample, upper_limit=upper,
+                  attrs=attrs)
+
+
 def strata(values, *, min_count: int = 100, by: str = "x", sample=None) -> xr.Dataset:
     """Strata bins of a stratified variable (few distinct values), METHODS §3.
 
@@ -353,17 +386,27 @@ def members(bin_index: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.ndarray]
     return order, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def _equal_layout(m: int, n_bins: int, min_count: int | None, by: str, sample) -> xr.Dataset:
-    """The layout of :func:`equal_count`'s bins (sizes known from ``m``, ``n_bins`` and
-    ``min_count``)."""
-    attrs: dict = {"scheme": "equal", "by": by}
-    if min_count is not None:
+def _equal_layout(m: int, n_bins: int, min_count: int | None, by: str, sample,
+                  scheme: str = "equal") -> xr.Dataset:
+    """The layout of :func:`equal_count`'s bins, or of :func:`harrell_davis`'s
+    (``scheme="hd"``): sizes known from ``m``, ``n_bins`` and ``min_count``."""
+    attrs: dict = {"scheme": scheme, "by": by}
+    if scheme == "hd":
+        from xuqcal.core.quantiles import harrell_davis_bounds
+
+        min_count = _check_min_count(min_count, m)
+        made = harrell_davis_bounds(m, n_bins, min_count).size - 1
+        attrs["min_count"] = min_count
+        if made != n_bins:
+            attrs["n_bins_requested"] = int(n_bins)
+        n_bins, min_count = made, None
+    elif min_count is not None:
         min_count = _check_min_count(min_count, m)
         if m // min_count < n_bins:
             attrs.update(n_bins_requested=int(n_bins), min_count=min_count)
             n_bins = recommended_n_bins(m, n_bins, min_points=min_count)
     attrs["n_bins"] = int(n_bins)
-    if min_count is None:
+    if min_count is None and scheme == "equal":
         check_n_bins(m, n_bins, variable=by)
     coords = {"bin": np.arange(n_bins)}
     if sample is not None:
@@ -383,8 +426,11 @@ def _equal_layout(m: int, n_bins: int, min_count: int | None, by: str, sample) -
 
 
 def _equal_body(data: xr.Dataset, *, name: str, tiebreak: str | None, n_bins: int,
-                min_count: int | None, sample) -> xr.Dataset:
+                min_count: int | None, sample, scheme: str = "equal") -> xr.Dataset:
     tie = data[tiebreak].values if tiebreak is not None else None
+    if scheme == "hd":
+        return harrell_davis(data[name].values, n_bins, min_count=min_count, tiebreak=tie,
+                             by=name, sample=sample)
     return equal_count(data[name].values, n_bins, min_count=min_count, tiebreak=tie, by=name,
                        sample=sample)
 
@@ -397,7 +443,9 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
               uE: str = defaults.UE) -> xr.Dataset:
     """Bins of the variables of a data set by name (the accessor's ``bins``).
 
-    ``binning`` is ``"equal"`` (equal-count), ``"strata"`` (``min_count`` default 100),
+    ``binning`` is ``"equal"`` (equal-count), ``"hd"`` (Harrell–Davis break points,
+    ErrViewLib's ``genIntervals``: :func:`harrell_davis`, ``min_count`` default
+    ``defaults.POP_MIN_HD`` = 30), ``"strata"`` (``min_count`` default 100),
     ``"groups"`` (a categorical variable) or ``"grid"`` (``by`` names two variables, ``n_bins``
     an int or a pair). ``by="uE"`` stands for the uncertainty variable ``uE`` whatever its name.
 
@@ -432,7 +480,9 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
                     by_y=names[1], min_count=min_count, sample=sample)
     if len(names) != 1:
         raise ValueError(f"by: {binning!r} binning takes one variable, got {names}")
-    if binning == "equal":
+    if binning in ("equal", "hd"):
+        if binning == "hd" and min_count is None:
+            min_count = defaults.POP_MIN_HD
         if tiebreak is not None and (not isinstance(tiebreak, str)
                                      or tiebreak not in ds.variables or tiebreak == "sample"):
             raise ValueError(f"tiebreak: the tie-breaking variable {tiebreak!r} is not in the "
@@ -441,16 +491,16 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
         variables = [names[0]] + ([tiebreak] if tiebreak is not None else [])
         if is_lazy(ds, variables):
             return lazy_result(_equal_body, ds[variables],
-                               _equal_layout(m, n_bins, min_count, names[0], sample),
+                               _equal_layout(m, n_bins, min_count, names[0], sample, binning),
                                name=names[0], tiebreak=tiebreak, n_bins=n_bins,
-                               min_count=min_count, sample=sample)
+                               min_count=min_count, sample=sample, scheme=binning)
         return _equal_body(ds[variables], name=names[0], tiebreak=tiebreak, n_bins=n_bins,
-                           min_count=min_count, sample=sample)
+                           min_count=min_count, sample=sample, scheme=binning)
     values = ds[names[0]].values
     if binning == "strata":
         return strata(values, min_count=100 if min_count is None else min_count, by=names[0],
                       sample=sample)
     if binning == "groups":
         return groups(values, by=names[0], sample=sample)
-    raise ValueError(f"binning: unknown scheme {binning!r}; use 'equal', 'strata', 'groups' "
-                     "or 'grid'")
+    raise ValueError(f"binning: unknown scheme {binning!r}; use 'equal', 'hd', 'strata', "
+                     "'groups' or 'grid'")

@@ -36,6 +36,7 @@ from xuqcal.analysis.binning import (
     check_n_bins,
     equal_count_bounds,
     equal_count_order,
+    make_bins,
     members,
     n_bins_for,
 )
@@ -66,6 +67,7 @@ from xuqcal.core.checks import (
     user_stacklevel,
     variable_name,
 )
+from xuqcal.core.coverage import coverage_rule as _coverage_rule
 from xuqcal.core.generators import Generator
 from xuqcal.core.intervals import (
     acceleration,
@@ -87,6 +89,7 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.io import by_role
 from xuqcal.io.expressions import _format_rows
+from xuqcal.options import convention as _conv
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -671,6 +674,9 @@ def local_coverage(
     block_length: int | str | None = None,
     n_boot: int | None = None,
     seed: int = defaults.SEED,
+    binning: str | None = None,
+    ci_method: str | None = None,
+    coverage_rule: str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -772,6 +778,22 @@ def local_coverage(
         no replicates).
     seed : int
         With a dependent resample: the seed of the bootstrap streams (unused otherwise).
+    binning : {"equal", "hd"}, optional
+        Without ``bins``: equal-count bins, or Harrell–Davis bins (ErrViewLib's
+        ``genIntervals``, at least ``defaults.POP_MIN_HD`` = 30 points per bin, fewer bins when
+        needed: :func:`xuqcal.analysis.binning.harrell_davis`; the result then describes them
+        as given bins). Default ``None``: the option ``conventions``
+        (:func:`xuqcal.options.convention`; ``"equal"``, ``"hd"`` under ``"errviewlib"``).
+    ci_method : {"wilsoncc", "wilson"}, optional
+        The binomial interval of each bin's coverage and of ``fraction_valid``: Wilson with
+        continuity correction (xuqcal), or the plain Wilson score interval (ErrViewLib
+        ``plotLCP``'s ``binomCI = "wilson"``, used by the 2024_PICP study). Default ``None``:
+        the option ``conventions``.
+    coverage_rule : {"quantile", "pernot2024"}, optional
+        With the normal generator: the factor ``k`` and the target of the band
+        (:func:`xuqcal.core.coverage.coverage_rule`): ``Φ⁻¹((1 + p) / 2)`` against ``p``, or
+        as the 2024_PICP study (``k`` rounded to two decimals, 1.96 at 0.95; the target 0.67
+        at ``p = 0.683``). Default ``None``: the option ``conventions``.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -850,6 +872,14 @@ def local_coverage(
         n_boot = check_replicates(defaults.N_BOOT_LOCAL if n_boot is None else n_boot, level,
                                   "n_boot")
         seed = check_seed(seed)
+    binning_scheme = _conv("binning", binning)
+    ci_method = _conv("ci_method", ci_method)
+    rule = _conv("coverage_rule", coverage_rule)
+    made_hd = bins is None and binning_scheme == "hd"
+    if made_hd:
+        by = variable_name(ds, by, uE)
+        bins = make_bins(ds, by, n_bins=n_bins_for(ds, n_bins), binning="hd",
+                         min_count=defaults.POP_MIN_HD, uE=uE)
     if bins is None:
         by = variable_name(ds, by, uE)
         n_bins = n_bins_for(ds, n_bins)  # warns below the rule
@@ -865,8 +895,17 @@ def local_coverage(
         n, by = bins.sizes["bin"], None
         by_label = str(bins.attrs.get("by", "bins"))
         scheme = str(bins.attrs.get("scheme", "given"))
-        binning = f"the given bins ({scheme} bins of {by_label})"
+        binning = (f"Harrell-Davis bins of {by_label} (ErrViewLib genIntervals, at least "
+                   f"{defaults.POP_MIN_HD} points per bin)" if made_hd else
+                   f"the given bins ({scheme} bins of {by_label})")
     q = math.nan if bounds else float(_interval_quantile(gen, np.array([p]))[0])
+    target = p
+    conventions = {}
+    if rule != "quantile" and not bounds and gen.name == "normal":
+        q, target = _coverage_rule(p, rule)
+        conventions.update(coverage_rule=rule, target=target)
+    if ci_method != "wilsoncc":
+        conventions["ci_method"] = "Wilson score interval (no continuity correction)"
     rule = (f"{bounds[0]} <= E <= {bounds[1]} (the given interval at level p)" if bounds
             else "|E| <= uE * q_D((1 + p) / 2)")
     attrs = provenance(
@@ -877,9 +916,12 @@ def local_coverage(
         heavy_tail_threshold=_threshold_attr(threshold),
         heavy_tail="beta_GM(Z^2) of the bin > heavy_tail_threshold: not testable",
         ci_method="Wilson score interval with continuity correction", n_samples=m, E=E, uE=uE)
+    attrs.update(conventions)
     dependent = not dependence.iid
     kwargs = dict(by=by, bins=bins, q=q, p=p, tol=tol, threshold=threshold, n_bins=n,
                   level=level, E=E, uE=uE, bounds=bounds)
+    if target != p or ci_method != "wilsoncc":  # the default call is unchanged
+        kwargs.update(target=target, continuity=ci_method == "wilsoncc")
     if dependent:
         purpose = f"local_coverage-{dependence.resample}"
         attrs.update(n_boot=n_boot, seed=seed,
@@ -896,7 +938,13 @@ def local_coverage(
                     for name, (dims, dtype, _) in spec.items()}
     layout = _coverage_dataset(placeholders, p, tol, by_label, n, attrs,
                                None if bins is None else _bins_description(bins), dependent)
-    return analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
+    result = analysis(_coverage_body, ds, variables, lambda: layout, **kwargs)
+    if ci_method != "wilsoncc":  # the long names say which interval
+        for name, variable in result.data_vars.items():
+            long_name = variable.attrs.get("long_name", "")
+            if "Wilson-cc" in long_name:
+                result[name].attrs["long_name"] = long_name.replace("Wilson-cc", "Wilson")
+    return result
 
 
 #: The coordinates of a local coverage over equal-count bins (computed with the values).
@@ -965,11 +1013,14 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
                    p: float, tol: float, threshold: float | None, n_bins: int, level: float,
                    E: str, uE: str, bounds: list[str] | None = None,
                    dependence: _dep.Dependence | None = None, n_boot: int = 0,
-                   seed: int = defaults.SEED) -> xr.Dataset:
+                   seed: int = defaults.SEED, target: float | None = None,
+                   continuity: bool = True) -> xr.Dataset:
     """:func:`local_coverage` on NumPy-backed data (``by`` for equal-count bins, or given
     ``bins``; ``bounds``: the names of given interval bounds, else ``±q uE``;
     ``dependence``: a checked dependent resample with its block length, else the Wilson
-    intervals)."""
+    intervals; ``target``: the centre of the band, default ``p``; ``continuity=False``: plain
+    Wilson intervals)."""
+    target = p if target is None else target
     errors, uncertainties = _arrays(data, E, uE, extra=[by] if by is not None else [])
     m = errors.size
     if bounds:
@@ -1001,21 +1052,27 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         count = np.diff(offsets)
         n_inside = np.bincount(index, weights=inside, minlength=n_bins).astype(np.int64)
         description = _bins_description(bins)
-    coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, p, level, tol)
+    if continuity:
+        coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, target, level,
+                                                             tol)
+    else:
+        coverage, ci_low, ci_high, valid = _plain_wilson_validity(n_inside, count, target,
+                                                                  level, tol)
     if dependence is not None:
         layout = _dep.row_layout(np.asarray(data[dependence.variable].values), dependence)
         ci_low, ci_high, n_units, excluded = dependent_coverage_intervals(
             inside, order, offsets, layout, n_boot=n_boot, level=level, seed=seed,
             purpose=f"local_coverage-{dependence.resample}")
-        valid = (ci_low <= p + tol) & (p - tol <= ci_high)
+        valid = (ci_low <= target + tol) & (target - tol <= ci_high)
         values.update(n_units=n_units, n_boot_excluded=excluded)
     beta = group_beta_gm(z2, order, offsets)
     heavy = heavy_tailed(beta, threshold)
     counted = count > 0
-    fv, fv_low, fv_high = _fraction(int((valid & counted).sum()), int(counted.sum()), level)
+    fv, fv_low, fv_high = _fraction(int((valid & counted).sum()), int(counted.sum()), level,
+                                    continuity)
     testable = counted & ~heavy
     fvt, fvt_low, fvt_high = _fraction(int((valid & testable).sum()), int(testable.sum()),
-                                       level)
+                                       level, continuity)
     values.update(
         coverage=coverage, count=count, n_inside=n_inside, ci_low=ci_low, ci_high=ci_high,
         valid=valid, beta_gm_z2=beta, heavy_tail=heavy, fraction_valid=fv,
@@ -1024,6 +1081,19 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         fraction_valid_testable_low=fvt_low, fraction_valid_testable_high=fvt_high)
     return _coverage_dataset(values, p, tol, str(by), n_bins, {}, description,
                              dependence is not None)
+
+
+def _plain_wilson_validity(successes: np.ndarray, trials: np.ndarray, target: float,
+                           level: float, tol: float):
+    """:func:`xuqcal.core.intervals.coverage_validity` with the plain Wilson score interval
+    (no continuity correction: ``ci_method="wilson"``); NaN and ``False`` for empty bins."""
+    counted = trials > 0
+    low, high = wilson_interval(np.where(counted, successes, 0), np.where(counted, trials, 1),
+                                level, continuity=False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fraction = np.where(counted, successes / np.where(counted, trials, 1), np.nan)
+    low, high = np.where(counted, low, np.nan), np.where(counted, high, np.nan)
+    return fraction, low, high, (low <= target + tol) & (target - tol <= high)
 
 
 def coverage_replicates(inside: np.ndarray, order: np.ndarray, offsets: np.ndarray,
@@ -1115,11 +1185,13 @@ def dependent_coverage_intervals(inside: np.ndarray, order: np.ndarray, offsets:
     return low, high, n_units, n_excluded
 
 
-def _fraction(k: int, n: int, level: float) -> tuple[float, float, float]:
-    """``k / n`` with its Wilson-cc interval; NaN for ``n = 0``."""
+def _fraction(k: int, n: int, level: float, continuity: bool = True
+              ) -> tuple[float, float, float]:
+    """``k / n`` with its Wilson-cc interval (``continuity=False``: plain Wilson); NaN for
+    ``n = 0``."""
     if n == 0:
         return math.nan, math.nan, math.nan
-    low, high = wilson_interval(k, n, level)
+    low, high = wilson_interval(k, n, level, continuity=continuity)
     return k / n, float(low), float(high)
 
 

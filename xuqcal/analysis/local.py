@@ -80,6 +80,7 @@ from xuqcal.core.provenance import provenance
 from xuqcal.core.random import fill_variates, stream_key
 from xuqcal.core.statistics import STATISTICS, PreparedData, beta_gm
 from xuqcal.io import by_role
+from xuqcal.options import convention
 
 #: Statistics of the local analyses and their targets.
 TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
@@ -515,6 +516,9 @@ def _warn_bins(bins: xr.Dataset, m: int, *, given: bool) -> None:
     elif scheme == "equal":  # min_count decided the number of bins
         argument, source, advice = ("min_count", f"n_bins={n} bins (min_count={mc})",
                                     f"use min_count >= {minimum}")
+    elif scheme == "hd":
+        argument, source, advice = ("min_count", f"Harrell-Davis bins (min_count={mc}, "
+                                                 f"n_bins={n})", f"use min_count >= {minimum}")
     elif scheme == "strata":
         argument, source, advice = ("min_count", f"strata bins (min_count={mc}, n_bins={n})",
                                     f"use min_count >= {minimum}")
@@ -585,7 +589,7 @@ def local(
     *,
     by: str = defaults.BY,
     n_bins: int | None = None,
-    binning: str = "equal",
+    binning: str | None = None,
     min_count: int | None = None,
     n_boot: int = defaults.N_BOOT_LOCAL,
     level: float = defaults.LEVEL,
@@ -621,8 +625,12 @@ def local(
         report does); more bins than that still run, with a warning. With
         ``binning="grid"``: bins per variable (default: the integer square root of the
         recommended number, 10 × 10 cells from M = 2000 on).
-    binning : {"equal", "strata"}
-        Equal-count bins, or strata bins for stratified variables (``min_count`` default 100).
+    binning : {"equal", "hd", "strata", "grid"}, optional
+        Equal-count bins, Harrell–Davis bins (ErrViewLib's ``genIntervals``:
+        :func:`xuqcal.analysis.binning.harrell_davis`, ``min_count`` default 30), or strata
+        bins for stratified variables (``min_count`` default 100). Default ``None``: the option
+        ``conventions`` (``"equal"``; ``"hd"`` under ``"errviewlib"``,
+        :func:`xuqcal.options.convention`).
     min_count : int, optional
         Minimum points per bin (reduces ``n_bins`` for equal-count bins).
     n_boot : int
@@ -718,6 +726,7 @@ def local(
         n_boot = check_replicates(n_boot, level, "n_boot")
     names = _binning_names(by, uE)
     m = ds.sizes["sample"]
+    binning = convention("binning") if binning is None else binning
     given_bins = bins is not None
     asked = n_bins is not None  # else the recommended number: no warning for equal bins
     if not asked:
@@ -1014,9 +1023,10 @@ def adversarial_groups(
 def _reliability_body(data: xr.Dataset, *, by, n_bins: int, n_boot: int, level: float,
                       seed: int, E: str, uE: str, threshold_uE2: float | None = None,
                       threshold_E2: float | None = None,
-                      dependence: _dep.Dependence | None = None) -> xr.Dataset:
+                      dependence: _dep.Dependence | None = None,
+                      binning: str = "equal") -> xr.Dataset:
     """:func:`reliability` on NumPy-backed data (``dependence``: as in :func:`_local_body`)."""
-    bins = make_bins(data, by, n_bins=n_bins, uE=uE)
+    bins = make_bins(data, by, n_bins=n_bins, uE=uE, binning=binning)
     group_members, offsets = members(bins.bin_index.values, bins.sizes["bin"])
     points = _points(data[E].values, data[uE].values)
     extra = {}
@@ -1063,6 +1073,7 @@ def reliability(
     groups: str | None = None,
     block: str | None = None,
     block_length: int | str | None = None,
+    binning: str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -1104,6 +1115,10 @@ def reliability(
         resample, BCa with the delete-one-unit jackknife over the units present in the bin
         (:func:`dependent_group_intervals`); replicates in which a bin receives no point are
         left out of that bin's interval (``n_boot_excluded``).
+    binning : {"equal", "hd"}, optional
+        Equal-count bins, or Harrell–Davis bins (ErrViewLib's ``genIntervals``, at least
+        ``defaults.POP_MIN_HD`` = 30 points per bin: fewer bins when needed). Default
+        ``None``: the option ``conventions`` (:func:`xuqcal.options.convention`).
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -1138,8 +1153,12 @@ def reliability(
     dependence = _dep.resolved_dependence(ds, resample, groups, block, block_length, E=E,
                                           uE=uE, warn_as="reliability")
     name = variable_name(ds, _binning_names(by, uE), uE, role="conditioning")
+    binning = convention("binning", binning)
     n_bins = n_bins_for(ds, n_bins)  # warns below the rule
-    bins_layout = _equal_layout(ds.sizes["sample"], n_bins, None, name, None)
+    bins_layout = _equal_layout(ds.sizes["sample"], n_bins,
+                                defaults.POP_MIN_HD if binning == "hd" else None, name, None,
+                                binning)
+    n_bins = bins_layout.sizes["bin"] if binning == "hd" else n_bins
     f8 = np.float64
     layout = template(
         {"count": (("bin",), np.int64, {"long_name": "number of points in the bin"}),
@@ -1168,6 +1187,8 @@ def reliability(
     variables = list(dict.fromkeys([E, uE, name]))
     kwargs = dict(by=name, n_bins=n_bins, n_boot=n_boot, level=level, seed=seed, E=E, uE=uE,
                   threshold_uE2=threshold_uE2, threshold_E2=threshold_E2)
+    if binning != "equal":  # the default call is unchanged
+        kwargs["binning"] = binning
     if not dependence.iid:
         variables = list(dict.fromkeys([*variables, dependence.variable]))
         kwargs["dependence"] = dependence

@@ -80,6 +80,7 @@ from xuqcal.core.statistics import (
 from xuqcal.io import ROLE_ATTR, SAMPLE_DIM, by_role, validate_dataset, variable_with_role
 from xuqcal.io.ensembles import MEMBER_DIM_ATTR
 from xuqcal.io.expressions import _format_rows
+from xuqcal.options import convention
 
 __all__ = ["DISTRIBUTIONS", "pit", "pit_test", "proper_scores"]
 
@@ -451,7 +452,8 @@ def _pit_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float |
 
 def _test_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float | None,
                n_bins: int, level: float, members: str | None = None,
-               member_dim: str | None = None, seed: int = defaults.SEED) -> xr.Dataset:
+               member_dim: str | None = None, seed: int = defaults.SEED,
+               band: str = "binomial") -> xr.Dataset:
     """:func:`pit_test` on NumPy-backed data."""
     errors, uncertainties = _arrays(ds, E, uE)
     member_errors = (None if members is None else
@@ -459,7 +461,7 @@ def _test_body(ds: xr.Dataset, *, E: str, uE: str, distribution: str, nu: float 
     values, nu_used = _pit_values(errors, uncertainties, distribution, nu, member_errors, seed)
     test = S.pit_uniformity(values, n_bins=n_bins)
     m = errors.size
-    low, high = S.pit_histogram_band(m, n_bins, level)
+    low, high = S.pit_histogram_band(m, n_bins, level, band)
     result = xr.Dataset({
         "chi2_statistic": xr.DataArray(float(test.chi2_statistic)),
         "chi2_pvalue": xr.DataArray(float(test.chi2_pvalue)),
@@ -777,7 +779,7 @@ def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None
 def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None,
              n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
              members: str | None = None, seed: int = defaults.SEED, E: str = defaults.E,
-             uE: str = defaults.UE) -> xr.Dataset:
+             uE: str = defaults.UE, band: str | None = None) -> xr.Dataset:
     """Uniformity tests of the PIT (:func:`pit`): chi-square test of the histogram counts and
     Kolmogorov–Smirnov test against U(0, 1) (:func:`xuqcal.core.scores.pit_uniformity`),
     with the histogram and its per-bin band.
@@ -795,6 +797,10 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
     level : float
         Probability of the per-bin band of the counts under uniformity
         (:func:`xuqcal.core.scores.pit_histogram_band`).
+    band : {"binomial", "poisson"}, optional
+        The distribution of a bin's count under uniformity for that band: Binomial(n,
+        1/n_bins), or Poisson(n / n_bins) as ErrViewLib's ``plotPIT``. Default ``None``: the
+        option ``conventions`` (:func:`xuqcal.options.convention`).
     members, seed
         With ``"ensemble"``: as in :func:`pit`.
     E, uE : str
@@ -832,6 +838,7 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
     """
     E, uE, nu = _probabilistic_iv(ds, E=E, uE=uE, distribution=distribution, nu=nu,
                                   n_bins=n_bins, level=level)
+    band = convention("band", band)
     f8 = np.float64
     variables: dict[str, Any] = {
         name: ((), f8, _attrs(name)) for name in (
@@ -844,11 +851,14 @@ def pit_test(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None =
     attrs = {"distribution": str(distribution), "n_bins": int(n_bins), "level": float(level),
              "tests": "chi-square (scipy.stats.chisquare, n_bins - 1 degrees of freedom) and "
                       "Kolmogorov-Smirnov (scipy.stats.kstest) against U(0, 1)",
-             **(_nu_attrs(nu) if distribution == "student" else {})}
+             **(_nu_attrs(nu) if distribution == "student" else {}),
+             **({"band": "Poisson(n / n_bins) quantiles (ErrViewLib plotPIT)"}
+                if band == "poisson" else {})}
     ensemble, checked, names = _ensemble_inputs(ds, distribution, members, seed, E, uE)
     layout = template(variables, {BIN_DIM: n_bins}, _bin_coords(n_bins),
                       attrs=provenance(n_samples=ds.sizes[SAMPLE_DIM], E=E, uE=uE, **attrs,
                                        **ensemble))
     return analysis(_test_body, checked, names, lambda: layout, E=E, uE=uE,
                     distribution=distribution, nu=nu, n_bins=n_bins, level=level,
-                    **_ensemble_kwargs(ensemble))
+                    **_ensemble_kwargs(ensemble),
+                    **({"band": band} if band != "binomial" else {}))

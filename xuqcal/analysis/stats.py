@@ -23,12 +23,15 @@ from xuqcal.core.statistics import (
     statistic_coords,
 )
 from xuqcal.io import by_role
+from xuqcal.options import convention
 
 
-def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by):
+def _stats_gufunc(E, uE, by_values, *, keys, n_bins, by, use_by, **conventions):
     """``compute`` of one data set (1-D over ``sample``: extra dimensions are sliced by
-    :func:`~xuqcal.analysis.slices.broadcast` before)."""
-    return compute(E, uE, keys, n_bins=n_bins, by=by, by_values=by_values if use_by else None)
+    :func:`~xuqcal.analysis.slices.broadcast` before; ``conventions``: ``coverage_rule`` and
+    ``nu_method`` of the coverage statistics)."""
+    return compute(E, uE, keys, n_bins=n_bins, by=by, by_values=by_values if use_by else None,
+                   **conventions)
 
 
 def check_sample_variables(ds: xr.Dataset, names: Iterable[str]) -> None:
@@ -117,10 +120,11 @@ def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, 
     return by, m
 
 
-def _stats_iv(ds, statistics, *, n_bins, by, E, uE):
+def _stats_iv(ds, statistics, *, n_bins, by, E, uE, coverage_rule=None, nu_method=None):
     """Argument checks of :func:`stats` (no data are read): the statistics, the binning
     variable and whether bins are needed."""
-    chosen = get_statistics(statistics, coverage=True)
+    chosen = get_statistics(statistics, coverage=True, coverage_rule=coverage_rule,
+                            nu_method=nu_method)
     n_bins = n_bins_for(ds, n_bins, statistics=chosen)
     by, m = check_input(ds, chosen, n_bins=n_bins, by=by, E=E, uE=uE)
     check_sizes(chosen, m)
@@ -137,6 +141,9 @@ def stats(
     by: str = defaults.BY,
     E: str = defaults.E,
     uE: str = defaults.UE,
+    coverage_rule: str | None = None,
+    nu_method: str | None = None,
+    binning: str | None = None,
 ) -> xr.DataArray:
     """Point estimates of statistics, labelled over ``statistic``.
 
@@ -163,6 +170,17 @@ def stats(
         Binning variable (``uE`` measures consistency, a feature adaptivity).
     E, uE : str
         Names of the error and uncertainty variables.
+    coverage_rule, nu_method : str, optional
+        The conventions of the coverage statistics
+        (:func:`~xuqcal.core.statistics.coverage_statistic`): ``coverage_rule="pernot2024"``
+        counts ``|Z| <= 1`` and ``|Z| <= 1.96`` (2024_PICP), ``nu_method="ks"`` fits the ν of
+        ``picpt`` by least Kolmogorov-Smirnov distance. Default ``None``: the option
+        ``conventions`` (:func:`xuqcal.options.convention`).
+    binning : {"equal", "hd"}, optional
+        The bins of the binned statistics: equal-count, or Harrell–Davis break points with at
+        least ``defaults.POP_MIN_HD`` (30) points per bin, as ErrViewLib's ``genIntervals``
+        (fewer than ``n_bins`` bins when M / n_bins < 30; recorded in the attributes
+        ``binning`` and ``n_bins_hd``). Default ``None``: the option ``conventions``.
 
     Returns
     -------
@@ -193,14 +211,24 @@ def stats(
     >>> v.dims, v.statistic.values.tolist()
     (('statistic',), ['zms', 'ence'])
     """
+    coverage_rule = convention("coverage_rule", coverage_rule)
+    nu_method = convention("nu_method", nu_method)
+    binning = convention("binning", binning)
     chosen, by, needs_bins, n_bins = _stats_iv(ds, statistics, n_bins=n_bins, by=by, E=E,
-                                               uE=uE)
+                                               uE=uE, coverage_rule=coverage_rule,
+                                               nu_method=nu_method)
     keys = [s.key for s in chosen]
+    conventions = {name: value for name, value in (("coverage_rule", coverage_rule),
+                                                    ("nu_method", nu_method),
+                                                    ("binning", binning))
+                   if value != defaults.CONVENTIONS["xuqcal"][name]}
+    if not needs_bins:
+        conventions.pop("binning", None)
     use_by = needs_bins and by != uE
     by_values = ds[by] if use_by else ds[uE]
     values = xr.apply_ufunc(
         _stats_gufunc, ds[E], ds[uE], by_values,
-        kwargs={"keys": keys, "n_bins": n_bins, "by": by, "use_by": use_by},
+        kwargs={"keys": keys, "n_bins": n_bins, "by": by, "use_by": use_by, **conventions},
         input_core_dims=[["sample"]] * 3,
         output_core_dims=[["statistic"]],
         dask="parallelized",
@@ -210,5 +238,14 @@ def stats(
     )
     values = values.assign_coords(statistic_coords(chosen))
     values.name = "value"
+    extra = {}
+    if "binning" in conventions:
+        from xuqcal.core.quantiles import harrell_davis_bounds
+
+        m = ds.sizes["sample"]
+        extra = {"binning": "hd: Harrell-Davis break points, at least "
+                            f"{defaults.POP_MIN_HD} points per bin (ErrViewLib genIntervals)",
+                 "n_bins_hd": int(harrell_davis_bounds(m, n_bins, defaults.POP_MIN_HD).size
+                                  - 1) if m >= 2 else 0}
     return attach(values, n_bins=n_bins if needs_bins else 0, by=by,
-                  n_samples=ds.sizes["sample"], E=E, uE=uE)
+                  n_samples=ds.sizes["sample"], E=E, uE=uE, **extra)

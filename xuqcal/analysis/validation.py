@@ -123,6 +123,7 @@ from xuqcal.core.statistics import (
 from xuqcal.core.summaries import U_REF_FACTOR, generator_sensitive
 from xuqcal.io import by_role
 from xuqcal.io.schema import extra_dims, roles
+from xuqcal.options import convention
 
 DEFAULT_STATISTICS = ("zms", "rce", "zm", "zv", "nll", "cc", "ence", "zmse")
 #: Factor k of the reference uncertainty ``U_ref = k se`` of the Sim scheme.
@@ -158,7 +159,7 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
                  mc_precision=defaults.MC_PRECISION,
                  heavy_tail_threshold=defaults.HEAVY_TAIL_THRESHOLD,
                  tol=defaults.COVERAGE_TOLERANCE, resample="iid", groups=None, block=None,
-                 block_length=None):
+                 block_length=None, coverage_rule=None, nu_method=None):
     """Argument checks of :func:`xuqcal.validate`, before any computation (no data are read):
     those of :func:`~xuqcal.bootstrap` and :func:`simulate` under the names of
     :func:`~xuqcal.validate` (``n_boot``, ``n_mc``, ``generators``), each run once. Returns
@@ -179,7 +180,8 @@ def _validate_iv(ds, statistics, *, n_boot, n_mc, seed, n_bins, generators,
     ValueError: n_boot: expected an integer >= 40 (an interval at level 0.95 needs at least \
 ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
     """
-    stats = get_statistics(statistics, coverage=True)
+    stats = get_statistics(statistics, coverage=True, coverage_rule=coverage_rule,
+                           nu_method=nu_method)
     check_tolerance(tol)
     for name, count in (("n_boot", n_boot), ("n_mc", n_mc)):
         if isinstance(count, str) and not is_auto(count):
@@ -227,7 +229,7 @@ ceil(2 / (1 - level)) replicates, one per tail beyond it on average), got 2
 def _checked_arguments(ds, statistics, *, simulated_scheme, n_boot, n_mc, seed, n_bins,
                        generators, known_generator, all_schemes, mc_precision,
                        heavy_tail_threshold, tol, level, by, chunks, resample, groups, block,
-                       block_length, E, uE):
+                       block_length, E, uE, coverage_rule=None, nu_method=None):
     """The argument checks of :func:`validate` (messages start with the parameter name), before
     any computation: no data are read. Returns what :func:`_validate_iv` returns."""
     if simulated_scheme is not None and simulated_scheme not in SIMULATED_SCHEMES:
@@ -241,7 +243,8 @@ def _checked_arguments(ds, statistics, *, simulated_scheme, n_boot, n_mc, seed, 
                         known_generator=known_generator, level=level, by=by, chunks=chunks,
                         E=E, uE=uE, all_schemes=all_schemes, mc_precision=mc_precision,
                         heavy_tail_threshold=heavy_tail_threshold, tol=tol, resample=resample,
-                        groups=groups, block=block, block_length=block_length)
+                        groups=groups, block=block, block_length=block_length,
+                        coverage_rule=coverage_rule, nu_method=nu_method)
 
 
 def _check_before_loading(arguments: dict, given: set) -> None:
@@ -290,6 +293,8 @@ def validate(
     block_length: int | str | None = None,
     E: str = defaults.E,
     uE: str = defaults.UE,
+    coverage_rule: str | None = None,
+    nu_method: str | None = None,
 ) -> xr.Dataset:
     """Validate statistics of a data set: estimates, intervals, references, ζ and verdicts.
 
@@ -390,6 +395,16 @@ def validate(
         decides its verdict (:mod:`xuqcal.analysis.dependent`).
     E, uE : str
         Names of the error and uncertainty variables.
+    coverage_rule : {"quantile", "pernot2024"}, optional
+        The rule of the normal coverage statistics
+        (:func:`~xuqcal.core.statistics.coverage_statistic`): ``"pernot2024"`` counts
+        ``|Z| <= 1`` and validates it against 0.67 ± tol (``picp68.3``), and ``|Z| <= 1.96``
+        against 0.95 ± tol (``picp95``), as P. Pernot's 2024_PICP study. Default ``None``: the
+        option ``conventions`` (:func:`xuqcal.options.convention`; ``"quantile"``).
+    nu_method : {"ml", "ks"}, optional
+        The fit of ν of the Student coverage statistics (``picpt``,
+        :func:`xuqcal.core.coverage.fit_student_nu`); default ``None``: the option
+        ``conventions`` (``"ml"``). The ν of the ``tfit`` generator stays maximum likelihood.
 
     Returns
     -------
@@ -429,7 +444,9 @@ def validate(
                            mc_precision=mc_precision,
                            heavy_tail_threshold=heavy_tail_threshold, tol=tol, level=level,
                            by=by, chunks=chunks, resample=resample, groups=groups,
-                           block=block, block_length=block_length, E=E, uE=uE)
+                           block=block, block_length=block_length, E=E, uE=uE,
+                           coverage_rule=convention("coverage_rule", coverage_rule),
+                           nu_method=convention("nu_method", nu_method))
     # (checked above, before any work) the warning of an iid validation of dependent points,
     # or the automatic block length (the data are read now)
     dependence = resolve_dependence(ds, bootstrap_arguments["dependence"] or Dependence("iid"),

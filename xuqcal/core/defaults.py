@@ -130,3 +130,42 @@ REPORT_FIGURE_FORMAT = "png"
 #: the progress display starts at once (``n_boot=10**8`` gave 10**5 tasks, whose graph took
 #: minutes to build before any progress was shown). The chunking changes no value.
 MAX_REPLICATE_TASKS = 1000
+
+#: Least number of points per bin of Harrell–Davis bins (``binning="hd"``, ErrViewLib's
+#: ``genIntervals`` ``popMin``): fewer bins are made when ``M / n_bins`` is below it.
+POP_MIN_HD = 30
+
+#: The conventions on which xuqcal and P. Pernot's R code (ErrViewLib, the 2024_PICP study)
+#: differ, per convention set: the default of each parameter named here is ``None``, read from
+#: the option ``conventions`` (:func:`xuqcal.set_options`, default ``"xuqcal"``); an argument
+#: given wins. See docs/conventions.rst, "The R code's conventions".
+#:
+#: - ``coverage_rule``: the factor and target of a PICP / local coverage at level p:
+#:   ``"quantile"``, k = Φ⁻¹((1 + p) / 2) against p; ``"pernot2024"``, k rounded to two
+#:   decimals (1, 1.96, 2.58) and, at p = 0.683, the target 0.67 (2024_PICP);
+#: - ``ci_method``: the binomial interval of a local coverage and of f_v: ``"wilsoncc"``
+#:   (Wilson with continuity correction) or ``"wilson"`` (ErrViewLib ``plotLCP``'s default);
+#: - ``nu_method``: the fit of ν of the Student-t coverage factor: ``"ml"`` or ``"ks"``
+#:   (:func:`xuqcal.core.coverage.fit_student_nu`);
+#: - ``binning``: the bins of local analyses: ``"equal"`` (floor(b M / N)) or ``"hd"``
+#:   (Harrell–Davis break points, POP_MIN_HD; ErrViewLib ``genIntervals``);
+#: - ``band``: the per-bin band of a PIT histogram: ``"binomial"`` or ``"poisson"``
+#:   (ErrViewLib ``plotPIT``).
+CONVENTIONS = {
+    "xuqcal": {"coverage_rule": "quantile", "ci_method": "wilsoncc", "nu_method": "ml",
+               "binning": "equal", "band": "binomial"},
+    "errviewlib": {"coverage_rule": "pernot2024", "ci_method": "wilson", "nu_method": "ks",
+                   "binning": "hd", "band": "poisson"},
+}
+#: The convention set of the option ``conventions`` by default.
+CONVENTION_SET = "xuqcal"
+#: The values each convention parameter accepts (:func:`xuqcal.options.convention`; the
+#: ``binning`` of :func:`xuqcal.local` also takes the other schemes of
+#: :func:`xuqcal.make_bins`, "strata" and "grid").
+CONVENTION_CHOICES = {
+    "coverage_rule": ("quantile", "pernot2024"),
+    "ci_method": ("wilsoncc", "wilson"),
+    "nu_method": ("ml", "ks"),
+    "binning": ("equal", "hd"),
+    "band": ("binomial", "poisson"),
+}

@@ -728,7 +728,8 @@ def pit_uniformity(pit: Any, n_bins: int = defaults.N_BINS_PIT) -> UniformityTes
 
 
 def pit_histogram_band(n_points: Any, n_bins: int = defaults.N_BINS_PIT,
-                       level: float = defaults.LEVEL) -> tuple[np.ndarray, np.ndarray]:
+                       level: float = defaults.LEVEL, band: str | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
     """Per-bin band of the counts of a PIT histogram under uniformity.
 
     Each of the ``n_bins`` equal-width bins of ``n_points`` uniform values holds a
@@ -746,6 +747,12 @@ def pit_histogram_band(n_points: Any, n_bins: int = defaults.N_BINS_PIT,
         Number of bins.
     level : float
         Probability of the band, in (0, 1).
+    band : {"binomial", "poisson"}, optional
+        The count distribution: Binomial(``n_points``, 1/``n_bins``), or Poisson of mean
+        ``n_points / n_bins`` (ErrViewLib's ``plotPIT``: ``qpois(0.025, v)``,
+        ``qpois(0.975, v)``; slightly wider). Default ``None``: the option ``conventions``
+        (:func:`xuqcal.options.convention`; ``"binomial"``, ``"poisson"`` under
+        ``"errviewlib"``).
 
     Returns
     -------
@@ -762,13 +769,22 @@ def pit_histogram_band(n_points: Any, n_bins: int = defaults.N_BINS_PIT,
     >>> low, high = pit_histogram_band(1000, 10)
     >>> low.shape, int(low[0]), int(high[0])
     ((10,), 82, 119)
+    >>> low, high = pit_histogram_band(1000, 10, band="poisson")
+    >>> int(low[0]), int(high[0])
+    (81, 120)
     """
+    from xuqcal.options import convention
+
+    band = convention("band", band)
     n_bins = check_count(n_bins, "n_bins", minimum=2)
     level = check_level(level)
     n = np.asarray(n_points)
     if n.dtype.kind not in "iu" or np.any(n < 1):
         raise ValueError(f"n_points: expected positive integers (numbers of PIT values), got "
                          f"{n_points!r}")
-    low, high = stats.binom.interval(level, n[..., None], 1.0 / n_bins)
+    if band == "poisson":
+        low, high = stats.poisson.interval(level, n[..., None] / n_bins)
+    else:
+        low, high = stats.binom.interval(level, n[..., None], 1.0 / n_bins)
     shape = (*n.shape, n_bins)
     return np.broadcast_to(low, shape).copy(), np.broadcast_to(high, shape).copy()

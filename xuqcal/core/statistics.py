@@ -31,6 +31,8 @@ from xuqcal.core.coverage import (
     normal_coverage_factor,
     student_coverage_factor,
 )
+from xuqcal.core.coverage import coverage_rule as _coverage_rule
+from xuqcal.core.quantiles import harrell_davis_quantiles
 
 #: Data whose largest ``|E|`` or ``uE`` exceeds ``2**SAFE_EXPONENT``, or whose smallest ``uE``
 #: is below ``2**-SAFE_EXPONENT``, are rescaled by an exact power of two before squaring
@@ -90,6 +92,14 @@ class Statistic:
     coverage_factor : {"", "normal", "student"}
         How a coverage statistic's factor ``k`` is chosen: the normal quantile
         ``Φ⁻¹((1 + p) / 2)``, or that of a unit-variance Student-t with ν fitted to Z.
+    coverage_rule : {"", "pernot2024"}
+        A normal coverage statistic under the rule of P. Pernot's 2024_PICP study
+        (:func:`xuqcal.core.coverage.coverage_rule`: ``k`` rounded to two decimals, the target
+        0.67 at ``p = 0.683``); ``""``: xuqcal's rule (``Φ⁻¹((1 + p) / 2)`` against ``p``).
+    nu_method : {"", "ks"}
+        A Student coverage statistic whose ν is fitted by least Kolmogorov-Smirnov distance
+        as in 2024_PICP (:func:`xuqcal.core.coverage.fit_student_nu`); ``""``: maximum
+        likelihood.
 
     The per-point columns (:attr:`columns`) are ``e2`` (E²), ``u2`` (uE²), ``z2`` (Z²),
     ``lnu2`` (ln uE²), ``zd`` (Z - z_shift) and ``zd2`` ((Z - z_shift)²), ``z_shift`` being any
@@ -115,6 +125,8 @@ class Statistic:
     unit_power: int = 0
     tail_sensitive: bool = False
     coverage_factor: str = ""
+    coverage_rule: str = ""
+    nu_method: str = ""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -216,11 +228,13 @@ class Statistic:
         if not self.is_coverage:
             raise ValueError(f"statistics: {self.key} is not a coverage statistic")
         if self.coverage_factor == "normal":
+            if self.coverage_rule:
+                return _coverage_rule(self.level, self.coverage_rule)[0], math.inf
             return normal_coverage_factor(self.level), math.inf
         if nu is None:
             if z is None:
                 raise ValueError(f"{self.key}: the Student coverage factor needs the z-scores")
-            nu = fit_student_nu(z)
+            nu = fit_student_nu(z, self.nu_method or "ml")
         if not nu > 2.0:
             return math.nan, nu
         return student_coverage_factor(self.level, nu), nu
@@ -246,6 +260,8 @@ class Statistic:
             if uE is None:
                 raise ValueError("nll: the reference value needs the uncertainties uE")
             return 0.5 * (1.0 + float(np.mean(log_square(uE))) + K.LOG_2PI)
+        if self.coverage_rule and self.coverage_factor == "normal":  # the rule's target
+            return float(_coverage_rule(self.level, self.coverage_rule)[1])
         return math.nan if self.reference is None else float(self.reference)
 
 
@@ -299,7 +315,9 @@ def coverage_key(level: float, coverage_factor: str = "normal") -> str:
     return f"picp{_COVERAGE_NAMES[coverage_factor]}{percent}"
 
 
-def coverage_statistic(level: float, coverage_factor: str = "normal") -> Statistic:
+def coverage_statistic(level: float, coverage_factor: str = "normal",
+                       coverage_rule: str | None = None, nu_method: str | None = None
+                       ) -> Statistic:
     """The coverage statistic (PICP) at nominal level ``level`` (METHODS §9): the fraction of
     points with ``|Z| <= k``, ``k`` the half-width of the central ``level``-interval of the
     unit-variance normal (``coverage_factor="normal"``) or of a unit-variance Student-t with ν
@@ -307,16 +325,44 @@ def coverage_statistic(level: float, coverage_factor: str = "normal") -> Statist
     the Wilson interval with continuity correction and validates it when that interval
     overlaps ``[level - tol, level + tol]``. It is tail-sensitive (screened by β_GM(Z²)).
 
+    ``coverage_rule="pernot2024"`` gives the normal statistic the rule of P. Pernot's 2024_PICP
+    study (:func:`xuqcal.core.coverage.coverage_rule`: ``|Z| <= 1`` validated against 0.67 at
+    ``level=0.683``, ``|Z| <= 1.96`` at 0.95; same key); ``None``: the option
+    ``conventions`` (:func:`xuqcal.options.convention`; ``"quantile"``, xuqcal's rule).
+    ``nu_method="ks"`` fits the ν of a Student statistic as 2024_PICP does
+    (:func:`xuqcal.core.coverage.fit_student_nu`); ``None``: the option ``conventions``
+    (``"ml"``).
+
     Examples
     --------
     >>> s = coverage_statistic(0.95)
     >>> s.key, s.reference, s.kind
     ('picp95', 0.95, 'coverage')
     """
+    from xuqcal.options import convention
+
     level = check_level(level, "level")
     if coverage_factor not in _COVERAGE_NAMES:
         raise ValueError(f"coverage_factor: expected 'normal' or 'student', got "
                          f"{coverage_factor!r}")
+    rule = convention("coverage_rule", coverage_rule)
+    method = convention("nu_method", nu_method)
+    if method != "ml" and coverage_factor == "student":
+        return Statistic(
+            coverage_key(level, coverage_factor), NO_CODE,
+            f"prediction interval coverage probability at {level:g} (Student-t factor, ν "
+            "of least KS distance, 2024_PICP)",
+            "<1{|Z| <= k}>, k = unit-variance Student-t(ν) quantile, ν fitted to Z² by "
+            "least Kolmogorov-Smirnov distance", "coverage", float(level),
+            tail_sensitive=True, coverage_factor=coverage_factor, nu_method=method)
+    if rule != "quantile" and coverage_factor == "normal":
+        k, target = _coverage_rule(level, rule)
+        return Statistic(
+            coverage_key(level, coverage_factor), NO_CODE,
+            f"prediction interval coverage probability at {level:g} (|Z| <= {k:g} against "
+            f"{target:g}, 2024_PICP)",
+            f"<1{{|Z| <= {k:g}}}>", "coverage", float(level), tail_sensitive=True,
+            coverage_factor=coverage_factor, coverage_rule=rule)
     factor_text = ("Φ⁻¹((1 + p) / 2)" if coverage_factor == "normal" else
                    "unit-variance Student-t(ν) quantile, ν fitted to Z")
     return Statistic(
@@ -342,24 +388,28 @@ quantile)'
     return f"the nu fitted to Z {fitted}; use the normal factor (picp<percent>)"
 
 
-def _parse_coverage(key: str) -> list[Statistic] | None:
+def _parse_coverage(key: str, rule: str | None = None, nu_method: str | None = None
+                    ) -> list[Statistic] | None:
     """The coverage statistics a key names (``picp`` and ``picpt``: every default level),
-    ``None`` when it is not a coverage key."""
+    ``None`` when it is not a coverage key (``rule``: as :func:`coverage_statistic`'s
+    ``coverage_rule``)."""
     match = COVERAGE_KEY.fullmatch(key)
     if match is None:
         return None
     factor = "student" if match.group(1) else "normal"
     if match.group(2) is None:
-        return [coverage_statistic(p, factor) for p in defaults.COVERAGE_LEVELS]
+        return [coverage_statistic(p, factor, rule, nu_method)
+                for p in defaults.COVERAGE_LEVELS]
     percent = float(match.group(2))
     if not 0.0 < percent < 100.0:
         raise ValueError(f"statistics: {key!r}: the coverage level is a percentage in "
                          f"(0, 100), e.g. 'picp95' (0.95) or 'picp68.3' (0.683)")
-    return [coverage_statistic(percent / 100.0, factor)]
+    return [coverage_statistic(percent / 100.0, factor, rule, nu_method)]
 
 
 def get_statistics(keys: str | Iterable[str] | None, *, name: str = "statistics",
-                   coverage: bool = False) -> tuple[Statistic, ...]:
+                   coverage: bool = False, coverage_rule: str | None = None,
+                   nu_method: str | None = None) -> tuple[Statistic, ...]:
     """Look up statistics by key, keeping the order given; ``None`` means all of the
     registry (:data:`STATISTICS`, without the coverage statistics).
 
@@ -367,6 +417,8 @@ def get_statistics(keys: str | Iterable[str] | None, *, name: str = "statistics"
     ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` and ``picpt`` alone stand for the levels
     of :data:`xuqcal.core.defaults.COVERAGE_LEVELS`), for the analyses that compute them
     (:func:`xuqcal.stats`, :func:`xuqcal.validate`); the others refuse them by name.
+    ``coverage_rule`` and ``nu_method`` are passed to :func:`coverage_statistic` (``None``:
+    the option ``conventions``).
 
     Examples
     --------
@@ -401,7 +453,7 @@ got 3
         if k in STATISTICS:
             chosen.append(STATISTICS[k])
             continue
-        parsed = _parse_coverage(k)
+        parsed = _parse_coverage(k, coverage_rule, nu_method)
         if parsed is None:
             unknown.append(k)
         elif not coverage:
@@ -771,6 +823,20 @@ class PreparedData:
                               UndefinedStatisticWarning, stacklevel=user_stacklevel())
         return out
 
+    def evaluate_on_bounds(self, statistics: Sequence[Statistic], bounds: np.ndarray
+                           ) -> np.ndarray:
+        """Binned statistics (ENCE, UCE, ZMSE) on given bins of the sorted points, bin ``b``
+        holding the sorted positions ``bounds[b] .. bounds[b + 1] - 1`` (e.g. Harrell–Davis
+        bins, :func:`xuqcal.core.quantiles.harrell_davis_bounds`), by
+        :meth:`Statistic.from_bin_sums` (the one definition of their bin terms)."""
+        bounds = np.asarray(bounds, dtype=np.int64)
+        starts = bounds[:-1]
+        bin_sums = {"count": np.diff(bounds).astype(np.float64)}
+        for column in ("e2", "u2", "z2"):
+            bin_sums[column] = np.add.reduceat(getattr(self, column), starts)
+        out = np.array([s.from_bin_sums(bin_sums) for s in statistics], dtype=np.float64)
+        return self.unscale(codes_of(statistics), out)
+
     def tie_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Tie-group numbers and average ranks of ``uE`` and ``|E|`` (for the jackknife)."""
         groups = []
@@ -796,8 +862,8 @@ def coverage_counts(statistics: Sequence[Statistic], z: np.ndarray
     >>> coverage_counts(get_statistics(["zms", "picp95"], coverage=True), z)[1][0]
     3
     """
-    student = any(s.is_coverage and s.coverage_factor == "student" for s in statistics)
-    nu = fit_student_nu(z) if student else None
+    student = [s for s in statistics if s.is_coverage and s.coverage_factor == "student"]
+    nu = fit_student_nu(z, student[0].nu_method or "ml") if student else None
     return {i: s.coverage_counts(z, nu) for i, s in enumerate(statistics) if s.is_coverage}
 
 
@@ -818,16 +884,39 @@ def compute(
     n_bins: int = defaults.N_BINS,
     by_values: np.ndarray | None = None,
     by: str = "uE",
+    coverage_rule: str | None = None,
+    nu_method: str | None = None,
+    binning: str = "equal",
 ) -> np.ndarray:
-    """Point estimates of statistics on NumPy arrays (the core of ``ds.uqcal.stats``).
+    """Point estimates of statistics on NumPy arrays (the core of ``ds.uqcal.stats``;
+    ``coverage_rule``, ``nu_method``: those of the coverage statistics,
+    :func:`coverage_statistic`; ``binning="hd"``: the binned statistics on ``n_bins``
+    Harrell–Davis bins of at least ``defaults.POP_MIN_HD`` points, ErrViewLib's
+    ``genIntervals``, :meth:`PreparedData.evaluate_on_bounds`).
 
     Examples
     --------
     >>> compute(np.array([1.0, -2.0, 0.5, 1.5]), np.ones(4), ["zm", "zms"]).round(4).tolist()
     [0.25, 1.875]
     """
-    stats = get_statistics(statistics, coverage=True)
+    stats = get_statistics(statistics, coverage=True, coverage_rule=coverage_rule,
+                           nu_method=nu_method)
     check_sizes(stats, np.shape(E)[0] if np.ndim(E) else 0)
+    if binning not in ("equal", "hd"):
+        raise ValueError(f"binning: expected 'equal' or 'hd', got {binning!r}")
+    binned = [i for i, s in enumerate(stats) if s.needs_bins]
+    if binning == "hd" and binned:
+        from xuqcal.core.quantiles import harrell_davis_bounds
+
+        prepared = PreparedData.from_arrays(E, uE, by_values=by_values, by=by, n_bins=n_bins,
+                                            needs_bins=False)
+        out = np.full(len(stats), np.nan)
+        others = [i for i in range(len(stats)) if i not in binned]
+        if others:
+            out[others] = prepared.evaluate_statistics([stats[i] for i in others])
+        bounds = harrell_davis_bounds(prepared.size, n_bins, defaults.POP_MIN_HD)
+        out[binned] = prepared.evaluate_on_bounds([stats[i] for i in binned], bounds)
+        return out
     prepared = PreparedData.from_arrays(
         E, uE, by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=any(s.needs_bins for s in stats),
@@ -836,19 +925,6 @@ def compute(
 
 
 # --------------------------------------------------------------------- descriptive statistics
-
-
-def harrell_davis_quantiles(x: np.ndarray, probabilities: Sequence[float]) -> np.ndarray:
-    """Harrell–Davis quantile estimates (SciPy's ``mstats.hdquantiles``).
-
-    Examples
-    --------
-    >>> float(harrell_davis_quantiles(np.arange(1.0, 6.0), [0.5])[0])
-    3.0
-    """
-    from scipy.stats.mstats import hdquantiles  # imported on first use (issue 26)
-
-    return np.asarray(hdquantiles(np.asarray(x, dtype=np.float64), prob=list(probabilities)))
 
 
 def beta_gm(x: np.ndarray) -> float:

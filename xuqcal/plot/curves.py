@@ -254,7 +254,7 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
     """
     require(result, ("coverage", "ci_low", "ci_high", "valid", "fraction_valid"),
             "xuqcal.curves.local_coverage")
-    target = float(result.attrs["p"])
+    target = float(result.attrs.get("target", result.attrs["p"]))  # coverage_rule="pernot2024"
     tol = float(result.attrs.get("tol", 0.0))
     by = result.attrs.get("by", "uE")
     centred = "bin_centre" in result.variables

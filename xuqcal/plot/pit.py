@@ -11,6 +11,7 @@ from xuqcal.core import defaults
 from xuqcal.core.checks import check_count, check_level
 from xuqcal.core.scores import pit_histogram_band, pit_uniformity
 from xuqcal.io import SAMPLE_DIM
+from xuqcal.options import convention
 from xuqcal.plot.facets import Panel, facet
 
 __all__ = ["plot_pit"]
@@ -48,7 +49,7 @@ def _pit_array(pit_values: Any) -> xr.DataArray:
 
 def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
              ax=None, *, col: str | None = None, row: str | None = None,
-             sharex: bool | None = None, sharey: bool | None = None):
+             sharex: bool | None = None, sharey: bool | None = None, band: str | None = None):
     """Histogram of PIT values with the per-bin band of the counts under uniformity.
 
     Bars are the counts of ``n_bins`` equal-width bins of [0, 1]; the shaded band beneath
@@ -72,6 +73,10 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
         Number of equal-width bins (at least 2).
     level : float
         Probability of the per-bin band, in (0, 1).
+    band : {"binomial", "poisson"}, optional
+        The count distribution of the band (:func:`xuqcal.core.scores.pit_histogram_band`;
+        ``"poisson"``: ErrViewLib's ``plotPIT``). Default ``None``: the option
+        ``conventions``.
     ax : matplotlib Axes, optional
         Where to draw one histogram (a new figure when ``None``).
     col, row : str, optional
@@ -100,6 +105,7 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
     """
     n_bins = check_count(n_bins, "n_bins", minimum=2)
     level = check_level(level)
+    band = convention("band", band)
     values = _pit_array(pit_values)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
 
@@ -113,7 +119,7 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
             test = pit_uniformity(present, n_bins=n_bins)
         except ValueError as error:  # named by this function's argument
             raise ValueError(f"pit_values: {str(error).removeprefix('pit: ')}") from None
-        low, high = pit_histogram_band(present.size, n_bins, level)
+        low, high = pit_histogram_band(present.size, n_bins, level, band)
         ax.bar(edges[:-1], test.counts, width=1.0 / n_bins, align="edge",
                color="tab:blue", alpha=0.6, edgecolor="white", label="PIT values",
                zorder=BARS_ZORDER)
@@ -121,7 +127,8 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
         # extent show through, and a bar's top is read against the band, not through it
         ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]),
                         step="post", color="tab:orange", alpha=0.3, lw=0, zorder=BAND_ZORDER,
-                        label=f"{level:.0%} band per bin (uniform)")
+                        label=f"{level:.0%} band per bin (uniform"
+                              f"{', Poisson' if band == 'poisson' else ''})")
         ax.axhline(present.size / n_bins, color="black", lw=1.0, ls="--", zorder=EXPECTED_ZORDER,
                    label="expected count")
         ax.set_xlim(0.0, 1.0)  # the y-axis autoscales from 0 (the bars' sticky bottom)
