@@ -2,11 +2,12 @@
 
 :mod:`xuqcal.core.kernels` imports nothing of xuqcal, so the file of the ``--before`` revision
 (``git show REV:xuqcal/core/kernels.py``) is loaded beside the current one under another module
-name. Each workload calls ``simulate_block`` of both versions alternately, ``--rounds`` times,
-after an untimed call (Numba compile or cache load), on the same arrays: QM9-like
-uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal or
-Student-t(6) synthetic errors, 20 bins. The JSON holds every time in ns per simulated point, the
-best of each side, their ratio, and whether the two versions' outputs are identical bit for bit.
+name. Each workload calls ``simulate_block`` (or ``bootstrap_block``) of both versions alternately,
+``--rounds`` times, after an untimed call (Numba compile or cache load), on the same arrays:
+QM9-like uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal
+or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals),
+20 bins. The JSON holds every time in ns per simulated (or drawn) point, the best of each side,
+their ratio, and whether the two versions' outputs are identical bit for bit.
 
 Usage::
 
@@ -35,6 +36,8 @@ WORKLOADS = {
     "normal_zms_ence_zmse": (("ZMS", "ENCE", "ZMSE"), 0, 0.0),
     "normal_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 0, 0.0),
     "t6_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 1, 6.0),
+    "bootstrap_cc": (("CC",), None, None),
+    "bootstrap_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), None, None),
 }
 
 
@@ -58,11 +61,31 @@ def _inputs(m: int):
 def _run(kernels, codes, generator, parameter, replicates, arrays):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
+    if generator is None:
+        return _run_bootstrap(kernels, codes, replicates, arrays)
     out = np.empty((replicates, 1, codes.shape[0]))
     start = time.perf_counter()
     kernels.simulate_block(np.uint64(7), generator, parameter, 0, replicates, codes,
                            np.array([20]), uE, u2, lnu2, order_u, tie_u,
                            kernels.make_work(m, 20), out)
+    return (time.perf_counter() - start) / (replicates * m) * 1e9, out
+
+
+def _run_bootstrap(kernels, codes, replicates, arrays):
+    uE, u2, lnu2, order_u, tie_u = arrays
+    m = uE.shape[0]
+    errors = np.round(uE * np.random.default_rng(1).normal(size=m), 4)
+    z = errors / uE
+    e2 = errors * errors
+    z2 = z * z
+    packed = kernels.pack_moments(e2, u2, z, z2, lnu2, 0.0)
+    order_e = np.argsort(np.abs(errors), kind="stable")
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = np.abs(errors)[order_e][1:] == np.abs(errors)[order_e][:-1]
+    out = np.empty((replicates, codes.shape[0]))
+    start = time.perf_counter()
+    kernels.bootstrap_block(np.uint64(7), 0, replicates, codes, 20, packed, e2, u2, z2, 0.0,
+                            order_u, tie_u, order_e, tie_e, tie_u, kernels.make_work(m, 20), out)
     return (time.perf_counter() - start) / (replicates * m) * 1e9, out
 
 
