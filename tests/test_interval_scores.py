@@ -18,7 +18,7 @@ import xuqcal
 from xuqcal import io
 from xuqcal.analysis.coverage import INTERVAL_SCORES, interval_coverage, quantile_coverage
 from xuqcal.analysis.probabilistic import ENSEMBLE_SCORE, SCORES, proper_scores
-from xuqcal.plot.coverage import plot_quantile_calibration
+from xuqcal.plot import quantile_calibration
 
 
 def _attrs_free(ds: xr.Dataset) -> xr.Dataset:
@@ -300,7 +300,7 @@ def _quantile_result(scale=1.0, seed=0, n=3000):
 
 def test_plot_quantile_calibration(tmp_path):
     result = _quantile_result(scale=0.7)
-    ax = plot_quantile_calibration(result)
+    ax = quantile_calibration(result)
     assert ax.get_xlabel() == "nominal probability p"
     assert ax.get_ylabel() == "observed fraction with E ≤ q_p"
     assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (0.0, 1.0)
@@ -320,13 +320,13 @@ def test_plot_quantile_calibration(tmp_path):
 def test_plot_quantile_calibration_many_sets(tmp_path):
     both = xr.concat([_quantile_result(1.0, 1), _quantile_result(0.6, 2)],
                      dim=pd.Index(["good", "narrow"], name="model"))
-    ax = plot_quantile_calibration(both)
+    ax = quantile_calibration(both)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[0].startswith("good (calibration error 0.00")
     assert labels[1].startswith("narrow (calibration error") and "perfect calibration" in labels
     assert ax.get_legend().get_title().get_text() == "model"
     render(ax, tmp_path / "overlaid.png")
-    grid = plot_quantile_calibration(both, col="model")
+    grid = quantile_calibration(both, col="model")
     assert grid.axes.shape == (1, 2)
     assert grid.axes[0, 1].get_title().startswith("model = narrow\ncalibration error")
     render(grid.axes[0, 0], tmp_path / "grid.png")
@@ -335,11 +335,11 @@ def test_plot_quantile_calibration_many_sets(tmp_path):
 def test_plot_quantile_calibration_errors():
     with pytest.raises(ValueError, match=r"^result: expected the output of "
                                          r"xuqcal.analysis.coverage.quantile_coverage"):
-        plot_quantile_calibration(xr.Dataset({"observed": ("q", [0.5])}))
+        quantile_calibration(xr.Dataset({"observed": ("q", [0.5])}))
     with pytest.raises(ValueError, match=r"^result: expected the output"):
-        plot_quantile_calibration([0.1, 0.5])
+        quantile_calibration([0.1, 0.5])
     with pytest.raises(ValueError, match=r"^col: 'task' is not an extra dimension"):
-        plot_quantile_calibration(_quantile_result(), col="task")
+        quantile_calibration(_quantile_result(), col="task")
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 - :func:`quantile_coverage`: for each predicted quantile of the error (variable of role
   ``quantiles``, :func:`~xuqcal.io.from_quantiles`), the observed fraction of points with
   ``E <= q_p`` against its nominal probability ``p`` (the quantile calibration curve,
-  :func:`xuqcal.plot.coverage.plot_quantile_calibration`), the mean pinball loss per level and
+  :func:`xuqcal.plot.quantile_calibration`), the mean pinball loss per level and
   the calibration error, the mean of ``|observed - p|`` over the levels;
 - :func:`interval_coverage`: the prediction interval coverage probability (PICP) of a predicted
   interval (variables of roles ``interval_lower``, ``interval_upper``, given to
@@ -447,7 +447,7 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     (``q_p``: the predicted quantile of the error; equivalently ``observed <= `` the
     predicted quantile of the target) estimates ``P(E <= q_p)``, which is ``p`` for calibrated
     quantiles. Observed against nominal is the quantile calibration curve
-    (:func:`xuqcal.plot.coverage.plot_quantile_calibration`); ``calibration_error``, the mean
+    (:func:`xuqcal.plot.quantile_calibration`); ``calibration_error``, the mean
     of ``|observed - p|`` over the levels, summarises its distance from the diagonal (the
     area between them for evenly spread levels). The pinball loss
     ``ρ_p(E - q_p) = (E - q_p) (p - 1{E < q_p})`` (:func:`xuqcal.core.scores.pinball_loss`) is

@@ -663,7 +663,7 @@ def pit_uniformity(pit: Any, n_bins: int = defaults.N_BINS_PIT) -> UniformityTes
 
     Two tests, which look at different departures: Pearson's **chi-square** test of the counts
     of ``n_bins`` equal-width bins (:func:`scipy.stats.chisquare`, ``n_bins - 1`` degrees of
-    freedom; the histogram that :func:`~xuqcal.plot.pit.plot_pit` shows) and the
+    freedom; the histogram that :func:`xuqcal.plot.pit` shows) and the
     **Kolmogorov–Smirnov** test against U(0, 1) (:func:`scipy.stats.kstest`; no binning, most
     sensitive near the middle of the distribution). A small p-value rejects uniformity: the
     predictive distributions are not calibrated (too narrow: U-shaped histogram; too wide:

@@ -894,7 +894,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     pit_values = probabilistic.pit(ds)
     pit_test = probabilistic.pit_test(ds)
     writer.result(name("pit_test"), pit_test, group=key)
-    writer.figure(section("intervals"), name("pit"), plot.plot_pit(pit_values.pit),
+    writer.figure(section("intervals"), name("pit"), plot.pit(pit_values.pit),
                   f"PIT histogram of N(0, uE²) with its {defaults.LEVEL:.0%} band "
                   f"under uniformity; χ² p = {_fmt(pit_test.chi2_pvalue.item(), 3)}, KS p = "
                   f"{_fmt(pit_test.ks_pvalue.item(), 3)}")
