@@ -52,6 +52,7 @@ from xuqcal.core.intervals import (
 )
 from xuqcal.core.memory import DataTooLargeError
 from xuqcal.core.statistics import (
+    STATISTIC_KEYS,
     STATISTICS,
     UndefinedStatisticWarning,
     beta_gm,
@@ -74,6 +75,7 @@ from xuqcal.options import get_options, set_options
 
 __all__ = [
     "STATISTICS",
+    "STATISTIC_KEYS",
     "DataTooLargeError",
     "DegenerateIntervalWarning",
     "DependenceWarning",
