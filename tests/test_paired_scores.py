@@ -226,7 +226,7 @@ def test_attributes():
     assert result.other.values.tolist() == result.model.values.tolist()
     sips = sip_matrix(_models([E, E], [uE, uE * 1.1]), "interval", n_boot=40)
     for key in ("pairing", "n_samples", "level", "seed", "n_boot", "score_definition",
-                "tie_rule", "interval_level"):
+                "tie_rule", "coverage_level"):
         assert key in sips.attrs
 
 

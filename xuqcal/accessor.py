@@ -139,7 +139,7 @@ class UQCalAccessor:
     calibration_curve = delegate(_curves.calibration_curve,
                                  "Observed against expected coverage")
     local_coverage = delegate(_curves.local_coverage,
-                              "Coverage of the p-interval per bin of ``by``")
+                              "Coverage of the interval at coverage_level per bin of ``by``")
     interval_coverage = delegate(_coverage.interval_coverage,
                                  "PICP of a predicted interval, its Wilson interval, width and "
                                  "interval score")

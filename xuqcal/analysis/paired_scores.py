@@ -476,7 +476,7 @@ def _groups(values: np.ndarray, dependence: Dependence) -> np.ndarray:
 def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                pairing: str = "common", n_boot: int = defaults.N_BOOT,
                level: float = defaults.LEVEL, seed: int = defaults.SEED,
-               interval_level: float = defaults.LEVEL, resample: str = "iid",
+               coverage_level: float = defaults.LEVEL, resample: str = "iid",
                groups: str | None = None, block: str | None = None,
                block_length: int | str | None = None, E: str = defaults.E,
                uE: str = defaults.UE) -> xr.Dataset:
@@ -509,8 +509,8 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
         Confidence level of the interval.
     seed : int
         Seed of the random streams.
-    interval_level : float
-        Nominal level of the prediction interval of ``score="interval"``.
+    coverage_level : float
+        Coverage level (nominal coverage) of the prediction interval of ``score="interval"``.
     resample : {"iid", "cluster", "moving", "circular", "stationary"}
         How the bootstrap resamples the common points (as :func:`xuqcal.compare`): the same
         whole groups of ``groups`` or blocks of ``block_length`` consecutive points in the
@@ -556,20 +556,20 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
     level = check_level(level)
     n_boot = check_replicates(n_boot, level)
     seed = check_seed(seed)
-    interval_level = check_level(interval_level, "interval_level")
+    coverage_level = check_level(coverage_level, "coverage_level")
     ds, dependence = _dependence(ds, dim, resample, groups, block, block_length, E=E, uE=uE,
                                  analysis="sip_matrix")
     attrs = {} if dependence is None else _sip_attrs(dependence)
     if is_lazy(ds, (E, uE)):
         return _lazily(sip_matrix, ds, dependence, attrs, score=score, dim=dim,
                        pairing=pairing, n_boot=n_boot, level=level, seed=seed,
-                       interval_level=interval_level, resample=resample, groups=groups,
+                       coverage_level=coverage_level, resample=resample, groups=groups,
                        block=block, block_length=block_length, E=E, uE=uE)
     variable = None if dependence is None else np.asarray(ds[dependence.variable].values)
     labels = _labels(ds, dim)
 
     def compute(e: np.ndarray, u: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, ...]:
-        s = P.point_scores(e, u, score, interval_level)
+        s = P.point_scores(e, u, score, coverage_level)
         if dependence is None:
             return P.sip_bootstrap(s, n_boot, level, seed)
         rows = [np.arange(e.shape[1])] * e.shape[0]
@@ -592,7 +592,7 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                                                 "bootstrap interval of sip"})},
         coords, dim=dim, pairing=pairing, n_samples=n_samples, score=score,
         score_definition=P.SCORES[score],
-        interval_level=interval_level if score == "interval" else None,
+        coverage_level=coverage_level if score == "interval" else None,
         level=level, n_boot=n_boot, seed=seed,
         **{"interval_method": "percentile (paired bootstrap over points)",
            "rng": f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",
