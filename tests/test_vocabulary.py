@@ -4,6 +4,8 @@
   (the old keywords ``p``, ``interval_level`` and ``levels`` are removed, not aliased), and
   results and data written until version 0.1 with the old names are still read, to the same
   values;
+- :func:`xuqcal.curves.local_coverage` takes a given interval of the error by name
+  (``lower=``, ``upper=``) through the argument checks of :func:`xuqcal.interval_coverage`;
 - the figures of :mod:`xuqcal.plot` are nouns (``pit``, ``quantile_calibration``).
 """
 
@@ -20,6 +22,7 @@ from xuqcal import plot
 from xuqcal.analysis.coverage import interval_bounds, interval_coverage
 from xuqcal.analysis.curves import calibration_curve, local_coverage
 from xuqcal.cli import main
+from xuqcal.core.intervals import wilson_interval
 from xuqcal.recalibration import Recalibrator, apply, conformal_coverage, fit
 
 
@@ -164,6 +167,48 @@ def test_conformal_files_written_until_0_1_apply_to_the_same_values(tmp_path):
     applied_old = new.rename(coverage_level="level")
     _same(conformal_coverage(applied_old, n_bins=5), conformal_coverage(new, n_bins=5))
     _same(apply(rec, applied_old), apply(rec, new))  # applied again: the new intervals replace
+
+
+# --------------------------------------------------------- local coverage of named bounds
+
+
+def test_local_coverage_of_named_bounds_counts_lower_le_E_le_upper():
+    ds = _interval_data(800)
+    bare = xr.Dataset({"E": ds.E, "uE": ds.uE, "lo": ("sample", ds.lower.values),
+                       "hi": ("sample", ds.upper.values)})  # no roles, no recorded level
+    lc = local_coverage(bare, lower="lo", upper="hi", coverage_level=0.9, n_bins=8)
+    order = np.argsort(ds.uE.values, kind="stable")
+    inside = ((ds.lower.values <= ds.E.values) & (ds.E.values <= ds.upper.values))[order]
+    counts = [part.sum() for part in np.array_split(inside, 8)]
+    np.testing.assert_array_equal(lc.n_inside.values, counts)
+    lo, hi = wilson_interval(np.array(counts), np.full(8, 100), 0.95)
+    np.testing.assert_array_equal(lc.ci_low.values, lo)
+    np.testing.assert_array_equal(lc.ci_high.values, hi)
+    assert lc.attrs["coverage_level"] == 0.9 and lc.attrs["interval"].startswith("lo <= E <= hi")
+    # the same as the bounds found by their roles
+    _same(lc, local_coverage(ds, interval=True, n_bins=8))
+
+
+def test_local_coverage_checks_named_bounds_as_interval_coverage():
+    ds = _interval_data(200)
+    bare = xr.Dataset({"E": ds.E, "uE": ds.uE, "lo": ("sample", ds.lower.values),
+                       "hi": ("sample", ds.upper.values)})
+    cases = [
+        (bare, dict(lower="lo", upper="hi"), r"coverage_level: not given, and lo, hi records no "
+                                             r"attribute 'coverage_level'"),
+        (bare, dict(lower="lo"), r"upper: the dataset has no variable with the role "
+                                 r"interval_upper"),
+        (bare, dict(lower="nope", upper="hi", coverage_level=0.9),
+         r"lower: the dataset has no variable 'nope'"),
+    ]
+    for data, kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            interval_coverage(data, **kwargs)
+        with pytest.raises(ValueError, match=message):
+            local_coverage(data, **kwargs)
+    with pytest.raises(ValueError, match=r"coverage_level: 0.95 differs from the level of the "
+                                         r"given intervals \(0.9\)"):
+        local_coverage(ds, lower="lower", upper="upper", coverage_level=0.95)
 
 
 # -------------------------------------------------------------------------------- figures

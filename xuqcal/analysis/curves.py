@@ -87,6 +87,7 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.io import by_role
 from xuqcal.io.expressions import _format_rows
+from xuqcal.io.quantiles import recorded_coverage_level
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
 
@@ -676,6 +677,8 @@ def local_coverage(
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     bins: xr.Dataset | None = None,
     interval: bool = False,
+    lower: str | None = None,
+    upper: str | None = None,
     resample: str = "iid",
     groups: str | None = None,
     block: str | dict | None = None,
@@ -750,6 +753,11 @@ def local_coverage(
         ``coverage_level=``; see :func:`xuqcal.analysis.coverage.interval_bounds`);
         ``coverage_level`` is their level. ``generator`` is then unused. The heavy-tail
         screen still uses ``Z = E / uE``.
+    lower, upper : str, optional
+        Names of the bounds of the given intervals of the error (one pair per point), as for
+        :func:`xuqcal.analysis.coverage.interval_coverage`: giving them implies
+        ``interval=True``; by default the variables of roles ``interval_lower`` and
+        ``interval_upper``. Without a recorded level, give ``coverage_level``.
     resample : {"iid", "cluster", "moving", "circular", "stationary"}
         How the points are resampled for the per-bin intervals (checked as in
         :func:`xuqcal.local`). ``"iid"`` (default): the Wilson-cc interval of each bin's
@@ -838,13 +846,15 @@ def local_coverage(
     """
     check_bool(interval, "interval")
     bounds = None
-    if interval:
-        found, stated = interval_bounds(ds)
-        if coverage_level is not None and _probability(coverage_level,
-                                                       "coverage_level") != stated:
+    if interval or lower is not None or upper is not None:
+        given = None if coverage_level is None else _probability(coverage_level,
+                                                                  "coverage_level")
+        found, stated = interval_bounds(ds, lower, upper, given)
+        recorded = recorded_coverage_level(found["lower"].attrs)
+        if given is not None and recorded is not None and float(recorded) != given:
             raise ValueError(f"coverage_level: {coverage_level!r} differs from the level of "
-                             f"the given intervals ({stated:g}); leave coverage_level out "
-                             "with interval=True")
+                             f"the given intervals ({float(recorded):g}); leave "
+                             "coverage_level out with given intervals")
         coverage_level, bounds = stated, [str(found["lower"].name), str(found["upper"].name)]
     p = _probability(defaults.LEVEL if coverage_level is None else coverage_level,
                      "coverage_level")
