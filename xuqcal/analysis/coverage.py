@@ -55,6 +55,7 @@ from xuqcal.core import defaults
 from xuqcal.core import scores as S
 from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
+    check_coverage_level,
     check_level,
     check_tolerance,
 )
@@ -135,7 +136,7 @@ def interval_bounds(ds: xr.Dataset, lower: str | None = None, upper: str | None 
                              f"({names['lower']}: {recorded['lower']}, {names['upper']}: "
                              f"{recorded['upper']}); pass coverage_level=")
         coverage_level = recorded["lower"]
-    return bounds, check_level(coverage_level, "coverage_level")
+    return bounds, check_coverage_level(coverage_level)
 
 
 def _checked_absence(errors: xr.DataArray, bounds: dict[str, xr.DataArray]

@@ -36,7 +36,7 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
-from xuqcal.core.checks import check_level
+from xuqcal.core.checks import check_coverage_level
 from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.io.expressions import _MAX_EXAMPLES, _format_rows, _list_names
 from xuqcal.io.schema import (
@@ -598,7 +598,7 @@ def interval_z(coverage_level: float) -> float:
     >>> round(interval_z(0.95), 4)
     1.96
     """
-    return normal_coverage_factor(check_level(coverage_level, "coverage_level"))
+    return normal_coverage_factor(check_coverage_level(coverage_level))
 
 
 def interval_arguments(uE_given: bool, lower: Any, upper: Any, coverage_level: Any,
@@ -625,7 +625,7 @@ def interval_arguments(uE_given: bool, lower: Any, upper: Any, coverage_level: A
     if coverage_level is None:
         raise ValueError("coverage_level: missing: give the nominal level of the interval "
                          "lower..upper, e.g. coverage_level=0.9 for a central 90 % interval")
-    level = check_level(coverage_level, "coverage_level")
+    level = check_coverage_level(coverage_level)
     if uE_from_interval and uE_given:
         raise ValueError("uE_from_interval: uE is given as well; pass either uE or "
                          "uE_from_interval=True")

@@ -1355,7 +1355,7 @@ def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
     try:
         result = compare(data, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
                          n_bins=options.n_bins, **options.dependence)
-        scores = paired_scores(data, dim=dim, level=level, **options.dependence)
+        scores = paired_scores(data, dim=dim, **options.dependence)  # coverage_level 0.95
         sip = sip_matrix(data, COMPARISON_SIP_SCORE, dim=dim, n_boot=n_boot, level=level,
                          seed=seed, **options.dependence)
     except ValueError as error:  # e.g. too few replicates for the level
