@@ -188,7 +188,8 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('expected fraction p', 'observed fraction')
     """
-    if LEGACY_CURVE_DIM in result.dims and CURVE_DIM not in result.dims:  # written until 0.1
+    if isinstance(result, xr.Dataset) and LEGACY_CURVE_DIM in result.dims \
+            and CURVE_DIM not in result.dims:  # written until version 0.1
         result = result.rename({LEGACY_CURVE_DIM: CURVE_DIM})
     require(result, ("observed", "ci_low", "ci_high", "miscalibration_area", CURVE_DIM),
             "xuqcal.curves.calibration_curve")
