@@ -94,7 +94,7 @@ def heavy(tmp_path):
 def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
     train_csv, test_csv = heavy
     out = tmp_path / "out.nc"
-    status, printed, err = _run(capsys, train_csv, test_csv, "--levels", "0.683,0.95",
+    status, printed, err = _run(capsys, train_csv, test_csv, "--coverage-levels", "0.683,0.95",
                                 "--tol", "0.01", "--n-bins", "8", "-o", str(out))
     assert status == 0, err
     paths = cli_recalibrate.output_paths(out)
@@ -103,7 +103,7 @@ def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
         ["train.csv", "test.csv", "out.nc", "out_evaluation.nc", "out_recalibrator.nc"])
 
     train, test = _read(train_csv), _read(test_csv)
-    rec = fit(train, "conformal", levels=(0.683, 0.95))
+    rec = fit(train, "conformal", coverage_levels=(0.683, 0.95))
     with xr.open_dataset(paths["recalibrator"]) as written:
         assert written.attrs["method"] == "conformal" and written.attrs["by"] == ""
         for name in ("score_quantile", "score_rank", "expected_coverage", "scale"):
@@ -111,7 +111,7 @@ def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
     expected = apply(rec, test)
     with xr.open_dataset(paths["test"]) as written:  # the test set as apply gives it
         assert sorted(written.data_vars) == sorted(expected.data_vars)
-        assert written.conformal_half_width.dims == ("sample", "level")
+        assert written.conformal_half_width.dims == ("sample", "coverage_level")
         for name in expected.variables:
             np.testing.assert_array_equal(written[name].values, expected[name].values)
         assert written.attrs["recalibration_history"] == expected.attrs["recalibration_history"]
@@ -122,7 +122,7 @@ def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
     with xr.open_dataset(paths["evaluation"]) as table:
         table = table.load()
     assert table.dataset.values.tolist() == list(coverage)
-    assert table.level.values.tolist() == [0.683, 0.95] and table.sizes["bin"] == 8
+    assert table.coverage_level.values.tolist() == [0.683, 0.95] and table.sizes["bin"] == 8
     assert table.attrs["tol"] == 0.01 and table.attrs["by"] == "uE"
     assert table.attrs["train_source"] == str(train_csv) and "n_samples" not in table.attrs
     for name, cov in coverage.items():
@@ -131,7 +131,7 @@ def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
                     "fraction_valid", "fraction_valid_low", "fraction_valid_high", "bin_picp",
                     "bin_valid", "bin_count", "count"):
             np.testing.assert_array_equal(one[var].values, cov[var].values, err_msg=var)
-        p = cov.level.values
+        p = cov.coverage_level.values
         np.testing.assert_array_equal(
             one.picp_valid.values, (cov.picp_low.values <= p + 0.01)
             & (p - 0.01 <= cov.picp_high.values))
@@ -139,7 +139,7 @@ def test_global_run_writes_the_api_results(heavy, tmp_path, capsys):
     rows = _printed_rows(printed)
     assert len(rows) == 4
     for name, level, picp, low, high, valid, fv, fv_low, fv_high in rows:
-        cov = coverage[name].sel(level=float(level))
+        cov = coverage[name].sel(coverage_level=float(level))
         assert picp == f"{float(cov.picp):.4f}"
         assert (low, high) == (f"{float(cov.picp_low):.4f}", f"{float(cov.picp_high):.4f}")
         assert fv == f"{float(cov.fraction_valid):.4f}"
@@ -163,7 +163,7 @@ def test_verdicts_on_a_shifted_test_set(test_scale, side, tmp_path, capsys):
     assert status == 0, err
     with xr.open_dataset(cli_recalibrate.output_paths(out)["evaluation"]) as table:
         test = table.sel(dataset="test conformal")
-        p = test.level
+        p = test.coverage_level
         beyond = test.picp_high < p - 0.005 if side == "under" else test.picp_low > p + 0.005
         assert beyond.all() and not test.picp_valid.any()
         assert table.picp_valid.sel(dataset="train conformal").all()
@@ -176,7 +176,7 @@ def test_defaults_are_the_library_defaults(heavy, tmp_path, capsys):
     status, _, err = _run(capsys, train_csv, test_csv, "-o", str(out))
     assert status == 0, err
     with xr.open_dataset(cli_recalibrate.output_paths(out)["evaluation"]) as table:
-        assert table.level.values.tolist() == list(COVERAGE_LEVELS)
+        assert table.coverage_level.values.tolist() == list(COVERAGE_LEVELS)
         assert table.attrs["tol"] == COVERAGE_TOLERANCE
         assert table.sizes["bin"] == xuqcal.core.defaults.N_BINS
     with xr.open_dataset(cli_recalibrate.output_paths(out)["recalibrator"]) as rec:
@@ -194,7 +194,7 @@ def test_marginal_coverage_at_the_finite_sample_rate(n, seed, tmp_path, capsys):
     train_csv = _write(tmp_path / "train.csv", n, seed, effect=0.0)  # calibrated: Z ~ N(0, 1)
     test_csv = _write(tmp_path / "test.csv", m, seed + 100, effect=0.0)
     out = tmp_path / "out.nc"
-    status, _, err = _run(capsys, train_csv, test_csv, "--levels", "0.683,0.9,0.95",
+    status, _, err = _run(capsys, train_csv, test_csv, "--coverage-levels", "0.683,0.9,0.95",
                           "-o", str(out))
     assert status == 0, err
     paths = cli_recalibrate.output_paths(out)
@@ -203,18 +203,18 @@ def test_marginal_coverage_at_the_finite_sample_rate(n, seed, tmp_path, capsys):
     with xr.open_dataset(paths["recalibrator"]) as rec, \
             xr.open_dataset(paths["evaluation"]) as table, \
             xr.open_dataset(paths["test"]) as written:
-        assert rec.level.values.tolist() == [0.683, 0.9, 0.95]
-        for j, p in enumerate(rec.level.values.tolist()):
+        assert rec.coverage_level.values.tolist() == [0.683, 0.9, 0.95]
+        for j, p in enumerate(rec.coverage_level.values.tolist()):
             k = math.ceil((n + 1) * Fraction(str(p)))  # the finite-sample rank
             assert int(rec.score_rank[j]) == k <= n
             q = float(rec.score_quantile[j])
             assert q == scores[k - 1]
             assert p <= k / (n + 1) < p + 1 / (n + 1)
-            picp = float(table.picp.sel(dataset="test conformal", level=p))
+            picp = float(table.picp.sel(dataset="test conformal", coverage_level=p))
             covered = np.abs(written.E.values) <= written.conformal_half_width.values[:, j]
             assert picp == covered.mean()
             # on TRAIN (untied scores) exactly k of the n points are covered
-            assert float(table.picp.sel(dataset="train conformal", level=p)) == k / n >= p
+            assert float(table.picp.sel(dataset="train conformal", coverage_level=p)) == k / n >= p
             # marginally (calibration and test draws): BetaBinomial(m, k, n + 1 - k) / m, of
             # mean k / (n + 1) >= p
             marginal = stats.betabinom(m, k, n + 1 - k)
@@ -226,7 +226,7 @@ def test_marginal_coverage_at_the_finite_sample_rate(n, seed, tmp_path, capsys):
             beta = stats.beta(k, n + 1 - k)
             assert beta.ppf(ALPHA / 2) <= pi <= beta.ppf(1 - ALPHA / 2)
             binomial = stats.binom(m, pi)
-            n_covered = int(table.n_covered.sel(dataset="test conformal", level=p))
+            n_covered = int(table.n_covered.sel(dataset="test conformal", coverage_level=p))
             assert binomial.ppf(ALPHA / 2) <= n_covered <= binomial.ppf(1 - ALPHA / 2)
 
 
@@ -269,7 +269,7 @@ def test_mondrian_by_uE_or_a_feature(extra, heavy, tmp_path, capsys):
     # on TRAIN the coverage bins are the learned bins: each holds its k_b >= p n_b covered
     train_cov = table.sel(dataset="train conformal 4")
     np.testing.assert_array_equal(train_cov.bin_count.values, rec.train_count.values)
-    assert (train_cov.bin_picp >= train_cov.level).all()
+    assert (train_cov.bin_picp >= train_cov.coverage_level).all()
     assert f"Mondrian quantiles in 4 bins of {by}" in printed
     assert [row[0] for row in _printed_rows(printed)] == ["train conformal 4"] * 2 + \
         ["test conformal 4"] * 2
@@ -297,8 +297,9 @@ def _one_line(err: str) -> str:
     ("conformal", ["--features", "x", "--by", "uE,x"],
      "--by: Mondrian conformal intervals bin on one variable"),
     ("conformal", ["--by", "nope"], "--by: 'nope' is not a variable of the data"),
-    ("bvs", ["--levels", "0.9"], "--levels: only for --method conformal"),
-    ("temperature", ["--levels", "0.683,0.95"], "--levels: only for --method conformal"),
+    ("bvs", ["--coverage-levels", "0.9"], "--coverage-levels: only for --method conformal"),
+    ("temperature", ["--coverage-levels", "0.683,0.95"],
+     "--coverage-levels: only for --method conformal"),
     ("isotonic", ["--tol", "0.01"], "--tol: only for --method conformal"),
 ])
 def test_options_of_another_method_are_refused_first(method, extra, expected, heavy, tmp_path,
@@ -320,10 +321,10 @@ def test_options_of_another_method_are_refused_first(method, extra, expected, he
 
 
 @pytest.mark.parametrize(("extra", "expected"), [
-    (["--levels", "0.9,1.5"], "--levels: expected coverage levels in (0, 1) such as 0.95, got "
-                              "1.5"),
-    (["--levels", "0.9,0.9"], "--levels: a level is listed twice"),
-    (["--levels", "high"], "--levels: expected comma-separated coverage levels"),
+    (["--coverage-levels", "0.9,1.5"],
+     "--coverage-levels: expected coverage levels in (0, 1) such as 0.95, got 1.5"),
+    (["--coverage-levels", "0.9,0.9"], "--coverage-levels: a level is listed twice"),
+    (["--coverage-levels", "high"], "--coverage-levels: expected comma-separated coverage levels"),
     (["--tol", "1"], "--tol: expected a tolerance in [0, 1)"),
 ])
 def test_invalid_levels_and_tol_are_argparse_errors(extra, expected, heavy, tmp_path, capsys):
@@ -335,7 +336,7 @@ def test_invalid_levels_and_tol_are_argparse_errors(extra, expected, heavy, tmp_
 
 
 @pytest.mark.parametrize(("extra", "expected"), [
-    (["--levels", "0.9999"], "--levels: the conformal quantile at level 0.9999"),
+    (["--coverage-levels", "0.9999"], "--coverage-levels: the conformal quantile at level 0.9999"),
     (["--by", "uE", "--n-bins", "200"], "use fewer bins (--n-bins) or lower levels"),
 ])
 def test_too_few_calibration_points_name_the_option(extra, expected, heavy, tmp_path, capsys):
@@ -343,7 +344,8 @@ def test_too_few_calibration_points_name_the_option(extra, expected, heavy, tmp_
     status, _, err = _run(capsys, train_csv, test_csv, *extra, "-o", str(tmp_path / "o.nc"))
     assert status == 2
     line = _one_line(err)
-    assert line.startswith("xuqcal recalibrate: error: --levels: ") and expected in line, line
+    assert line.startswith("xuqcal recalibrate: error: --coverage-levels: "), line
+    assert expected in line, line
     assert not (tmp_path / "o.nc").exists()
 
 
@@ -351,7 +353,7 @@ def test_help_documents_the_conformal_options(capsys):
     assert main(["recalibrate", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "{temperature,bvs,isotonic,conformal}" in text
-    for option in ("--levels LIST", "--tol TOL", "conformal only"):
+    for option in ("--coverage-levels LIST", "--tol TOL", "conformal only"):
         assert option in text
 
 

@@ -92,7 +92,7 @@ def test_fit_and_apply_are_the_order_statistics():
     train, test = heavy(1000, 0), heavy(500, 1)
     rec = rc.fit(train, "conformal")
     scores = np.sort(np.abs(train.E.values) / train.uE.values)
-    assert rec.level.values.tolist() == list(DEFAULT_LEVELS)
+    assert rec.coverage_level.values.tolist() == list(DEFAULT_LEVELS)
     for j, p in enumerate(DEFAULT_LEVELS):
         k = conformal_rank(1000, p)
         assert rec.score_rank.values[j] == k
@@ -101,7 +101,7 @@ def test_fit_and_apply_are_the_order_statistics():
     z = normal_coverage_factor(DEFAULT_LEVELS)
     assert float(rec.scale) == rec.score_quantile.values[0] / z[0]
     new = rc.apply(rec, test)
-    assert new.conformal_half_width.dims == ("sample", "level")
+    assert new.conformal_half_width.dims == ("sample", "coverage_level")
     np.testing.assert_array_equal(new.conformal_half_width.values,
                                   test.uE.values[:, None] * rec.score_quantile.values)
     np.testing.assert_array_equal(new.uE.values, test.uE.values * float(rec.scale))
@@ -113,12 +113,12 @@ def test_fit_and_apply_are_the_order_statistics():
     covered = (np.abs(own.E) <= own.conformal_half_width).sum("sample").values
     assert np.all(covered >= rec.score_rank.values)
     # the first level sets uE, whatever the order
-    other = rc.fit(train, "conformal", levels=[0.95, 0.5])
-    assert other.level.values.tolist() == [0.95, 0.5]
+    other = rc.fit(train, "conformal", coverage_levels=[0.95, 0.5])
+    assert other.coverage_level.values.tolist() == [0.95, 0.5]
     assert float(other.scale) == other.score_quantile.values[0] / normal_coverage_factor([0.95])[0]
     # applying twice: the new half-widths replace the old ones, the original uE is kept
     twice = rc.apply(other, new)
-    assert twice.level.values.tolist() == [0.95, 0.5]
+    assert twice.coverage_level.values.tolist() == [0.95, 0.5]
     np.testing.assert_array_equal(twice.uE_uncalibrated.values, test.uE.values)
     assert twice.attrs["recalibration_history"].count("conformal") == 2
 
@@ -144,7 +144,8 @@ def test_mondrian_quantiles_per_learned_bin():
                                   test.uE.values[:, None] * rec.score_quantile.values[b])
     np.testing.assert_array_equal(new.uE.values, test.uE.values * rec.scale.values[b])
     head, factors = repr(rc.Recalibrator(rec)).splitlines()
-    assert head == "<Recalibrator conformal, levels=(0.683, 0.95), by='X', n_bins=4, loss='none'>"
+    assert head == ("<Recalibrator conformal, coverage_levels=(0.683, 0.95), by='X', n_bins=4, "
+                    "loss='none'>")
     assert factors.startswith("  uE factors q/z at p = 0.683 by bin: X ≤ ")
 
 
@@ -219,7 +220,7 @@ def test_mondrian_on_a_feature_covers_in_every_learned_bin():
     splits of 600 + 600 points, 3 bins of 200 calibration points."""
     per_bin = []
     for cal, test in splits(600, 600, seed=13, r=75):
-        rec = rc.fit(cal, "conformal", by="X", n_bins=3, levels=0.9)
+        rec = rc.fit(cal, "conformal", by="X", n_bins=3, coverage_levels=0.9)
         new = rc.apply(rec, test)
         inside = (np.abs(new.E) <= new.conformal_half_width).values[:, 0]
         index = new.recalibration_bin.values
@@ -234,7 +235,7 @@ def test_mondrian_on_a_feature_covers_in_every_learned_bin():
 
 def test_conformal_coverage_is_the_naive_computation():
     train, test = heavy(800, 4), heavy(3000, 5)
-    new = rc.apply(rc.fit(train, "conformal", levels=[0.8, 0.95, 0.5]), test)
+    new = rc.apply(rc.fit(train, "conformal", coverage_levels=[0.8, 0.95, 0.5]), test)
     cov = conformal_coverage(new, by="X", n_bins=6, tol=0.01, level=0.9)
     e = np.abs(test.E.values)
     hw = new.conformal_half_width.values
@@ -247,7 +248,7 @@ def test_conformal_coverage_is_the_naive_computation():
     bins = xuqcal.make_bins(test, "X", n_bins=6)
     index = bins.bin_index.values
     levels = [0.8, 0.95, 0.5]
-    assert cov.level.values.tolist() == levels
+    assert cov.coverage_level.values.tolist() == levels
     for b in range(6):
         rows = index == b
         assert cov.bin_count.values[b] == rows.sum() == 500
@@ -266,22 +267,23 @@ def test_conformal_coverage_is_the_naive_computation():
     assert np.all(wide.bin_valid.values >= cov.bin_valid.values)
     assert np.all(wide.fraction_valid.values == 1.0)
     # uncalibrated Gaussian intervals of the raw uE, evaluated by the same function: poor
-    raw = test.assign_coords(level=("level", [0.95])).assign(
-        conformal_half_width=test.uE.expand_dims(level=[0.95]).T * normal_coverage_factor([0.95]))
+    raw = test.assign_coords(coverage_level=("coverage_level", [0.95])).assign(
+        conformal_half_width=test.uE.expand_dims(coverage_level=[0.95]).T
+        * normal_coverage_factor([0.95]))
     bad = conformal_coverage(raw, by="X", n_bins=6)
-    assert float(bad.picp_high.sel(level=0.95)) < 0.95
-    assert float(bad.fraction_valid.sel(level=0.95)) < 0.5
+    assert float(bad.picp_high.sel(coverage_level=0.95)) < 0.95
+    assert float(bad.fraction_valid.sel(coverage_level=0.95)) < 0.5
 
 
 def test_per_slice_fit_apply_and_coverage():
     sets = {"A": heavy(600, 6).drop_vars("group"), "B": heavy(400, 7).drop_vars("group")}
     stack = xr.concat(list(sets.values()), dim="model", join="outer").assign_coords(
         model=list(sets))
-    fitted = rc.fit(stack, "conformal", levels=[0.9])
+    fitted = rc.fit(stack, "conformal", coverage_levels=[0.9])
     applied = rc.apply(fitted, stack)
     cov = conformal_coverage(applied, n_bins=4)
     for model, ds in sets.items():
-        single = rc.fit(ds, "conformal", levels=[0.9])
+        single = rc.fit(ds, "conformal", coverage_levels=[0.9])
         np.testing.assert_array_equal(fitted.score_quantile.sel(model=model).values,
                                       single.score_quantile.values)
         alone = rc.apply(single, ds)
@@ -296,7 +298,7 @@ def test_per_slice_fit_apply_and_coverage():
 # ----------------------------------------------------------------------------- persistence
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(levels=[0.5, 0.9, 0.99]),
+@pytest.mark.parametrize("kwargs", [dict(), dict(coverage_levels=[0.5, 0.9, 0.99]),
                                     dict(by="X", n_bins=5), dict(by="uE", n_bins=3),
                                     dict(by="group", binning="groups")])
 def test_netcdf_round_trip_gives_identical_outputs(kwargs, tmp_path):
@@ -319,16 +321,17 @@ def test_netcdf_round_trip_gives_identical_outputs(kwargs, tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(levels=1.0), r"levels: expected coverage levels in \(0, 1\)"),
-    (dict(levels=[0.9, 0.0]), r"levels: expected coverage levels in \(0, 1\)"),
-    (dict(levels=[0.5, 1.5]), r"levels: .* got 1.5"),
-    (dict(levels=-0.1), "levels"),
-    (dict(levels="0.9"), "levels"),
-    (dict(levels=[True]), "levels"),
-    (dict(levels=[]), "levels: expected at least one"),
-    (dict(levels=[0.9, 0.9]), "levels: a level is listed twice"),
-    (dict(levels=[0.5, 0.999]), r"levels: the conformal quantile at level 0.999 .* at least "
-                                r"999 points, but the calibration set has 500"),
+    (dict(coverage_levels=1.0), r"coverage_levels: expected coverage levels in \(0, 1\)"),
+    (dict(coverage_levels=[0.9, 0.0]), r"coverage_levels: expected coverage levels in \(0, 1\)"),
+    (dict(coverage_levels=[0.5, 1.5]), r"coverage_levels: .* got 1.5"),
+    (dict(coverage_levels=-0.1), "levels"),
+    (dict(coverage_levels="0.9"), "levels"),
+    (dict(coverage_levels=[True]), "levels"),
+    (dict(coverage_levels=[]), "coverage_levels: expected at least one"),
+    (dict(coverage_levels=[0.9, 0.9]), "coverage_levels: a level is listed twice"),
+    (dict(coverage_levels=[0.5, 0.999]), r"coverage_levels: the conformal quantile at level "
+                                         r"0.999 .* at least 999 points, but the calibration "
+                                         r"set has 500"),
     (dict(n_bins=4), "n_bins: global conformal recalibration does not bin"),
     (dict(binning="groups"), "binning: global conformal"),
     (dict(by=("uE", "X")), "by: Mondrian conformal bins take one variable"),
@@ -337,9 +340,9 @@ def test_netcdf_round_trip_gives_identical_outputs(kwargs, tmp_path):
     (dict(by="group", binning="groups", n_bins=3), "n_bins: group binning"),
     (dict(by="X9"), "X9"),
     (dict(by="X", n_bins=0), "n_bins"),
-    (dict(by="X", n_bins=50), r"levels: the conformal quantile at level 0.95 .* at least 19 "
-                              r"points, but bins 0, 1, 2, 3, 4 \(and 45 more\) have 10, 10, "
-                              r"10, 10, 10, ...; use fewer bins"),
+    (dict(by="X", n_bins=50), r"coverage_levels: the conformal quantile at level 0.95 .* at "
+                              r"least 19 points, but bins 0, 1, 2, 3, 4 \(and 45 more\) have "
+                              r"10, 10, 10, 10, 10, ...; use fewer bins"),
     (dict(loss="s_tot"), "loss: method='conformal' has no loss"),
     (dict(seed=-1), "seed"),
 ])
@@ -357,8 +360,8 @@ def test_too_few_points_and_other_errors():
     labels = np.where(np.arange(300) < 10, "rare", ds.group.values)
     with pytest.raises(ValueError, match=r"0.95 .* but group 'rare' has 10; merge small"):
         rc.fit(ds.assign(group=("sample", labels)), "conformal", by="group", binning="groups")
-    with pytest.raises(ValueError, match="levels: method='bvs' has no coverage levels"):
-        rc.fit(ds, "bvs", levels=[0.9])
+    with pytest.raises(ValueError, match="coverage_levels: method='bvs' has no coverage levels"):
+        rc.fit(ds, "bvs", coverage_levels=[0.9])
     with pytest.raises(ValueError, match=r"method: expected one of .*'conformal'"):
         rc.fit(ds, "conformal_typo")
     rec = rc.fit(ds, "conformal", by="group", binning="groups")
@@ -366,13 +369,13 @@ def test_too_few_points_and_other_errors():
         rc.apply(rec, ds.assign(group=("sample", np.full(300, "zz"))))
     with pytest.raises(ValueError, match="by: the variable 'X'"):
         rc.apply(rc.fit(ds, "conformal", by="X", n_bins=3), ds.drop_vars("X"))
-    with pytest.raises(ValueError, match="ds: has a variable or dimension 'level'"):
-        rc.apply(rc.fit(ds, "conformal"), ds.assign(level=("sample", np.zeros(300))))
+    with pytest.raises(ValueError, match="ds: has a variable or dimension 'coverage_level'"):
+        rc.apply(rc.fit(ds, "conformal"), ds.assign(coverage_level=("sample", np.zeros(300))))
     zero = ds.assign(E=ds.E.where(ds.sample >= 250, 0.0))  # 250 of 300 errors are 0
     with pytest.raises(ValueError, match=r"E: the conformal quantile at the first level 0\.683 "
                                          r"is 0"):
         rc.fit(zero, "conformal")
-    assert rc.fit(zero, "conformal", levels=[0.95]).score_quantile.item() > 0
+    assert rc.fit(zero, "conformal", coverage_levels=[0.95]).score_quantile.item() > 0
     with pytest.raises(ValueError, match="recalibrator: method 'conformal' has no bins"):
         rc.learned_bins(rc.fit(ds, "conformal"))
     new = rc.apply(rc.fit(ds, "conformal"), ds)

@@ -361,7 +361,7 @@ def test_fraction_valid_test_is_binom_test(load_set):
         fraction_valid_test(lc, 20)
 
 
-def test_pit_band_poisson_as_plot_pit():
+def test_pit_band_poisson_as_errviewlib_plotpit():
     ds = xuqcal.synthetic.nig(2000, nu=6, seed=0)
     t = xuqcal.pit_test(ds, band="poisson")
     v = 2000 / 10

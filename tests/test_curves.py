@@ -279,7 +279,7 @@ def test_calibration_curve_matches_direct_computation():
     for name in ("normal", "t6", "uniform"):
         cal = curves.calibration_curve(dataset(E, uE), generator=name)
         p = np.linspace(0.01, 0.99, 99)
-        np.testing.assert_allclose(cal.p.values, p)
+        np.testing.assert_allclose(cal.coverage_level.values, p)
         q = get_generator(name).distribution().ppf((1 + p) / 2)
         np.testing.assert_allclose(cal.half_width.values, q, rtol=1e-15)
         count = np.array([np.sum(np.abs(E) <= uE * qj) for qj in q])
@@ -297,21 +297,23 @@ def test_calibration_curve_matches_direct_computation():
 def test_calibration_curve_area_by_hand():
     # |Z| = 0.1, 0.5, 1.0, 1.2 against q(0.2) = 0.253, q(0.5) = 0.674, q(0.8) = 1.282
     ds = dataset([0.1, -0.5, 1.0, -1.2], [1.0, 1.0, 1.0, 1.0])
-    cal = curves.calibration_curve(ds, p=[0.2, 0.5, 0.8])
+    cal = curves.calibration_curve(ds, coverage_levels=[0.2, 0.5, 0.8])
     np.testing.assert_allclose(cal.observed.values, [0.25, 0.5, 1.0])
     # |obs - p| = 0.05, 0, 0.2 -> 0.3 (0.05 + 0) / 2 + 0.3 (0 + 0.2) / 2
     assert float(cal.miscalibration_area) == pytest.approx(0.0375, rel=1e-12)
     assert "trapezoid" in cal.miscalibration_area.attrs["method"]
     assert "3 levels from 0.2 to 0.8" in cal.miscalibration_area.attrs["grid"]
     # uneven grid
-    cal = curves.calibration_curve(ds, p=[0.2, 0.8])
+    cal = curves.calibration_curve(ds, coverage_levels=[0.2, 0.8])
     assert float(cal.miscalibration_area) == pytest.approx(0.6 * (0.05 + 0.2) / 2, rel=1e-12)
-    assert math.isnan(float(curves.calibration_curve(ds, p=[0.5]).miscalibration_area))
+    one = curves.calibration_curve(ds, coverage_levels=[0.5])
+    assert math.isnan(float(one.miscalibration_area))
 
 
 def test_calibration_curve_boundary_counts_as_inside():
     q = stats.norm.ppf(0.75)
-    cal = curves.calibration_curve(dataset([2.0 * q, 5.0], [2.0, 2.0]), p=[0.5])
+    cal = curves.calibration_curve(dataset([2.0 * q, 5.0], [2.0, 2.0]),
+                                   coverage_levels=[0.5])
     assert int(cal["count"][0]) == 1
 
 
@@ -319,14 +321,14 @@ def test_calibration_curve_of_calibrated_normal_data():
     ds = xuqcal.synthetic.nig(20_000, nu=6, generator="normal", seed=5)
     cal = curves.calibration_curve(ds)
     assert float(cal.miscalibration_area) < 0.01
-    assert float(np.max(np.abs(cal.observed - cal.p))) < 0.015
+    assert float(np.max(np.abs(cal.observed - cal.coverage_level))) < 0.015
     assert float(cal.valid.mean()) >= 0.9
 
 
 def test_calibration_curve_of_t6_data_against_normal_shows_the_tails():
     ds = xuqcal.synthetic.nig(20_000, nu=6, generator="t6", seed=5)
     cal = curves.calibration_curve(ds, generator="normal")
-    p = cal.p.values
+    p = cal.coverage_level.values
     # expected pattern: more points than p inside central intervals (the unit-variance t6 is
     # peaked), fewer in the far tails (heavy tails): the curves cross near p = 0.94
     theory = 2 * get_generator("t6").distribution().cdf(cal.half_width.values) - 1
@@ -334,7 +336,7 @@ def test_calibration_curve_of_t6_data_against_normal_shows_the_tails():
     assert np.all(theory[p >= 0.95] < p[p >= 0.95])
     middle = (p >= 0.3) & (p <= 0.8)
     assert np.all(cal.ci_low.values[middle] > p[middle])
-    assert float(cal.ci_high.sel(p=0.99, method="nearest")) < 0.99
+    assert float(cal.ci_high.sel(coverage_level=0.99, method="nearest")) < 0.99
     inside = (cal.ci_low.values <= theory) & (theory <= cal.ci_high.values)
     assert inside.mean() >= 0.9
     area = np.trapezoid(np.abs(theory - p), p)
@@ -344,9 +346,10 @@ def test_calibration_curve_of_t6_data_against_normal_shows_the_tails():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"p": [0.0, 0.5]}, r"p: probability levels must lie in \(0, 1\)"),
-    ({"p": [0.5, 1.0]}, r"\(0, 1\)"),
-    ({"p": [0.6, 0.5]}, "strictly increasing"),
+    ({"coverage_levels": [0.0, 0.5]}, r"coverage_levels: coverage levels must lie in \(0, 1\)"),
+    ({"coverage_levels": [0.5, 1.0]}, r"\(0, 1\)"),
+    ({"coverage_levels": [0.6, 0.5]}, "coverage_levels: coverage levels must be strictly "
+                                      "increasing"),
     ({"generator": "gauss"}, "generator: unknown"),
 ])
 def test_calibration_curve_errors(kwargs, message):
@@ -362,7 +365,7 @@ def test_local_coverage_matches_direct_computation_with_ties():
     x = np.round(np.random.default_rng(11).uniform(size=203), 1)
     ds = dataset(E, uE, x=x)
     for by, values in (("uE", uE), ("x", x)):
-        lc = curves.local_coverage(ds, by=by, p=0.9, n_bins=7, generator="t6")
+        lc = curves.local_coverage(ds, by=by, coverage_level=0.9, n_bins=7, generator="t6")
         q = get_generator("t6").distribution().ppf(0.95)
         order = sorted(range(203), key=lambda i: (values[i], i))
         for b in range(7):
@@ -400,7 +403,7 @@ def test_local_coverage_finds_locally_miscalibrated_bins():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"p": 1.5}, r"p: expected a probability level in \(0, 1\)"),
+    ({"coverage_level": 1.5}, r"coverage_level: expected a probability level in \(0, 1\)"),
     ({"n_bins": 60}, "n_bins=60 needs at least 120 points"),
     ({"by": "x"}, "by: the binning variable 'x'"),
     ({"generator": "t1"}, "generator"),

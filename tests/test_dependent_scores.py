@@ -50,7 +50,7 @@ def _scores_data(E, u, **variables):
 
 
 def _interval_data(E, u, **variables):
-    ds = io.from_arrays(E, lower=-1.645 * u, upper=1.645 * u, interval_level=0.9)
+    ds = io.from_arrays(E, lower=-1.645 * u, upper=1.645 * u, coverage_level=0.9)
     return ds.assign({k: ("sample", v) for k, v in variables.items()})
 
 

@@ -740,8 +740,9 @@ def _cases_api_hangs_and_tracebacks():
         # strings where numbers are expected: NumPy's 'could not convert string to float'
         ("confidence_curve k text", lambda d: curves.confidence_curve(d["ds"], k="a"),
          r"^k: expected a sequence of percents \(numbers\), got 'a'"),
-        ("calibration_curve p mixed", lambda d: curves.calibration_curve(d["ds"], p=[0.5, "x"]),
-         r"^p: expected a sequence of probability levels"),
+        ("calibration_curve p mixed", lambda d: curves.calibration_curve(
+            d["ds"], coverage_levels=[0.5, "x"]),
+         r"^coverage_levels: expected a sequence of coverage levels"),
         # other messages that did not name the parameter
         ("scores n_boot 2", lambda d: xuqcal.recalibration.scores(d["ds"], features=(),
                                                                  n_bins=5, n_boot=2),
@@ -864,7 +865,8 @@ def _cases_api_undefined():
         ("local constant values", lambda d: local.local(constant_E(constant_uE(d)), "rce",
                                                         n_bins=5, n_boot=40),
          ["acf"], r"acf is undefined: the per-bin values are all equal"),
-        ("calibration curve one level", lambda d: curves.calibration_curve(d, p=[0.5]),
+        ("calibration curve one level",
+         lambda d: curves.calibration_curve(d, coverage_levels=[0.5]),
          ["miscalibration_area"], r"miscalibration_area is undefined: it needs at least 2"),
         ("cube of a data set with constant uE", lambda d: cube.build_from(
             {"a": constant_uE(d)}, ["cc", "ence"], n_bins=[5], n_mc=10).compute(),

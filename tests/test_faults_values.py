@@ -151,7 +151,7 @@ def test_open_dataset_chunks(data, tmp_path, chunks, message):
 def _interval_sets(data: xr.Dataset, **nan) -> xr.Dataset:
     one = data.assign(lower=data.E - 1.5 * data.uE, upper=data.E + 1.5 * data.uE)
     for name in ("lower", "upper"):
-        one[name].attrs["interval_level"] = 0.9
+        one[name].attrs["coverage_level"] = 0.9
     two = xr.concat([one, one], dim="model").assign_coords(model=["a", "b"])
     for name, row in nan.items():
         two[name][1, row] = np.nan
@@ -185,7 +185,8 @@ def test_interval_absent_points_are_still_dropped(data):
 
 
 @pytest.mark.parametrize("argv, option", [
-    (["recalibrate", "--method", "conformal", "--levels", "0.683,,0.95"], "--levels"),
+    (["recalibrate", "--method", "conformal", "--coverage-levels", "0.683,,0.95"],
+     "--coverage-levels"),
     (["cube", "build", "--statistics", "ence", "--size", "2000,,4000", "--n-bins", "10",
       "--nu", "6", "-o", "c.nc"], "--size"),
 ])

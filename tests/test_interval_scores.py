@@ -18,7 +18,7 @@ import xuqcal
 from xuqcal import io
 from xuqcal.analysis.coverage import INTERVAL_SCORES, interval_coverage, quantile_coverage
 from xuqcal.analysis.probabilistic import ENSEMBLE_SCORE, SCORES, proper_scores
-from xuqcal.plot.coverage import plot_quantile_calibration
+from xuqcal.plot import quantile_calibration
 
 
 def _attrs_free(ds: xr.Dataset) -> xr.Dataset:
@@ -47,7 +47,7 @@ def _interval_set(n, width, seed, level=0.9):
 
 def test_interval_score_known_answer():
     ds = io.from_arrays([0.1, -0.3, 0.5, 0.0], lower=[-0.2, -0.2, -0.4, -0.1],
-                        upper=[0.2, 0.2, 0.4, 0.1], interval_level=0.5)
+                        upper=[0.2, 0.2, 0.4, 0.1], coverage_level=0.5)
     cov = interval_coverage(ds)
     # widths 0.4, 0.4, 0.8, 0.2; -0.3 is 0.1 below, 0.5 is 0.1 above: penalty (2/0.5) 0.1 each
     assert float(cov.interval_score) == pytest.approx((1.8 + 2 * 4 * 0.1) / 4, rel=1e-14)
@@ -58,10 +58,10 @@ def test_interval_score_known_answer():
 @pytest.mark.parametrize("level", [0.5, 0.9, 0.99])
 def test_interval_score_against_the_direct_formula(level):
     E, lo, hi, _ = _interval_set(2000, 1.3, seed=1)
-    cov = interval_coverage(io.from_arrays(E, lower=lo + 0.1, upper=hi, interval_level=level))
+    cov = interval_coverage(io.from_arrays(E, lower=lo + 0.1, upper=hi, coverage_level=level))
     expected = np.mean(_winkler(E, lo + 0.1, hi, level))
     assert float(cov.interval_score) == pytest.approx(expected, rel=1e-12)
-    assert cov.attrs["interval_level"] == level
+    assert cov.attrs["coverage_level"] == level
 
 
 def test_interval_score_of_the_error_is_that_of_the_target():
@@ -73,7 +73,7 @@ def test_interval_score_of_the_error_is_that_of_the_target():
     y_lo, y_hi = y_pred - 1.2 + 0.3 * rng.random(500), y_pred + 1.0 + 0.3 * rng.random(500)
     df = pd.DataFrame({"y": y, "y_pred": y_pred, "lo": y_lo, "hi": y_hi})
     ds = io.from_dataframe(df, E="y - y_pred", lower="lo - y_pred", upper="hi - y_pred",
-                           interval_level=0.8)
+                           coverage_level=0.8)
     cov = interval_coverage(ds)
     assert float(cov.interval_score) == pytest.approx(np.mean(_winkler(y, y_lo, y_hi, 0.8)),
                                                       rel=1e-11)
@@ -85,21 +85,21 @@ def test_interval_score_of_calibrated_normal_intervals():
     level = 0.9
     z = stats.norm.ppf(0.95)
     E, lo, hi, sigma = _interval_set(20_000, z, seed=3, level=level)
-    cov = interval_coverage(io.from_arrays(E, lower=lo, upper=hi, interval_level=level),
+    cov = interval_coverage(io.from_arrays(E, lower=lo, upper=hi, coverage_level=level),
                             n_boot=400, seed=1)
     expected = 4.0 * float(np.mean(sigma)) * stats.norm.pdf(z) / (1.0 - level)
     score = cov.sel(score="interval_score")
     assert float(score.score_ci_low) < expected < float(score.score_ci_high)
     # a too narrow interval scores worse on the same errors
     narrow = interval_coverage(io.from_arrays(E, lower=0.6 * lo, upper=0.6 * hi,
-                                              interval_level=level))
+                                              coverage_level=level))
     assert float(narrow.interval_score) > float(cov.interval_score)
 
 
 @pytest.mark.parametrize("method", ["bca", "percentile"])
 def test_bootstrap_intervals_present_and_containing_the_estimates(method):
     E, lo, hi, _ = _interval_set(1500, 1.645, seed=4)
-    ds = io.from_arrays(E, lower=lo, upper=hi, interval_level=0.9, units="eV")
+    ds = io.from_arrays(E, lower=lo, upper=hi, coverage_level=0.9, units="eV")
     plain = interval_coverage(ds)
     cov = interval_coverage(ds, n_boot=500, method=method, seed=3)
     assert cov.score.values.tolist() == list(INTERVAL_SCORES) == ["mean_width", "interval_score"]
@@ -133,7 +133,7 @@ def test_bootstrap_uses_the_shared_mean_kernel():
     from xuqcal.core.scores import interval_score
 
     E, lo, hi, _ = _interval_set(800, 1.2, seed=5)
-    cov = interval_coverage(io.from_arrays(E, lower=lo, upper=hi, interval_level=0.8),
+    cov = interval_coverage(io.from_arrays(E, lower=lo, upper=hi, coverage_level=0.8),
                             n_boot=300, seed=9)
     columns = {"mean_width": hi - lo, "interval_score": interval_score(E, lo, hi, 0.8)}
     expected = _score_intervals(columns, np.array([np.mean(v) for v in columns.values()]),
@@ -148,7 +148,7 @@ def test_constant_width_has_an_exact_interval():
     rng = np.random.default_rng(6)
     E = rng.normal(size=300)
     cov = interval_coverage(io.from_arrays(E, lower=np.full(300, -1.3), upper=np.full(300, 1.3),
-                                           interval_level=0.8), n_boot=200)
+                                           coverage_level=0.8), n_boot=200)
     width = cov.sel(score="mean_width")
     assert float(width.score_ci_low) == float(width.score_ci_high) == 2.6
     assert float(width.score_se) == 0.0 and float(width.score_bias) == 0.0
@@ -158,7 +158,7 @@ def test_constant_width_has_an_exact_interval():
 
 def test_interval_scores_many_sets_lazy_equal_eager():
     sets = [_interval_set(n, w, seed=s) for n, w, s in ((1200, 1.645, 7), (900, 1.0, 8))]
-    datasets = [io.from_arrays(E, lower=lo, upper=hi, interval_level=0.9)
+    datasets = [io.from_arrays(E, lower=lo, upper=hi, coverage_level=0.9)
                 for E, lo, hi, _ in sets]
     stacked = xr.concat(datasets, dim=pd.Index(["calibrated", "narrow"], name="model"),
                         join="outer")  # the second set is NaN-padded: 300 absent points
@@ -192,7 +192,7 @@ def test_interval_scores_many_sets_lazy_equal_eager():
 ])
 def test_interval_coverage_argument_errors(kwargs, message):
     E, lo, hi, _ = _interval_set(50, 1.6, seed=0)
-    ds = io.from_arrays(E, lower=lo, upper=hi, interval_level=0.9).chunk()
+    ds = io.from_arrays(E, lower=lo, upper=hi, coverage_level=0.9).chunk()
     with pytest.raises(ValueError, match=message):
         interval_coverage(ds, **kwargs)
 
@@ -201,7 +201,7 @@ def test_reversed_bounds_are_refused():
     ds = xr.Dataset({"E": ("sample", [0.0, 0.1, 0.2]), "a": ("sample", [-1.0, 1.0, -1.0]),
                      "b": ("sample", [1.0, -1.0, 1.0])})
     with pytest.raises(ValueError, match=r"lower, upper: 1 of 3 intervals have lower > upper"):
-        interval_coverage(ds, lower="a", upper="b", interval_level=0.9)
+        interval_coverage(ds, lower="a", upper="b", coverage_level=0.9)
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,9 +298,9 @@ def _quantile_result(scale=1.0, seed=0, n=3000):
     return quantile_coverage(io.from_quantiles(values, y, PROBABILITIES, axis=1, prediction=mu))
 
 
-def test_plot_quantile_calibration(tmp_path):
+def test_quantile_calibration(tmp_path):
     result = _quantile_result(scale=0.7)
-    ax = plot_quantile_calibration(result)
+    ax = quantile_calibration(result)
     assert ax.get_xlabel() == "nominal probability p"
     assert ax.get_ylabel() == "observed fraction with E ≤ q_p"
     assert ax.get_xlim() == (0.0, 1.0) and ax.get_ylim() == (0.0, 1.0)
@@ -320,13 +320,13 @@ def test_plot_quantile_calibration(tmp_path):
 def test_plot_quantile_calibration_many_sets(tmp_path):
     both = xr.concat([_quantile_result(1.0, 1), _quantile_result(0.6, 2)],
                      dim=pd.Index(["good", "narrow"], name="model"))
-    ax = plot_quantile_calibration(both)
+    ax = quantile_calibration(both)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[0].startswith("good (calibration error 0.00")
     assert labels[1].startswith("narrow (calibration error") and "perfect calibration" in labels
     assert ax.get_legend().get_title().get_text() == "model"
     render(ax, tmp_path / "overlaid.png")
-    grid = plot_quantile_calibration(both, col="model")
+    grid = quantile_calibration(both, col="model")
     assert grid.axes.shape == (1, 2)
     assert grid.axes[0, 1].get_title().startswith("model = narrow\ncalibration error")
     render(grid.axes[0, 0], tmp_path / "grid.png")
@@ -335,11 +335,11 @@ def test_plot_quantile_calibration_many_sets(tmp_path):
 def test_plot_quantile_calibration_errors():
     with pytest.raises(ValueError, match=r"^result: expected the output of "
                                          r"xuqcal.analysis.coverage.quantile_coverage"):
-        plot_quantile_calibration(xr.Dataset({"observed": ("q", [0.5])}))
+        quantile_calibration(xr.Dataset({"observed": ("q", [0.5])}))
     with pytest.raises(ValueError, match=r"^result: expected the output"):
-        plot_quantile_calibration([0.1, 0.5])
+        quantile_calibration([0.1, 0.5])
     with pytest.raises(ValueError, match=r"^col: 'task' is not an extra dimension"):
-        plot_quantile_calibration(_quantile_result(), col="task")
+        quantile_calibration(_quantile_result(), col="task")
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ ACCESSOR_CALLS = {
     "adversarial_groups": dict(min_count=50, n_groups=5, n_boot=60),
     "confidence_curve": dict(k=[0, 10, 50], n_mc=20),
     "ablation": dict(k=[0, 5], n_boot=60),
-    "calibration_curve": dict(p=[0.5, 0.9]),
+    "calibration_curve": dict(coverage_levels=[0.5, 0.9]),
     "local_coverage": dict(n_bins=5),
     "running_statistics": dict(window=51),
     "describe": dict(),

@@ -94,7 +94,7 @@ def test_matches_a_direct_computation_of_every_column():
     ds = ds.assign(x=("sample", x))
     E, uE = ds.E.values, ds.uE.values
     p, tol, n_bins = 0.9, 0.01, 8
-    lc = curves.local_coverage(ds, by="x", p=p, n_bins=n_bins, generator="t6", tol=tol,
+    lc = curves.local_coverage(ds, by="x", coverage_level=p, n_bins=n_bins, generator="t6", tol=tol,
                                heavy_tail_threshold=0.8)
     k = student_coverage_factor(p, 6)  # the factor of a unit-variance t6
     assert lc.attrs["quantile"] == pytest.approx(k, rel=1e-12)
@@ -129,7 +129,7 @@ def test_matches_a_direct_computation_of_every_column():
     assert float(lc.fraction_valid_testable_low) == pytest.approx(lo, rel=1e-14)
     assert float(lc.fraction_valid_testable_high) == pytest.approx(hi, rel=1e-14)
     assert lc.attrs["tol"] == tol and lc.attrs["heavy_tail_threshold"] == 0.8
-    assert lc.attrs["p"] == p and lc.attrs["generator"] == "t6"
+    assert lc.attrs["coverage_level"] == p and lc.attrs["generator"] == "t6"
 
 
 def test_tol_zero_is_the_former_contains_rule():
@@ -465,7 +465,7 @@ def _interval_data(m: int = 3000, seed: int = 0, width: float = 1.6449):
     u = np.exp(rng.normal(0.0, 0.5, m))
     E = u * rng.standard_normal(m)
     return xuqcal.from_arrays(E, u, lower=-width * u + 0.1 * u, upper=width * u + 0.1 * u,
-                              interval_level=0.9)
+                              coverage_level=0.9)
 
 
 def test_local_coverage_of_given_intervals_counts_lower_le_E_le_upper():
@@ -473,7 +473,8 @@ def test_local_coverage_of_given_intervals_counts_lower_le_E_le_upper():
 
     ds = _interval_data()
     lc = local_coverage(ds, interval=True, n_bins=10)
-    assert lc.attrs["p"] == 0.9 and lc.attrs["interval"].startswith("lower <= E <= upper")
+    assert lc.attrs["coverage_level"] == 0.9
+    assert lc.attrs["interval"].startswith("lower <= E <= upper")
     order = np.argsort(ds.uE.values, kind="stable")
     inside = ((ds.lower.values <= ds.E.values) & (ds.E.values <= ds.upper.values))[order]
     np.testing.assert_array_equal(lc.n_inside.values,
@@ -488,9 +489,9 @@ def test_local_coverage_of_given_intervals_errors():
     from xuqcal.analysis.curves import local_coverage
 
     ds = _interval_data(200)
-    with pytest.raises(ValueError, match=r"p: 0.95 differs from the level of the given "
-                                         r"intervals \(0.9\)"):
-        local_coverage(ds, interval=True, p=0.95)
+    with pytest.raises(ValueError, match=r"coverage_level: 0.95 differs from the level of "
+                                         r"the given intervals \(0.9\)"):
+        local_coverage(ds, interval=True, coverage_level=0.95)
     with pytest.raises(ValueError, match=r"interval: expected"):
         local_coverage(ds, interval="yes")
     with pytest.raises(ValueError, match=r"lower: the dataset has no variable with the role"):

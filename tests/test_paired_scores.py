@@ -96,7 +96,7 @@ def test_calibrated_beats_overconfident_at_5000_points():
 
 
 def test_dm_and_differences_equal_direct_numpy(three):
-    result = paired_scores(three, level=0.9)
+    result = paired_scores(three, coverage_level=0.9)
     E, uE = three.E.values, three.uE.values
     for score in ("crps", "nll", "interval"):
         s = P.point_scores(E, uE, score, 0.9)
@@ -220,13 +220,13 @@ def test_task_dimension_broadcasts(three):
 def test_attributes():
     E, uE = _calibrated(50)
     result = paired_scores(_models([E, E], [uE, uE * 1.1]))
-    for key in ("pairing", "n_samples", "level", "score_crps", "score_nll", "score_interval",
-                "dm_test", "xuqcal_version", "created"):
+    for key in ("pairing", "n_samples", "coverage_level", "score_crps", "score_nll",
+                "score_interval", "dm_test", "xuqcal_version", "created"):
         assert key in result.attrs
     assert result.other.values.tolist() == result.model.values.tolist()
     sips = sip_matrix(_models([E, E], [uE, uE * 1.1]), "interval", n_boot=40)
     for key in ("pairing", "n_samples", "level", "seed", "n_boot", "score_definition",
-                "tie_rule", "interval_level"):
+                "tie_rule", "coverage_level"):
         assert key in sips.attrs
 
 
@@ -241,7 +241,8 @@ def test_attributes():
      "scores: unknown score 'x'; choose from crps, nll, interval"),
     (lambda ds: paired_scores(ds, ()), "scores: expected a score name"),
     (lambda ds: paired_scores(ds, pairing="all"), "pairing: expected 'common'"),
-    (lambda ds: paired_scores(ds, level=95), "level: expected a confidence level"),
+    (lambda ds: paired_scores(ds, coverage_level=95), "coverage_level: expected a coverage "
+                                                      "level"),
     (lambda ds: paired_scores(ds, dim="sample"), "dim: the compared dimension cannot be"),
     (lambda ds: sip_matrix(ds, "x"), "score: unknown score 'x'; choose from crps, nll, interval"),
     (lambda ds: sip_matrix(ds, n_boot=5), "n_boot: expected an integer >= 40"),

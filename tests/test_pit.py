@@ -15,11 +15,11 @@ from plotting import render
 from scipy import stats
 
 import xuqcal
+from xuqcal import plot
 from xuqcal.analysis.probabilistic import NU_FITTED, NU_GIVEN, pit, pit_test, proper_scores
 from xuqcal.core import defaults
 from xuqcal.core import scores as S
 from xuqcal.plot.facets import FacetGrid
-from xuqcal.plot.pit import plot_pit
 from xuqcal.testing import (
     assert_lazy_until_compute,
     assert_results_identical,
@@ -266,7 +266,7 @@ def test_real_data_scores_agree_with_the_core_and_describe(load_set):
 
 def test_plot_pit_draws_the_histogram_band_and_p_values(data, tmp_path):
     result = pit(data)
-    ax = plot_pit(result, n_bins=8, level=0.9)
+    ax = plot.pit(result, n_bins=8, level=0.9)
     heights = sorted(round(p.get_height()) for p in ax.patches if p.get_width() == 1 / 8)
     assert heights == sorted(pit_test(data, n_bins=8)["count"].values.tolist())
     test = pit_test(data, n_bins=8)
@@ -276,17 +276,17 @@ def test_plot_pit_draws_the_histogram_band_and_p_values(data, tmp_path):
     assert any("90% band" in t.get_text() for t in ax.get_legend().get_texts())
     render(ax, tmp_path / "pit.png")
     # the same figure from the DataArray or a plain array
-    assert plot_pit(result.pit.values, n_bins=8).get_title() == ax.get_title()
+    assert plot.pit(result.pit.values, n_bins=8).get_title() == ax.get_title()
 
 
 def test_plot_pit_facets_an_extra_dimension(models, tmp_path):
     both, sets = models
-    grid = plot_pit(pit(both))
+    grid = plot.pit(pit(both))
     assert isinstance(grid, FacetGrid) and grid.axes.shape == (1, 3)
     for panel, one in zip(grid.axes.ravel(), sets, strict=True):
         test = pit_test(one)
         assert f"KS p = {float(test.ks_pvalue):.3g}" in panel.get_title()
-    rows = plot_pit(pit(both).pit, row="model")
+    rows = plot.pit(pit(both).pit, row="model")
     assert rows.axes.shape == (3, 1)
     render(grid.axes[0, 0], tmp_path / "grid.png")
 
@@ -299,13 +299,13 @@ def test_plot_pit_facets_an_extra_dimension(models, tmp_path):
 ])
 def test_plot_pit_refuses_what_is_not_pit_values(values, message):
     with pytest.raises(ValueError, match=message):
-        plot_pit(values)
+        plot.pit(values)
 
 
 def test_plot_accessor_draws_the_pit_of_its_data():
     ds = xuqcal.synthetic.nig(800, nu=6, seed=2)
     ax = ds.uqcal.plot.pit(distribution="student", nu=6.0, n_bins=8)
-    direct = plot_pit(pit(ds, distribution="student", nu=6.0), n_bins=8)
+    direct = plot.pit(pit(ds, distribution="student", nu=6.0), n_bins=8)
     assert [b.get_height() for b in ax.patches[:8]] == [b.get_height() for b in
                                                          direct.patches[:8]]
     assert ax.get_title() == direct.get_title()

@@ -22,7 +22,7 @@ from xuqcal import plot
 from xuqcal.analysis import curves
 from xuqcal.analysis.probabilistic import pit
 from xuqcal.plot.facets import FacetGrid, share_axis
-from xuqcal.plot.pit import BAND_ZORDER, BARS_ZORDER
+from xuqcal.plot.pit_histogram import BAND_ZORDER, BARS_ZORDER
 from xuqcal.plot.validation import ZETA_CLIP
 
 
@@ -56,7 +56,7 @@ def _shared(grid: FacetGrid, which: str) -> bool:
 def _uneven_grids(ds, **share):
     """The three figures of the issue, one panel per set."""
     return {
-        "plot_pit": plot.plot_pit(pit(ds), col="model", **share),
+        "pit": plot.pit(pit(ds), col="model", **share),
         "local": plot.local(xuqcal.local(ds, "zms", by="uE", n_bins=10, n_boot=100),
                             col="model", **share),
         "local_coverage": plot.local_coverage(curves.local_coverage(ds, n_bins=10),
@@ -76,7 +76,7 @@ def test_sets_of_different_sizes_get_their_own_y_scales(uneven, tmp_path):
         assert all(t.label1.get_visible() for t in small.yaxis.get_major_ticks()), name
         render(grid, tmp_path / f"{name}.png")
     # the small set's counts fill its own panel instead of 1/19 of the big one's
-    counts = _uneven_grids(uneven)["plot_pit"]
+    counts = _uneven_grids(uneven)["pit"]
     big, small = counts.axes.ravel()
     expected_small = 265 / xuqcal.core.defaults.N_BINS_PIT
     assert small.get_ylim()[1] < 4 * expected_small < big.get_ylim()[1]
@@ -85,7 +85,7 @@ def test_sets_of_different_sizes_get_their_own_y_scales(uneven, tmp_path):
 def test_sets_of_different_sizes_share_x_only_where_the_panels_agree(uneven):
     grids = _uneven_grids(uneven)
     # PIT: [0, 1] in both panels, so the x axis is shared (tick labels on the bottom row only)
-    assert _shared(grids["plot_pit"], "x")
+    assert _shared(grids["pit"], "x")
     # by uE: each set's own range of uE
     assert not _shared(grids["local"], "x")
     assert not _shared(grids["local_coverage"], "x")
@@ -112,8 +112,8 @@ def test_similar_sets_still_share_their_axes(even):
 def test_shared_by_default_is_the_figure_shared_from_the_start(even):
     """Sharing decided after drawing gives the limits of ``plt.subplots(sharey=True)``."""
     values = pit(even)
-    default = plot.plot_pit(values, col="model")
-    forced = plot.plot_pit(values, col="model", sharex=True, sharey=True)
+    default = plot.pit(values, col="model")
+    forced = plot.pit(values, col="model", sharex=True, sharey=True)
     for a, b in zip(default.axes.ravel(), forced.axes.ravel(), strict=True):
         assert a.get_ylim() == b.get_ylim() and a.get_xlim() == b.get_xlim()
 
@@ -122,7 +122,7 @@ def test_counts_without_the_n_samples_coordinate(uneven):
     """PIT values put together by hand (no ``n_samples``): counted along ``sample``."""
     values = pit(uneven).drop_vars("n_samples", errors="ignore")
     assert "n_samples" not in values.coords
-    grid = plot.plot_pit(values, col="model")
+    grid = plot.pit(values, col="model")
     assert not _shared(grid, "y")
 
 
@@ -163,7 +163,7 @@ def test_share_axis_rule():
 @pytest.mark.parametrize("value", ["yes", 1.0, [True]])
 def test_sharing_must_be_a_bool_or_none(even, value):
     with pytest.raises(ValueError, match="sharey: expected True, False or None"):
-        plot.plot_pit(pit(even), col="model", sharey=value)
+        plot.pit(pit(even), col="model", sharey=value)
 
 
 # -- 2. the ζ figure clipped at ±clip -----------------------------------------------------------
@@ -263,7 +263,7 @@ def test_zeta_clip_through_the_accessor_and_grids():
 
 
 def test_pit_band_is_drawn_beneath_the_bars():
-    ax = plot.plot_pit(pit(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
+    ax = plot.pit(pit(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
     (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
     bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() < 1]
     assert len(bars) == xuqcal.core.defaults.N_BINS_PIT

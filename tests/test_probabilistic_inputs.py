@@ -181,19 +181,19 @@ def test_ensemble_mismatched_coordinates_are_refused():
 
 def test_from_arrays_with_an_interval_keeps_uE_absent_unless_asked():
     E, lower, upper = [0.1, -0.3, 0.5], [-0.2, -0.4, -0.1], [0.3, 0.2, 0.4]
-    ds = io.from_arrays(E, lower=lower, upper=upper, interval_level=0.8, units="eV")
+    ds = io.from_arrays(E, lower=lower, upper=upper, coverage_level=0.8, units="eV")
     assert list(ds.data_vars) == ["E", "lower", "upper"]
     assert ds.lower.attrs["xuqcal_role"] == "interval_lower"
     assert ds.upper.attrs["xuqcal_role"] == "interval_upper"
-    assert ds.lower.attrs["interval_level"] == ds.upper.attrs["interval_level"] == 0.8
+    assert ds.lower.attrs["coverage_level"] == ds.upper.attrs["coverage_level"] == 0.8
     assert ds.upper.attrs["units"] == "eV" and ds.attrs["uE_expression"] == ""
-    derived = io.from_arrays(E, lower=lower, upper=upper, interval_level=0.8,
+    derived = io.from_arrays(E, lower=lower, upper=upper, coverage_level=0.8,
                              uE_from_interval=True)
     z = stats.norm.ppf(0.9)
     np.testing.assert_allclose(derived.uE, (np.array(upper) - lower) / (2 * z), rtol=1e-14)
     assert derived.uE.attrs["xuqcal_role"] == "uE"
     assert derived.uE.attrs["expression"] == f"(upper - lower) / (2 * {z:.7g})"
-    given = io.from_arrays(E, [0.2, 0.3, 0.4], lower=lower, upper=upper, interval_level=0.8)
+    given = io.from_arrays(E, [0.2, 0.3, 0.4], lower=lower, upper=upper, coverage_level=0.8)
     np.testing.assert_array_equal(given.uE, [0.2, 0.3, 0.4])
     assert io.validate_dataset(given) is given  # the bounds are not features
 
@@ -204,17 +204,17 @@ def test_from_arrays_with_an_interval_keeps_uE_absent_unless_asked():
         ({}, "uE: missing: give the standard uncertainties uE, or a predicted interval"),
         ({"lower": [0.0]}, "upper: missing: lower is given"),
         ({"upper": [0.0]}, "lower: missing: upper is given"),
-        ({"lower": [0.0], "upper": [1.0]}, "interval_level: missing"),
-        ({"lower": [0.0], "upper": [1.0], "interval_level": 95}, "interval_level: expected"),
-        ({"interval_level": 0.9}, "interval_level: given without an interval"),
+        ({"lower": [0.0], "upper": [1.0]}, "coverage_level: missing"),
+        ({"lower": [0.0], "upper": [1.0], "coverage_level": 95}, "coverage_level: expected"),
+        ({"coverage_level": 0.9}, "coverage_level: given without an interval"),
         ({"uE": [1.0], "uE_from_interval": True}, "uE_from_interval: there is no interval"),
-        ({"uE": [1.0], "lower": [0.0], "upper": [1.0], "interval_level": 0.9,
+        ({"uE": [1.0], "lower": [0.0], "upper": [1.0], "coverage_level": 0.9,
           "uE_from_interval": True}, "uE_from_interval: uE is given as well"),
-        ({"lower": [0.0], "upper": [1.0], "interval_level": 0.9, "uE_from_interval": "yes"},
+        ({"lower": [0.0], "upper": [1.0], "coverage_level": 0.9, "uE_from_interval": "yes"},
          "uE_from_interval: expected True or False"),
-        ({"lower": [0.0, 0.1], "upper": [1.0], "interval_level": 0.9},
+        ({"lower": [0.0, 0.1], "upper": [1.0], "coverage_level": 0.9},
          "length mismatch: E has 1, lower has 2, upper has 1 values"),
-        ({"lower": [True], "upper": [True], "interval_level": 0.9},
+        ({"lower": [True], "upper": [True], "coverage_level": 0.9},
          "lower: values are not numeric .dtype bool."),
     ],
 )
@@ -229,32 +229,32 @@ def test_interval_bounds_are_checked_naming_the_rows():
     lower[[1, 4]] = [2.0, 1.5]
     upper[2] = np.nan
     with pytest.raises(ValueError) as raised:
-        io.from_arrays(E, lower=lower, upper=upper, interval_level=0.9)
+        io.from_arrays(E, lower=lower, upper=upper, coverage_level=0.9)
     assert "upper: 1 of 6 values are NaN (rows 2)" in str(raised.value)
     assert "lower, upper: 2 of 6 intervals have lower > upper (rows 1, 4)" in str(raised.value)
     # a zero-width interval is an interval; the uE derived from it is not a valid uncertainty
-    flat = io.from_arrays([0.0, 0.1], lower=[-1.0, 0.1], upper=[1.0, 0.1], interval_level=0.9)
+    flat = io.from_arrays([0.0, 0.1], lower=[-1.0, 0.1], upper=[1.0, 0.1], coverage_level=0.9)
     assert float(flat.upper[1] - flat.lower[1]) == 0.0
     with pytest.raises(ValueError, match=r"uE: 1 of 2 values are not positive \(rows 1\); "
                                          r"computed as '\(upper - lower\)"):
-        io.from_arrays([0.0, 0.1], lower=[-1.0, 0.1], upper=[1.0, 0.1], interval_level=0.9,
+        io.from_arrays([0.0, 0.1], lower=[-1.0, 0.1], upper=[1.0, 0.1], coverage_level=0.9,
                        uE_from_interval=True)
     with pytest.raises(ValueError, match=re.escape("E: 1 of 2 values are NaN (rows 0)")):
-        io.from_arrays([np.nan, 0.1], lower=[-1.0, 0.0], upper=[1.0, 0.2], interval_level=0.9)
+        io.from_arrays([np.nan, 0.1], lower=[-1.0, 0.0], upper=[1.0, 0.2], coverage_level=0.9)
 
 
 def test_interval_checks_of_dask_bounds_run_at_compute():
     E = xr.DataArray(da.from_array(np.linspace(-1, 1, 10), chunks=4), dims="x")
     lower = da.from_array(np.r_[-np.ones(9), 3.0], chunks=3)
-    lazy = io.from_arrays(E, lower=lower, upper=da.ones(10, chunks=5), interval_level=0.9)
+    lazy = io.from_arrays(E, lower=lower, upper=da.ones(10, chunks=5), coverage_level=0.9)
     assert lazy.lower.chunks is not None and lazy.E.chunks is not None
     with pytest.raises(ValueError, match=re.escape("lower, upper: 1 of 10 intervals have lower "
                                                    "> upper (rows 9)")):
         lazy.E.compute()
     good = io.from_arrays(E, lower=-da.ones(10, chunks=5), upper=da.ones(10, chunks=5),
-                          interval_level=0.9, uE_from_interval=True)
+                          coverage_level=0.9, uE_from_interval=True)
     _same(good.compute(), io.from_arrays(np.linspace(-1, 1, 10), lower=-np.ones(10),
-                                         upper=np.ones(10), interval_level=0.9,
+                                         upper=np.ones(10), coverage_level=0.9,
                                          uE_from_interval=True))
 
 
@@ -273,7 +273,7 @@ def _write_interval_csv(path):
 def test_read_csv_with_an_interval(tmp_path):
     df = _write_interval_csv(tmp_path / "pred.csv")
     ds = io.read_csv(tmp_path / "pred.csv", E="y - y_pred", lower="y_lo - y_pred",
-                     upper="y_hi - y_pred", interval_level=0.9, where="upper - lower > 0.5",
+                     upper="y_hi - y_pred", coverage_level=0.9, where="upper - lower > 0.5",
                      features=["y"])
     assert ds["sample"].values.tolist() == [0, 1, 2, 4]  # row 3 (width 0.2) is filtered out
     np.testing.assert_allclose(ds.lower, (df.y_lo - df.y_pred).values[[0, 1, 2, 4]])
@@ -285,10 +285,10 @@ def test_read_csv_with_an_interval(tmp_path):
     inside = (df.y_lo <= df.y) & (df.y <= df.y_hi)
     assert float(cov.picp) == inside.values[[0, 1, 2, 4]].mean()
     derived = io.read_csv(tmp_path / "pred.csv", E="y - y_pred", lower="y_lo - y_pred",
-                          upper="y_hi - y_pred", interval_level=0.9, uE_from_interval=True)
+                          upper="y_hi - y_pred", coverage_level=0.9, uE_from_interval=True)
     np.testing.assert_allclose(derived.uE, (df.y_hi - df.y_lo) / (2 * stats.norm.ppf(0.95)))
     with_uE = io.read_csv(tmp_path / "pred.csv", E="y - y_pred", uE="sd",
-                          lower="y_lo - y_pred", upper="y_hi - y_pred", interval_level=0.9)
+                          lower="y_lo - y_pred", upper="y_hi - y_pred", coverage_level=0.9)
     np.testing.assert_array_equal(with_uE.uE, df.sd)
     plain = io.read_csv(tmp_path / "pred.csv", E="y - y_pred", uE="sd")  # unchanged
     assert list(plain.data_vars) == ["E", "uE"] and "lower_expression" not in plain.attrs
@@ -301,11 +301,11 @@ def test_read_csv_interval_errors(tmp_path):
     with pytest.raises(ValueError, match=re.escape(
             "lower, upper: 1 of 5 intervals have lower > upper (rows 3)")):
         io.read_csv(tmp_path / "crossed.csv", E="y - y_pred", lower="y_lo - y_pred",
-                    upper="y_hi - y_pred", interval_level=0.9)
+                    upper="y_hi - y_pred", coverage_level=0.9)
     with pytest.raises(ValueError, match="features: a feature cannot be named 'lower'"):
         io.read_csv(tmp_path / "pred.csv", E="y - y_pred", lower="y_lo", upper="y_hi",
-                    interval_level=0.9, features={"lower": "y"})
-    with pytest.raises(ValueError, match="interval_level: missing"):  # before reading the file
+                    coverage_level=0.9, features={"lower": "y"})
+    with pytest.raises(ValueError, match="coverage_level: missing"):  # before reading the file
         io.read_csv(tmp_path / "missing.csv", E="y", lower="y_lo", upper="y_hi")
     with pytest.raises(ValueError, match="uE: missing"):
         io.read_csv(tmp_path / "pred.csv", E="y - y_pred")
@@ -463,7 +463,7 @@ def test_interval_coverage_against_numpy_eager_lazy_and_by_slice():
         sigma = rng.uniform(0.5, 2.0, 3000)
         E = sigma * rng.standard_normal(3000)
         sets.append((E, -width * sigma, width * sigma))
-    datasets = [io.from_arrays(E, lower=lo, upper=hi, interval_level=0.9)
+    datasets = [io.from_arrays(E, lower=lo, upper=hi, coverage_level=0.9)
                 for E, lo, hi in sets]
     for (E, lo, hi), ds in zip(sets, datasets, strict=True):
         cov = interval_coverage(ds)
@@ -473,7 +473,7 @@ def test_interval_coverage_against_numpy_eager_lazy_and_by_slice():
         assert float(cov.mean_width) == pytest.approx(np.mean(hi - lo), rel=1e-12)
         low, high = wilson_interval(inside, 3000, 0.95)
         assert (float(cov.ci_low), float(cov.ci_high)) == (low, high)
-        assert cov.attrs["interval_level"] == 0.9
+        assert cov.attrs["coverage_level"] == 0.9
     assert bool(interval_coverage(datasets[0]).valid)
     assert not bool(interval_coverage(datasets[1]).valid)
     stacked = xr.concat(datasets, dim=pd.Index(["calibrated", "narrow"], name="model"))
@@ -492,7 +492,7 @@ def test_interval_coverage_against_numpy_eager_lazy_and_by_slice():
 
 def test_interval_coverage_roles_levels_and_errors():
     ds = io.from_arrays([0.1, -0.3, 0.5], lower=[-0.2, -0.2, -0.4], upper=[0.2, 0.2, 0.4],
-                        interval_level=0.5)
+                        coverage_level=0.5)
     renamed = ds.rename(E="err", lower="lo", upper="hi")
     _same(interval_coverage(renamed).drop_attrs(), interval_coverage(ds).drop_attrs())
     bare = xr.Dataset({"E": ds.E.copy(), "a": ds.lower.copy(), "b": ds.upper.copy()})
@@ -501,10 +501,10 @@ def test_interval_coverage_roles_levels_and_errors():
     with pytest.raises(ValueError, match="lower: the dataset has no variable with the role "
                                          "interval_lower"):
         interval_coverage(bare)
-    with pytest.raises(ValueError, match="interval_level: not given, and a, b records no"):
+    with pytest.raises(ValueError, match="coverage_level: not given, and a, b records no"):
         interval_coverage(bare, lower="a", upper="b")
-    assert interval_coverage(bare, lower="a", upper="b", interval_level=0.5).attrs[
-        "interval_level"] == 0.5
+    assert interval_coverage(bare, lower="a", upper="b", coverage_level=0.5).attrs[
+        "coverage_level"] == 0.5
     with pytest.raises(ValueError, match="level: expected a confidence level"):
         interval_coverage(ds, level=1.0)
     with pytest.raises(ValueError, match="quantiles: the dataset has no variable with the role "
@@ -531,6 +531,6 @@ def test_wilson_cc_equals_scipy_wilsoncc(n, level):
 @pytest.mark.parametrize("bad", [-0.1, 1.0, "0.01", True])
 def test_coverage_tolerance_is_checked(bad):
     ds = io.from_arrays(E=[0.1, -0.3, 0.2], lower=[-1.0] * 3, upper=[1.0] * 3,
-                        interval_level=0.9)
+                        coverage_level=0.9)
     with pytest.raises(ValueError, match=r"^tol: expected a tolerance in \[0, 1\)"):
         interval_coverage(ds, tol=bad)

@@ -297,7 +297,7 @@ def test_pit_histogram_band_is_the_binomial_central_interval():
     (lambda: crps_ensemble(np.ones(3), 0.0, fair=1), r"fair: expected True or False"),
     (lambda: interval_score(0.0, [1.0, 0.0], [0.0, 1.0], 0.9),
      r"lower, upper: 1 of 2 intervals have lower > upper \(positions 0\)"),
-    (lambda: interval_score(0.0, -1.0, 1.0, 90), r"level: expected a confidence level"),
+    (lambda: interval_score(0.0, -1.0, 1.0, 90), r"coverage_level: expected a coverage level"),
     (lambda: pinball_loss(0.0, [0.0, 1.0], [0.5, 1.0]), r"probabilities: expected probability"),
     (lambda: pinball_loss(0.0, [0.0, 1.0, 2.0], [0.2, 0.8]),
      r"quantile_values: expected a last axis of length 2"),

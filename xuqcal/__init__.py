@@ -54,6 +54,7 @@ from xuqcal.core.intervals import (
 from xuqcal.core.memory import DataTooLargeError
 from xuqcal.core.quantiles import harrell_davis_quantiles
 from xuqcal.core.statistics import (
+    STATISTIC_KEYS,
     STATISTICS,
     UndefinedStatisticWarning,
     beta_gm,
@@ -76,6 +77,7 @@ from xuqcal.options import get_options, set_options
 
 __all__ = [
     "STATISTICS",
+    "STATISTIC_KEYS",
     "DataTooLargeError",
     "DegenerateIntervalWarning",
     "DependenceWarning",

@@ -139,7 +139,7 @@ class UQCalAccessor:
     calibration_curve = delegate(_curves.calibration_curve,
                                  "Observed against expected coverage")
     local_coverage = delegate(_curves.local_coverage,
-                              "Coverage of the p-interval per bin of ``by``")
+                              "Coverage of the interval at coverage_level per bin of ``by``")
     interval_coverage = delegate(_coverage.interval_coverage,
                                  "PICP of a predicted interval, its Wilson interval, width and "
                                  "interval score")
@@ -256,16 +256,16 @@ class PlotAccessor:
             ax=None, col: str | None = None, row: str | None = None,
             sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """PIT histogram with its per-bin band and the uniformity tests (runs
-        :meth:`UQCalAccessor.pit`); see :func:`xuqcal.plot.plot_pit`."""
-        return _plot.plot_pit(self._parent.pit(**kwargs), n_bins=n_bins, level=level, ax=ax,
-                              col=col, row=row, sharex=sharex, sharey=sharey)
+        :meth:`UQCalAccessor.pit`); see :func:`xuqcal.plot.pit`."""
+        return _plot.pit(self._parent.pit(**kwargs), n_bins=n_bins, level=level, ax=ax,
+                         col=col, row=row, sharex=sharex, sharey=sharey)
 
     def quantile_calibration(self, *, ax=None, col: str | None = None, row: str | None = None,
                              sharex: bool | None = None, sharey: bool | None = None, **kwargs):
         """Quantile calibration curve (runs :meth:`UQCalAccessor.quantile_coverage`); see
-        :func:`xuqcal.plot.plot_quantile_calibration`."""
-        return _plot.plot_quantile_calibration(self._parent.quantile_coverage(**kwargs), ax=ax,
-                                               col=col, row=row, sharex=sharex, sharey=sharey)
+        :func:`xuqcal.plot.quantile_calibration`."""
+        return _plot.quantile_calibration(self._parent.quantile_coverage(**kwargs), ax=ax,
+                                          col=col, row=row, sharex=sharex, sharey=sharey)
 
     def local_coverage(self, *, ax=None, col: str | None = None, row: str | None = None,
                        sharex: bool | None = None, sharey: bool | None = None, **kwargs):

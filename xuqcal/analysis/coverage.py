@@ -3,7 +3,7 @@
 - :func:`quantile_coverage`: for each predicted quantile of the error (variable of role
   ``quantiles``, :func:`~xuqcal.io.from_quantiles`), the observed fraction of points with
   ``E <= q_p`` against its nominal probability ``p`` (the quantile calibration curve,
-  :func:`xuqcal.plot.coverage.plot_quantile_calibration`), the mean pinball loss per level and
+  :func:`xuqcal.plot.quantile_calibration`), the mean pinball loss per level and
   the calibration error, the mean of ``|observed - p|`` over the levels;
 - :func:`interval_coverage`: the prediction interval coverage probability (PICP) of a predicted
   interval (variables of roles ``interval_lower``, ``interval_upper``, given to
@@ -55,6 +55,7 @@ from xuqcal.core import defaults
 from xuqcal.core import scores as S
 from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
+    check_coverage_level,
     check_level,
     check_tolerance,
 )
@@ -62,10 +63,11 @@ from xuqcal.core.intervals import coverage_validity
 from xuqcal.core.provenance import provenance
 from xuqcal.io.expressions import _list_names
 from xuqcal.io.quantiles import (
-    INTERVAL_LEVEL_ATTR,
+    COVERAGE_LEVEL_ATTR,
     QUANTILE_DIM_ATTR,
     check_points,
     check_probabilities,
+    recorded_coverage_level,
     variable_with_role,
 )
 from xuqcal.io.schema import SAMPLE_DIM, by_role
@@ -105,16 +107,17 @@ def _check_variable(ds: xr.Dataset, name: str, argument: str) -> xr.DataArray:
 
 
 def interval_bounds(ds: xr.Dataset, lower: str | None = None, upper: str | None = None,
-                    interval_level: float | None = None
+                    coverage_level: float | None = None
                     ) -> tuple[dict[str, xr.DataArray], float]:
     """The bounds of a predicted interval (``{"lower": ..., "upper": ...}``, by name or by
-    their roles ``interval_lower``/``interval_upper``) and its nominal level (given, or the
-    attribute ``interval_level`` both bounds record), checked before any data are read.
+    their roles ``interval_lower``/``interval_upper``) and its coverage level (given, or the
+    attribute ``coverage_level`` both bounds record; ``interval_level`` in data written until
+    version 0.1), checked before any data are read.
 
     Examples
     --------
     >>> from xuqcal.io import from_arrays
-    >>> ds = from_arrays([0.1, -0.3], lower=[-0.2, -0.2], upper=[0.2, 0.2], interval_level=0.5)
+    >>> ds = from_arrays([0.1, -0.3], lower=[-0.2, -0.2], upper=[0.2, 0.2], coverage_level=0.5)
     >>> bounds, p = interval_bounds(ds)
     >>> sorted(bounds), p
     (['lower', 'upper'], 0.5)
@@ -122,18 +125,18 @@ def interval_bounds(ds: xr.Dataset, lower: str | None = None, upper: str | None 
     names = {bound: variable_with_role(ds, f"interval_{bound}", given)
              for bound, given in (("lower", lower), ("upper", upper))}
     bounds = {bound: _check_variable(ds, name, bound) for bound, name in names.items()}
-    if interval_level is None:
-        recorded = {bound: var.attrs.get(INTERVAL_LEVEL_ATTR) for bound, var in bounds.items()}
+    if coverage_level is None:
+        recorded = {bound: recorded_coverage_level(var.attrs) for bound, var in bounds.items()}
         if recorded["lower"] is None or recorded["upper"] is None:
             missing = [names[b] for b, value in recorded.items() if value is None]
-            raise ValueError(f"interval_level: not given, and {', '.join(missing)} records no "
-                             f"attribute '{INTERVAL_LEVEL_ATTR}'; pass interval_level=")
+            raise ValueError(f"coverage_level: not given, and {', '.join(missing)} records no "
+                             f"attribute '{COVERAGE_LEVEL_ATTR}'; pass coverage_level=")
         if float(recorded["lower"]) != float(recorded["upper"]):
-            raise ValueError(f"interval_level: the bounds record different levels "
+            raise ValueError(f"coverage_level: the bounds record different levels "
                              f"({names['lower']}: {recorded['lower']}, {names['upper']}: "
-                             f"{recorded['upper']}); pass interval_level=")
-        interval_level = recorded["lower"]
-    return bounds, check_level(interval_level, "interval_level")
+                             f"{recorded['upper']}); pass coverage_level=")
+        coverage_level = recorded["lower"]
+    return bounds, check_coverage_level(coverage_level)
 
 
 def _checked_absence(errors: xr.DataArray, bounds: dict[str, xr.DataArray]
@@ -212,10 +215,10 @@ def _point_mean(values: np.ndarray) -> np.ndarray:
 
 
 def _mean_interval_score(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-                         interval_level: float) -> np.ndarray:
+                         coverage_level: float) -> np.ndarray:
     """Mean interval score of every set (points along the last axis), over its counted
     points (a NaN value, bound or error gives a NaN score, left out)."""
-    return _point_mean(np.asarray(S.interval_score(errors, lower, upper, interval_level),
+    return _point_mean(np.asarray(S.interval_score(errors, lower, upper, coverage_level),
                                   dtype=np.float64))
 
 
@@ -275,7 +278,7 @@ def _counted_sets(method: str, *arrays: np.ndarray):
 
 
 def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-                        interval_level: float, n_boot: int, method: str, level: float,
+                        coverage_level: float, n_boot: int, method: str, level: float,
                         seed: int) -> tuple[np.ndarray, ...]:
     """Bootstrap summaries of the mean width and the mean interval score of every set (the
     points along the last axis, the sets along the others), each set on its counted points:
@@ -287,7 +290,7 @@ def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray
     for index, counted, _ in _counted_sets(method, errors, lower, upper):
         e, lo, hi = errors[index][counted], lower[index][counted], upper[index][counted]
         columns = {"mean_width": hi - lo,
-                   "interval_score": np.asarray(S.interval_score(e, lo, hi, interval_level))}
+                   "interval_score": np.asarray(S.interval_score(e, lo, hi, coverage_level))}
         summaries = _mean_intervals(columns, n_boot=n_boot, method=method, level=level,
                                     seed=seed)
         for k, summary in enumerate(_SUMMARIES):
@@ -303,7 +306,7 @@ def _check_set_length(dependence: Dependence, m: int) -> None:
 
 
 def _dependent_interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                                  variable: np.ndarray, *, interval_level: float,
+                                  variable: np.ndarray, *, coverage_level: float,
                                   n_boot: int, coverage_n_boot: int, method: str,
                                   level: float, seed: int, dependence: Dependence
                                   ) -> tuple[np.ndarray, ...]:
@@ -324,7 +327,7 @@ def _dependent_interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: 
         columns = {"picp": ((lo <= e) & (e <= hi)).astype(np.float64)}
         if n_boot:
             columns.update(mean_width=hi - lo, interval_score=np.asarray(
-                S.interval_score(e, lo, hi, interval_level), dtype=np.float64))
+                S.interval_score(e, lo, hi, coverage_level), dtype=np.float64))
         summaries = _mean_intervals(columns, n_boot=n_boot or coverage_n_boot, method=method,
                                     level=level, seed=seed, dependence=dependence,
                                     variable=variable[index][counted])
@@ -447,7 +450,7 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     (``q_p``: the predicted quantile of the error; equivalently ``observed <= `` the
     predicted quantile of the target) estimates ``P(E <= q_p)``, which is ``p`` for calibrated
     quantiles. Observed against nominal is the quantile calibration curve
-    (:func:`xuqcal.plot.coverage.plot_quantile_calibration`); ``calibration_error``, the mean
+    (:func:`xuqcal.plot.quantile_calibration`); ``calibration_error``, the mean
     of ``|observed - p|`` over the levels, summarises its distance from the diagonal (the
     area between them for evenly spread levels). The pinball loss
     ``ρ_p(E - q_p) = (E - q_p) (p - 1{E < q_p})`` (:func:`xuqcal.core.scores.pinball_loss`) is
@@ -635,7 +638,7 @@ def quantile_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
 def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                       tol: float = defaults.COVERAGE_TOLERANCE, E: str = defaults.E,
                       lower: str | None = None, upper: str | None = None,
-                      interval_level: float | None = None,
+                      coverage_level: float | None = None,
                       n_boot: int = defaults.N_BOOT_SCORES,
                       method: str = "bca", seed: int = defaults.SEED, resample: str = "iid",
                       groups: str | None = None, block: str | None = None,
@@ -645,7 +648,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     interval (Winkler) score.
 
     The interval score of a point, ``(U - L) + (2/α)(L - E)₊ + (2/α)(E - U)₊`` with
-    ``α = 1 - interval_level`` (:func:`xuqcal.core.scores.interval_score`; Gneiting & Raftery
+    ``α = 1 - coverage_level`` (:func:`xuqcal.core.scores.interval_score`; Gneiting & Raftery
     2007), is the width plus a penalty for a point outside: a proper score of the interval,
     lower is better, in the units of ``E``. With the sign convention of xuqcal the bounds of
     the error are those of the target minus the prediction, so the score of ``E`` in
@@ -656,7 +659,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     ds : xarray.Dataset
         Data with ``E`` and the bounds of a predicted interval of the error over ``sample``
         (:func:`~xuqcal.io.from_arrays` or :func:`~xuqcal.io.read_csv` with ``lower=``,
-        ``upper=``, ``interval_level=``), and any extra dimensions.
+        ``upper=``, ``coverage_level=``), and any extra dimensions.
     level : float
         Confidence level of the Wilson interval of the PICP and of the bootstrap intervals.
     tol : float
@@ -667,8 +670,8 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     lower, upper : str, optional
         Names of the bounds; by default the variables of roles ``interval_lower`` and
         ``interval_upper``.
-    interval_level : float, optional
-        Nominal level of the interval; by default the attribute ``interval_level`` of the
+    coverage_level : float, optional
+        Nominal level of the interval; by default the attribute ``coverage_level`` of the
         bounds.
     n_boot : int
         Bootstrap replicates of the intervals of ``mean_width`` and ``interval_score`` (0, the
@@ -710,13 +713,13 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         Over the extra dimensions (scalars for one data set): ``picp`` (fraction of points
         with ``lower <= E <= upper``), ``count`` (points inside), ``n`` (points counted),
         ``ci_low``, ``ci_high`` (Wilson-cc interval of the PICP), ``valid`` (that interval
-        overlaps ``[interval_level - tol, interval_level + tol]``), ``mean_width`` (mean of
+        overlaps ``[coverage_level - tol, coverage_level + tol]``), ``mean_width`` (mean of
         ``upper - lower``, in the units of ``E``) and ``interval_score`` (mean interval
         score, units of ``E``). With ``n_boot``, over ``score`` (:data:`INTERVAL_SCORES`:
         ``mean_width``, ``interval_score``; last dimension): ``score_bias``, ``score_se``,
         ``score_ci_low``, ``score_ci_high`` (the ``bias``, ``se``, ``ci_low``, ``ci_high`` of
         :func:`~xuqcal.analysis.probabilistic.proper_scores`, prefixed: ``ci_low`` and
-        ``ci_high`` are the PICP's). Attributes ``interval_level``, ``level``, ``tol``,
+        ``ci_high`` are the PICP's). Attributes ``coverage_level``, ``level``, ``tol``,
         ``ci_method``, ... (and ``n_boot``, ``method``, ``seed``, ``random_streams`` with
         intervals; under a dependent resample, ``ci_method`` names the dependent bootstrap of
         the PICP, with ``coverage_n_boot``, ``coverage_method``, ``coverage_seed`` and the
@@ -728,7 +731,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     ------
     ValueError
         Before any work: for a level not in (0, 1), a missing variable, no nominal level (no
-        attribute and no ``interval_level``), bounds that record different levels, too few
+        attribute and no ``coverage_level``), bounds that record different levels, too few
         ``n_boot``, an unknown ``method`` or an invalid ``seed``, ``resample``, ``groups``,
         ``block`` or ``block_length`` refused by
         :func:`~xuqcal.analysis.dependent.check_dependence` (the message starts with the
@@ -741,7 +744,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     --------
     >>> from xuqcal.io import from_arrays
     >>> ds = from_arrays([0.1, -0.3, 0.5, 0.0], lower=[-0.2, -0.2, -0.4, -0.1],
-    ...                  upper=[0.2, 0.2, 0.4, 0.1], interval_level=0.5)
+    ...                  upper=[0.2, 0.2, 0.4, 0.1], coverage_level=0.5)
     >>> cov = interval_coverage(ds)
     >>> float(cov.picp), float(cov.mean_width), bool(cov.valid)
     (0.5, 0.45, True)
@@ -756,18 +759,18 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
     dependence = _dependence_iv(ds, resample, groups, block, block_length)
     errors = _check_variable(ds, E, "E")
-    bounds, interval_level = interval_bounds(ds, lower, upper, interval_level)
+    bounds, coverage_level = interval_bounds(ds, lower, upper, coverage_level)
     errors, bounds = _checked_absence(errors, bounds)
     inside, counted, width = xr.apply_ufunc(
         _inside, errors, bounds["lower"], bounds["upper"], output_core_dims=[[], [], []],
         dask="parallelized", output_dtypes=[bool, bool, np.float64])
     count, n = inside.sum(SAMPLE_DIM), counted.sum(SAMPLE_DIM)
-    values = _fractions(count, n, interval_level, level, tol)
+    values = _fractions(count, n, coverage_level, level, tol)
     mean_width = width.sum(SAMPLE_DIM) / n.where(n > 0)
     gathered = [_gathered(v) for v in (errors, bounds["lower"], bounds["upper"])]
     interval_score = xr.apply_ufunc(
         _mean_interval_score, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
-        kwargs={"interval_level": interval_level}, dask="parallelized",
+        kwargs={"coverage_level": coverage_level}, dask="parallelized",
         output_dtypes=[np.float64])
     dependent_summaries: list = []
     dependent_attrs = {}
@@ -782,13 +785,13 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
             _dependent_interval_bootstrap, *gathered, _gathered(variable),
             input_core_dims=[[SAMPLE_DIM]] * 4,
             output_core_dims=[[], []] + [[SCORE_DIM]] * (outputs - 2),
-            kwargs={"interval_level": interval_level, "n_boot": n_boot,
+            kwargs={"coverage_level": coverage_level, "n_boot": n_boot,
                     "coverage_n_boot": coverage_n_boot, "method": method, "level": level,
                     "seed": seed, "dependence": dependence},
             dask="parallelized", output_dtypes=[np.float64] * outputs,
             dask_gufunc_kwargs={"output_sizes": {SCORE_DIM: len(INTERVAL_SCORES)}})
         values.update(ci_low=low, ci_high=high,
-                      valid=(low <= interval_level + tol) & (interval_level - tol <= high))
+                      valid=(low <= coverage_level + tol) & (coverage_level - tol <= high))
         dependent_attrs = _dependent_attrs(dependence, n_boot=coverage_n_boot, method=method,
                                            seed=seed)
         if not n_boot:
@@ -804,7 +807,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         "valid": "the interval of the PICP overlaps [p - tol, p + tol]",
         "mean_width": "mean width of the interval, upper - lower (sharpness)",
         "interval_score": "mean interval (Winkler) score (U - L) + (2/α)(L - E)₊ + "
-                          "(2/α)(E - U)₊, α = 1 - interval_level",
+                          "(2/α)(E - U)₊, α = 1 - coverage_level",
     }
     result = xr.Dataset({"picp": values["observed"], "count": count, "n": n,
                          "ci_low": values["ci_low"], "ci_high": values["ci_high"],
@@ -815,7 +818,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         summaries = dependent_summaries or xr.apply_ufunc(
             _interval_bootstrap, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
             output_core_dims=[[SCORE_DIM]] * 4,
-            kwargs={"interval_level": interval_level, "n_boot": n_boot, "method": method,
+            kwargs={"coverage_level": coverage_level, "n_boot": n_boot, "method": method,
                     "level": level, "seed": seed},
             dask="parallelized", output_dtypes=[np.float64] * 4,
             dask_gufunc_kwargs={"output_sizes": {SCORE_DIM: len(INTERVAL_SCORES)}})
@@ -837,7 +840,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                 f"score_{summary}" for summary in _SUMMARIES if n_boot)):
             result[key].attrs["units"] = units
     ci_method = dependent_attrs.pop("ci_method", _CI_METHOD)
-    result.attrs = provenance(interval_level=interval_level, level=level, tol=tol,
+    result.attrs = provenance(coverage_level=coverage_level, level=level, tol=tol,
                               ci_method=ci_method, definition="lower <= E <= upper",
                               n_samples=int(ds.sizes[SAMPLE_DIM]), E=E,
                               lower=str(bounds["lower"].name), upper=str(bounds["upper"].name),

@@ -89,6 +89,7 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.io import by_role
 from xuqcal.io.expressions import _format_rows
+from xuqcal.io.quantiles import recorded_coverage_level
 from xuqcal.options import convention as _conv
 
 __all__ = ["ablation", "calibration_curve", "confidence_curve", "local_coverage"]
@@ -98,8 +99,12 @@ CONFIDENCE_STATISTICS = ("rmse", "mae")
 #: Default percents removed: confidence curve 0..99, ablation 0..10.
 DEFAULT_CONFIDENCE_K = np.arange(100)
 DEFAULT_ABLATION_K = np.arange(11)
-#: Default probability levels of the calibration curve.
+#: Default coverage levels of the calibration curve.
 DEFAULT_P = np.linspace(0.01, 0.99, 99)
+#: The dimension of a calibration curve: its coverage levels (``p`` until version 0.1).
+CURVE_DIM = "coverage_level"
+#: The name of that dimension in results written until version 0.1.
+LEGACY_CURVE_DIM = "p"
 ORDER_DESCRIPTION = ("points sorted by decreasing uE (stable: ties keep the row order); k % "
                      "removed = the first floor(k M / 100) points of that order")
 
@@ -501,17 +506,19 @@ def _ablation_body(parts, *, keys, n_bins, by, removed, use_by, E, uE) -> xr.Dat
 # ----------------------------------------------------------------------- calibration curve
 
 
-def _levels(p) -> np.ndarray:
-    values = DEFAULT_P if p is None else np.atleast_1d(_floats(p, "p", "probability levels"))
+def _levels(coverage_levels) -> np.ndarray:
+    values = DEFAULT_P if coverage_levels is None else np.atleast_1d(
+        _floats(coverage_levels, "coverage_levels", "coverage levels"))
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"p: expected a non-empty 1-D sequence of probability levels, got {p!r}")
+        raise ValueError(f"coverage_levels: expected a non-empty 1-D sequence of coverage "
+                         f"levels, got {coverage_levels!r}")
     bad = values[~((values > 0) & (values < 1))]
     if bad.size:
-        raise ValueError(f"p: probability levels must lie in (0, 1), got "
+        raise ValueError(f"coverage_levels: coverage levels must lie in (0, 1), got "
                          f"{', '.join(f'{v:g}' for v in bad)}")
     if np.any(np.diff(values) <= 0):
-        raise ValueError("p: probability levels must be strictly increasing")
+        raise ValueError("coverage_levels: coverage levels must be strictly increasing")
     return values
 
 
@@ -528,7 +535,7 @@ def calibration_curve(
     ds: xr.Dataset,
     *,
     generator: str | Generator = defaults.GENERATORS[0],
-    p=None,
+    coverage_levels=None,
     level: float = defaults.LEVEL,
     E: str = defaults.E,
     uE: str = defaults.UE,
@@ -547,9 +554,9 @@ def calibration_curve(
         Input over ``sample`` with ``E`` and ``uE``.
     generator : str or Generator
         Generative distribution D (``"normal"``, ``"t6"``, ...).
-    p : array_like of float, optional
-        Probability levels, strictly increasing in (0, 1) (default
-        ``np.linspace(0.01, 0.99, 99)``).
+    coverage_levels : array_like of float, optional
+        Coverage levels ``p`` (nominal coverages of the central intervals), strictly
+        increasing in (0, 1) (default ``np.linspace(0.01, 0.99, 99)``).
     level : float
         Confidence level of the Wilson intervals.
     E, uE : str
@@ -558,22 +565,24 @@ def calibration_curve(
     Returns
     -------
     xarray.Dataset
-        Over ``p`` (coordinate ``half_width`` = q_D((1 + p) / 2)): ``observed``, ``count``
-        (points inside), ``ci_low``, ``ci_high`` and ``valid`` (the interval contains p);
-        the scalar ``miscalibration_area`` (NaN for a single level).
+        Over ``coverage_level`` (the levels ``p``; coordinate ``half_width`` =
+        q_D((1 + p) / 2)): ``observed``, ``count`` (points inside), ``ci_low``, ``ci_high``
+        and ``valid`` (the interval contains p); the scalar ``miscalibration_area`` (NaN for
+        a single level). Until version 0.1 the dimension was named ``p``; the readers of
+        results (:func:`xuqcal.plot.calibration_curve`) accept both.
 
     Examples
     --------
     >>> import xuqcal
     >>> cal = calibration_curve(xuqcal.synthetic.nig(5000, nu=6, seed=0))
-    >>> cal.sizes["p"], bool(cal.miscalibration_area < 0.02)
+    >>> cal.sizes["coverage_level"], bool(cal.miscalibration_area < 0.02)
     (99, True)
-    >>> float(calibration_curve(xuqcal.io.from_arrays([0.1, 3.0], [1.0, 1.0]), p=[0.5]
-    ...                         ).observed[0])
+    >>> float(calibration_curve(xuqcal.io.from_arrays([0.1, 3.0], [1.0, 1.0]),
+    ...                         coverage_levels=[0.5]).observed[0])
     0.5
     """
     gen = check_generators(generator, "generator")[0]
-    levels = _levels(p)
+    levels = _levels(coverage_levels)
     level = check_level(level)
     check_data_variables(ds, E, uE)
     m = ds.sizes["sample"]
@@ -584,8 +593,8 @@ def calibration_curve(
 
         from xuqcal.core.statistics import UndefinedStatisticWarning
 
-        warnings.warn("miscalibration_area is undefined: it needs at least 2 probability "
-                      f"levels p, got {levels.size}", UndefinedStatisticWarning,
+        warnings.warn("miscalibration_area is undefined: it needs at least 2 coverage "
+                      f"levels (coverage_levels), got {levels.size}", UndefinedStatisticWarning,
                       stacklevel=user_stacklevel())
     attrs = provenance(generator=gen.name, level=level,
                        interval="|E| <= uE * q_D((1 + p) / 2)",
@@ -616,10 +625,11 @@ def _calibration_body(data: xr.Dataset, *, levels: np.ndarray, quantiles: np.nda
     else:
         area = float("nan")
     return xr.Dataset(
-        {"observed": ("p", observed), "count": ("p", count), "ci_low": ("p", ci_low),
-         "ci_high": ("p", ci_high), "valid": ("p", (ci_low <= levels) & (levels <= ci_high)),
+        {"observed": (CURVE_DIM, observed), "count": (CURVE_DIM, count),
+         "ci_low": (CURVE_DIM, ci_low), "ci_high": (CURVE_DIM, ci_high),
+         "valid": (CURVE_DIM, (ci_low <= levels) & (levels <= ci_high)),
          "miscalibration_area": ((), area)},
-        coords={"p": levels})
+        coords={CURVE_DIM: levels})
 
 
 def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray, grid: str,
@@ -627,14 +637,15 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
     """A :func:`calibration_curve` result from its values (or placeholders: its layout)."""
     return xr.Dataset(
         {
-            "observed": ("p", values["observed"],
+            "observed": (CURVE_DIM, values["observed"],
                          {"long_name": "observed fraction inside the interval"}),
-            "count": ("p", values["count"], {"long_name": "number of points inside the interval"}),
-            "ci_low": ("p", values["ci_low"],
+            "count": (CURVE_DIM, values["count"],
+                      {"long_name": "number of points inside the interval"}),
+            "ci_low": (CURVE_DIM, values["ci_low"],
                        {"long_name": "Wilson-cc interval of the fraction, lower"}),
-            "ci_high": ("p", values["ci_high"],
+            "ci_high": (CURVE_DIM, values["ci_high"],
                         {"long_name": "Wilson-cc interval of the fraction, upper"}),
-            "valid": ("p", values["valid"],
+            "valid": (CURVE_DIM, values["valid"],
                       {"long_name": "the interval of the observed fraction contains p"}),
             "miscalibration_area": ((), values["miscalibration_area"], {
                 "long_name": "miscalibration area, integral of |observed - p| dp",
@@ -643,9 +654,10 @@ def _calibration_dataset(values: dict, levels: np.ndarray, quantiles: np.ndarray
             }),
         },
         coords={
-            "p": ("p", levels, {"long_name": "expected fraction (probability level)"}),
-            "half_width": ("p", quantiles, {"long_name": "q_D((1 + p) / 2): interval half-width "
-                                                      "in units of uE"}),
+            CURVE_DIM: (CURVE_DIM, levels,
+                        {"long_name": "coverage level p: expected fraction inside the interval"}),
+            "half_width": (CURVE_DIM, quantiles, {"long_name": "q_D((1 + p) / 2): interval "
+                                                               "half-width in units of uE"}),
         },
         attrs=attrs,
     )
@@ -660,7 +672,7 @@ def local_coverage(
     ds: xr.Dataset,
     *,
     by: str = defaults.BY,
-    p: float | None = None,
+    coverage_level: float | None = None,
     n_bins: int | None = None,
     generator: str | Generator = defaults.GENERATORS[0],
     level: float = defaults.LEVEL,
@@ -668,6 +680,8 @@ def local_coverage(
     heavy_tail_threshold: float | None = defaults.HEAVY_TAIL_THRESHOLD,
     bins: xr.Dataset | None = None,
     interval: bool = False,
+    lower: str | None = None,
+    upper: str | None = None,
     resample: str = "iid",
     groups: str | None = None,
     block: str | dict | None = None,
@@ -680,8 +694,8 @@ def local_coverage(
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
-    """Local coverage probability (LCP, METHODS §9): the coverage of the central
-    ``p``-interval per bin, validated bin by bin.
+    """Local coverage probability (LCP, METHODS §9): the coverage of the central interval of
+    coverage level ``p`` (``coverage_level``) per bin, validated bin by bin.
 
     The points are sorted by ``by`` (stable sort) and cut into ``n_bins`` equal-count bins
     (sorted positions ``[floor(b M / N), floor((b + 1) M / N))``), or grouped by given
@@ -709,9 +723,11 @@ def local_coverage(
     by : str
         Conditioning variable (``uE`` for consistency, a feature for adaptivity); ignored when
         ``bins`` are given.
-    p : float, optional
-        Probability level of the interval, in (0, 1); default ``defaults.LEVEL`` (0.95), or
-        with ``interval=True`` the level the given bounds record (``interval_level``).
+    coverage_level : float, optional
+        Coverage level ``p`` of the interval (its nominal coverage), in (0, 1); default
+        ``defaults.LEVEL`` (0.95), or with given intervals the level the bounds record
+        (their attribute ``coverage_level``); a level given for bounds that record another
+        one is refused.
     n_bins : int, optional
         Number of equal-count bins; default
         :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)`` (20 bins from
@@ -740,9 +756,14 @@ def local_coverage(
         Use the **given** predicted intervals instead of ``±k uE``: a point is inside when
         ``lower <= E <= upper``, the bounds being the variables of roles ``interval_lower``
         and ``interval_upper`` (:func:`xuqcal.from_arrays` with ``lower=``, ``upper=``,
-        ``interval_level=``; see :func:`xuqcal.analysis.coverage.interval_bounds`); ``p`` is
-        their level. ``generator`` is then unused. The heavy-tail screen still uses
-        ``Z = E / uE``.
+        ``coverage_level=``; see :func:`xuqcal.analysis.coverage.interval_bounds`);
+        ``coverage_level`` is their level. ``generator`` is then unused. The heavy-tail
+        screen still uses ``Z = E / uE``.
+    lower, upper : str, optional
+        Names of the bounds of the given intervals of the error (one pair per point), as for
+        :func:`xuqcal.analysis.coverage.interval_coverage`: giving them implies
+        ``interval=True``; by default the variables of roles ``interval_lower`` and
+        ``interval_upper``. Without a recorded level, give ``coverage_level``.
     resample : {"iid", "cluster", "moving", "circular", "stationary"}
         How the points are resampled for the per-bin intervals (checked as in
         :func:`xuqcal.local`). ``"iid"`` (default): the Wilson-cc interval of each bin's
@@ -807,7 +828,8 @@ def local_coverage(
         ``fraction_valid`` with ``fraction_valid_low`` / ``_high`` (Wilson-cc, over the
         non-empty bins), ``n_heavy_tail`` (the number of heavy-tailed bins), and
         ``fraction_valid_testable`` with ``fraction_valid_testable_low`` / ``_high`` (the
-        same over the bins not heavy-tailed; NaN when there is none). Attributes record ``p``,
+        same over the bins not heavy-tailed; NaN when there is none). Attributes record
+        ``coverage_level`` (``p`` in results written until version 0.1),
         ``tol``, the factor ``quantile`` = k, ``generator`` and ``heavy_tail_threshold``
         (``"none"`` without screening). Under a dependent resample, also ``n_units`` and
         ``n_boot_excluded`` over ``bin``, and the attributes ``n_boot``, ``seed``,
@@ -846,13 +868,18 @@ def local_coverage(
     """
     check_bool(interval, "interval")
     bounds = None
-    if interval:
-        found, stated = interval_bounds(ds)
-        if p is not None and _probability(p) != stated:
-            raise ValueError(f"p: {p!r} differs from the level of the given intervals "
-                             f"({stated:g}); leave p out with interval=True")
-        p, bounds = stated, [str(found["lower"].name), str(found["upper"].name)]
-    p = _probability(defaults.LEVEL if p is None else p)
+    if interval or lower is not None or upper is not None:
+        given = None if coverage_level is None else _probability(coverage_level,
+                                                                  "coverage_level")
+        found, stated = interval_bounds(ds, lower, upper, given)
+        recorded = recorded_coverage_level(found["lower"].attrs)
+        if given is not None and recorded is not None and float(recorded) != given:
+            raise ValueError(f"coverage_level: {coverage_level!r} differs from the level of "
+                             f"the given intervals ({float(recorded):g}); leave "
+                             "coverage_level out with given intervals")
+        coverage_level, bounds = stated, [str(found["lower"].name), str(found["upper"].name)]
+    p = _probability(defaults.LEVEL if coverage_level is None else coverage_level,
+                     "coverage_level")
     level = check_level(level)
     tol = check_tolerance(tol)
     threshold = check_skewness_threshold(heavy_tail_threshold, of="Z^2",
@@ -909,7 +936,7 @@ def local_coverage(
     rule = (f"{bounds[0]} <= E <= {bounds[1]} (the given interval at level p)" if bounds
             else "|E| <= uE * q_D((1 + p) / 2)")
     attrs = provenance(
-        by=by_label, scheme=scheme, p=p, tol=tol, quantile=q,
+        by=by_label, scheme=scheme, coverage_level=p, tol=tol, quantile=q,
         generator="" if bounds else gen.name, n_bins=n, level=level, interval=rule,
         binning=binning,
         validity="the Wilson-cc interval of the coverage overlaps [p - tol, p + tol]",

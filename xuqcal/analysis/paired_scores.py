@@ -56,7 +56,7 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import paired as P
-from xuqcal.core.checks import check_level, check_replicates, check_seed
+from xuqcal.core.checks import check_coverage_level, check_level, check_replicates, check_seed
 from xuqcal.core.provenance import attach
 from xuqcal.core.robust import newey_west_lags
 
@@ -328,7 +328,7 @@ def _sip_attrs(dependence: Dependence) -> dict[str, Any]:
 
 def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", "interval"),
                   *, dim: str | None = None, pairing: str = "common",
-                  level: float = defaults.LEVEL, resample: str = "iid",
+                  coverage_level: float = defaults.LEVEL, resample: str = "iid",
                   groups: str | None = None, block: str | None = None,
                   block_length: int | str | None = None, E: str = defaults.E,
                   uE: str = defaults.UE) -> xr.Dataset:
@@ -342,7 +342,7 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     scores : str or sequence of str
         Point-wise scores among ``"crps"`` (Gaussian CRPS), ``"nll"`` (Gaussian negative
         log-likelihood ``½ (ln 2π + ln uE² + Z²)``) and ``"interval"`` (interval score of the
-        central prediction interval at ``level``); definitions in
+        central prediction interval at ``coverage_level``); definitions in
         :data:`xuqcal.core.paired.SCORES`. Lower is better.
     dim : str, optional
         The compared dimension (at least 2 labels); default: ``model``, else ``dataset`` (as
@@ -350,9 +350,9 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
         CLI's several files).
     pairing : {"common"}
         The points compared: those present in every model.
-    level : float
-        Nominal level ``p`` of the central prediction interval ``∓ Φ⁻¹((1 + p)/2) uE`` of the
-        interval score.
+    coverage_level : float
+        Coverage level ``p`` (nominal coverage) of the central prediction interval
+        ``∓ Φ⁻¹((1 + p)/2) uE`` of the interval score.
     resample : {"iid", "cluster", "moving", "circular", "stationary"}
         The dependence of the points (as :func:`xuqcal.compare`): ``"iid"`` (default) for the
         variance ``var(d) / n`` of the mean difference; ``"cluster"`` for the cluster-robust
@@ -406,14 +406,14 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
     dim, extra = _check_dim(ds, dim, E, uE)
     names = _check_scores(scores)
     pairing = _check_pairing(pairing)
-    level = check_level(level)
+    coverage_level = check_coverage_level(coverage_level)
     ds, dependence = _dependence(ds, dim, resample, groups, block, block_length, E=E, uE=uE,
                                  analysis="paired_scores")
     attrs = {} if dependence is None else _dm_attrs(dependence)
     if is_lazy(ds, (E, uE)):
         return _lazily(paired_scores, ds, dependence, attrs, scores=names, dim=dim,
-                       pairing=pairing, level=level, resample=resample, groups=groups,
-                       block=block, block_length=block_length, E=E, uE=uE)
+                       pairing=pairing, coverage_level=coverage_level, resample=resample,
+                       groups=groups, block=block, block_length=block_length, E=E, uE=uE)
 
     k = ds.sizes[dim]
     a, b = np.nonzero(~np.eye(k, dtype=bool))  # the ordered pairs a != b
@@ -431,7 +431,7 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
             order = np.argsort(variable[common], kind="stable")
             robust = {"lags": _dm_lags(dependence, e.shape[1])}
         for j, name in enumerate(names):
-            s = P.point_scores(e, u, name, level)
+            s = P.point_scores(e, u, name, coverage_level)
             mean[:, j] = s.mean(axis=1)
             diff[:, :, j] = P.mean_differences(s)
             if robust:
@@ -459,8 +459,7 @@ def paired_scores(ds: xr.Dataset, scores: str | Sequence[str] = ("crps", "nll", 
                                                   + " - s_" + OTHER}),
          "dm_p_value": (pair, p_value, {"long_name": "two-sided p-value of the "
                                                      "Diebold-Mariano test (standard normal)"})},
-        coords, dim=dim, pairing=pairing, n_samples=n_samples, level=level,
-        level_meaning="nominal level of the central prediction interval of the interval score",
+        coords, dim=dim, pairing=pairing, n_samples=n_samples, coverage_level=coverage_level,
         scores=", ".join(names), **{f"score_{name}": P.SCORES[name] for name in names},
         **{"dm_test": DM_VARIANT, **attrs})
 
@@ -476,7 +475,7 @@ def _groups(values: np.ndarray, dependence: Dependence) -> np.ndarray:
 def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                pairing: str = "common", n_boot: int = defaults.N_BOOT,
                level: float = defaults.LEVEL, seed: int = defaults.SEED,
-               interval_level: float = defaults.LEVEL, resample: str = "iid",
+               coverage_level: float = defaults.LEVEL, resample: str = "iid",
                groups: str | None = None, block: str | None = None,
                block_length: int | str | None = None, E: str = defaults.E,
                uE: str = defaults.UE) -> xr.Dataset:
@@ -509,8 +508,8 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
         Confidence level of the interval.
     seed : int
         Seed of the random streams.
-    interval_level : float
-        Nominal level of the prediction interval of ``score="interval"``.
+    coverage_level : float
+        Coverage level (nominal coverage) of the prediction interval of ``score="interval"``.
     resample : {"iid", "cluster", "moving", "circular", "stationary"}
         How the bootstrap resamples the common points (as :func:`xuqcal.compare`): the same
         whole groups of ``groups`` or blocks of ``block_length`` consecutive points in the
@@ -556,20 +555,20 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
     level = check_level(level)
     n_boot = check_replicates(n_boot, level)
     seed = check_seed(seed)
-    interval_level = check_level(interval_level, "interval_level")
+    coverage_level = check_coverage_level(coverage_level)
     ds, dependence = _dependence(ds, dim, resample, groups, block, block_length, E=E, uE=uE,
                                  analysis="sip_matrix")
     attrs = {} if dependence is None else _sip_attrs(dependence)
     if is_lazy(ds, (E, uE)):
         return _lazily(sip_matrix, ds, dependence, attrs, score=score, dim=dim,
                        pairing=pairing, n_boot=n_boot, level=level, seed=seed,
-                       interval_level=interval_level, resample=resample, groups=groups,
+                       coverage_level=coverage_level, resample=resample, groups=groups,
                        block=block, block_length=block_length, E=E, uE=uE)
     variable = None if dependence is None else np.asarray(ds[dependence.variable].values)
     labels = _labels(ds, dim)
 
     def compute(e: np.ndarray, u: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, ...]:
-        s = P.point_scores(e, u, score, interval_level)
+        s = P.point_scores(e, u, score, coverage_level)
         if dependence is None:
             return P.sip_bootstrap(s, n_boot, level, seed)
         rows = [np.arange(e.shape[1])] * e.shape[0]
@@ -592,7 +591,7 @@ def sip_matrix(ds: xr.Dataset, score: str = "crps", *, dim: str | None = None,
                                                 "bootstrap interval of sip"})},
         coords, dim=dim, pairing=pairing, n_samples=n_samples, score=score,
         score_definition=P.SCORES[score],
-        interval_level=interval_level if score == "interval" else None,
+        coverage_level=coverage_level if score == "interval" else None,
         level=level, n_boot=n_boot, seed=seed,
         **{"interval_method": "percentile (paired bootstrap over points)",
            "rng": f"counter-based SplitMix64 streams (seed, {P.SIP_PURPOSE!r}, replicate)",

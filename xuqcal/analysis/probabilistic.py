@@ -714,7 +714,7 @@ def pit(ds: xr.Dataset, *, distribution: str = "normal", nu: float | None = None
     stream ``(seed, "pit:ensemble")``), the same orientation as ``Φ(E / uE)`` with
     ``E = observed - mean prediction``. For calibrated predictive distributions the values
     are uniform on (0, 1): a U-shaped histogram means uncertainties too small, a hump too
-    large, a slope a bias (:func:`pit_test`, :func:`xuqcal.plot.pit.plot_pit`). ``E`` is the
+    large, a slope a bias (:func:`pit_test`, :func:`xuqcal.plot.pit`). ``E`` is the
     predicted quantity: with ``E = prediction - observation`` the PIT of the observation is
     ``1 - pit``.
 

@@ -158,7 +158,8 @@ def stats(
         Input over ``sample`` with ``E`` and ``uE``.
     statistics : str or sequence of str or None
         Statistic keys (``None``: all of the registry), including the coverage statistics
-        (PICP: ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` for both default levels).
+        (PICP: ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` for both default levels);
+        ``xuqcal.STATISTIC_KEYS`` lists every accepted key.
     n_bins : int, optional
         Number of equal-count bins of the binned statistics (``ence``, ``uce``, ``zmse``).
         Default: :func:`~xuqcal.core.binning.recommended_n_bins` ``(M, defaults.N_BINS)``,

@@ -306,7 +306,8 @@ def validate(
         Statistic keys (default: ``zms rce zm zv nll cc ence zmse``), including the coverage
         statistics (PICP, :func:`~xuqcal.core.statistics.coverage_statistic`: ``picp95``,
         ``picp68.3``, ``picpt95``; ``picp`` for the levels of
-        ``defaults.COVERAGE_LEVELS``). A coverage statistic gets the Wilson interval with
+        ``defaults.COVERAGE_LEVELS``; ``xuqcal.STATISTIC_KEYS`` lists every accepted key). A
+        coverage statistic gets the Wilson interval with
         continuity correction of its count (at ``level``) instead of a bootstrap one (its
         ``bias`` is NaN and ``se`` the binomial ``sqrt(p̂ (1 - p̂) / n)``), its nominal level as
         ``BS`` reference, and ζ against the nearer edge of ``[p - tol, p + tol]`` (0 inside):

@@ -6,7 +6,7 @@
         [--features LIST] [--formula COLUMN] [--method bvs] [--by uE] [--n-bins 40]
         [--loss nll] -o out.nc [--overwrite]
     xuqcal recalibrate TRAIN.csv TEST.csv --E EXPR --uE EXPR --method conformal
-        [--levels 0.683,0.95] [--by uE|FEATURE] [--n-bins N] [--tol 0.005] -o out.nc
+        [--coverage-levels 0.683,0.95] [--by uE|FEATURE] [--n-bins N] [--tol 0.005] -o out.nc
 
 ``--E``/``--uE`` are evaluated over the columns of ``TRAIN``; ``--test-E``/``--test-uE`` over
 those of ``TEST`` (and ``--reference``), by default the same expressions. ``--where`` and
@@ -25,11 +25,12 @@ failure or an interruption leaves the old set or none, :func:`xuqcal.io.netcdf.t
   (``xuqcal.recalibration.apply(xr.open_dataset("out_recalibrator.nc"), ds)``).
 
 **Conformal** (``--method conformal``, :mod:`xuqcal.recalibration.conformal`): split conformal
-intervals at the coverage levels ``--levels`` (default 0.683,0.95), with one quantile for all
-points, or, with ``--by VAR``, one per bin of ``VAR`` (Mondrian; ``--n-bins`` bins learned on
-TRAIN, default 40). ``out.nc`` is the test set as :func:`xuqcal.recalibration.apply` gives it
-(``conformal_half_width`` over ``(sample, level)``, and the uE of the first level), and the
-variance-score table, meaningless for intervals, is replaced by the coverage of the intervals
+intervals at the coverage levels ``--coverage-levels`` (default 0.683,0.95), with one quantile
+for all points, or, with ``--by VAR``, one per bin of ``VAR`` (Mondrian; ``--n-bins`` bins
+learned on TRAIN, default 40). ``out.nc`` is the test set as
+:func:`xuqcal.recalibration.apply` gives it (``conformal_half_width`` over
+``(sample, coverage_level)``, and the uE of the first level), and the variance-score table,
+meaningless for intervals, is replaced by the coverage of the intervals
 (:func:`xuqcal.recalibration.conformal_coverage`) on the training and the test set
 (``dataset`` = ``train conformal``, ``test conformal``; ``conformal N`` for N Mondrian bins):
 per level, the PICP with its Wilson interval (continuity correction, confidence 0.95) and
@@ -38,7 +39,7 @@ per level, the PICP with its Wilson interval (continuity correction, confidence 
 ``uE`` without ``--by``, 20 bins by default): ``bin_picp`` per bin and ``fraction_valid``
 (f_v) with its Wilson interval. ``--loss`` and the options of the variance-score evaluation
 (``--n-bins-scores``, ``--n-mc``, ``--n-boot``, ``--n-mc-fv``, ``--reference``) are refused
-with ``--method conformal``, and ``--levels``, ``--tol`` with the other methods, before
+with ``--method conformal``, and ``--coverage-levels``, ``--tol`` with the other methods, before
 anything is read.
 
 Nothing is computed when an output file exists and ``--overwrite`` is not given, when an
@@ -92,6 +93,7 @@ from xuqcal.recalibration import (
     evaluation_table,
     fit,
 )
+from xuqcal.recalibration.conformal import LEVEL as COVERAGE_DIM
 from xuqcal.recalibration.conformal import METHOD as CONFORMAL
 from xuqcal.recalibration.conformal import check_levels
 from xuqcal.recalibration.recalibrator import ALL_METHODS, factor_lines
@@ -108,7 +110,8 @@ class _Given(argparse.Action):
 
 
 def coverage_levels(text: str) -> tuple[float, ...]:
-    """An argparse type: the value of ``--levels``, comma-separated coverage levels in (0, 1),
+    """An argparse type: the value of ``--coverage-levels``, comma-separated coverage levels in
+    (0, 1),
     each given once (:func:`~xuqcal.recalibration.conformal.check_levels`).
 
     Examples
@@ -128,7 +131,8 @@ def coverage_levels(text: str) -> tuple[float, ...]:
         return check_levels(values)
     except ValueError as error:
         head, colon, rest = str(error).partition(": ")
-        raise argparse.ArgumentTypeError(rest if colon and head == "levels" else str(error)
+        raise argparse.ArgumentTypeError(rest if colon and head == "coverage_levels"
+                                         else str(error)
                                          ) from None
 
 
@@ -175,7 +179,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                              "X2 (heteroatom fraction) used by the scores and the losses")
     parser.add_argument("--method", choices=ALL_METHODS, default="bvs",
                         help="recalibration method (default: bvs); conformal: split conformal "
-                             "intervals at --levels")
+                             "intervals at --coverage-levels")
     parser.add_argument("--by", default="uE", metavar="VAR", action=_Given,
                         help="BVS binning variable: uE, a feature of --features (e.g. "
                              "y_pred) or X1, X2 with --formula; or two separated by a comma "
@@ -191,7 +195,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--loss", choices=LOSSES, default="nll", action=_Given,
                         help="loss of the BVS factors (default: nll, the analytic factors; "
                              "not for conformal)")
-    parser.add_argument("--levels", type=coverage_levels, metavar="LIST",
+    parser.add_argument("--coverage-levels", type=coverage_levels, metavar="LIST",
                         help="conformal only: coverage levels p in (0, 1), comma-separated; "
                              "the first one sets the recalibrated uE (default: "
                              f"{','.join(f'{p:g}' for p in COVERAGE_LEVELS)})")
@@ -354,16 +358,17 @@ def _run(args: argparse.Namespace, paths: dict[str, Path]) -> int:
 _SCORE_OPTIONS = ("n_bins_scores", "n_mc", "n_boot", "n_mc_fv")
 #: Parameters of the conformal functions -> the options (``by``, ``E``, ``uE`` are named by
 #: the table of :mod:`xuqcal.cli.common`).
-_CONFORMAL_OPTIONS = {"levels": "--levels", "tol": "--tol", "n_bins": "--n-bins"}
+_CONFORMAL_OPTIONS = {"coverage_levels": "--coverage-levels", "tol": "--tol",
+                      "n_bins": "--n-bins"}
 
 
 def _check_method_options(args: argparse.Namespace) -> None:
     """Refuse, before anything is read, the options that the method does not take: ``--loss``
-    and the options of the variance-score evaluation with ``conformal``, ``--levels`` and
+    and the options of the variance-score evaluation with ``conformal``, ``--coverage-levels`` and
     ``--tol`` with the other methods, and more than one ``--by`` variable with conformal."""
     given = getattr(args, "given", {})
     if args.method != CONFORMAL:
-        for name, option in (("levels", "--levels"), ("tol", "--tol")):
+        for name, option in (("coverage_levels", "--coverage-levels"), ("tol", "--tol")):
             if getattr(args, name, None) is not None:
                 raise ValueError(f"{option}: only for --method conformal (the coverage of its "
                                  f"intervals); --method {args.method} recalibrates uE, "
@@ -386,8 +391,8 @@ def _check_method_options(args: argparse.Namespace) -> None:
 
 
 def _conformal_error(error: ValueError) -> ValueError:
-    """A conformal function's error with the option for its leading parameter (``levels:`` ->
-    ``--levels:``); other errors unchanged."""
+    """A conformal function's error with the option for its leading parameter
+    (``coverage_levels:`` -> ``--coverage-levels:``); other errors unchanged."""
     head, colon, rest = str(error).partition(": ")
     if colon and head in _CONFORMAL_OPTIONS:
         return ValueError(f"{_CONFORMAL_OPTIONS[head]}: {rest.replace('(n_bins)', '(--n-bins)')}")
@@ -396,7 +401,7 @@ def _conformal_error(error: ValueError) -> ValueError:
 
 def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[str]) -> int:
     """``run`` with ``--method conformal`` (options and outputs already checked)."""
-    levels = COVERAGE_LEVELS if args.levels is None else args.levels
+    levels = COVERAGE_LEVELS if args.coverage_levels is None else args.coverage_levels
     tol = COVERAGE_TOLERANCE if args.tol is None else args.tol
     mondrian = by[0] if "by" in getattr(args, "given", {}) else None
     n_bins = args.n_bins or (N_BINS_RECALIBRATION if mondrian else N_BINS)
@@ -408,7 +413,7 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
     test = _read(args.test, args, test=True)
     features = (*feature_specs(args.features), *(("X1", "X2") if args.formula else ()))
     try:
-        recalibrator = fit(train, CONFORMAL, levels=levels, by=mondrian,
+        recalibrator = fit(train, CONFORMAL, coverage_levels=levels, by=mondrian,
                            n_bins=n_bins if mondrian else None, seed=args.seed)
         fitted = time.perf_counter()
         label = CONFORMAL + (f" {recalibrator.scale.size}" if mondrian else "")
@@ -422,7 +427,7 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
                       combine_attrs="override").assign_coords(dataset=list(results))
     del table.attrs["n_samples"]  # the first set's: ``count`` holds each set's
     test_E, test_uE = _test_expressions(args)
-    table.attrs.update(method=CONFORMAL, levels=",".join(f"{v:g}" for v in levels),
+    table.attrs.update(method=CONFORMAL, coverage_levels=",".join(f"{v:g}" for v in levels),
                        mondrian_by=mondrian or "", by=binned, by_variable=variable,
                        train_source=str(args.train), test_source=str(args.test),
                        E_expression=args.E, uE_expression=args.uE,
@@ -432,8 +437,8 @@ def _run_conformal(args: argparse.Namespace, paths: dict[str, Path], by: list[st
     quantiles = (f"Mondrian quantiles in {recalibrator.scale.size} bins of {mondrian}"
                  if mondrian else "global quantiles")
     print(f"Conformal recalibration of {escape(args.test)} fitted on {escape(args.train)} "
-          f"(levels "
-          f"{table.attrs['levels']}; {quantiles}; fit {fitted - start:.1f} s, evaluation "
+          f"(coverage levels "
+          f"{table.attrs['coverage_levels']}; {quantiles}; fit {fitted - start:.1f} s, evaluation "
           f"{done - fitted:.1f} s)")
     _print_factors(recalibrator)
     print(f"PICP: fraction of points with |E| <= q_p uE, Wilson interval (continuity "
@@ -476,8 +481,8 @@ def coverage_table(table: xr.Dataset, *, digits: int = 4) -> str:
                "low ": "fraction_valid_low", "high ": "fraction_valid_high"}
     rows = []
     for name in table.dataset.values:
-        one = table.sel(dataset=name).transpose("level", ...)
-        for j, p in enumerate(one.level.values):
+        one = table.sel(dataset=name).transpose(COVERAGE_DIM, ...)
+        for j, p in enumerate(one[COVERAGE_DIM].values):
             row = {c: float(one[v].values[j]) for c, v in columns.items()}
             rows.append({"dataset": str(name) if j == 0 else "", "p": f"{p:g}", **row,
                          "valid": "yes" if bool(one.picp_valid.values[j]) else "no"})

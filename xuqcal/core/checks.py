@@ -169,6 +169,21 @@ def check_level(level: object, name: str = "level") -> float:
     return check_fraction(level, name, "a confidence level in (0, 1) such as 0.95")
 
 
+def check_coverage_level(value: object, name: str = "coverage_level") -> float:
+    """A coverage level (the nominal coverage of a prediction interval) strictly between 0
+    and 1; ``level`` is the confidence level of xuqcal's own intervals (:func:`check_level`).
+
+    Examples
+    --------
+    >>> check_coverage_level(0.9)
+    0.9
+    >>> check_coverage_level(90)
+    Traceback (most recent call last):
+    ValueError: coverage_level: expected a coverage level in (0, 1) such as 0.9, got 90
+    """
+    return check_fraction(value, name, "a coverage level in (0, 1) such as 0.9")
+
+
 def check_fraction(value: object, name: str, expected: str) -> float:
     """A real number strictly between 0 and 1; the message says what was ``expected``.
 

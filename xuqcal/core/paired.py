@@ -39,7 +39,7 @@ from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core import robust as R
 from xuqcal.core import scores as S
-from xuqcal.core.checks import check_level, check_replicates, check_seed
+from xuqcal.core.checks import check_coverage_level, check_level, check_replicates, check_seed
 from xuqcal.core.intervals import percentile_interval
 from xuqcal.core.kernels import LOG_2PI, fill_counts_block
 
@@ -81,7 +81,8 @@ def _check_score(score: object, name: str = "score") -> str:
     return score
 
 
-def point_scores(E: Any, uE: Any, score: str, level: float = defaults.LEVEL) -> np.ndarray:
+def point_scores(E: Any, uE: Any, score: str, coverage_level: float = defaults.LEVEL
+                 ) -> np.ndarray:
     """Point-wise scores of the predictive ``N(0, uE²)`` at ``E`` (lower is better).
 
     Parameters
@@ -90,8 +91,9 @@ def point_scores(E: Any, uE: Any, score: str, level: float = defaults.LEVEL) -> 
         Errors and standard uncertainties (broadcast together; NaN gives NaN).
     score : {"crps", "nll", "interval"}
         The score (definitions in :data:`SCORES`).
-    level : float
-        Nominal level ``p`` of the central prediction interval of ``"interval"``.
+    coverage_level : float
+        Coverage level ``p`` (nominal coverage) of the central prediction interval of
+        ``"interval"``.
 
     Returns
     -------
@@ -100,7 +102,7 @@ def point_scores(E: Any, uE: Any, score: str, level: float = defaults.LEVEL) -> 
     Raises
     ------
     ValueError
-        For an unknown score, a level outside (0, 1), infinite values or ``uE <= 0``.
+        For an unknown score, a coverage level outside (0, 1), infinite values or ``uE <= 0``.
 
     Examples
     --------
@@ -110,7 +112,7 @@ def point_scores(E: Any, uE: Any, score: str, level: float = defaults.LEVEL) -> 
     [3.92, 45.521]
     """
     score = _check_score(score)
-    level = check_level(level)
+    level = check_coverage_level(coverage_level)
     E = np.asarray(E, dtype=np.float64)
     uE = np.asarray(uE, dtype=np.float64)
     if score == "crps":

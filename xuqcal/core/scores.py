@@ -40,7 +40,13 @@ from xuqcal._lazy import lazy_module
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
 from xuqcal.core.binning import FewPointsPerBinWarning
-from xuqcal.core.checks import check_count, check_level, check_seed, user_stacklevel
+from xuqcal.core.checks import (
+    check_count,
+    check_coverage_level,
+    check_level,
+    check_seed,
+    user_stacklevel,
+)
 
 stats = lazy_module("scipy.stats")
 
@@ -399,19 +405,19 @@ def nll_student(E: Any, uE: Any, nu: Any) -> Any:
     return _scalar(np.asarray(result))
 
 
-def interval_score(observed: Any, lower: Any, upper: Any, level: float) -> Any:
-    """Interval (Winkler) score of central prediction intervals at ``level``.
+def interval_score(observed: Any, lower: Any, upper: Any, coverage_level: float) -> Any:
+    """Interval (Winkler) score of central prediction intervals at ``coverage_level``.
 
-    ``(U - L) + (2/α) (L - y)₊ + (2/α) (y - U)₊`` with ``α = 1 - level`` (Gneiting & Raftery
-    2007, §6.2): the width, plus a penalty for an observation outside. Lower is better; same
+    ``(U - L) + (2/α) (L - y)₊ + (2/α) (y - U)₊`` with ``α = 1 - coverage_level`` (Gneiting &
+    Raftery 2007, §6.2): the width, plus a penalty for an observation outside. Lower is better; same
     unit as the data.
 
     Parameters
     ----------
     observed, lower, upper : array_like
         Observations and interval bounds (broadcast together; NaN gives NaN).
-    level : float
-        Nominal level of the intervals, in (0, 1).
+    coverage_level : float
+        Coverage level (nominal coverage) of the intervals, in (0, 1).
 
     Returns
     -------
@@ -420,14 +426,14 @@ def interval_score(observed: Any, lower: Any, upper: Any, level: float) -> Any:
     Raises
     ------
     ValueError
-        For a level outside (0, 1), infinite values or ``lower > upper``.
+        For a coverage level outside (0, 1), infinite values or ``lower > upper``.
 
     Examples
     --------
     >>> interval_score([0.0, 3.0, -2.5], -1.0, 1.0, 0.9).round(6).tolist()
     [2.0, 42.0, 32.0]
     """
-    level = check_level(level)
+    level = check_coverage_level(coverage_level)
     y, lo, hi = _broadcast(("observed", _as_array(observed, "observed")),
                            ("lower", _as_array(lower, "lower")),
                            ("upper", _as_array(upper, "upper")))
@@ -663,7 +669,7 @@ def pit_uniformity(pit: Any, n_bins: int = defaults.N_BINS_PIT) -> UniformityTes
 
     Two tests, which look at different departures: Pearson's **chi-square** test of the counts
     of ``n_bins`` equal-width bins (:func:`scipy.stats.chisquare`, ``n_bins - 1`` degrees of
-    freedom; the histogram that :func:`~xuqcal.plot.pit.plot_pit` shows) and the
+    freedom; the histogram that :func:`xuqcal.plot.pit` shows) and the
     **Kolmogorov–Smirnov** test against U(0, 1) (:func:`scipy.stats.kstest`; no binning, most
     sensitive near the middle of the distribution). A small p-value rejects uniformity: the
     predictive distributions are not calibrated (too narrow: U-shaped histogram; too wide:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -467,12 +467,81 @@ got 3
         raise ValueError(
             f"{name}: unknown statistic {', '.join(map(repr, unknown))}; "
             f"known statistics are {', '.join(STATISTICS)}, and the coverage statistics "
-            "picp<percent> and picpt<percent> (e.g. picp95)"
+            "picp<percent> and picpt<percent> (e.g. picp95); xuqcal.STATISTIC_KEYS lists "
+            "them all"
         )
     chosen_keys = [s.key for s in chosen]
     if len(set(chosen_keys)) != len(chosen_keys):
         raise ValueError(f"{name}: a statistic is listed twice in {chosen_keys}")
     return tuple(chosen)
+
+
+class StatisticKeys(Mapping[str, str]):
+    """Every statistic key that :func:`xuqcal.stats` and :func:`xuqcal.validate` accept, each
+    with what it names: the public object :data:`STATISTIC_KEYS` (``xuqcal.STATISTIC_KEYS``).
+
+    The keys of :data:`STATISTICS` (the registry of the bootstrap and simulated statistics)
+    and the coverage statistics (PICP, :func:`coverage_statistic`), which form two families
+    with a coverage level in their name: ``picp<percent>`` (normal factor: ``picp95``,
+    ``picp68.3``) and ``picpt<percent>`` (Student-t factor: ``picpt95``), the percent in
+    (0, 100), and ``picp`` and ``picpt`` alone for the levels of
+    :data:`xuqcal.core.defaults.COVERAGE_LEVELS`. Iterating lists the named keys: those of
+    :data:`STATISTICS`, ``picp``, ``picpt`` and the coverage keys of the default levels;
+    :attr:`patterns` lists the two families (templates and regular expressions); ``in`` and
+    ``[]`` accept every key of either kind.
+
+    Examples
+    --------
+    >>> list(STATISTIC_KEYS)[:3], list(STATISTIC_KEYS)[-4:]
+    (['mse', 'rmse', 'mv'], ['picp68.3', 'picp95', 'picpt68.3', 'picpt95'])
+    >>> "zms" in STATISTIC_KEYS, "picp90" in STATISTIC_KEYS, "picp100" in STATISTIC_KEYS
+    (True, True, False)
+    >>> STATISTIC_KEYS["picpt90"]
+    'prediction interval coverage probability at 0.9 (Student-t factor)'
+    >>> sorted(STATISTIC_KEYS.patterns)
+    ['picp<percent>', 'picpt<percent>']
+    """
+
+    #: The families of coverage keys: template -> regular expression of the key (the percent
+    #: must also lie in (0, 100)).
+    patterns: Mapping[str, str] = {
+        "picp<percent>": r"picp(\d+(?:\.\d+)?)",
+        "picpt<percent>": r"picpt(\d+(?:\.\d+)?)",
+    }
+
+    def __getitem__(self, key: str) -> str:
+        if isinstance(key, str) and key in STATISTICS:
+            return STATISTICS[key].long_name
+        try:
+            parsed = _parse_coverage(key) if isinstance(key, str) else None
+        except ValueError:  # a coverage key whose percent is not in (0, 100)
+            parsed = None
+        if parsed is None:
+            raise KeyError(key)
+        if len(parsed) > 1:
+            factor = " (Student-t factor)" if parsed[0].coverage_factor == "student" else ""
+            levels = ", ".join(f"{s.reference:g}" for s in parsed)
+            return f"prediction interval coverage probability at {levels}{factor}"
+        return parsed[0].long_name
+
+    def __iter__(self) -> Iterator[str]:
+        yield from STATISTICS
+        yield from ("picp", "picpt")
+        for factor in _COVERAGE_NAMES:
+            for level in defaults.COVERAGE_LEVELS:
+                yield coverage_key(level, factor)
+
+    def __len__(self) -> int:
+        return len(STATISTICS) + 2 + len(_COVERAGE_NAMES) * len(defaults.COVERAGE_LEVELS)
+
+    def __repr__(self) -> str:
+        return (f"<StatisticKeys: {', '.join(self)}; and the families "
+                f"{', '.join(self.patterns)}>")
+
+
+#: Every statistic key that :func:`xuqcal.stats` and :func:`xuqcal.validate` accept
+#: (:class:`StatisticKeys`): the keys of :data:`STATISTICS` and the coverage keys.
+STATISTIC_KEYS = StatisticKeys()
 
 
 def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = False,

@@ -15,7 +15,7 @@ plus any feature variables. The package is split by job:
   ``uE``: :func:`from_ensemble` (member predictions: ``E``, ``uE`` and the member errors),
   :func:`from_quantiles` (predicted quantiles of the error); a predicted interval of the error
   is given to :func:`from_arrays` or :func:`read_csv` with ``lower=``, ``upper=`` and
-  ``interval_level=`` (roles :data:`PROBABILISTIC_ROLES`);
+  ``coverage_level=`` (roles :data:`PROBABILISTIC_ROLES`);
 - :mod:`xuqcal.io.outputs` (output folders and their manifest) and :mod:`xuqcal.io.synthetic`
   (synthetic data sets).
 

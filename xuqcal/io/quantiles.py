@@ -13,9 +13,9 @@ error.
   probabilities), and ``E``. It has no ``uE``.
 - A predicted interval of the error at a stated level is given to
   :func:`~xuqcal.io.from_arrays` or :func:`~xuqcal.io.read_csv` with ``lower=``, ``upper=``
-  and ``interval_level=``; the helpers of this module check those arguments, the bounds
+  and ``coverage_level=``; the helpers of this module check those arguments, the bounds
   (finite, ``lower <= upper``) and, only when asked (``uE_from_interval=True``), derive
-  ``uE = (upper - lower) / (2 z)`` with ``z = Φ⁻¹((1 + interval_level) / 2)``, i.e. the
+  ``uE = (upper - lower) / (2 z)`` with ``z = Φ⁻¹((1 + coverage_level) / 2)``, i.e. the
   standard deviation of a normal distribution whose central interval at that level is the
   given one.
 - :func:`variable_with_role` finds a variable by its role (attribute ``xuqcal_role``).
@@ -36,7 +36,7 @@ import numpy.typing as npt
 import pandas as pd
 import xarray as xr
 
-from xuqcal.core.checks import check_level
+from xuqcal.core.checks import check_coverage_level
 from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.io.expressions import _MAX_EXAMPLES, _format_rows, _list_names
 from xuqcal.io.schema import (
@@ -54,10 +54,29 @@ from xuqcal.io.schema import (
     slice_label,
 )
 
-__all__ = ["INTERVAL_LEVEL_ATTR", "from_quantiles", "interval_z", "variable_with_role"]
+__all__ = ["COVERAGE_LEVEL_ATTR", "from_quantiles", "interval_z", "recorded_coverage_level",
+           "variable_with_role"]
 
-INTERVAL_LEVEL_ATTR = "interval_level"
-"""The attribute of the bounds of a predicted interval that records its nominal level."""
+COVERAGE_LEVEL_ATTR = "coverage_level"
+"""The attribute of the bounds of a predicted interval that records its coverage level (its
+nominal coverage)."""
+LEGACY_COVERAGE_LEVEL_ATTR = "interval_level"
+"""The name of :data:`COVERAGE_LEVEL_ATTR` in data written until version 0.1 (still read)."""
+
+
+def recorded_coverage_level(attrs: Mapping[str, Any]) -> Any:
+    """The coverage level recorded in the attributes of a bound of a predicted interval:
+    :data:`COVERAGE_LEVEL_ATTR`, or in data written until version 0.1
+    :data:`LEGACY_COVERAGE_LEVEL_ATTR`; ``None`` when neither is recorded.
+
+    Examples
+    --------
+    >>> recorded_coverage_level({"coverage_level": 0.9}), recorded_coverage_level(
+    ...     {"interval_level": 0.9}), recorded_coverage_level({})
+    (0.9, 0.9, None)
+    """
+    value = attrs.get(COVERAGE_LEVEL_ATTR)
+    return attrs.get(LEGACY_COVERAGE_LEVEL_ATTR) if value is None else value
 
 QUANTILE_DIM_ATTR = "quantile_dim"
 """The attribute of a ``quantiles`` variable naming its dimension of probabilities."""
@@ -137,7 +156,7 @@ def variable_with_role(ds: xr.Dataset, role: str, name: str | None = None) -> st
         f"{argument}: the dataset has no variable with the role {role} (data variables: "
         f"{_list_names(variables) or 'none'}); pass {argument}='name', or build the data with "
         + ("from_quantiles" if role == "quantiles" else "from_ensemble" if role == "members"
-           else "from_arrays or read_csv with lower=, upper= and interval_level=")
+           else "from_arrays or read_csv with lower=, upper= and coverage_level=")
     )
 
 
@@ -570,8 +589,8 @@ def from_quantiles(
 # --------------------------------------------------------------------------------------------
 
 
-def interval_z(interval_level: float) -> float:
-    """``z = Φ⁻¹((1 + interval_level) / 2)``: the half-width of the central interval at that
+def interval_z(coverage_level: float) -> float:
+    """``z = Φ⁻¹((1 + coverage_level) / 2)``: the half-width of the central interval at that
     level of a standard normal distribution (``uE = (upper - lower) / (2 z)``).
 
     Examples
@@ -579,10 +598,10 @@ def interval_z(interval_level: float) -> float:
     >>> round(interval_z(0.95), 4)
     1.96
     """
-    return normal_coverage_factor(check_level(interval_level, "interval_level"))
+    return normal_coverage_factor(check_coverage_level(coverage_level))
 
 
-def interval_arguments(uE_given: bool, lower: Any, upper: Any, interval_level: Any,
+def interval_arguments(uE_given: bool, lower: Any, upper: Any, coverage_level: Any,
                        uE_from_interval: Any) -> float | None:
     """The checked level of the interval given to a constructor (``None`` for no interval),
     refusing inconsistent arguments before any work."""
@@ -591,29 +610,29 @@ def interval_arguments(uE_given: bool, lower: Any, upper: Any, interval_level: A
     if (lower is None) != (upper is None):
         given, missing = ("lower", "upper") if upper is None else ("upper", "lower")
         raise ValueError(f"{missing}: missing: {given} is given; a predicted interval needs "
-                         "both bounds (lower=, upper=) and its level (interval_level=)")
+                         "both bounds (lower=, upper=) and its level (coverage_level=)")
     if lower is None:
-        if interval_level is not None:
-            raise ValueError("interval_level: given without an interval; pass its bounds with "
+        if coverage_level is not None:
+            raise ValueError("coverage_level: given without an interval; pass its bounds with "
                              "lower= and upper=")
         if uE_from_interval:
             raise ValueError("uE_from_interval: there is no interval to derive uE from; pass "
-                             "lower=, upper= and interval_level=")
+                             "lower=, upper= and coverage_level=")
         if not uE_given:
             raise ValueError("uE: missing: give the standard uncertainties uE, or a predicted "
-                             "interval of the error (lower=, upper= and interval_level=)")
+                             "interval of the error (lower=, upper= and coverage_level=)")
         return None
-    if interval_level is None:
-        raise ValueError("interval_level: missing: give the nominal level of the interval "
-                         "lower..upper, e.g. interval_level=0.9 for a central 90 % interval")
-    level = check_level(interval_level, "interval_level")
+    if coverage_level is None:
+        raise ValueError("coverage_level: missing: give the nominal level of the interval "
+                         "lower..upper, e.g. coverage_level=0.9 for a central 90 % interval")
+    level = check_coverage_level(coverage_level)
     if uE_from_interval and uE_given:
         raise ValueError("uE_from_interval: uE is given as well; pass either uE or "
                          "uE_from_interval=True")
     return level
 
 
-def uE_expression(interval_level: float) -> str:
+def uE_expression(coverage_level: float) -> str:
     """The expression of ``uE`` derived from an interval (attribute ``expression``).
 
     Examples
@@ -621,16 +640,16 @@ def uE_expression(interval_level: float) -> str:
     >>> uE_expression(0.95)
     '(upper - lower) / (2 * 1.959964)'
     """
-    return f"(upper - lower) / (2 * {interval_z(interval_level):.7g})"
+    return f"(upper - lower) / (2 * {interval_z(coverage_level):.7g})"
 
 
-def uE_from_bounds(lower: Any, upper: Any, interval_level: float) -> Any:
+def uE_from_bounds(lower: Any, upper: Any, coverage_level: float) -> Any:
     """``uE = (upper - lower) / (2 z)`` (NumPy or Dask arrays; see :func:`interval_z`)."""
-    return (upper - lower) / (2.0 * interval_z(interval_level))
+    return (upper - lower) / (2.0 * interval_z(coverage_level))
 
 
 def interval_attrs(bound: str, expression: str, units: str | None,
-                   interval_level: float) -> dict[str, Any]:
+                   coverage_level: float) -> dict[str, Any]:
     """The attributes of a bound (``"lower"`` or ``"upper"``) of a predicted interval."""
     attrs: dict[str, Any] = {"long_name": f"{bound} bound of the predicted interval of the "
                                           "error"}
@@ -638,7 +657,7 @@ def interval_attrs(bound: str, expression: str, units: str | None,
         attrs["units"] = str(units)
     attrs["expression"] = expression
     attrs[ROLE_ATTR] = f"interval_{bound}"
-    attrs[INTERVAL_LEVEL_ATTR] = float(interval_level)
+    attrs[COVERAGE_LEVEL_ATTR] = float(coverage_level)
     return attrs
 
 

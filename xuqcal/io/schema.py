@@ -759,7 +759,7 @@ def from_arrays(
     *,
     lower: npt.ArrayLike | xr.DataArray | None = None,
     upper: npt.ArrayLike | xr.DataArray | None = None,
-    interval_level: float | None = None,
+    coverage_level: float | None = None,
     uE_from_interval: bool = False,
     name: str | None = None,
     units: str | None = None,
@@ -778,17 +778,17 @@ def from_arrays(
         ``uE_from_interval=True``), only what the interval analyses need.
     lower, upper : array_like or xarray.DataArray, optional
         A predicted interval **of the error** ``E = observed - prediction`` at the nominal level
-        ``interval_level``, one pair of bounds per data point (``lower <= upper``, finite),
+        ``coverage_level``, one pair of bounds per data point (``lower <= upper``, finite),
         stored as the variables ``lower`` and ``upper`` (roles ``interval_lower``,
-        ``interval_upper``, attribute ``interval_level``; see
+        ``interval_upper``, attribute ``coverage_level``; see
         :func:`xuqcal.analysis.coverage.interval_coverage`). From a predicted interval
         ``[L, U]`` of the target around the prediction ``ŷ``: ``lower = L - ŷ``,
         ``upper = U - ŷ`` (``observed`` lies in ``[L, U]`` exactly when ``E`` lies in
         ``[lower, upper]``).
-    interval_level : float, optional
+    coverage_level : float, optional
         The nominal level of the interval, in (0, 1); required with ``lower`` and ``upper``.
     uE_from_interval : bool
-        Derive ``uE = (upper - lower) / (2 z)`` with ``z = Φ⁻¹((1 + interval_level) / 2)``,
+        Derive ``uE = (upper - lower) / (2 z)`` with ``z = Φ⁻¹((1 + coverage_level) / 2)``,
         the standard deviation of a normal distribution whose central interval at that level
         has the given width (attribute ``expression`` of ``uE``). Only on request: by default
         no ``uE`` is derived, and ``uE`` and ``uE_from_interval=True`` cannot both be given.
@@ -820,10 +820,10 @@ def from_arrays(
     >>> ds = from_arrays([0.1, -0.3, 0.2], [0.2, 0.25, 0.1], units="eV", X=[1.0, 2.0, 3.0])
     >>> ds.sizes["sample"], list(ds.data_vars)
     (3, ['E', 'uE', 'X'])
-    >>> ds = from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], interval_level=0.9)
-    >>> list(ds.data_vars), ds.lower.attrs["interval_level"]
+    >>> ds = from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], coverage_level=0.9)
+    >>> list(ds.data_vars), ds.lower.attrs["coverage_level"]
     (['E', 'lower', 'upper'], 0.9)
-    >>> from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], interval_level=0.9,
+    >>> from_arrays([0.1, -0.3], lower=[-0.4, -0.2], upper=[0.4, 0.3], coverage_level=0.9,
     ...             uE_from_interval=True).uE.values.round(3).tolist()
     [0.243, 0.152]
     """
@@ -837,7 +837,10 @@ def from_arrays(
         uE_from_bounds,
     )
 
-    level = interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
+    if "interval_level" in features:  # not a feature: the keyword removed in version 0.2
+        raise TypeError("from_arrays() got an unexpected keyword argument 'interval_level' "
+                        "(renamed coverage_level in version 0.2)")
+    level = interval_arguments(uE is not None, lower, upper, coverage_level, uE_from_interval)
     inputs = {"E": E} if uE is None else {"E": E, "uE": uE}
     for feature in features:
         inputs[_check_feature_name(feature)] = features[feature]

@@ -112,7 +112,7 @@ def from_dataframe(
     source: str | None = None,
     lower: str | None = None,
     upper: str | None = None,
-    interval_level: float | None = None,
+    coverage_level: float | None = None,
     uE_from_interval: bool = False,
 ) -> xr.Dataset:
     """Build a validated input dataset from the columns of a DataFrame.
@@ -143,17 +143,17 @@ def from_dataframe(
     source : str, optional
         Provenance recorded in the attribute ``source`` (default ``"dataframe"``).
     lower, upper : str, optional
-        A predicted interval **of the error** at the level ``interval_level``: column names or
+        A predicted interval **of the error** at the level ``coverage_level``: column names or
         expressions, like ``E``. From predicted bounds ``y_lo``, ``y_hi`` of the target around
         the prediction ``y_pred``, with ``E="y - y_pred"``: ``lower="y_lo - y_pred"``,
         ``upper="y_hi - y_pred"`` (``y`` lies in ``[y_lo, y_hi]`` exactly when ``E`` lies in
         ``[lower, upper]``). Stored as the variables ``lower``, ``upper`` (roles
-        ``interval_lower``, ``interval_upper``, attribute ``interval_level``); the filter
+        ``interval_lower``, ``interval_upper``, attribute ``coverage_level``); the filter
         ``where`` can use them. Bounds must be finite with ``lower <= upper``.
-    interval_level : float, optional
+    coverage_level : float, optional
         The nominal level of the interval, in (0, 1); required with ``lower`` and ``upper``.
     uE_from_interval : bool
-        Derive ``uE = (upper - lower) / (2 z)``, ``z = Φ⁻¹((1 + interval_level) / 2)`` (a
+        Derive ``uE = (upper - lower) / (2 z)``, ``z = Φ⁻¹((1 + coverage_level) / 2)`` (a
         normal distribution with that central interval), before the filter ``where``. Only on
         request: by default no ``uE`` is derived, and the dataset has no ``uE`` when none is
         given.
@@ -183,13 +183,13 @@ def from_dataframe(
     ([0, 1], 1)
     >>> df["lo"], df["hi"] = [0.8, 1.5, 2.9], [1.4, 2.1, 3.5]
     >>> ds = from_dataframe(df, E="logP - y_pred", lower="lo - y_pred", upper="hi - y_pred",
-    ...                     interval_level=0.9)
+    ...                     coverage_level=0.9)
     >>> list(ds.data_vars), ds.lower.values.round(2).tolist()
     (['E', 'lower', 'upper'], [-0.3, -0.3, -0.4])
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"expected a pandas.DataFrame, got {type(df).__name__}")
-    level = interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
+    level = interval_arguments(uE is not None, lower, upper, coverage_level, uE_from_interval)
     if df.columns.duplicated().any():
         dup = sorted({str(c) for c in df.columns[df.columns.duplicated()]})
         raise ValueError(f"duplicated column names: {', '.join(dup)}; give each column a name")
@@ -355,7 +355,7 @@ def read_csv(
     units: str | None = None,
     lower: str | None = None,
     upper: str | None = None,
-    interval_level: float | None = None,
+    coverage_level: float | None = None,
     uE_from_interval: bool = False,
     **read_csv_kwargs: Any,
 ) -> xr.Dataset:
@@ -371,10 +371,10 @@ def read_csv(
         The CSV file.
     E, uE, features, where, name, units
         As in :func:`from_dataframe`.
-    lower, upper, interval_level, uE_from_interval
+    lower, upper, coverage_level, uE_from_interval
         A predicted interval of the error at a stated level, as in :func:`from_dataframe`
         (e.g. ``E="y - y_pred", lower="y_lo - y_pred", upper="y_hi - y_pred",
-        interval_level=0.9``); ``uE`` may then be left out.
+        coverage_level=0.9``); ``uE`` may then be left out.
     **read_csv_kwargs
         Passed to :func:`pandas.read_csv` (e.g. ``sep=";"``).
 
@@ -400,7 +400,10 @@ def read_csv(
     ...               where="uE > 1e-6 * std(E)")
     """
     source = os.fspath(path) if isinstance(path, str | os.PathLike) else "<stream>"
-    interval_arguments(uE is not None, lower, upper, interval_level, uE_from_interval)
+    if "interval_level" in read_csv_kwargs:  # not for pandas: the keyword removed in 0.2
+        raise TypeError("read_csv() got an unexpected keyword argument 'interval_level' "
+                        "(renamed coverage_level in version 0.2)")
+    interval_arguments(uE is not None, lower, upper, coverage_level, uE_from_interval)
     df = read_table(path, **read_csv_kwargs)
     return from_dataframe(
         df,
@@ -413,7 +416,7 @@ def read_csv(
         source=source,
         lower=lower,
         upper=upper,
-        interval_level=interval_level,
+        coverage_level=coverage_level,
         uE_from_interval=uE_from_interval,
     )
 

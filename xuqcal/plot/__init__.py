@@ -14,7 +14,7 @@ or range (``sharex=`` / ``sharey=``, :func:`~xuqcal.plot.facets.share_axis`).
 
 from xuqcal.plot.compare import difference_forest, rank_heatmap, sip_heatmap
 from xuqcal.plot.corp import corp_reliability_diagram
-from xuqcal.plot.coverage import plot_quantile_calibration
+from xuqcal.plot.coverage import quantile_calibration
 from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
 from xuqcal.plot.facets import FacetGrid
 from xuqcal.plot.local import (
@@ -25,7 +25,7 @@ from xuqcal.plot.local import (
     order_sensitivity,
     reliability,
 )
-from xuqcal.plot.pit import plot_pit
+from xuqcal.plot.pit_histogram import pit
 from xuqcal.plot.recalibration import bin_zms, isotonic_map, scales
 from xuqcal.plot.recalibration import scan as recalibration_scan
 from xuqcal.plot.studies import (
@@ -54,8 +54,8 @@ __all__ = [
     "local",
     "local_coverage",
     "order_sensitivity",
-    "plot_pit",
-    "plot_quantile_calibration",
+    "pit",
+    "quantile_calibration",
     "rank_correlation",
     "rank_heatmap",
     "recalibration_scan",

@@ -10,7 +10,7 @@ import xarray as xr
 from xuqcal.plot._common import error_bars, require
 from xuqcal.plot.facets import Panel, facet
 
-__all__ = ["plot_quantile_calibration"]
+__all__ = ["quantile_calibration"]
 
 _PRODUCER = "xuqcal.analysis.coverage.quantile_coverage"
 
@@ -29,9 +29,9 @@ def _quantile_dim(result: xr.Dataset) -> str:
     return str(observed.dims[0])
 
 
-def plot_quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = None,
-                              row: str | None = None,
-                              sharex: bool | None = None, sharey: bool | None = None):
+def quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = None,
+                         row: str | None = None,
+                         sharex: bool | None = None, sharey: bool | None = None):
     """Quantile calibration curve: the observed fraction of points with ``E <= q_p`` against
     the nominal probability ``p`` of each predicted quantile, with the Wilson-cc interval of
     each fraction as error bars and the diagonal of perfect calibration.
@@ -75,7 +75,7 @@ def plot_quantile_calibration(result: xr.Dataset, ax=None, *, col: str | None = 
     >>> p = [0.05, 0.25, 0.5, 0.75, 0.95]
     >>> q = stats.norm.ppf(p) * np.ones((2000, 1))
     >>> y = np.random.default_rng(0).normal(size=2000)
-    >>> ax = plot_quantile_calibration(quantile_coverage(from_quantiles(q, y, p, axis=1)))
+    >>> ax = quantile_calibration(quantile_coverage(from_quantiles(q, y, p, axis=1)))
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('nominal probability p', 'observed fraction with E ≤ q_p')
     """

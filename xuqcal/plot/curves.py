@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from xuqcal.analysis.curves import CURVE_DIM, LEGACY_CURVE_DIM
 from xuqcal.plot._common import (
     LINESTYLES,
     MARKERS,
@@ -187,13 +188,16 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('expected fraction p', 'observed fraction')
     """
-    require(result, ("observed", "ci_low", "ci_high", "miscalibration_area", "p"),
+    if isinstance(result, xr.Dataset) and LEGACY_CURVE_DIM in result.dims \
+            and CURVE_DIM not in result.dims:  # written until version 0.1
+        result = result.rename({LEGACY_CURVE_DIM: CURVE_DIM})
+    require(result, ("observed", "ci_low", "ci_high", "miscalibration_area", CURVE_DIM),
             "xuqcal.curves.calibration_curve")
     level = float(result.attrs.get("level", 0.95))
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
-        x = one.p.values
+        x = one[CURVE_DIM].values
         area = float(one.miscalibration_area)
         detail = f"miscalibration area {area:.4f}"
         colour = p.colour_or("tab:blue")
@@ -214,7 +218,7 @@ def calibration_curve(result: xr.Dataset, ax=None, *, col: str | None = None,
         p.title(ax, title, title, detail)
         p.legend(ax, fontsize="small", loc="upper left")
 
-    return facet(result, draw, core=("p",), variables=("observed",), ax=ax, col=col, row=row,
+    return facet(result, draw, core=(CURVE_DIM,), variables=("observed",), ax=ax, col=col, row=row,
                  sharex=sharex, sharey=sharey, lines=True, figsize=(5, 5))
 
 
@@ -254,7 +258,10 @@ def local_coverage(result: xr.Dataset, ax=None, *, col: str | None = None,
     """
     require(result, ("coverage", "ci_low", "ci_high", "valid", "fraction_valid"),
             "xuqcal.curves.local_coverage")
-    target = float(result.attrs.get("target", result.attrs["p"]))  # coverage_rule="pernot2024"
+    # the target of coverage_rule="pernot2024" (0.67 at 0.683); else the coverage level (the
+    # attribute p: written until version 0.1)
+    target = float(result.attrs.get("target", result.attrs["coverage_level"]
+                                    if "coverage_level" in result.attrs else result.attrs["p"]))
     tol = float(result.attrs.get("tol", 0.0))
     by = result.attrs.get("by", "uE")
     centred = "bin_centre" in result.variables

@@ -17,10 +17,10 @@ Four recalibrators, each with a **fit / apply** split:
 ``conformal``
     Normalised split conformal intervals (:mod:`xuqcal.recalibration.conformal`): the
     ``⌈(n + 1) p⌉``-th smallest training score ``|E|/uE`` is the quantile ``q_p`` of each
-    coverage level ``p`` (``levels``); applying gives the half-widths ``q_p uE`` over ``level``
-    and the uE ``q_p uE / z_p`` of the first level. With ``by=`` one quantile per learned bin
-    (Mondrian), bins as for ``bvs``. :func:`conformal_coverage` evaluates the intervals (PICP
-    per level, overall and per bin, with Wilson intervals).
+    coverage level ``p`` (``coverage_levels``); applying gives the half-widths ``q_p uE`` over
+    ``coverage_level`` and the uE ``q_p uE / z_p`` of the first level. With ``by=`` one
+    quantile per learned bin (Mondrian), bins as for ``bvs``. :func:`conformal_coverage`
+    evaluates the intervals (PICP per level, overall and per bin, with Wilson intervals).
 
 **The fitted recalibrator is a labelled** :class:`xarray.Dataset` (attribute
 ``xuqcal_object = "recalibrator"``): its method and parameters as variables (``scale``,

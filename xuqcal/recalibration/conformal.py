@@ -1,13 +1,13 @@
 """Conformal recalibration: normalised split conformal intervals, global or Mondrian (one
 quantile per learned bin), and their coverage on new data (see :mod:`xuqcal.recalibration`).
 
-**Fit** (``fit(train, "conformal", levels=...)``). The scores of the ``n`` calibration
+**Fit** (``fit(train, "conformal", coverage_levels=...)``). The scores of the ``n`` calibration
 (training) points are ``s_i = |E_i| / uE_i``. For each coverage level ``p`` the conformal
 quantile is ``q_p = s_(k)``, the ``k``-th smallest score, with the finite-sample rank
 ``k = ⌈(n + 1) p⌉``. The rank is computed exactly, in rational arithmetic on the decimal value
 of ``p`` (its shortest ``repr``: 0.95 is 95/100), so no floating-point rounding of ``(n + 1) p``
 can move it. When ``k > n`` (fewer than ``⌈p / (1 - p)⌉`` points: 19 at p = 0.95) the quantile
-is infinite; the fit refuses it with a ``ValueError`` naming ``levels``.
+is infinite; the fit refuses it with a ``ValueError`` naming ``coverage_levels``.
 
 **Guarantee.** For a new point exchangeable with the calibration points,
 ``P(|E| <= q_p uE) >= k / (n + 1) >= p``, marginally over the calibration and test draws; when
@@ -23,10 +23,10 @@ scaling). Every bin needs ``n_b >= ⌈p / (1 - p)⌉`` points for every level.
 
 **Apply** returns a copy of the data with
 
-* ``conformal_half_width`` over ``(sample, level)``: ``h_p = q_p uE``, the interval
+* ``conformal_half_width`` over ``(sample, coverage_level)``: ``h_p = q_p uE``, the interval
   ``E ∈ [-h_p, h_p]`` at each level (the primary output);
 * ``uE``: the recalibrated uncertainty ``uE × q_p* / z_p*`` for the first level ``p*`` of
-  ``levels`` (attribute ``uE_level``; 0.683 by default, where ``z ≈ 1``), with
+  ``coverage_levels`` (attribute ``uE_level``; 0.683 by default, where ``z ≈ 1``), with
   ``z_p = Φ⁻¹((1 + p) / 2)`` the Gaussian quantile: the uncertainty whose Gaussian
   ``p*``-interval is the conformal one, so that the rest of the library can use it; the factor
   ``q_p* / z_p*`` is the recalibrator's ``scale``. The input uE is kept as ``uE_uncalibrated``
@@ -34,9 +34,11 @@ scaling). Every bin needs ``n_b >= ⌈p / (1 - p)⌉`` points for every level.
 
 The fitted recalibrator holds ``score_quantile`` (``q_p``), ``score_rank`` (``k``),
 ``expected_coverage`` (``k / (n + 1)``)
-over ``level`` (and ``bin`` for Mondrian, with ``train_count``), ``gaussian_quantile`` over
-``level`` and ``scale``; it round-trips through :func:`xuqcal.to_netcdf` and applies
-bit-identically after :func:`xarray.open_dataset`.
+over ``coverage_level`` (and ``bin`` for Mondrian, with ``train_count``),
+``gaussian_quantile`` over ``coverage_level`` and ``scale``; it round-trips through
+:func:`xuqcal.to_netcdf` and applies bit-identically after :func:`xarray.open_dataset`.
+Recalibrators and recalibrated data written until version 0.1 name that dimension ``level``;
+they are still read (:func:`with_current_names`).
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ DEFAULT_LEVELS = defaults.COVERAGE_LEVELS
 DEFAULT_TOLERANCE = defaults.COVERAGE_TOLERANCE
 #: Names of the outputs of :func:`conformal_intervals`: the half-widths and their dimension.
 HALF_WIDTH = "conformal_half_width"
-LEVEL = "level"
+LEVEL = "coverage_level"
+#: The name of :data:`LEVEL` in recalibrators and recalibrated data written until version 0.1.
+LEGACY_LEVEL = "level"
 _BINNINGS = ("equal", "groups")
 _RANK_RULE = ("q_p = the k-th smallest calibration score |E|/uE, k = ceil((n + 1) p) (exact "
               "rational arithmetic on the decimal value of p)")
@@ -91,6 +95,25 @@ _RANK_RULE = ("q_p = the k-th smallest calibration score |E|/uE, k = ceil((n + 1
 # --------------------------------------------------------------------------------------------
 # Levels and ranks
 # --------------------------------------------------------------------------------------------
+
+
+def with_current_names(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` (a conformal recalibrator, or data with conformal half-widths) with the dimension
+    of coverage levels written until version 0.1, ``level``, renamed :data:`LEVEL`; other
+    data unchanged.
+
+    Examples
+    --------
+    >>> old = xr.Dataset({HALF_WIDTH: (("sample", "level"), [[1.0, 2.0]])},
+    ...                  coords={"level": [0.683, 0.95]})
+    >>> with_current_names(old)[HALF_WIDTH].dims
+    ('sample', 'coverage_level')
+    """
+    legacy = (ds.attrs.get("method") == METHOD
+              or (HALF_WIDTH in ds.variables and LEGACY_LEVEL in ds[HALF_WIDTH].dims))
+    if legacy and LEGACY_LEVEL in ds.dims and LEVEL not in ds.dims:
+        return ds.rename({LEGACY_LEVEL: LEVEL})
+    return ds
 
 
 def check_levels(levels: Any) -> tuple[float, ...]:
@@ -103,25 +126,25 @@ def check_levels(levels: Any) -> tuple[float, ...]:
     (0.683, 0.95)
     >>> check_levels(1.5)
     Traceback (most recent call last):
-    ValueError: levels: expected coverage levels in (0, 1) such as 0.95, got 1.5
+    ValueError: coverage_levels: expected coverage levels in (0, 1) such as 0.95, got 1.5
     """
     if isinstance(levels, int | float | np.integer | np.floating) and \
             not isinstance(levels, bool):
         levels = (levels,)
     if isinstance(levels, str):
-        raise ValueError(f"levels: expected coverage levels in (0, 1) such as 0.95, "
+        raise ValueError(f"coverage_levels: expected coverage levels in (0, 1) such as 0.95, "
                          f"got {levels!r}")
     try:
         values = tuple(levels)
     except TypeError:
-        raise ValueError(f"levels: expected a number or a sequence of numbers in (0, 1), "
-                         f"got {levels!r}") from None
+        raise ValueError(f"coverage_levels: expected a number or a sequence of numbers in "
+                         f"(0, 1), got {levels!r}") from None
     if not values:
-        raise ValueError("levels: expected at least one coverage level")
-    values = tuple(check_fraction(v, "levels", "coverage levels in (0, 1) such as 0.95")
-                   for v in values)
+        raise ValueError("coverage_levels: expected at least one coverage level")
+    values = tuple(check_fraction(v, "coverage_levels",
+                                  "coverage levels in (0, 1) such as 0.95") for v in values)
     if len(set(values)) != len(values):
-        raise ValueError(f"levels: a level is listed twice in {list(values)}")
+        raise ValueError(f"coverage_levels: a level is listed twice in {list(values)}")
     return values
 
 
@@ -192,13 +215,14 @@ def _check_counts(counts: np.ndarray, levels: tuple[float, ...],
                       "merge small groups or lower the levels" if bins is not None
                       else "use more calibration data or lower levels")
             raise ValueError(
-                f"levels: the conformal quantile at level {p:g} is the ⌈(n + 1) p⌉-th smallest "
-                f"of n calibration scores, infinite when that rank exceeds n: it needs at least "
-                f"{need} points, but {where} {'have' if short.size > 1 else 'has'} {has}; "
+                f"coverage_levels: the conformal quantile at level {p:g} is the ⌈(n + 1) p⌉-th "
+                f"smallest of n calibration scores, infinite when that rank exceeds n: it needs "
+                f"at least {need} points, but {where} {'have' if short.size > 1 else 'has'} {has}; "
                 f"{advice}")
 
 
-def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins: Any = None,
+def fit_conformal(ds: xr.Dataset, *, coverage_levels: Any = None, by: Any = None,
+                  n_bins: Any = None,
                   binning: str | None = None, loss: str = "nll", seed: int = defaults.SEED,
                   E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """The conformal recalibrator of the training (calibration) data ``ds``; called by
@@ -214,11 +238,11 @@ def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins:
     --------
     >>> import xuqcal
     >>> train = xuqcal.synthetic.nig(999, nu=3, generator="t3", seed=0, uE_scale=0.7)
-    >>> rec = fit_conformal(train, levels=[0.683, 0.95])
+    >>> rec = fit_conformal(train, coverage_levels=[0.683, 0.95])
     >>> rec.score_rank.values.tolist(), rec.expected_coverage.values.tolist()
     ([683, 950], [0.683, 0.95])
     """
-    levels = check_levels(DEFAULT_LEVELS if levels is None else levels)
+    levels = check_levels(DEFAULT_LEVELS if coverage_levels is None else coverage_levels)
     if loss != "nll":
         raise ValueError(f"loss: method='conformal' has no loss (its quantiles are order "
                          f"statistics of the calibration scores); got loss={loss!r}, leave it "
@@ -276,7 +300,8 @@ def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins:
         where = _bin_names(bins, np.flatnonzero(~(scale > 0)))
         raise ValueError(f"E: the conformal quantile at the first level {levels[0]:g} is 0 in "
                          f"{where} (that many calibration errors are exactly 0), so the "
-                         "recalibrated uE would be 0; put another level first in levels (the "
+                         "recalibrated uE would be 0; put another level first in "
+                         "coverage_levels (the "
                          "first level sets uE)")
     expected = ranks / (counts[:, np.newaxis] + 1.0)
     attrs = provenance({
@@ -330,9 +355,9 @@ def fit_conformal(ds: xr.Dataset, *, levels: Any = None, by: Any = None, n_bins:
 def conformal_intervals(recalibrator: xr.Dataset, out: xr.Dataset, u: np.ndarray,
                         index: np.ndarray | None) -> tuple[xr.Dataset, np.ndarray]:
     """The conformal part of :func:`xuqcal.recalibration.apply`: ``out`` with the half-widths
-    ``q_p uE`` over ``(sample, level)`` (replacing those of an earlier application), and the
-    recalibrated ``uE × scale`` (``index``: the learned bin of every point, ``None`` for
-    global quantiles). See the module documentation for the outputs.
+    ``q_p uE`` over ``(sample, coverage_level)`` (replacing those of an earlier application),
+    and the recalibrated ``uE × scale`` (``index``: the learned bin of every point, ``None``
+    for global quantiles). See the module documentation for the outputs.
 
     Examples
     --------
@@ -341,12 +366,13 @@ def conformal_intervals(recalibrator: xr.Dataset, out: xr.Dataset, u: np.ndarray
     >>> train = xuqcal.synthetic.nig(999, nu=3, generator="t3", seed=0, uE_scale=0.7)
     >>> test = xuqcal.synthetic.nig(5000, nu=3, generator="t3", seed=1, uE_scale=0.7)
     >>> new = apply(fit(train, "conformal"), test)
-    >>> new.conformal_half_width.dims, new.level.values.tolist()
-    (('sample', 'level'), [0.683, 0.95])
+    >>> new.conformal_half_width.dims, new.coverage_level.values.tolist()
+    (('sample', 'coverage_level'), [0.683, 0.95])
     >>> covered = abs(new.E) <= new.conformal_half_width
     >>> covered.mean("sample").round(2).values.tolist()
     [0.68, 0.95]
     """
+    recalibrator, out = with_current_names(recalibrator), with_current_names(out)
     quantile = np.asarray(recalibrator["score_quantile"].values, dtype=np.float64)
     scale = np.asarray(recalibrator["scale"].values, dtype=np.float64)
     if index is None:
@@ -388,7 +414,8 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
     Parameters
     ----------
     ds : xarray.Dataset
-        Data over ``sample`` with ``E``, the half-widths over ``(sample, level)`` and ``by``
+        Data over ``sample`` with ``E``, the half-widths over ``(sample, coverage_level)``
+        and ``by``
         (the output of :func:`xuqcal.recalibration.apply` of a conformal recalibrator).
     by : str
         Binning variable (``"uE"`` stands for the uncertainty variable, here the recalibrated
@@ -404,7 +431,7 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
     level : float
         Confidence level of the Wilson intervals (as in
         :func:`xuqcal.analysis.coverage.interval_coverage`; the coverage levels p are the
-        ``level`` dimension of the half-widths).
+        ``coverage_level`` dimension of the half-widths).
     half_width : str
         Name of the half-width variable (default ``conformal_half_width``).
     E, uE : str
@@ -440,6 +467,8 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
     if not isinstance(half_width, str) or half_width not in ds.variables:
         raise ValueError(f"half_width: the variable {half_width!r} is not in the dataset (apply "
                          "a conformal recalibrator first: xuqcal.recalibration.apply)")
+    if LEGACY_LEVEL in ds[half_width].dims and LEVEL not in ds.dims:  # written until 0.1
+        ds = ds.rename({LEGACY_LEVEL: LEVEL})
     hw_var = ds[half_width]
     if set(hw_var.dims) != {"sample", LEVEL} or LEVEL not in ds.coords:
         raise ValueError(f"half_width: {half_width!r} must be over ('sample', {LEVEL!r}) with "

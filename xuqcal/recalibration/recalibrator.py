@@ -30,8 +30,13 @@ from xuqcal.recalibration.common import (
     _resolve_features,
     _training_provenance,
 )
+from xuqcal.recalibration.conformal import (
+    LEVEL,
+    conformal_intervals,
+    fit_conformal,
+    with_current_names,
+)
 from xuqcal.recalibration.conformal import METHOD as CONFORMAL
-from xuqcal.recalibration.conformal import conformal_intervals, fit_conformal
 from xuqcal.recalibration.isotonic import fit_isotonic
 from xuqcal.recalibration.scaling import fit_scaling
 
@@ -45,7 +50,7 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
         n_bins: int | Sequence[int] | None = None, binning: str | None = None,
         loss: str = "nll", features: Sequence[str] | None = None,
         n_bins_scores: int = defaults.N_BINS_SCORES, seed: int = defaults.SEED,
-        maxfun: int | None = None, levels: float | Sequence[float] | None = None,
+        maxfun: int | None = None, coverage_levels: float | Sequence[float] | None = None,
         E: str = defaults.E, uE: str = defaults.UE) -> xr.Dataset:
     """Fit a recalibrator on training data.
 
@@ -83,7 +88,7 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
     maxfun : int, optional
         Evaluation budget of the DIRECT search (default ``max(500, 25 × (n_factors + 1))``);
         L-BFGS-B then runs at most 200 iterations.
-    levels : float or sequence of float, optional
+    coverage_levels : float or sequence of float, optional
         Coverage levels of ``method="conformal"`` (default ``(0.683, 0.95)``), distinct, in
         (0, 1); the first one sets the recalibrated ``uE``. Only for that method.
     E, uE : str
@@ -117,11 +122,12 @@ def fit(ds: xr.Dataset, method: str = "bvs", *, by: str | Sequence[str] | None =
                          "the data have no default feature (X1, X2); name the features, e.g. "
                          "features=('x',), or use loss='s_con' (uE only)")
     if method == CONFORMAL:
-        return fit_conformal(ds, levels=levels, by=by, n_bins=n_bins, binning=binning,
+        return fit_conformal(ds, coverage_levels=coverage_levels, by=by, n_bins=n_bins,
+                             binning=binning,
                              loss=loss, seed=seed, E=E, uE=uE)
-    if levels is not None:
-        raise ValueError(f"levels: method={method!r} has no coverage levels (levels is for "
-                         "'conformal')")
+    if coverage_levels is not None:
+        raise ValueError(f"coverage_levels: method={method!r} has no coverage levels "
+                         "(coverage_levels is for 'conformal')")
     names = _names(uE if by is None else by, "by")
     if not 1 <= len(names) <= 2:
         raise ValueError(f"by: expected one variable or a pair (2-D grid), got {list(names)}")
@@ -245,7 +251,8 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
         ``uE_uncalibrated`` (``<uE>_uncalibrated`` for another name; when ``ds`` already has
         it, e.g. applying twice, the existing one, the original, is kept); for BVS (and
         Mondrian conformal) ``recalibration_bin`` holds the bin of every point. Conformal also
-        gives the interval half-widths ``conformal_half_width`` over ``(sample, level)``
+        gives the interval half-widths ``conformal_half_width`` over
+        ``(sample, coverage_level)``
         (:mod:`xuqcal.recalibration.conformal`).
         Attributes ``recalibration_*`` record the method, loss, bins and training source.
 
@@ -259,6 +266,7 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
     (['E', 'uE', 'uE_uncalibrated'], 'isotonic')
     """
     _check_recalibrator(recalibrator)
+    recalibrator = with_current_names(recalibrator)
     method = recalibrator.attrs["method"]
     # bins: BVS, and conformal with by= (Mondrian)
     bins = learned_bins(recalibrator) if BINS_PREFIX + "scheme" in recalibrator.attrs else None
@@ -298,8 +306,8 @@ def apply(recalibrator: xr.Dataset, ds: xr.Dataset, *, E: str = defaults.E,
                                     f"prediction uncertainty ({described})"})
     history = str(ds.attrs.get("recalibration_history", ""))
     if method == CONFORMAL:
-        levels = ", ".join(f"{p:g}" for p in recalibrator["level"].values.tolist())
-        step = f"conformal (levels {levels}" + (
+        levels = ", ".join(f"{p:g}" for p in recalibrator[LEVEL].values.tolist())
+        step = f"conformal (coverage levels {levels}" + (
             f"; by {recalibrator.attrs.get('by')}, {n_bins} bins)" if bins is not None else ")")
     else:
         step = f"{method} (loss {recalibrator.attrs.get('loss')}" + (
@@ -353,7 +361,7 @@ def _one_slice_factors(rec: xr.Dataset, max_bins: int) -> str:
     scale = np.atleast_1d(np.asarray(rec.scale.values, dtype=np.float64))
     present = np.isfinite(scale)
     if method == CONFORMAL:
-        levels = rec["level"].values.tolist()
+        levels = rec[LEVEL].values.tolist()
         quantiles = np.asarray(rec.score_quantile.values, dtype=np.float64)
         if quantiles.ndim == 1:
             q = ", ".join(f"q_{p:g} = {_number(v)}" for p, v in zip(levels, quantiles,
@@ -416,6 +424,7 @@ def factor_lines(recalibrator: xr.Dataset, *, max_bins: int = 6) -> list[str]:
     ['factors by bin: uE ≤ 0.4648: 1.991, 0.4648 < uE ≤ 0.605: 2.003, uE > 0.605: 2.029']
     """
     _check_recalibrator(recalibrator)
+    recalibrator = with_current_names(recalibrator)
     max_bins = _positive_int(max_bins, "max_bins")
     dims = [d.strip() for d in str(recalibrator.attrs.get("slice_dims", "")).split(",")
             if d.strip() and d.strip() in recalibrator.dims]
@@ -449,7 +458,7 @@ class Recalibrator:
 
     def __init__(self, dataset: xr.Dataset) -> None:
         _check_recalibrator(dataset)
-        self.dataset = dataset
+        self.dataset = with_current_names(dataset)
 
     @classmethod
     def fit(cls, ds: xr.Dataset, method: str = "bvs", **kwargs: Any) -> Recalibrator:
@@ -484,8 +493,8 @@ class Recalibrator:
         detail = f", by={a.get('by')!r}, n_bins={self.dataset.sizes.get('bin', 0)}" \
             if self.method == "bvs" or (self.method == CONFORMAL and a.get("by")) else ""
         if self.method == CONFORMAL:
-            levels = ", ".join(f"{p:g}" for p in self.dataset["level"].values.tolist())
-            detail = f", levels=({levels}){detail}"
+            levels = ", ".join(f"{p:g}" for p in self.dataset[LEVEL].values.tolist())
+            detail = f", coverage_levels=({levels}){detail}"
         dims = [d.strip() for d in str(a.get("slice_dims", "")).split(",") if d.strip()]
         per_slice = (", per slice of " + " × ".join(f"{d} ({self.dataset.sizes[d]})"
                                                     for d in dims if d in self.dataset.sizes)

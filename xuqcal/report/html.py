@@ -894,7 +894,7 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
     pit_values = probabilistic.pit(ds)
     pit_test = probabilistic.pit_test(ds)
     writer.result(name("pit_test"), pit_test, group=key)
-    writer.figure(section("intervals"), name("pit"), plot.plot_pit(pit_values.pit),
+    writer.figure(section("intervals"), name("pit"), plot.pit(pit_values.pit),
                   f"PIT histogram of N(0, uE²) with its {defaults.LEVEL:.0%} band "
                   f"under uniformity; χ² p = {_fmt(pit_test.chi2_pvalue.item(), 3)}, KS p = "
                   f"{_fmt(pit_test.ks_pvalue.item(), 3)}")
@@ -1355,7 +1355,7 @@ def _comparison_section(writer: _Writer, ds: xr.Dataset, parts: Sequence[_Part],
     try:
         result = compare(data, statistics, dim=dim, n_boot=n_boot, level=level, seed=seed,
                          n_bins=options.n_bins, **options.dependence)
-        scores = paired_scores(data, dim=dim, level=level, **options.dependence)
+        scores = paired_scores(data, dim=dim, **options.dependence)  # coverage_level 0.95
         sip = sip_matrix(data, COMPARISON_SIP_SCORE, dim=dim, n_boot=n_boot, level=level,
                          seed=seed, **options.dependence)
     except ValueError as error:  # e.g. too few replicates for the level

@@ -14,7 +14,7 @@ from xuqcal.io import SAMPLE_DIM
 from xuqcal.options import convention
 from xuqcal.plot.facets import Panel, facet
 
-__all__ = ["plot_pit"]
+__all__ = ["pit"]
 
 #: Drawing order of the PIT histogram: the band of the counts under uniformity beneath the
 #: bars, the expected count above them.
@@ -47,9 +47,9 @@ def _pit_array(pit_values: Any) -> xr.DataArray:
     return pit_values
 
 
-def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
-             ax=None, *, col: str | None = None, row: str | None = None,
-             sharex: bool | None = None, sharey: bool | None = None, band: str | None = None):
+def pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defaults.LEVEL,
+        ax=None, *, col: str | None = None, row: str | None = None,
+        sharex: bool | None = None, sharey: bool | None = None, band: str | None = None):
     """Histogram of PIT values with the per-bin band of the counts under uniformity.
 
     Bars are the counts of ``n_bins`` equal-width bins of [0, 1]; the shaded band beneath
@@ -98,8 +98,8 @@ def plot_pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = 
     Examples
     --------
     >>> import xuqcal
-    >>> from xuqcal.analysis.probabilistic import pit
-    >>> ax = plot_pit(pit(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
+    >>> from xuqcal.analysis import probabilistic
+    >>> ax = pit(probabilistic.pit(xuqcal.synthetic.nig(1000, nu=6, seed=0)))
     >>> ax.get_xlabel(), ax.get_ylabel(), len(ax.patches) >= 10
     ('PIT', 'count per bin', True)
     """
