@@ -355,6 +355,10 @@ def test_fraction_valid_test_is_binom_test(load_set):
     t = xuqcal.fraction_valid_test(lc)
     assert t["trials"] == 20 and t["successes"] == int(lc.valid.sum())
     assert t["estimate"] == float(lc.fraction_valid)
+    assert t["level"] == lc.attrs["level"] == 0.95  # the per-bin intervals' level
+    lc90 = xuqcal.curves.local_coverage(load_set(1), n_bins=20, level=0.9)
+    assert xuqcal.fraction_valid_test(lc90)["p_value"] == stats.binomtest(
+        int(lc90.valid.sum()), 20, 0.9).pvalue
     with pytest.raises(ValueError, match="n_valid, n_bins"):
         fraction_valid_test(21, 20)
     with pytest.raises(ValueError, match="n_bins: give it with a number"):

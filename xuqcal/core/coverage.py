@@ -297,8 +297,8 @@ def band_zeta(estimate, nominal, tol, ci_low, ci_high):
 PERNOT2024_TARGETS = {0.683: 0.67}
 
 
-def coverage_rule(level: float, rule: str | None = None) -> tuple[float, float]:
-    """``(k, target)``: the normal coverage factor of a PICP or local coverage at ``level`` and
+def coverage_rule(coverage_level: float, rule: str | None = None) -> tuple[float, float]:
+    """``(k, target)``: the normal coverage factor of a PICP or local coverage at ``coverage_level`` (``p``) and
     the value its interval is validated against (the band ``[target - tol, target + tol]``).
 
     ``rule="quantile"`` (xuqcal, ``defaults.CONVENTIONS["xuqcal"]``): ``k = Φ⁻¹((1 + p) / 2)``
@@ -319,18 +319,18 @@ def coverage_rule(level: float, rule: str | None = None) -> tuple[float, float]:
     from xuqcal.options import convention
 
     rule = convention("coverage_rule", rule)
-    level = check_level(level)
-    k = normal_coverage_factor(level)
+    p = check_level(coverage_level, "coverage_level")
+    k = normal_coverage_factor(p)
     if rule == "quantile":
-        return k, level
+        return k, p
     # (a level read from a key, 68.3 / 100, is 0.6829999999999999)
-    return round(k, 2), PERNOT2024_TARGETS.get(round(level, 10), level)
+    return round(k, 2), PERNOT2024_TARGETS.get(round(p, 10), p)
 
 
-def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
+def fraction_valid_test(n_valid, n_bins=None, level: float | None = None) -> dict:
     """Exact binomial test of the fraction of valid bins of a local analysis (ErrViewLib's
     ``testCovIntProb``): is the number of bins whose interval meets its target compatible
-    with ``Binomial(n_bins, prob)``, ``prob`` the confidence level of the per-bin intervals?
+    with ``Binomial(n_bins, level)``, ``level`` the confidence level of the per-bin intervals?
 
     Parameters
     ----------
@@ -342,16 +342,17 @@ def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
         ``tol=0``.
     n_bins : int, optional
         The number of bins tested (with an integer ``n_valid``).
-    prob : float
-        The probability of a valid bin under calibration (the level of the per-bin
-        intervals; R's default 0.95).
+    level : float, optional
+        The confidence level of the per-bin intervals: the probability of a valid bin under
+        calibration (R's ``prob``). Default: the attribute ``level`` of a result, else
+        0.95 (R's default).
 
     Returns
     -------
     dict
         ``successes``, ``trials``, ``estimate`` (the fraction), ``ci_low``, ``ci_high``
         (Clopper–Pearson interval at 0.95, as R's ``binom.test``), ``p_value`` (two-sided,
-        R's rule: the outcomes no more probable than the observed one), ``prob``.
+        R's rule: the outcomes no more probable than the observed one), ``level``.
 
     Examples
     --------
@@ -359,7 +360,9 @@ def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
     >>> t["estimate"], round(t["p_value"], 4), round(t["ci_low"], 4)
     (0.75, 0.0026, 0.509)
     """
-    prob = check_level(prob, "prob")
+    if level is None:
+        level = n_valid.attrs.get("level", 0.95) if hasattr(n_valid, "attrs") else 0.95
+    level = check_level(level, "level")
     if hasattr(n_valid, "data_vars"):
         if n_bins is not None:
             raise ValueError("n_bins: give it with a number of valid bins, not with a result "
@@ -380,8 +383,8 @@ def fraction_valid_test(n_valid, n_bins=None, prob: float = 0.95) -> dict:
     if n_bins < 1 or n_valid > n_bins:
         raise ValueError(f"n_valid, n_bins: expected 0 <= n_valid <= n_bins and n_bins >= 1, "
                          f"got {n_valid} and {n_bins}")
-    result = _stats.binomtest(int(n_valid), int(n_bins), prob)
+    result = _stats.binomtest(int(n_valid), int(n_bins), level)
     ci = result.proportion_ci(confidence_level=0.95, method="exact")
     return {"successes": int(n_valid), "trials": int(n_bins),
             "estimate": int(n_valid) / int(n_bins), "ci_low": float(ci.low),
-            "ci_high": float(ci.high), "p_value": float(result.pvalue), "prob": prob}
+            "ci_high": float(ci.high), "p_value": float(result.pvalue), "level": level}
