@@ -151,7 +151,8 @@ def _check_arguments(ds: object, statistics: object, *, level: object, n_bins: o
     if not isinstance(ds, xr.Dataset):
         raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     if statistics is None:  # every statistic that reduces out of core
-        statistics = [key for key in STATISTICS if key not in NOT_REDUCIBLE]
+        statistics = [s.key for s in STATISTICS.values()
+                      if s.in_all and s.key not in NOT_REDUCIBLE]
     chosen = get_statistics(statistics)
     refused = [s.key for s in chosen if s.key in NOT_REDUCIBLE]
     if refused:
