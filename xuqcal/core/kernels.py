@@ -1808,6 +1808,44 @@ def fill_permutation(key, replicate, out):
         out[j] = t
 
 
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def group_log_zms(key, z2, control_z2, size, n_groups, out, control_out):
+    """``|ln <Z²>_g|`` of random groups of ``size`` points drawn without replacement, on the
+    data's ``z2`` and, with the same groups, on ``control_z2`` (ErrViewLib's ``plotAGV``).
+
+    ``out`` and ``control_out`` are ``(n_mc, n_groups)``: row ``j`` draws its ``n_groups``
+    groups from stream ``(key, j)`` by partial Fisher–Yates shuffles of ``0 .. M - 1`` (one
+    shuffle per group, continuing the permutation of the previous group of the row).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> out, ctl = np.empty((1, 2)), np.empty((1, 2))
+    >>> group_log_zms(stream_key(0, "agv"), np.full(4, np.e), np.ones(4), 2, 2, out, ctl)
+    >>> out.tolist(), ctl.tolist()
+    ([[1.0, 1.0]], [[0.0, 0.0]])
+    """
+    m = z2.shape[0]
+    perm = np.empty(m, dtype=np.int64)
+    for j in range(out.shape[0]):
+        for i in range(m):
+            perm[i] = i
+        state = stream_start(key, j)
+        for g in range(n_groups):
+            total = 0.0
+            control = 0.0
+            for i in range(size):
+                r, state = next_below(state, m - i)
+                r += i
+                t = perm[i]
+                perm[i] = perm[r]
+                perm[r] = t
+                total += z2[perm[i]]
+                control += control_z2[perm[i]]
+            out[j, g] = abs(math.log(total / size))
+            control_out[j, g] = abs(math.log(control / size))
+
+
 @nb.njit(nogil=True, cache=True)
 def binomial_count(key, replicate, n, p):
     """A Binomial(n, p) count: the number of ``n`` uniforms of stream ``(key, replicate)``
