@@ -466,3 +466,42 @@ def test_confidence_curve_validation_errors(data):
         xuqcal.confidence_curve_validation(data, n_boot=10)
     with pytest.raises(ValueError, match="statistic: unknown confidence-curve statistic"):
         xuqcal.confidence_curve_validation(data, statistic="zms", n_boot=1000)
+
+
+# ------------------------------------------------------------ the map (docs/errviewlib.rst)
+
+#: ErrViewLib's exports (its NAMESPACE file, commit of 2024).
+ERRVIEWLIB_EXPORTS = (
+    "P1 Sconf W ZMSCI Zanardi agrestiCoull calibScores calibScoresProbRef cdfF eceFun erf "
+    "estBS1 fOrderMSIP fcor fcov fdif forder formatUnc genIntervals genTabStat genpval gimc gini "
+    "hd hrmode hsmode kurt kurtcs lasym mad_sd mse muF mue my5num nllFun pietra pinv plotACF "
+    "plotAGV plotAGVZMS plotBA plotCC plotCCVal plotCalCurve plotCalibration plotCalibrationQ "
+    "plotClusters plotConfidence plotCorMat plotDeltaCDF plotDistHist plotEvsPU plotGiniVsLAC "
+    "plotLCP plotLRCE plotLRR plotLZISD plotLZM plotLZMS plotLZV plotLorenz plotPCA plotPIT "
+    "plotParallel plotPdf plotPpnorm plotRankMat plotRelDiag plotSIPMat plotStratRCE "
+    "plotStratZM plotStratZMS plotStratZV plotUncEcdf plotZscoreQqnorm plotlyDistHist prettyUnc "
+    "pval q95 q95F q95hd rankBS rankBS2 rce rmsd rmse rsdZCI sdZCI setgPars skew skewgm "
+    "stratAgg tabScoresRef testCovIntProb trendCorr varZCI varvar vhd zceFun").split()
+
+
+def test_the_map_lists_every_export_and_its_targets_exist():
+    import importlib
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "errviewlib.rst").read_text()
+    table = text[text.index("The map"):]
+    rows = table.split("\n   * - ")[2:]
+    first = {name for row in rows for name in re.findall(r"``(\w+)``",
+                                                          row.split("\n     - ")[0])}
+    assert len(ERRVIEWLIB_EXPORTS) == 99
+    assert first == set(ERRVIEWLIB_EXPORTS)
+    assert len(rows) == len({row.split("\n     - ")[0] for row in rows})  # no row twice
+    for target in re.findall(r":(?:func|data):`(xuqcal[\w.]+)`", text):
+        owner = xuqcal  # attribute by attribute (xuqcal.curves is an attribute, not a module)
+        parts = target.split(".")
+        for k, part in enumerate(parts[1:], start=2):
+            if not hasattr(owner, part):
+                importlib.import_module(".".join(parts[:k]))
+            owner = getattr(owner, part)
+        assert callable(owner) or isinstance(owner, dict), target

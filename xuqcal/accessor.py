@@ -327,7 +327,7 @@ class PlotAccessor:
         return _plot.errors_vs_uncertainty(self._parent._ds, by, **kwargs)
 
     def uncertainty_ecdf(self, variable: str = "uE", **kwargs):
-        """ECDF of uE (or |E|) with its band; see :func:`xuqcal.plot.uncertainty_ecdf`."""
+        """ECDF of uE (or ``|E|``) with its band; see :func:`xuqcal.plot.uncertainty_ecdf`."""
         return _plot.uncertainty_ecdf(self._parent._ds, variable, **kwargs)
 
     def zscore_qq(self, reference: str = "normal", **kwargs):

@@ -150,8 +150,8 @@ def uncertainty_ecdf(ds: xr.Dataset, variable: str = "uE", *, level: float = def
     ----------
     ds : xarray.Dataset
         Input with ``E`` and ``uE``.
-    variable : {"uE", "|E|"}
-        The uncertainties or the absolute errors.
+    variable : str
+        ``"uE"`` (the uncertainties) or ``"|E|"`` (the absolute errors).
     level : float
         Coverage of the band.
     ax : matplotlib Axes, optional
