@@ -90,7 +90,7 @@ def test_zscore_qq(data, both, tmp_path):
     assert "fitted Student-t" in ax.get_title()
     grid = plot.zscore_qq(both, n_mc=50)
     assert isinstance(grid, FacetGrid) and grid.axes.size == 2
-    with pytest.raises(ValueError, match="reference: expected one of 'normal', 'student'"):
+    with pytest.raises(ValueError, match="distribution: expected one of 'normal', 'student'"):
         plot.zscore_qq(data, "laplace")
     with pytest.raises(ValueError, match="n_mc"):
         plot.zscore_qq(data, n_mc=1)

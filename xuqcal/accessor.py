@@ -330,10 +330,10 @@ class PlotAccessor:
         """ECDF of uE (or ``|E|``) with its band; see :func:`xuqcal.plot.uncertainty_ecdf`."""
         return _plot.uncertainty_ecdf(self._parent._ds, variable, **kwargs)
 
-    def zscore_qq(self, reference: str = "normal", **kwargs):
+    def zscore_qq(self, distribution: str = "normal", **kwargs):
         """QQ plot of the z-scores; see :func:`xuqcal.plot.zscore_qq`."""
-        return _plot.zscore_qq(self._parent._ds, reference, **kwargs)
+        return _plot.zscore_qq(self._parent._ds, distribution, **kwargs)
 
-    def zscore_pp(self, reference: str = "normal", **kwargs):
+    def zscore_pp(self, distribution: str = "normal", **kwargs):
         """PP plot of the z-scores; see :func:`xuqcal.plot.zscore_pp`."""
-        return _plot.zscore_pp(self._parent._ds, reference, **kwargs)
+        return _plot.zscore_pp(self._parent._ds, distribution, **kwargs)

@@ -21,9 +21,11 @@ The bootstrap intervals of ErrViewLib's ``method="bootstrap"`` are those of the 
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_choice, check_level
+
+stats = lazy_module("scipy.stats")  # loaded on first use (a short ``import xuqcal``, issue 26)
 
 #: The interval methods of :func:`variance_interval`.
 VARIANCE_METHODS = ("cho", "chisq")

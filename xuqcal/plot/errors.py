@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy import stats as _stats
 
+from xuqcal._lazy import lazy_module
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_choice, check_count, check_level, check_seed
@@ -20,8 +20,10 @@ from xuqcal.core.intervals import wilson_interval
 from xuqcal.io import by_role
 from xuqcal.plot.facets import Panel, facet, without_absent_points
 
+_stats = lazy_module("scipy.stats")  # loaded on first use (a short ``import xuqcal``, issue 26)
+
 #: The reference distributions of the QQ and PP plots.
-REFERENCES = ("normal", "student")
+DISTRIBUTIONS = ("normal", "student")
 #: The multiples k of the guide lines E = ±k uE (or Z = ±k).
 GUIDES = (1.0, 2.0, 3.0)
 
@@ -39,7 +41,7 @@ def _arrays(ds: xr.Dataset, indexers: dict, E: str, uE: str) -> tuple[np.ndarray
     return errors, uncertainties
 
 
-def reference_distribution(z: np.ndarray, reference: str):
+def reference_distribution(z: np.ndarray, distribution: str):
     """The frozen SciPy distribution the z-scores are compared with: N(0, 1), or the Student-t
     of maximum likelihood (ν, location 0, scale) fitted to ``z``; and its label.
 
@@ -49,7 +51,7 @@ def reference_distribution(z: np.ndarray, reference: str):
     >>> label, float(dist.cdf(0.0))
     ('N(0, 1)', 0.5)
     """
-    if reference == "normal":
+    if distribution == "normal":
         return _stats.norm(), "N(0, 1)"
     nu, _, scale = _stats.t.fit(z, floc=0.0)
     return _stats.t(nu, scale=scale), f"fitted Student-t (ν = {nu:.3g}, scale = {scale:.3g})"
@@ -206,7 +208,7 @@ def uncertainty_ecdf(ds: xr.Dataset, variable: str = "uE", *, level: float = def
 
 
 @by_role
-def zscore_qq(ds: xr.Dataset, reference: str = "normal", *, level: float = defaults.LEVEL,
+def zscore_qq(ds: xr.Dataset, distribution: str = "normal", *, level: float = defaults.LEVEL,
               n_mc: int = 1000, seed: int = defaults.SEED, ax=None, col: str | None = None,
               row: str | None = None, sharex: bool | None = None, sharey: bool | None = None,
               E: str = defaults.E, uE: str = defaults.UE):
@@ -221,7 +223,7 @@ def zscore_qq(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
     ----------
     ds : xarray.Dataset
         Input with ``E`` and ``uE``.
-    reference : {"normal", "student"}
+    distribution : {"normal", "student"}
         N(0, 1), or the Student-t of maximum likelihood (ν and scale, location 0) fitted to Z.
     level : float
         Coverage of the band.
@@ -247,7 +249,7 @@ def zscore_qq(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('theoretical quantiles of N(0, 1)', 'ordered z-scores')
     """
-    reference = check_choice(reference, "reference", REFERENCES)
+    distribution = check_choice(distribution, "distribution", DISTRIBUTIONS)
     level = check_level(level)
     n_mc = check_count(n_mc, "n_mc", 2)
     seed = check_seed(seed)
@@ -260,7 +262,7 @@ def zscore_qq(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
         m = z.size
         a = 3.0 / 8.0 if m <= 10 else 0.5
         positions = (np.arange(1, m + 1) - a) / (m + 1 - 2 * a)
-        dist, label = reference_distribution(z, reference)
+        dist, label = reference_distribution(z, distribution)
         theoretical = dist.ppf(positions)
         draws = np.sort(dist.rvs(size=(n_mc, m), random_state=np.random.default_rng(seed)),
                         axis=1)
@@ -274,7 +276,7 @@ def zscore_qq(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
                    label=p.data_label("data"))
         ax.set_xlim(-limit, limit)
         ax.set_ylim(-limit, limit)
-        short = "N(0, 1)" if reference == "normal" else "the fitted Student-t"
+        short = "N(0, 1)" if distribution == "normal" else "the fitted Student-t"
         ax.set_xlabel(f"theoretical quantiles of {short}")
         ax.set_ylabel("ordered z-scores")
         p.title(ax, f"QQ plot of the z-scores against {label}", "QQ plot of the z-scores")
@@ -306,7 +308,7 @@ def pp_curve(z: np.ndarray, dist, grid: np.ndarray | None = None
 
 
 @by_role
-def zscore_pp(ds: xr.Dataset, reference: str = "normal", *, level: float = defaults.LEVEL,
+def zscore_pp(ds: xr.Dataset, distribution: str = "normal", *, level: float = defaults.LEVEL,
               ax=None, col: str | None = None, row: str | None = None,
               sharex: bool | None = None, sharey: bool | None = None,
               E: str = defaults.E, uE: str = defaults.UE):
@@ -318,7 +320,7 @@ def zscore_pp(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
     ----------
     ds : xarray.Dataset
         Input with ``E`` and ``uE``.
-    reference : {"normal", "student"}
+    distribution : {"normal", "student"}
         N(0, 1), or the Student-t of maximum likelihood (ν and scale, location 0) fitted to Z.
     level : float
         Coverage of the band.
@@ -341,7 +343,7 @@ def zscore_pp(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('expected cumulative probability', 'observed cumulative probability')
     """
-    reference = check_choice(reference, "reference", REFERENCES)
+    distribution = check_choice(distribution, "distribution", DISTRIBUTIONS)
     level = check_level(level)
     check_data_variables(ds, E, uE, extra_dims=True)
     data = ds[[E, uE]]
@@ -349,7 +351,7 @@ def zscore_pp(ds: xr.Dataset, reference: str = "normal", *, level: float = defau
     def draw(ax, indexers: dict, p: Panel) -> None:
         errors, uncertainties = _arrays(data, indexers, E, uE)
         z = errors / uncertainties
-        dist, label = reference_distribution(z, reference)
+        dist, label = reference_distribution(z, distribution)
         expected, observed, area, calerr = pp_curve(z, dist)
         low, high = wilson_interval(np.round(observed * z.size), z.size, level)
         colour = p.colour_or("tab:blue")
