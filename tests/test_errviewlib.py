@@ -505,3 +505,18 @@ def test_the_map_lists_every_export_and_its_targets_exist():
                 importlib.import_module(".".join(parts[:k]))
             owner = getattr(owner, part)
         assert callable(owner) or isinstance(owner, dict), target
+
+
+@pytest.mark.parametrize("kwargs", [{"se": "cluster", "groups": "g"}, {"se": "hac", "block": "t"}])
+def test_zisd_dependent_standard_errors_are_propagated_from_zv(data, kwargs):
+    # cluster-robust and Newey–West SE of zisd: the gradient of V^-1/2 is -V^-3/2 / 2 times the
+    # gradient of V (delta method), so SE(zisd) = SE(zv) zisd³ / 2 for any covariance of the means
+    m = data.sizes["sample"]
+    ds = data.assign(g=("sample", np.arange(m) // 10), t=("sample", np.arange(m, dtype=float)))
+    r = xuqcal.reduce_statistics(ds, ["zv", "zisd"], **kwargs)
+    half_v = float(r.ci_high.sel(statistic="zv") - r.estimate.sel(statistic="zv"))
+    half_s = float(r.ci_high.sel(statistic="zisd") - r.estimate.sel(statistic="zisd"))
+    s = float(r.estimate.sel(statistic="zisd"))
+    assert half_s == pytest.approx(half_v * s**3 / 2, rel=1e-10)
+    iid = xuqcal.reduce_statistics(ds, ["zisd"])
+    assert half_s != pytest.approx(float((iid.ci_high - iid.estimate).squeeze()), rel=1e-3)

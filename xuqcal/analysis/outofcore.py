@@ -1270,8 +1270,8 @@ def reduce_statistics(
         NaN), as :func:`~xuqcal.analysis.slices.broadcast` does.
     statistics : str or sequence of str or None
         Statistic keys: the moment statistics ``mse rmse mv rmv zm zms zv rce nll`` and the
-        binned ``ence uce zmse`` (``None``: all of them). ``cc`` is refused: a rank correlation
-        needs all the points in one task.
+        binned ``ence uce zmse`` (``None``: all of them), and on request ``zisd``. ``cc`` is
+        refused: a rank correlation needs all the points in one task.
     level : float
         Confidence level of the intervals.
     n_bins : int, optional
