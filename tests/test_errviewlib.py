@@ -520,3 +520,52 @@ def test_zisd_dependent_standard_errors_are_propagated_from_zv(data, kwargs):
     assert half_s == pytest.approx(half_v * s**3 / 2, rel=1e-10)
     iid = xuqcal.reduce_statistics(ds, ["zisd"])
     assert half_s != pytest.approx(float((iid.ci_high - iid.estimate).squeeze()), rel=1e-3)
+
+
+# ------------------------------------------- plotLZV(method = "cho") and plotLZISD (Cho)
+
+@pytest.mark.parametrize("inverse", [False, True])
+def test_local_variance_is_lzv_and_lzisd_with_chos_intervals(data, inverse):
+    r = xuqcal.local_variance(data, n_bins=5, inverse=inverse)
+    order = np.argsort(data.uE.values, kind="stable")
+    z = (data.E.values / data.uE.values)[order]
+    bounds = np.arange(6) * z.size // 5
+    q = stats.norm.ppf(0.975)
+    for b, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        v = np.var(z[lo:hi], ddof=1)  # R: var(Z), varvar(Z) of the bin
+        sd = math.sqrt(_cho_varvar(z[lo:hi]))
+        value, sd = (1 / math.sqrt(v), sd / (2 * v**1.5)) if inverse else (v, sd)
+        np.testing.assert_allclose([r.value[b], r.ci_low[b], r.ci_high[b]],
+                                   [value, value - q * sd, value + q * sd], rtol=1e-12)
+    valid = (r.ci_low <= 1) & (1 <= r.ci_high)
+    np.testing.assert_array_equal(r.valid.values, valid.values)
+    k = int(valid.sum())
+    assert float(r.fraction_valid) == k / 5
+    np.testing.assert_allclose([r.fraction_valid_low, r.fraction_valid_high], _wilson_cc(k, 5),
+                               atol=1e-12)
+    assert r.attrs["statistic"] == ("zisd" if inverse else "zv")
+    assert float(r.global_value) == pytest.approx(variance_interval(
+        data.E.values / data.uE.values, inverse=inverse)[0], rel=1e-12)
+    # the values are those of local's (BCa) analysis of the same statistic
+    loc = xuqcal.local(data, "zisd" if inverse else "zv", n_bins=5, n_boot=200)
+    np.testing.assert_allclose(r.value.values, loc.value.values, rtol=1e-12)
+
+
+def test_local_variance_default_bins_lazy_dims_errors(data, two_models):
+    from xuqcal.analysis.variance import default_local_bins
+
+    assert [default_local_bins(m) for m in (100, 450, 1200, 5000)] == [2, 3, 8, 15]
+    assert xuqcal.local_variance(data).sizes["bin"] == 8
+    lazy = xuqcal.local_variance(data.chunk({"sample": 400}), n_bins=4)
+    assert lazy.value.chunks is not None
+    xr.testing.assert_allclose(lazy.compute().value, xuqcal.local_variance(data, n_bins=4).value)
+    both, singles = two_models
+    r = xuqcal.local_variance(both, n_bins=3, inverse=True)
+    assert r.value.dims == ("model", "bin")
+    np.testing.assert_allclose(r.value.sel(model="b").values,
+                               xuqcal.local_variance(singles["b"], n_bins=3,
+                                                     inverse=True).value.values, rtol=1e-12)
+    with pytest.raises(ValueError, match="n_bins"):
+        xuqcal.local_variance(data, n_bins=1000)
+    with pytest.raises(ValueError, match="nope"):
+        xuqcal.local_variance(data, by="nope")

@@ -198,3 +198,11 @@ def test_accessor_plots(data, tmp_path):
         ax = getattr(data.uqcal.plot, name)(**kwargs)
         assert ax.get_xlabel() and ax.get_ylabel(), name
         render(ax, tmp_path / f"{name}.png")
+
+
+def test_local_variance_drawn_by_plot_local(data, tmp_path):
+    result = xuqcal.local_variance(data, n_bins=4, inverse=True)
+    ax = plot.local(result)
+    assert ax.get_xlabel() == "uE (bin centre)" and ax.get_ylabel() == "1 / SD(Z)"
+    assert "f_v" in ax.get_title()
+    render(ax, tmp_path / "lzisd_cho.png")

@@ -44,7 +44,7 @@ from xuqcal.analysis.stats import stats
 from xuqcal.analysis.strata import merge_strata
 from xuqcal.analysis.summary import summary
 from xuqcal.analysis.validation import validate
-from xuqcal.analysis.variance import var_z_interval
+from xuqcal.analysis.variance import local_variance, var_z_interval
 from xuqcal.core import generators
 from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.generators import get_generator
@@ -110,6 +110,7 @@ __all__ = [
     "interval_coverage",
     "kappa_cs",
     "local",
+    "local_variance",
     "make_bins",
     "merge_strata",
     "nll_split",

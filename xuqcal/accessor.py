@@ -164,6 +164,8 @@ class UQCalAccessor:
                                   "Pernot's calibration scores (ErrViewLib's calibScores)")
     var_z_interval = delegate(_variance.var_z_interval,
                               "Var(Z) or 1/SD(Z) with Cho's interval (ErrViewLib's varZCI)")
+    local_variance = delegate(_variance.local_variance,
+                              "LZV or LZISD per bin with Cho's intervals (ErrViewLib)")
     merge_strata = delegate(_strata.merge_strata,
                             "Merge the small strata of a variable (ErrViewLib's stratAgg)")
     worst_group_calibration = delegate(_adversarial.worst_group_calibration,
