@@ -14,7 +14,8 @@ from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_choice, check_level
+from xuqcal.core.binning import check_n_bins
+from xuqcal.core.checks import check_bool, check_choice, check_count, check_level, variable_name
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import check_values
 from xuqcal.core.variance import VARIANCE_METHODS, variance_interval
@@ -202,16 +203,12 @@ def local_variance(
     >>> lzv.sizes["bin"], lzv.attrs["statistic"], lzv.attrs["interval"]
     (15, 'zv', 'cho')
     """
-    from xuqcal.core.checks import check_count, variable_name
-
     level = check_level(level)
     inverse = check_bool(inverse, "inverse")
     check_data_variables(ds, E, uE)
     name = variable_name(ds, by, uE, role="conditioning")
     m = ds.sizes["sample"]
     n_bins = default_local_bins(m) if n_bins is None else check_count(n_bins, "n_bins", 1)
-    from xuqcal.core.binning import check_n_bins
-
     check_n_bins(m, n_bins)
     key = "zisd" if inverse else "zv"
     variables = {k: (() if dims == () else (dims,), dtype, {"long_name": text})
