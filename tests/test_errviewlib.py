@@ -569,3 +569,35 @@ def test_local_variance_default_bins_lazy_dims_errors(data, two_models):
         xuqcal.local_variance(data, n_bins=1000)
     with pytest.raises(ValueError, match="nope"):
         xuqcal.local_variance(data, by="nope")
+
+
+def test_calibration_scores_probabilistic_reference(data):
+    # calibScoresProbRef: the scores of nMC sets E = uE * eps, eps ~ dist, with the same bins;
+    # mean, sd (R's sd: n - 1) and the 2.5 % / 97.5 % quantiles (type 7) per score; here the
+    # draws are the documented streams of the generator, the scores the R formulas above
+    ds = data.isel(sample=slice(0, 400)).assign(X=("sample", np.arange(400.0) % 7))
+    r = xuqcal.calibration_scores(ds, "X", n_bins=8, n_mc=25, generator="t4", seed=9)
+    assert r.summary.values.tolist() == ["mean", "sd", "q025", "q975"]
+    gen = xuqcal.get_generator("t4")
+    u, x = ds.uE.values, ds.X.values
+    sims = [_r_calib_scores(u * gen.sample(400, seed=9, replicate=k, purpose="calibration_scores"),
+                            u, [x], 8) for k in range(25)]
+    for key in ("scal", "su", "stot", "nll", "calib", "ence_u", "uce_u"):
+        values = np.array([s[0][key] for s in sims])
+        np.testing.assert_allclose(r[f"{key}_reference"].values,
+                                   [values.mean(), values.std(ddof=1),
+                                    *np.quantile(values, [0.025, 0.975])], rtol=1e-11)
+    sx = np.array([s[1][0] for s in sims])
+    np.testing.assert_allclose(r.sx_reference.sel(feature="X").values,
+                               [sx.mean(), sx.std(ddof=1), *np.quantile(sx, [0.025, 0.975])],
+                               rtol=1e-11)
+    assert r.attrs["generator"] == "t4" and r.attrs["n_mc"] == 25
+    plain = xuqcal.calibration_scores(ds, "X", n_bins=8)
+    assert "scal_reference" not in plain and "summary" not in plain.dims
+    assert float(plain.stot) == float(r.stot)
+    with pytest.raises(ValueError, match="n_mc: a reference needs at least 2"):
+        xuqcal.calibration_scores(ds, n_mc=1)
+    with pytest.raises(ValueError, match="generator: 'tfit'"):
+        xuqcal.calibration_scores(ds, n_mc=5, generator="tfit")
+    with pytest.raises(ValueError, match="generator"):
+        xuqcal.calibration_scores(ds, n_mc=5, generator="cauchy")

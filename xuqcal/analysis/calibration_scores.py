@@ -34,13 +34,15 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
-from xuqcal.core.checks import check_count
+from xuqcal.core.checks import check_count, check_generators, check_seed
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import check_values, compute, log_square
 from xuqcal.io import by_role
 
 #: The minimal number of points per bin of the default number of bins (ErrViewLib's popMin).
 MIN_POINTS_PER_BIN = 30
+#: The summaries of the simulated reference of each score (``n_mc > 0``).
+SUMMARIES = ("mean", "sd", "q025", "q975")
 
 _SCALARS = {
     "scal": "calibration score |ln <Z²>|",
@@ -107,6 +109,9 @@ def calibration_scores(
     features: str | Sequence[str] | None = None,
     *,
     n_bins: int | None = None,
+    n_mc: int = 0,
+    generator: str = defaults.GENERATORS[0],
+    seed: int = defaults.SEED,
     E: str = defaults.E,
     uE: str = defaults.UE,
 ) -> xr.Dataset:
@@ -127,6 +132,19 @@ def calibration_scores(
     n_bins : int, optional
         Number of equal-count bins for ``su``, ``sx``, ENCE and UCE. Default
         :func:`default_n_bins` (``floor(sqrt(M))``, at most ``M // 30``).
+    n_mc : int
+        Simulated data sets of the probabilistic reference of every score (ErrViewLib's
+        ``calibScoresProbRef``, ``nMC``): the scores of ``n_mc`` error sets ``uE * eps``,
+        ``eps ~ generator``, with the same bins. 0 (default): no reference. ErrViewLib counts
+        the data's own scores as one of its ``1 + nMC`` rows; here the reference is the
+        simulated sets only.
+    generator : str
+        Unit-variance distribution of ``eps`` (ErrViewLib's ``dist``: ``"normal"``,
+        ``"uniform"``, ``"normp4"``, ``"laplace"``, ``"t4"``; any of
+        :mod:`xuqcal.core.generators`).
+    seed : int
+        Seed: set ``r`` uses ``get_generator(generator).sample(M, seed=seed, replicate=r,
+        purpose="calibration_scores")``.
     E, uE : str
         Names of the error and uncertainty variables.
 
@@ -135,7 +153,10 @@ def calibration_scores(
     xarray.Dataset
         Scalars ``scal``, ``su``, ``stot``, ``ence_u``, ``uce_u``, ``nll``, ``calib``,
         ``sharp``; over ``feature`` (the names of ``features``; absent without features):
-        ``sx``, ``ence_x``, ``uce_x``. Attribute ``n_bins``.
+        ``sx``, ``ence_x``, ``uce_x``. Attribute ``n_bins``. With ``n_mc``, also
+        ``<score>_reference`` for every score, over ``summary`` (``mean``, ``sd`` with the
+        denominator ``n_mc - 1``, ``q025``, ``q975``: R's ``quantile`` type 7) after
+        ``feature`` for the per-feature scores.
 
     Raises
     ------
@@ -160,25 +181,40 @@ def calibration_scores(
     else:
         n_bins = check_count(n_bins, "n_bins", 1)
     check_n_bins(m, n_bins)
+    n_mc = check_count(n_mc, "n_mc", 0)
+    if n_mc == 1:
+        raise ValueError("n_mc: a reference needs at least 2 simulated sets (its sd), got 1")
+    gen = check_generators(generator, "generator")[0]
+    if gen.fitted:
+        raise ValueError("generator: 'tfit' is fitted to each data set by validate and "
+                         "simulate only; name a fixed generator such as 't4'")
+    seed = check_seed(seed)
     variables = {name: ((), np.float64, {"long_name": text}) for name, text in _SCALARS.items()}
     if names:
         variables.update({name: (("feature",), np.float64, {"long_name": text})
                           for name, text in _PER_FEATURE.items()})
-    layout = template(variables, {"feature": len(names)},
-                      {"feature": np.array(names, dtype=object)} if names else None,
-                      attrs=provenance(n_bins=n_bins, n_samples=m, E=E, uE=uE,
-                                       features=", ".join(names),
-                                       method="ErrViewLib's calibScores (Pernot)"))
+    if n_mc:
+        variables.update({
+            f"{name}_reference": ((("feature",) if name in _PER_FEATURE else ()) + ("summary",),
+                                  np.float64, {"long_name": f"simulated reference of {name}"})
+            for name in variables})
+    coords = {"summary": np.array(SUMMARIES)} if n_mc else {}
+    if names:
+        coords["feature"] = np.array(names, dtype=object)
+    attrs = {"n_bins": n_bins, "n_samples": m, "E": E, "uE": uE, "features": ", ".join(names),
+             "method": "ErrViewLib's calibScores (Pernot)"}
+    if n_mc:
+        attrs.update(n_mc=n_mc, generator=gen.name, seed=seed,
+                     reference="scores of n_mc error sets uE * eps, eps ~ generator")
+    layout = template(variables, {"feature": len(names), "summary": len(SUMMARIES)},
+                      coords or None, attrs=provenance(attrs))
     return analysis(_scores_body, ds, [E, uE, *names], lambda: layout, features=names,
-                    n_bins=n_bins, E=E, uE=uE)
+                    n_bins=n_bins, n_mc=n_mc, gen=gen, seed=seed, E=E, uE=uE)
 
 
-def _scores_body(data: xr.Dataset, *, features: list[str], n_bins: int, E: str, uE: str
-                 ) -> xr.Dataset:
-    """:func:`calibration_scores` on NumPy-backed data."""
-    errors = np.ascontiguousarray(data[E].values, dtype=np.float64)
-    uncertainties = np.ascontiguousarray(data[uE].values, dtype=np.float64)
-    check_values(errors, uncertainties)
+def _score_values(errors: np.ndarray, uncertainties: np.ndarray,
+                  features: list[tuple[str, np.ndarray]], n_bins: int) -> dict:
+    """The scores of one set of errors (checked arrays): scalars and, per feature, arrays."""
     zms, nll = compute(errors, uncertainties, ["zms", "nll"], n_bins=n_bins)
     sharp = float(np.mean(log_square(uncertainties)))
     zmse_u, ence_u, uce_u = compute(errors, uncertainties, ["zmse", "ence", "uce"],
@@ -186,20 +222,44 @@ def _scores_body(data: xr.Dataset, *, features: list[str], n_bins: int, E: str, 
     scal = abs(math.log(zms))
     out = {"scal": scal, "su": zmse_u, "ence_u": ence_u, "uce_u": uce_u, "nll": nll,
            "calib": zms, "sharp": sharp}
-    per_feature = []
+    per_feature = [compute(errors, uncertainties, ["zmse", "ence", "uce"], n_bins=n_bins,
+                           by_values=values, by=name) for name, values in features]
+    sx = np.array([row[0] for row in per_feature])
+    out["stot"] = scal + zmse_u + float(np.sum(sx))
+    if features:
+        out.update(sx=sx, ence_x=np.array([r[1] for r in per_feature]),
+                   uce_x=np.array([r[2] for r in per_feature]))
+    return out
+
+
+def _scores_body(data: xr.Dataset, *, features: list[str], n_bins: int, n_mc: int, gen,
+                 seed: int, E: str, uE: str) -> xr.Dataset:
+    """:func:`calibration_scores` on NumPy-backed data."""
+    errors = np.ascontiguousarray(data[E].values, dtype=np.float64)
+    uncertainties = np.ascontiguousarray(data[uE].values, dtype=np.float64)
+    check_values(errors, uncertainties)
+    columns = []
     for name in features:
         values = np.asarray(data[name].values, dtype=np.float64)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
             raise ValueError(f"features: {bad.size} values of {name!r} are not finite (rows "
                              f"{', '.join(map(str, bad[:5].tolist()))})")
-        per_feature.append(compute(errors, uncertainties, ["zmse", "ence", "uce"],
-                                   n_bins=n_bins, by_values=values, by=name))
-    sx = np.array([row[0] for row in per_feature])
-    out["stot"] = scal + zmse_u + float(np.sum(sx))
-    result = xr.Dataset({k: float(v) for k, v in out.items()})
-    if features:
-        result = result.assign(sx=("feature", sx),
-                               ence_x=("feature", np.array([r[1] for r in per_feature])),
-                               uce_x=("feature", np.array([r[2] for r in per_feature])))
+        columns.append((name, values))
+    out = _score_values(errors, uncertainties, columns, n_bins)
+    result = xr.Dataset({k: (("feature",) if k in _PER_FEATURE else (), v)
+                         for k, v in out.items()})
+    if not n_mc:
+        return result
+    draws = {k: [] for k in out}
+    for r in range(n_mc):
+        eps = gen.sample(errors.size, seed=seed, replicate=r, purpose="calibration_scores")
+        for k, v in _score_values(uncertainties * eps, uncertainties, columns, n_bins).items():
+            draws[k].append(v)
+    for k, values in draws.items():
+        values = np.asarray(values)  # (n_mc,) or (n_mc, feature)
+        summary = np.stack([values.mean(axis=0), values.std(axis=0, ddof=1),
+                            *np.quantile(values, [0.025, 0.975], axis=0)], axis=-1)
+        dims = ("feature", "summary") if k in _PER_FEATURE else ("summary",)
+        result[f"{k}_reference"] = (dims, summary)
     return result
