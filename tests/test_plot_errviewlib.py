@@ -206,3 +206,15 @@ def test_local_variance_drawn_by_plot_local(data, tmp_path):
     assert ax.get_xlabel() == "uE (bin centre)" and ax.get_ylabel() == "1 / SD(Z)"
     assert "f_v" in ax.get_title()
     render(ax, tmp_path / "lzisd_cho.png")
+
+
+def test_calibration_scores_plot_with_reference(data, tmp_path):
+    scores = xuqcal.calibration_scores(data, n_bins=10, n_mc=20)
+    ax = plot.calibration_scores(scores)
+    bars = ax.containers[-1]  # the errorbar container of the reference
+    np.testing.assert_allclose(bars.lines[0].get_ydata(),
+                               [float(scores[f"{k}_reference"].sel(summary="mean"))
+                                for k in ("scal", "su", "stot")])
+    assert "simulated reference (mean, 95 % range)" in [t.get_text() for t in
+                                                         ax.get_legend().get_texts()]
+    render(ax, tmp_path / "scores_ref.png")

@@ -13,7 +13,8 @@ def calibration_scores(scores: xr.Dataset, ax=None, *, col: str | None = None,
                        row: str | None = None, sharex: bool | None = None,
                        sharey: bool | None = None):
     """The scores ``scal``, ``su``, ``sx`` (one bar per feature) and ``stot`` as bars (0 for
-    perfectly calibrated, consistent and adaptive uncertainties).
+    perfectly calibrated, consistent and adaptive uncertainties), with the mean and 95 % range
+    of their simulated reference when the scores were computed with ``n_mc``.
 
     Parameters
     ----------
@@ -51,7 +52,18 @@ def calibration_scores(scores: xr.Dataset, ax=None, *, col: str | None = None,
         width = 0.6 if not p.overlaid else 0.8 / p.count
         x = positions if not p.overlaid else positions - 0.4 + width * (p.index + 0.5)
         ax.bar(x, heights, width=width, color=p.colour_or(series_colour(0)),
-               label=p.data_label(None))
+               label=p.data_label(None) if p.overlaid else "data")
+        if "scal_reference" in one:  # calibration_scores(n_mc=...): the simulated 95 % range
+            ref = [one.scal_reference, one.su_reference,
+                   *([one.sx_reference.isel(feature=i) for i in range(len(features))]),
+                   one.stot_reference]
+            low = np.array([float(r.sel(summary="q025")) for r in ref])
+            high = np.array([float(r.sel(summary="q975")) for r in ref])
+            mean = np.array([float(r.sel(summary="mean")) for r in ref])
+            ax.errorbar(x, mean, yerr=[mean - low, high - mean], fmt="_", color="black",
+                        capsize=3, label=p.once("simulated reference (mean, 95 % range)"))
+            if not p.overlaid:
+                ax.legend(fontsize="small")
         if p.first:
             ax.set_xticks(positions, labels)
             ax.axhline(0.0, color="black", lw=0.8)
