@@ -25,6 +25,7 @@ def naive_statistics(E: np.ndarray, uE: np.ndarray, n_bins: int, by=None) -> dic
     return {
         "mse": np.mean(E**2), "rmse": rmse, "mv": np.mean(uE**2), "rmv": rmv,
         "zm": np.mean(Z), "zms": np.mean(Z**2), "zv": np.var(Z, ddof=1),
+        "zisd": np.divide(1.0, np.std(Z, ddof=1)) if np.std(Z, ddof=1) else np.inf,
         "rce": (rmv - rmse) / rmv,
         "nll": 0.5 * (np.mean(Z**2) + np.mean(np.log(uE**2)) + np.log(2 * np.pi)),
         "cc": stats.spearmanr(np.abs(E), uE).statistic,

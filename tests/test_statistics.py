@@ -21,9 +21,13 @@ def data():
 
 def test_registry_metadata():
     assert set(STATISTICS) == {"mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll",
-                               "cc", "ence", "uce", "zmse"}
+                               "cc", "ence", "uce", "zmse", "zisd"}
     refs = {k: s.reference for k, s in STATISTICS.items() if s.reference is not None}
-    assert refs == {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
+    assert refs == {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0, "zisd": 1.0}
+    # zisd (ErrViewLib's LZISD statistic) is computed on request only: "all" is unchanged
+    assert [s.key for s in get_statistics(None)] == [
+        "mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "cc", "ence", "uce",
+        "zmse"]
     assert STATISTICS["nll"].has_reference and not STATISTICS["cc"].has_reference
     uE = np.array([0.5, 2.0])
     assert STATISTICS["nll"].reference_value(uE) == pytest.approx(

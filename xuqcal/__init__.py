@@ -22,8 +22,11 @@ from xuqcal import _numba_cache  # noqa: F401
 from xuqcal._version import __version__
 from xuqcal.accessor import UQCalAccessor
 from xuqcal.analysis import curves, features
+from xuqcal.analysis.adversarial import worst_group_calibration
 from xuqcal.analysis.binning import make_bins
+from xuqcal.analysis.calibration_scores import calibration_scores
 from xuqcal.analysis.compare import compare
+from xuqcal.analysis.confidence import confidence_curve_validation
 from xuqcal.analysis.coverage import interval_coverage, quantile_coverage
 from xuqcal.analysis.decomposition import corp_reliability, nll_split, score_decomposition
 from xuqcal.analysis.dependence_scan import DependenceWarning, scan_dependence, warn_if_dependent
@@ -38,8 +41,10 @@ from xuqcal.analysis.resampling import bootstrap
 from xuqcal.analysis.running import running_statistics
 from xuqcal.analysis.simulation import simulate
 from xuqcal.analysis.stats import stats
+from xuqcal.analysis.strata import merge_strata
 from xuqcal.analysis.summary import summary
 from xuqcal.analysis.validation import validate
+from xuqcal.analysis.variance import local_variance, var_z_interval
 from xuqcal.core import generators
 from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.coverage import fraction_valid_test
@@ -91,7 +96,9 @@ __all__ = [
     "bca_interval",
     "beta_gm",
     "bootstrap",
+    "calibration_scores",
     "compare",
+    "confidence_curve_validation",
     "corp_reliability",
     "curves",
     "describe",
@@ -109,7 +116,9 @@ __all__ = [
     "interval_coverage",
     "kappa_cs",
     "local",
+    "local_variance",
     "make_bins",
+    "merge_strata",
     "nll_split",
     "open_dataset",
     "order_sensitivity",
@@ -142,8 +151,10 @@ __all__ = [
     "to_netcdf",
     "validate",
     "validate_dataset",
+    "var_z_interval",
     "warn_if_dependent",
     "wilson_interval",
+    "worst_group_calibration",
     "zeta",
 ]
 

@@ -22,8 +22,11 @@ import xarray as xr
 
 from xuqcal import plot as _plot
 from xuqcal import recalibration as _recalibration
+from xuqcal.analysis import adversarial as _adversarial
 from xuqcal.analysis import binning as _binning
+from xuqcal.analysis import calibration_scores as _calibration_scores
 from xuqcal.analysis import compare as _compare
+from xuqcal.analysis import confidence as _confidence
 from xuqcal.analysis import coverage as _coverage
 from xuqcal.analysis import curves as _curves
 from xuqcal.analysis import decomposition as _decomposition
@@ -37,8 +40,10 @@ from xuqcal.analysis import resampling as _resampling
 from xuqcal.analysis import running as _running
 from xuqcal.analysis import simulation as _simulation
 from xuqcal.analysis import stats as _stats
+from xuqcal.analysis import strata as _strata
 from xuqcal.analysis import summary as _summary
 from xuqcal.analysis import validation as _validation
+from xuqcal.analysis import variance as _variance
 from xuqcal.core import defaults
 from xuqcal.studies import simulation as _studies
 
@@ -155,6 +160,20 @@ class UQCalAccessor:
     recalibrate = delegate(_fit_recalibrator, "Fit a post-hoc recalibrator on this data set")
     recalibration_scores = delegate(_recalibration.scores,
                                     "NLL, S_cal, S_x, S_tot, ENCE and f_v of this data set")
+    calibration_scores = delegate(_calibration_scores.calibration_scores,
+                                  "Pernot's calibration scores (ErrViewLib's calibScores)")
+    var_z_interval = delegate(_variance.var_z_interval,
+                              "Var(Z) or 1/SD(Z) with Cho's interval (ErrViewLib's varZCI)")
+    local_variance = delegate(_variance.local_variance,
+                              "LZV or LZISD per bin with Cho's intervals (ErrViewLib)")
+    merge_strata = delegate(_strata.merge_strata,
+                            "Merge the small strata of a variable (ErrViewLib's stratAgg)")
+    worst_group_calibration = delegate(_adversarial.worst_group_calibration,
+                                       "Worst random group's calibration error per size "
+                                       "(ErrViewLib's plotAGV)")
+    confidence_curve_validation = delegate(_confidence.confidence_curve_validation,
+                                           "Confidence curve with its bootstrap band against "
+                                           "the reference (ErrViewLib's plotCCVal)")
 
     def report(self, folder, **kwargs: Any):
         """Write the HTML validation report into ``folder``; keyword arguments as
@@ -281,3 +300,42 @@ class PlotAccessor:
         return _plot.zero_bins_extrapolation(self._parent.zero_bins_extrapolation(**kwargs),
                                              statistic=statistic, ax=ax, col=col, row=row,
                                              sharex=sharex, sharey=sharey)
+
+    def calibration_scores(self, features=None, *, ax=None, col: str | None = None,
+                           row: str | None = None, sharex: bool | None = None,
+                           sharey: bool | None = None, **kwargs):
+        """Bar chart of Pernot's calibration scores; see :func:`xuqcal.plot.calibration_scores`."""
+        return _plot.calibration_scores(self._parent.calibration_scores(features, **kwargs),
+                                        ax=ax, col=col, row=row, sharex=sharex, sharey=sharey)
+
+    def worst_group(self, *, ax=None, col: str | None = None, row: str | None = None,
+                    sharex: bool | None = None, sharey: bool | None = None, **kwargs):
+        """Worst-group calibration error per group size with its control; see
+        :func:`xuqcal.plot.worst_group`."""
+        return _plot.worst_group(self._parent.worst_group_calibration(**kwargs), ax=ax, col=col,
+                                 row=row, sharex=sharex, sharey=sharey)
+
+    def confidence_validation(self, *, ax=None, col: str | None = None, row: str | None = None,
+                              sharex: bool | None = None, sharey: bool | None = None, **kwargs):
+        """Confidence curve with its bootstrap band and reference; see
+        :func:`xuqcal.plot.confidence_validation`."""
+        return _plot.confidence_validation(self._parent.confidence_curve_validation(**kwargs),
+                                           ax=ax, col=col, row=row, sharex=sharex,
+                                           sharey=sharey)
+
+    def errors_vs_uncertainty(self, by: str | None = None, **kwargs):
+        """E against uE (or Z against ``by``) with guide lines; see
+        :func:`xuqcal.plot.errors_vs_uncertainty`."""
+        return _plot.errors_vs_uncertainty(self._parent._ds, by, **kwargs)
+
+    def uncertainty_ecdf(self, variable: str = "uE", **kwargs):
+        """ECDF of uE (or ``|E|``) with its band; see :func:`xuqcal.plot.uncertainty_ecdf`."""
+        return _plot.uncertainty_ecdf(self._parent._ds, variable, **kwargs)
+
+    def zscore_qq(self, distribution: str = "normal", **kwargs):
+        """QQ plot of the z-scores; see :func:`xuqcal.plot.zscore_qq`."""
+        return _plot.zscore_qq(self._parent._ds, distribution, **kwargs)
+
+    def zscore_pp(self, distribution: str = "normal", **kwargs):
+        """PP plot of the z-scores; see :func:`xuqcal.plot.zscore_pp`."""
+        return _plot.zscore_pp(self._parent._ds, distribution, **kwargs)

@@ -83,7 +83,7 @@ from xuqcal.io import by_role
 from xuqcal.options import convention
 
 #: Statistics of the local analyses and their targets.
-TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0}
+TARGETS = {"zm": 0.0, "zms": 1.0, "zv": 1.0, "rce": 0.0, "zisd": 1.0}
 TARGET_FRACTION = 0.95
 
 
@@ -613,8 +613,10 @@ def local(
     ----------
     ds : xarray.Dataset
         Input over ``sample`` with ``E``, ``uE`` and the conditioning variable.
-    statistic : {"zms", "zm", "zv", "rce"}
-        Statistic per bin (targets 1, 0, 1, 0).
+    statistic : {"zms", "zm", "zv", "rce", "zisd"}
+        Statistic per bin (targets 1, 0, 1, 0, 1): ``zv`` is ErrViewLib's local z-variance
+        (LZV, ``plotLZV``), ``zisd`` = 1 / SD(Z) its local z inverse standard deviation
+        (LZISD, ``plotLZISD``).
     by : str
         Conditioning variable: ``uE`` (consistency) or a feature (adaptivity).
     n_bins : int, optional

@@ -151,7 +151,8 @@ def _check_arguments(ds: object, statistics: object, *, level: object, n_bins: o
     if not isinstance(ds, xr.Dataset):
         raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     if statistics is None:  # every statistic that reduces out of core
-        statistics = [key for key in STATISTICS if key not in NOT_REDUCIBLE]
+        statistics = [s.key for s in STATISTICS.values()
+                      if s.in_all and s.key not in NOT_REDUCIBLE]
     chosen = get_statistics(statistics)
     refused = [s.key for s in chosen if s.key in NOT_REDUCIBLE]
     if refused:
@@ -1269,8 +1270,8 @@ def reduce_statistics(
         NaN), as :func:`~xuqcal.analysis.slices.broadcast` does.
     statistics : str or sequence of str or None
         Statistic keys: the moment statistics ``mse rmse mv rmv zm zms zv rce nll`` and the
-        binned ``ence uce zmse`` (``None``: all of them). ``cc`` is refused: a rank correlation
-        needs all the points in one task.
+        binned ``ence uce zmse`` (``None``: all of them), and on request ``zisd``. ``cc`` is
+        refused: a rank correlation needs all the points in one task.
     level : float
         Confidence level of the intervals.
     n_bins : int, optional

@@ -298,8 +298,9 @@ PERNOT2024_TARGETS = {0.683: 0.67}
 
 
 def coverage_rule(coverage_level: float, rule: str | None = None) -> tuple[float, float]:
-    """``(k, target)``: the normal coverage factor of a PICP or local coverage at ``coverage_level`` (``p``) and
-    the value its interval is validated against (the band ``[target - tol, target + tol]``).
+    """``(k, target)``: the normal coverage factor of a PICP or local coverage at
+    ``coverage_level`` (``p``) and the value its interval is validated against (the band
+    ``[target - tol, target + tol]``).
 
     ``rule="quantile"`` (xuqcal, ``defaults.CONVENTIONS["xuqcal"]``): ``k = Φ⁻¹((1 + p) / 2)``
     (:func:`normal_coverage_factor`, 1.00064 at 0.683, 1.95996 at 0.95) against ``p``.

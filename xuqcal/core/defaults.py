@@ -111,6 +111,9 @@ N_MC_VALIDATION = "auto"
 N_MC_CURVE = 1000
 #: Simulated data sets of the f_v reference of a recalibration evaluation.
 N_MC_SCORES = 1000
+#: Simulated error sets of the reference of :func:`xuqcal.calibration_scores` (0: none, the
+#: scores only; ErrViewLib's ``calibScoresProbRef`` on request).
+N_MC_CALIBRATION_SCORES = 0
 #: Synthetic data sets per cell of the validation-probability study.
 N_MC_STUDY = 500
 #: Synthetic data sets per cell of sensitivity cubes and the size × bins study.

@@ -368,7 +368,7 @@ def _moment_codes(codes) -> np.ndarray:
     bad = [int(c) for c in codes if not 0 <= c < K.N_MOMENT]
     if bad:
         raise ValueError(f"the GPU bootstrap computes moment statistics only (codes below "
-                         f"{K.N_MOMENT}: mse rmse mv rmv zm zms zv rce nll); codes {bad} are "
+                         f"{K.N_MOMENT}: mse rmse mv rmv zm zms zv rce nll zisd); codes {bad} are "
                          "binned or rank statistics, which the CPU kernels compute")
     return codes
 
@@ -439,7 +439,7 @@ def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepare
     ...                       np.array([STATISTICS["ence"].code]), prepared)
     Traceback (most recent call last):
     ...
-    ValueError: the GPU bootstrap computes moment statistics only (codes below 9: mse rmse mv rmv zm zms zv rce nll); codes [9] are binned or rank statistics, which the CPU kernels compute
+    ValueError: the GPU bootstrap computes moment statistics only (codes below 10: mse rmse mv rmv zm zms zv rce nll zisd); codes [10] are binned or rank statistics, which the CPU kernels compute
     """  # noqa: E501
     codes = _moment_codes(codes)
     sums = moment_column_sums_gpu(key, start, stop, codes, prepared.packed, threads=threads)

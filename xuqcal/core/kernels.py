@@ -300,8 +300,8 @@ def _prefetch_write(typingctx, array, index):
 # (:data:`xuqcal.core.statistics.STATISTICS`) attaches them to the statistics by code.
 
 # Statistic codes (the registry in xuqcal.core.statistics maps keys to these).
-MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ENCE, UCE, ZMSE, CC = range(13)
-N_MOMENT = 9  # codes below this are moment statistics
+MSE, RMSE, MV, RMV, ZM, ZMS, ZV, RCE, NLL, ZISD, ENCE, UCE, ZMSE, CC = range(14)
+N_MOMENT = 10  # codes below this are moment statistics
 BINNED_CODES = (ENCE, UCE, ZMSE)
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -313,7 +313,7 @@ N_SUMS = 7
 COLUMNS = ("e2", "u2", "z2", "lnu2", "zd", "zd2")  # the packed columns (:func:`pack_moments`)
 #: The columns each moment statistic sums (indices into :data:`COLUMNS`).
 MOMENT_COLUMNS = {MSE: (0,), RMSE: (0,), MV: (1,), RMV: (1,), ZM: (4,), ZMS: (2,), ZV: (4, 5),
-                  RCE: (0, 1), NLL: (2, 3)}
+                  RCE: (0, 1), NLL: (2, 3), ZISD: (4, 5)}
 #: The columns each binned statistic sums per bin (with the count).
 BIN_COLUMNS = {ENCE: (0, 1), UCE: (0, 1), ZMSE: (2,)}
 
@@ -376,6 +376,12 @@ def finish_nll(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
 
 
 @_formula
+def finish_zisd(n, e2, u2, z2, lnu2, zd, zd2, z_shift):
+    """ZISD = 1 / SD(Z) = 1 / sqrt(Var(Z)), Var(Z) with the denominator n - 1 (as ZV)."""
+    return 1.0 / np.sqrt((zd2 - zd * zd / n) / (n - 1.0))
+
+
+@_formula
 def term_ence(n, e2, u2, z2):
     """ENCE's term of one bin: |RMV_b - RMSE_b| / RMV_b."""
     rmv = np.sqrt(u2 / n)
@@ -396,7 +402,8 @@ def term_zmse(n, e2, u2, z2):
 
 #: The finisher of each moment statistic and the per-bin term of each binned statistic.
 FINISHERS = {MSE: finish_mse, RMSE: finish_rmse, MV: finish_mv, RMV: finish_rmv, ZM: finish_zm,
-             ZMS: finish_zms, ZV: finish_zv, RCE: finish_rce, NLL: finish_nll}
+             ZMS: finish_zms, ZV: finish_zv, RCE: finish_rce, NLL: finish_nll,
+             ZISD: finish_zisd}
 BIN_TERMS = {ENCE: term_ence, UCE: term_uce, ZMSE: term_zmse}
 
 
@@ -421,6 +428,8 @@ def finalize_moment(code, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift):
         return finish_rce(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     if code == NLL:
         return finish_nll(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
+    if code == ZISD:
+        return finish_zisd(s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2, z_shift)
     return np.nan * s_n
 
 
@@ -1886,6 +1895,44 @@ def fill_permutation(key, replicate, out):
         t = out[i]
         out[i] = out[j]
         out[j] = t
+
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def group_log_zms(key, z2, control_z2, size, n_groups, out, control_out):
+    """``|ln <Z²>_g|`` of random groups of ``size`` points drawn without replacement, on the
+    data's ``z2`` and, with the same groups, on ``control_z2`` (ErrViewLib's ``plotAGV``).
+
+    ``out`` and ``control_out`` are ``(n_mc, n_groups)``: row ``j`` draws its ``n_groups``
+    groups from stream ``(key, j)`` by partial Fisher–Yates shuffles of ``0 .. M - 1`` (one
+    shuffle per group, continuing the permutation of the previous group of the row).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> out, ctl = np.empty((1, 2)), np.empty((1, 2))
+    >>> group_log_zms(stream_key(0, "agv"), np.full(4, np.e), np.ones(4), 2, 2, out, ctl)
+    >>> out.tolist(), ctl.tolist()
+    ([[1.0, 1.0]], [[0.0, 0.0]])
+    """
+    m = z2.shape[0]
+    perm = np.empty(m, dtype=np.int64)
+    for j in range(out.shape[0]):
+        for i in range(m):
+            perm[i] = i
+        state = stream_start(key, j)
+        for g in range(n_groups):
+            total = 0.0
+            control = 0.0
+            for i in range(size):
+                r, state = next_below(state, m - i)
+                r += i
+                t = perm[i]
+                perm[i] = perm[r]
+                perm[r] = t
+                total += z2[perm[i]]
+                control += control_z2[perm[i]]
+            out[j, g] = abs(math.log(total / size))
+            control_out[j, g] = abs(math.log(control / size))
 
 
 @nb.njit(nogil=True, cache=True)

@@ -78,6 +78,7 @@ INTERVALS: dict[str, tuple[str, tuple[str, ...]]] = {
     "rmv": ("delta", ("u2", "u2u2")),
     "rce": ("delta", ("e2", "u2", "e2e2", "u2u2", "e2u2")),
     "zv": ("delta", ("zd", "zd2", "zd3", "zd4")),
+    "zisd": ("delta", ("zd", "zd2", "zd3", "zd4")),
 }
 
 #: The quantities that are normalized by a power of two before their products are summed.
@@ -236,7 +237,7 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
             ratio = 1.0 - estimate  # √(a / b)
             inner = v_aa / (a * a) + v_bb / (b * b) - 2.0 * c_ab / (a * b)
             se = np.abs(ratio) / 2.0 * np.sqrt(np.maximum(inner, 0.0) / n)
-        elif key == "zv":
+        elif key in ("zv", "zisd"):
             jd = j("zd")
             d1 = first("zd")
             d2 = np.ldexp(np.asarray(sums["zd2"], dtype=np.float64), -2 * jd)
@@ -248,6 +249,8 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
             m4 = c4 / n
             var = np.maximum((m4 - s2 * s2 * (n - 3.0) / (n - 1.0)) / n, 0.0)
             se = np.ldexp(np.sqrt(var), 2 * jd)
+            if key == "zisd":  # SE(V^-1/2) = SE(V) / (2 V^3/2) (ErrViewLib's rsdZCI, "cho")
+                se = 0.5 * se * estimate**3
         else:  # pragma: no cover - INTERVALS lists exactly the cases above
             raise ValueError(f"statistics: {key} has no analytic interval")
     return _symmetric_interval(estimate, se, method, level, n - 1.0)
@@ -259,6 +262,7 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
 MEAN_COLUMNS: dict[str, tuple[str, ...]] = {
     "mse": ("e2",), "rmse": ("e2",), "mv": ("u2",), "rmv": ("u2",), "zm": ("zd",),
     "zms": ("z2",), "nll": ("z2", "lnu2"), "rce": ("e2", "u2"), "zv": ("zd", "zd2"),
+    "zisd": ("zd", "zd2"),
 }
 #: The fixed order of the columns of :data:`MEAN_COLUMNS`.
 MEAN_ORDER = ("e2", "u2", "z2", "lnu2", "zd", "zd2")
@@ -339,9 +343,12 @@ def mean_gradient(key: str, estimate: np.ndarray, n_points: np.ndarray,
     if key == "rce":
         ratio = 1.0 - estimate
         return {"e2": -ratio / (2.0 * means["e2"]), "u2": ratio / (2.0 * means["u2"])}, zero
-    if key == "zv":
+    if key in ("zv", "zisd"):
         factor = n / (n - 1.0)
-        return ({"zd": -2.0 * factor * means["zd"], "zd2": factor + 0.0 * means["zd"]},
+        # d(V^-1/2) = -V^-3/2 dV / 2 = -zisd³ dV / 2
+        scale = 1.0 if key == "zv" else -0.5 * estimate**3
+        return ({"zd": -2.0 * factor * means["zd"] * scale,
+                 "zd2": (factor + 0.0 * means["zd"]) * scale},
                 mean_exponent("zd2", exponents) + zero)
     raise ValueError(f"statistics: {key} is not a function of column means")
 

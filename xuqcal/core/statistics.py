@@ -100,6 +100,10 @@ class Statistic:
         A Student coverage statistic whose ν is fitted by least Kolmogorov-Smirnov distance
         as in 2024_PICP (:func:`xuqcal.core.coverage.fit_student_nu`); ``""``: maximum
         likelihood.
+    in_all : bool
+        Whether the statistic is among "all statistics" (``statistics=None`` of
+        :func:`get_statistics`); ``zisd`` (the LZISD statistic of ErrViewLib) is computed only
+        when asked for by key, so that the default outputs keep their statistics.
 
     The per-point columns (:attr:`columns`) are ``e2`` (E²), ``u2`` (uE²), ``z2`` (Z²),
     ``lnu2`` (ln uE²), ``zd`` (Z - z_shift) and ``zd2`` ((Z - z_shift)²), ``z_shift`` being any
@@ -127,6 +131,7 @@ class Statistic:
     coverage_factor: str = ""
     coverage_rule: str = ""
     nu_method: str = ""
+    in_all: bool = field(default=True, compare=False)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -288,6 +293,8 @@ _ALL = [
     Statistic("uce", K.UCE, "uncertainty calibration error", "(1/N) Σ_b |MV_b - MSE_b|",
               "binned", unit_power=2),
     Statistic("zmse", K.ZMSE, "z-score mean squares error", "(1/N) Σ_b |ln <Z²>_b|", "binned"),
+    Statistic("zisd", K.ZISD, "inverse standard deviation of z-scores",
+              "1 / sqrt(Var(Z) (n - 1))", "moment", 1.0, in_all=False),
 ]
 
 #: The registry: statistic key -> :class:`Statistic`.
@@ -411,7 +418,8 @@ def get_statistics(keys: str | Iterable[str] | None, *, name: str = "statistics"
                    coverage: bool = False, coverage_rule: str | None = None,
                    nu_method: str | None = None) -> tuple[Statistic, ...]:
     """Look up statistics by key, keeping the order given; ``None`` means all of the
-    registry (:data:`STATISTICS`, without the coverage statistics).
+    registry (:data:`STATISTICS`, without the coverage statistics and the statistics computed
+    only on request, :attr:`Statistic.in_all` false: ``zisd``).
 
     ``coverage=True`` also accepts the coverage statistics (PICP, :func:`coverage_statistic`:
     ``picp95``, ``picp68.3``, ``picpt95``; ``picp`` and ``picpt`` alone stand for the levels
@@ -432,7 +440,7 @@ def get_statistics(keys: str | Iterable[str] | None, *, name: str = "statistics"
 got 3
     """
     if keys is None:
-        return tuple(STATISTICS.values())
+        return tuple(s for s in STATISTICS.values() if s.in_all)
     if isinstance(keys, Statistic):
         keys = [keys.key]
     if isinstance(keys, str):
@@ -547,7 +555,7 @@ STATISTIC_KEYS = StatisticKeys()
 def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = False,
                 what: str = "the data") -> None:
     """Refuse, before any work, data too small for ``statistics``: every statistic needs at
-    least one point, ``zv`` (a variance, ``n - 1`` in the denominator) and ``cc`` (a
+    least one point, ``zv`` and ``zisd`` (a variance, ``n - 1`` in the denominator) and ``cc`` (a
     correlation) at least 2; ``jackknife=True`` (BCa intervals: leave-one-out values) needs one
     point more.
 
@@ -561,7 +569,7 @@ def check_sizes(statistics: Sequence[Statistic], m: int, *, jackknife: bool = Fa
     if m == 0:
         raise ValueError(f"ds: empty data: {what} have no points")
     for s in statistics:
-        need = (2 if s.key in ("zv", "cc") else 1) + extra
+        need = (2 if s.key in ("zv", "zisd", "cc") else 1) + extra
         if m < need:
             why = " (the BCa interval uses leave-one-out values)" if jackknife else ""
             raise ValueError(f"statistics: {s.key} needs at least {need} points{why}, but "

@@ -13,9 +13,11 @@ or range (``sharex=`` / ``sharey=``, :func:`~xuqcal.plot.facets.share_axis`).
 """
 
 from xuqcal.plot.compare import difference_forest, rank_heatmap, sip_heatmap
+from xuqcal.plot.confidence import confidence_validation
 from xuqcal.plot.corp import corp_reliability_diagram
 from xuqcal.plot.coverage import quantile_calibration
 from xuqcal.plot.curves import ablation, calibration_curve, confidence_curve, local_coverage
+from xuqcal.plot.errors import errors_vs_uncertainty, uncertainty_ecdf, zscore_pp, zscore_qq
 from xuqcal.plot.facets import FacetGrid
 from xuqcal.plot.local import (
     acf,
@@ -28,6 +30,8 @@ from xuqcal.plot.local import (
 from xuqcal.plot.pit_histogram import pit
 from xuqcal.plot.recalibration import bin_zms, isotonic_map, scales
 from xuqcal.plot.recalibration import scan as recalibration_scan
+from xuqcal.plot.score_bars import calibration_scores
+from xuqcal.plot.strata_counts import strata
 from xuqcal.plot.studies import (
     generator_sensitivity_study,
     size_bins_study,
@@ -35,6 +39,7 @@ from xuqcal.plot.studies import (
     zero_bins_extrapolation,
 )
 from xuqcal.plot.validation import error_distribution, zeta
+from xuqcal.plot.worst_group_curve import worst_group
 from xuqcal.plot.zscores import rank_correlation, running_statistics, zscores
 
 __all__ = [
@@ -44,10 +49,13 @@ __all__ = [
     "adversarial",
     "bin_zms",
     "calibration_curve",
+    "calibration_scores",
     "confidence_curve",
+    "confidence_validation",
     "corp_reliability_diagram",
     "difference_forest",
     "error_distribution",
+    "errors_vs_uncertainty",
     "fraction_valid",
     "generator_sensitivity_study",
     "isotonic_map",
@@ -64,8 +72,13 @@ __all__ = [
     "scales",
     "sip_heatmap",
     "size_bins_study",
+    "strata",
+    "uncertainty_ecdf",
     "validation_probability",
+    "worst_group",
     "zero_bins_extrapolation",
     "zeta",
+    "zscore_pp",
+    "zscore_qq",
     "zscores",
 ]

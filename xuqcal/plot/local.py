@@ -22,7 +22,7 @@ from xuqcal.plot._common import (
 )
 from xuqcal.plot.facets import Panel, facet, slice_value
 
-_LABELS = {"zm": "<Z>", "zms": "<Z²>", "zv": "Var(Z)", "rce": "RCE"}
+_LABELS = {"zm": "<Z>", "zms": "<Z²>", "zv": "Var(Z)", "rce": "RCE", "zisd": "1 / SD(Z)"}
 
 #: Statistics drawn on a log axis by default: ratios to a target of 1 (``zms``, ``zv``) and
 #: mean squares (``mse``, ``mv``), for which over- and underestimation by a factor look alike.
