@@ -68,7 +68,6 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
     Rounds,
-    StatisticRounds,
     bootstrap_shortfall,
     check_precision,
     computed,
@@ -619,8 +618,9 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # binned and rank statistics'); each keeps the prefix of its fixed-count replicates
     # the first round holds at least the replicates a fixed count needs at this level
     # (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
-    boot = StatisticRounds(bootstrap_rounds, len(stats), b["n_boot"], ceiling=defaults.N_BOOT,
-                           first=max(defaults.AUTO_FIRST, minimum_replicates(level)))
+    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT,
+                  first=max(defaults.AUTO_FIRST, minimum_replicates(level)),
+                  statistics=len(stats))
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
     uE_values = np.asarray(ds[uE].values)
     predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan
@@ -728,7 +728,7 @@ def _dependence_values(ds: xr.Dataset, dependence) -> object:
     return None if dependence is None else ds[dependence.variable].data
 
 
-def _precise_bootstrap(boot: StatisticRounds, estimate: np.ndarray, jack: np.ndarray,
+def _precise_bootstrap(boot: Rounds, estimate: np.ndarray, jack: np.ndarray,
                        stats: Sequence[Statistic], *, level: float, seed: int, n_bins: int,
                        by: str, m: int, dependence=None) -> xr.Dataset:
     """The bootstrap result of a precision-driven round: the summaries of every statistic's
