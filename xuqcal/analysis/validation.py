@@ -99,14 +99,19 @@ from xuqcal.core import defaults
 from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.checks import (
     check_bool,
-    check_generators,
     check_skewness_threshold,
     check_tolerance,
     minimum_replicates,
     user_stacklevel,
 )
 from xuqcal.core.coverage import band_zeta
-from xuqcal.core.generators import FITTED, fit_generators, fitted_nu, generator_coords
+from xuqcal.core.generators import (
+    FITTED,
+    check_generators,
+    fit_generators,
+    fitted_nu,
+    generator_coords,
+)
 from xuqcal.core.intervals import acceleration, coverage_validity, zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (

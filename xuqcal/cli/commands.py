@@ -85,7 +85,7 @@ from xuqcal.cli.common import (
 )
 from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_generators
+from xuqcal.core.generators import check_generators
 from xuqcal.core.statistics import get_statistics
 from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
