@@ -1,4 +1,4 @@
-"""Precision-driven Monte Carlo: ``n_boot="auto"`` and ``n_mc="auto"`` (issue 14).
+"""Precision-driven Monte Carlo: ``n_boot="auto"`` and ``n_mc="auto"``.
 
 A fixed count of 10 000 bootstrap replicates and synthetic sets is far more than most verdicts
 need, and at M = 10⁶ points each replicate costs a pass over the data. With ``"auto"`` the
@@ -376,7 +376,7 @@ def computes_when_auto(function: Callable | None = None, *,
     previous ones, so it cannot be one lazy graph; computing Dask-backed data first (once)
     keeps the lazy path of :func:`~xuqcal.analysis.slices.broadcast` from running the
     rounds of every slice twice (once for its layout). A count not given is its default
-    (``"auto"`` for :func:`~xuqcal.validate`, issue 26). ``check``, called with the
+    (``"auto"`` for :func:`~xuqcal.validate`). ``check``, called with the
     arguments (defaults applied) and the names of those given before Dask-backed data are
     computed, raises for bad arguments, so that they are refused before any data are read."""
     if function is None:
