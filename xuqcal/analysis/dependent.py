@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from xuqcal.analysis.resampling import (
+from xuqcal.analysis.replicates import (
     COUNTS_BLOCK,
     count_blocks,
     counts_replicates,
