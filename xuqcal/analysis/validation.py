@@ -325,7 +325,7 @@ def validate(
         :func:`xuqcal.report.report`): the same data and seed give the same numbers from all
         of them. Explicit counts give the fixed-count result, lazy on Dask-backed data; the
         published tables are reproduced with ``n_boot=defaults.N_BOOT,
-        n_mc=defaults.N_MC`` (10 000 each, the defaults before issue 26).
+        n_mc=defaults.N_MC`` (10 000 each, the fixed counts of the published tables).
     seed : int
         Seed of every random draw (bootstrap and simulation use independent streams).
     n_bins, by : int or None, str

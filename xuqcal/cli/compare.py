@@ -1,4 +1,4 @@
-"""``xuqcal compare``: rank models evaluated on the same points (issue 24).
+"""``xuqcal compare``: rank models evaluated on the same points.
 
 Several files (one per model, read with the same options and stacked along ``dataset``,
 labelled by file name or ``--names``), or one NetCDF input dataset whose variables have a
