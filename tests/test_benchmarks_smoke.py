@@ -1,4 +1,6 @@
-"""Smoke test of the benchmark script: ``benchmarks/run.py --quick`` runs and writes every row.
+"""Smoke test of the benchmark script: ``benchmarks/run.py --quick`` runs and writes every row,
+and every row is found by its file name (``benchmarks/rows/<name>.py`` or a family
+``rows/<prefix>.py``).
 
 Checks structure, positive timings and agreeing intervals only; speed is never asserted (timings
 depend on the machine and its load). The run compiles the kernels when their Numba cache is cold
@@ -22,6 +24,7 @@ import xuqcal
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / "benchmarks" / "run.py"
+ROWS = REPO / "benchmarks" / "rows"
 HANG_GUARD_SECONDS = 600
 
 
@@ -38,6 +41,26 @@ def _load_run_module():
 
 def _registry_names() -> list[str]:
     return list(_load_run_module().REGISTRY)
+
+
+def _load_harness():
+    """The shared module of the rows (loading run.py puts benchmarks/ on the path)."""
+    _load_run_module()
+    import harness
+
+    return harness
+
+
+def test_every_row_is_in_the_module_of_its_name():
+    registry = _load_run_module().REGISTRY
+    modules = {path.stem for path in ROWS.glob("*.py") if path.stem != "__init__"}
+    used = set()
+    for name, bench in registry.items():
+        module = bench.func.__module__.removeprefix("rows.")
+        assert module in modules and name.startswith(module), (name, bench.func.__module__)
+        used.add(module)
+    assert used == modules  # no module without a row
+    assert len((REPO / "benchmarks" / "run.py").read_text().splitlines()) < 400  # a driver
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +174,7 @@ def test_nine_sets_row(quick_results):
 
 def test_loop_baseline_extrapolates_a_timed_subset():
     """The subset path (used when the whole loop would exceed --baseline-limit) on tiny data."""
-    run = _load_run_module()
+    run = _load_harness()
     rng = np.random.default_rng(3)
     U = rng.uniform(0.5, 2.0, 200)
     E = U * rng.standard_normal(200)

@@ -14,7 +14,7 @@ import xarray as xr
 import xuqcal
 from xuqcal.analysis.summary import QUESTIONS, summary, summary_grid, summary_text
 from xuqcal.analysis.validation import NOT_USABLE, agreed_decision, verdict_outcome
-from xuqcal.core.checks import check_generators
+from xuqcal.core.generators import check_generators
 
 
 def test_agreed_decision_needs_every_generator_on_the_same_side():

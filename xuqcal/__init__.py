@@ -12,7 +12,7 @@ Examples
 
 The subpackages :mod:`xuqcal.plot`, :mod:`xuqcal.report`, :mod:`xuqcal.studies` and
 :mod:`xuqcal.recalibration` (and :class:`Recalibrator`) are imported on first access
-(``xuqcal.plot``, ``from xuqcal import plot``), to keep ``import xuqcal`` short (issue 26).
+(``xuqcal.plot``, ``from xuqcal import plot``), to keep ``import xuqcal`` short.
 """
 
 import importlib as _importlib

@@ -1,4 +1,4 @@
-"""Modules imported on first use, to keep ``import xuqcal`` short (issue 26).
+"""Modules imported on first use, to keep ``import xuqcal`` short.
 
 ``scipy.stats`` costs about as much to import as xarray and dask together; most sessions that
 import xuqcal (``xuqcal --help``, a script that reads a file) never call it. A module that uses

@@ -1,4 +1,4 @@
-"""Where Numba caches the compiled kernels of :mod:`xuqcal.core.kernels` (issue 26).
+"""Where Numba caches the compiled kernels of :mod:`xuqcal.core.kernels`.
 
 The kernels are compiled with ``cache=True``: the first call on a machine compiles (minutes
 for all of them), later processes load the machine code from the cache. By default Numba

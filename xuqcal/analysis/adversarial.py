@@ -25,7 +25,8 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
-from xuqcal.core.checks import check_choice, check_count, check_generators, check_seed
+from xuqcal.core.checks import check_choice, check_count, check_seed
+from xuqcal.core.generators import check_generators
 from xuqcal.core.provenance import provenance
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import check_values

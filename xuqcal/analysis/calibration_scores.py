@@ -34,7 +34,8 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
-from xuqcal.core.checks import check_count, check_generators, check_seed
+from xuqcal.core.checks import check_count, check_seed
+from xuqcal.core.generators import check_generators
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import check_values, compute, log_square
 from xuqcal.io import by_role

@@ -1,5 +1,5 @@
 """Compare models on the same points: paired bootstrap differences, their BCa intervals and
-verdicts, and rank probabilities (issue 24).
+verdicts, and rank probabilities.
 
 Models evaluated on the same test set (the slices of a dimension ``dim``, e.g. ``model``, that
 share ``sample``) have strongly correlated errors. Bootstrapping each on its own streams and
@@ -24,7 +24,7 @@ evaluated on different points, ``pairing="independent"`` bootstraps each model o
 points and streams (keyed by the model's label); the differences of independent replicates
 then give percentile intervals (no paired jackknife exists), which are wider.
 
-**Dependent points** (issue 25). With ``resample="cluster"`` (``groups=``) or a block
+**Dependent points.** With ``resample="cluster"`` (``groups=``) or a block
 scheme (``block=``, ``block_length=``), as :func:`xuqcal.bootstrap`
 (:mod:`xuqcal.analysis.dependent`), the common points get one
 :class:`~xuqcal.analysis.dependent.RowLayout` (the groups or the order are properties of the

@@ -53,6 +53,7 @@ from xuqcal.analysis.probabilistic import _score_intervals, check_score_bootstra
 from xuqcal.analysis.resampling import RNG_DESCRIPTION
 from xuqcal.core import defaults
 from xuqcal.core import scores as S
+from xuqcal.core.binning import equal_count_order
 from xuqcal.core.blocklength import optimal_block_length
 from xuqcal.core.checks import (
     check_coverage_level,
@@ -70,7 +71,7 @@ from xuqcal.io.quantiles import (
     recorded_coverage_level,
     variable_with_role,
 )
-from xuqcal.io.schema import SAMPLE_DIM, by_role
+from xuqcal.io.schema import SAMPLE_DIM, by_role, roles
 
 __all__ = ["INTERVAL_SCORES", "SCORE_DIM", "interval_coverage", "quantile_coverage"]
 
@@ -235,13 +236,14 @@ def _mean_pinball(errors: np.ndarray, quantiles: np.ndarray, *, probabilities: n
 
 def _mean_intervals(columns: dict[str, np.ndarray], *, n_boot: int, method: str, level: float,
                     seed: int, dependence: Dependence | None = None,
-                    variable: np.ndarray | None = None) -> dict[str, np.ndarray]:
+                    variable: np.ndarray | None = None,
+                    order: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Bootstrap summaries (:data:`_SUMMARIES`) of the means of the per-point ``columns`` of
     one set, through :func:`~xuqcal.analysis.probabilistic._score_intervals` (the bootstrap's
-    streams, the points in their order; with a dependent resample ``dependence``, its streams
-    over the groups or blocks of ``variable``, the dependence variable's values at the
-    points). A constant column (intervals of one width) has the exact summaries
-    ``0, 0, value, value``, without resampling."""
+    streams, the points in ``order``, by default their own; with a dependent resample
+    ``dependence``, its streams over the groups or blocks of ``variable``, the dependence
+    variable's values at the points). A constant column (intervals of one width) has the
+    exact summaries ``0, 0, value, value``, without resampling."""
     names = tuple(columns)
     constant = {name: bool(np.all(values == values[0])) for name, values in columns.items()}
     out = {summary: np.full(len(names), np.nan) for summary in _SUMMARIES}
@@ -252,7 +254,8 @@ def _mean_intervals(columns: dict[str, np.ndarray], *, n_boot: int, method: str,
                      {"dependence": dependence, "variable": variable})
         out = _score_intervals({name: None if constant[name] else values
                                 for name, values in columns.items()}, estimate,
-                               np.arange(m) if dependence is None else None,
+                               (np.arange(m) if order is None else order)
+                               if dependence is None else None,
                                n_boot=n_boot, method=method, level=level, seed=seed,
                                names=names, **dependent)
     for i, name in enumerate(names):
@@ -277,25 +280,41 @@ def _counted_sets(method: str, *arrays: np.ndarray):
             yield index, counted, m
 
 
-def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray, *,
-                        coverage_level: float, n_boot: int, method: str, level: float,
-                        seed: int) -> tuple[np.ndarray, ...]:
+def _interval_bootstrap(errors: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                        *uncertainties: np.ndarray, coverage_level: float, n_boot: int,
+                        method: str, level: float, seed: int) -> tuple[np.ndarray, ...]:
     """Bootstrap summaries of the mean width and the mean interval score of every set (the
     points along the last axis, the sets along the others), each set on its counted points:
     arrays ``(..., 2)`` over :data:`INTERVAL_SCORES`, NaN for a set without points (or with
-    one, for BCa)."""
-    shape = np.broadcast_shapes(errors.shape, lower.shape, upper.shape)
-    errors, lower, upper = (np.broadcast_to(a, shape) for a in (errors, lower, upper))
+    one, for BCa). With the ``uncertainties`` ``uE`` (one array, when the data have them) the
+    points are taken in their binning order, that of :func:`xuqcal.bootstrap` and
+    :func:`~xuqcal.analysis.probabilistic.proper_scores`: replicate ``r`` resamples the
+    points of their replicate ``r``."""
+    arrays = (errors, lower, upper, *uncertainties)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    errors, lower, upper, *uncertainties = (np.broadcast_to(a, shape) for a in arrays)
     out = [np.full((*shape[:-1], len(INTERVAL_SCORES)), np.nan) for _ in _SUMMARIES]
     for index, counted, _ in _counted_sets(method, errors, lower, upper):
         e, lo, hi = errors[index][counted], lower[index][counted], upper[index][counted]
         columns = {"mean_width": hi - lo,
                    "interval_score": np.asarray(S.interval_score(e, lo, hi, coverage_level))}
+        order = (equal_count_order(uncertainties[0][index][counted]) if uncertainties
+                 else None)
         summaries = _mean_intervals(columns, n_boot=n_boot, method=method, level=level,
-                                    seed=seed)
+                                    seed=seed, order=order)
         for k, summary in enumerate(_SUMMARIES):
             out[k][index] = summaries[summary]
     return tuple(out)
+
+
+def _uncertainty_name(ds: xr.Dataset, E: str) -> str | None:
+    """The uncertainty variable of the data (its role ``uE``, else ``uE``) when they have one
+    (numeric, over ``sample``): the variable whose binning order the data's bootstrap uses."""
+    uE = roles(ds, E, None)[1]
+    if uE == E or uE not in ds.data_vars:
+        return None
+    var = ds[uE]
+    return uE if SAMPLE_DIM in var.dims and var.dtype.kind in "iuf" else None
 
 
 def _check_set_length(dependence: Dependence, m: int) -> None:
@@ -678,7 +697,10 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
         default: no intervals; else at least ``ceil(2 / (1 - level))``). The replicates are
         drawn from the bootstrap's streams (as by
         :func:`~xuqcal.analysis.probabilistic.proper_scores`), over the counted points of each
-        set in their order; a set whose intervals all have one width gets the exact interval
+        set in the binning order of ``uE`` when the data have it (so that replicate ``r``
+        resamples the points of the replicate ``r`` of :func:`xuqcal.bootstrap` and of the
+        proper scores: the scores of all rest on the same resamples), else in their order;
+        a set whose intervals all have one width gets the exact interval
         ``[width, width]`` of its mean width; a set without counted points (or with one, for
         BCa) gets NaN.
     method : {"bca", "percentile"}
@@ -759,6 +781,7 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
     n_boot, seed = check_score_bootstrap(n_boot, method, level, seed)
     dependence = _dependence_iv(ds, resample, groups, block, block_length)
     errors = _check_variable(ds, E, "E")
+    uE_name = _uncertainty_name(ds, E)
     bounds, coverage_level = interval_bounds(ds, lower, upper, coverage_level)
     errors, bounds = _checked_absence(errors, bounds)
     inside, counted, width = xr.apply_ufunc(
@@ -815,8 +838,12 @@ def interval_coverage(ds: xr.Dataset, *, level: float = defaults.LEVEL,
                          "interval_score": interval_score})
     bootstrap = {}
     if n_boot:
+        # the points in the binning order of uE, when the data have it: replicate r of the
+        # scores resamples the points of replicate r of the data's bootstrap
+        ordering = [_gathered(ds[uE_name])] if uE_name is not None else []
         summaries = dependent_summaries or xr.apply_ufunc(
-            _interval_bootstrap, *gathered, input_core_dims=[[SAMPLE_DIM]] * 3,
+            _interval_bootstrap, *gathered, *ordering,
+            input_core_dims=[[SAMPLE_DIM]] * (3 + len(ordering)),
             output_core_dims=[[SCORE_DIM]] * 4,
             kwargs={"coverage_level": coverage_level, "n_boot": n_boot, "method": method,
                     "level": level, "seed": seed},

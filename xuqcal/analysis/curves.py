@@ -58,7 +58,6 @@ from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import (
     check_bool,
-    check_generators,
     check_replicates,
     check_seed,
     check_skewness_threshold,
@@ -68,7 +67,7 @@ from xuqcal.core.checks import (
     variable_name,
 )
 from xuqcal.core.coverage import coverage_rule as _coverage_rule
-from xuqcal.core.generators import Generator
+from xuqcal.core.generators import Generator, check_generators
 from xuqcal.core.intervals import (
     acceleration,
     bca_interval,

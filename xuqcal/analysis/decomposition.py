@@ -1,6 +1,6 @@
 """Why two models differ: the CORP decomposition of consistent scores of the variance forecast
 ``uE²`` of ``E²``, the CORP reliability diagram with its consistency band, and Pernot's split of
-the NLL (issue 24, item 4). The kernels are in :mod:`xuqcal.core.decomposition`.
+the NLL. The kernels are in :mod:`xuqcal.core.decomposition`.
 
 - :func:`score_decomposition`: ``S = MCB − DSC + UNC`` for the scores ``squared_error``
   ``(uE² − E²)²`` and ``qlike`` ``E²/uE² + ln uE²`` (the Gaussian NLL is ``½ (ln 2π + qlike)``),

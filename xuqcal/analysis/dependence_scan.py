@@ -1,4 +1,4 @@
-"""A scan of the data for dependence that an iid analysis ignores (issue 25, part 3b).
+"""A scan of the data for dependence that an iid analysis ignores.
 
 Every iid analysis (``resample="iid"``, the default) assumes independent points. When the
 data carry a variable that groups the points (``structure_id``) or orders them (``time``,

@@ -1,4 +1,4 @@
-"""Bootstraps of dependent points: cluster and block resampling (issue 25, first part).
+"""Bootstraps of dependent points: cluster and block resampling.
 
 Every interval of the iid bootstrap assumes independent points. When the points come in
 groups (the atoms of one structure, the molecules of one family) or follow an order along
@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from xuqcal.analysis.resampling import (
+from xuqcal.analysis.replicates import (
     COUNTS_BLOCK,
     count_blocks,
     counts_replicates,

@@ -18,7 +18,7 @@ screens β_GM of uE² (0.6) and of E² (0.8) per bin the same way. The flags add
 The per-bin bootstraps of all bins run in one Numba kernel call: bin ``b``'s replicate ``r``
 draws from the stream ``(seed, purpose, b, r)``, so results do not depend on scheduling.
 
-**Dependent points** (issue 25): :func:`local` and :func:`reliability` take ``resample=``
+**Dependent points**: :func:`local` and :func:`reliability` take ``resample=``
 (``"cluster"`` with ``groups=``, or ``"moving"``/``"circular"``/``"stationary"`` with
 ``block=`` and ``block_length=``), as :func:`xuqcal.bootstrap` does. The rows of the whole data
 set are then drawn once per replicate, from the stream ``(seed, "local-<resample>", r)`` (or

@@ -1,4 +1,4 @@
-"""Statistics reduced out of core: exact sums chunk by chunk over ``sample`` (issue 14).
+"""Statistics reduced out of core: exact sums chunk by chunk over ``sample``.
 
 :func:`reduce_statistics` computes the moment statistics (``mse rmse mv rmv zm zms zv rce nll``)
 with their analytic intervals, and the binned statistics (``ence uce zmse``), from data larger
@@ -27,7 +27,7 @@ change by a bit with the chunking, nor between NumPy-backed and Dask-backed data
 bound to the result of the previous one (:func:`dask.graph_manipulation.bind`): its chunks
 are read again rather than kept in memory between passes.
 
-**Dependent points** (``se="cluster"`` or ``se="hac"``, issue 25): the intervals of the moment
+**Dependent points** (``se="cluster"`` or ``se="hac"``): the intervals of the moment
 statistics then use the cluster-robust (Liang & Zeger 1986; Cameron & Miller 2015) or the
 Newey–West HAC (Newey & West 1987, 1994) covariance of the means of their per-point columns
 (normalized by the same powers of two as the products above), and the delta method

@@ -24,7 +24,7 @@ lost to that rule (coordinate ``n_dropped`` over ``dim``) and how many are compa
 slices is compared on its own common points, and with the same random streams, so that a
 slice's result is the one of that slice alone.
 
-**Dependent points** (issue 25). ``resample=``, ``groups=``, ``block=`` and
+**Dependent points.** ``resample=``, ``groups=``, ``block=`` and
 ``block_length=`` are those of :func:`xuqcal.compare` (:mod:`xuqcal.analysis.dependent`).
 The Diebold–Mariano test then replaces the variance ``var(d) / n`` of the mean difference by
 a cluster-robust one over the groups of ``groups`` (``resample="cluster"``) or by the

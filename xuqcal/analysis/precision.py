@@ -1,4 +1,4 @@
-"""Precision-driven Monte Carlo: ``n_boot="auto"`` and ``n_mc="auto"`` (issue 14).
+"""Precision-driven Monte Carlo: ``n_boot="auto"`` and ``n_mc="auto"``.
 
 A fixed count of 10 000 bootstrap replicates and synthetic sets is far more than most verdicts
 need, and at M = 10⁶ points each replicate costs a pass over the data. With ``"auto"`` the
@@ -265,9 +265,22 @@ class Rounds:
     above 1, rounds up to the count at which the target is projected to be met
     (:func:`next_count`), never beyond ``ceiling``.
 
-    ``compute(start, stop)`` returns the values of replicates ``start .. stop - 1`` (replicate
-    axis last); ``values`` holds all of them so far, ``n`` their number and ``worst`` the last
-    shortfall given to :meth:`grow`.
+    Two ways to grow, one rule:
+
+    * ``statistics=None`` (all together, e.g. the synthetic sets, whose one pass serves every
+      statistic): ``compute(start, stop)`` returns the values of replicates
+      ``start .. stop - 1`` (replicate axis last); ``values`` holds all of them so far and
+      ``n`` their number; :meth:`grow` takes the shortfalls of any shape, and their largest
+      decides.
+    * ``statistics=k`` (**per statistic**, the bootstrap): ``compute(rows, start, stop)``
+      returns the replicates ``start .. stop - 1`` of the statistics ``rows``
+      (``len(rows) × (stop - start)``); ``values[i]`` holds the replicates of statistic ``i``
+      so far and ``n[i]`` their number; :meth:`grow` takes one shortfall per statistic and
+      grows only those above 1, each to its own projected count. Statistics at the same count
+      grow together (one pass over the data serves them all; a statistic's replicates do not
+      depend on which others are computed with it).
+
+    ``worst`` is the largest shortfall last given to :meth:`grow` (NaN ignored).
 
     Examples
     --------
@@ -277,87 +290,65 @@ class Rounds:
     ...     pass
     >>> rounds.n, rounds.worst <= 1, rounds.values.shape
     (500, True, (1, 500))
-    """
 
-    def __init__(self, compute: Callable[[int, int], np.ndarray], count: int | str, *,
-                 ceiling: int, first: int = defaults.AUTO_FIRST) -> None:
-        self.compute = compute
-        self.auto = is_auto(count)
-        self.ceiling = int(ceiling) if self.auto else int(count)
-        self.n = min(first, self.ceiling) if self.auto else self.ceiling
-        self.values = compute(0, self.n)
-        self.worst = 0.0
+    Per statistic, only the second one (short of precision) grows:
 
-    def grow(self, shortfall: np.ndarray) -> bool:
-        """Compute one more round if ``shortfall`` (ratios, ≤ 1 when precise enough) asks for
-        it and the count is ``"auto"`` and below the ceiling; returns whether it did."""
-        ratios = np.asarray(shortfall, dtype=np.float64)
-        finite = ratios[~np.isnan(ratios)]
-        self.worst = float(finite.max()) if finite.size else 0.0
-        if not self.auto or self.worst <= 1.0 or self.n >= self.ceiling:
-            return False
-        stop = next_count(self.n, self.worst, self.ceiling)
-        self.values = np.concatenate([self.values, self.compute(self.n, stop)], axis=-1)
-        self.n = stop
-        return True
-
-
-class StatisticRounds:
-    """Bootstrap replicates computed in rounds **per statistic**: a first round of ``first``
-    for every statistic, then, while :meth:`grow` is given a shortfall above 1 for some
-    statistics, rounds for those statistics only, each up to the count projected to meet its
-    target (:func:`next_count`), never beyond ``ceiling``. Statistics at the same count grow
-    together (one pass over the data serves them all; a statistic's replicates do not depend
-    on which others are computed with it). A fixed count computes all of them at once.
-
-    ``compute(rows, start, stop)`` returns the values of replicates ``start .. stop - 1`` of
-    the statistics ``rows`` (``len(rows) × (stop - start)``); ``values[i]`` holds the
-    replicates of statistic ``i`` so far, ``n[i]`` their number, and ``worst`` the largest
-    shortfall last given to :meth:`grow`.
-
-    Examples
-    --------
     >>> calls = []
-    >>> def counting(rows, start, stop):
+    >>> def per_statistic(rows, start, stop):
     ...     calls.append((rows, start, stop))
     ...     return np.tile(np.arange(start, stop, dtype=float), (len(rows), 1))
-    >>> rounds = StatisticRounds(counting, 2, "auto", ceiling=10_000, first=100)
-    >>> while rounds.grow(np.array([0.5, np.sqrt(400 / rounds.n[1])])):  # the 2nd is short
+    >>> rounds = Rounds(per_statistic, "auto", ceiling=10_000, first=100, statistics=2)
+    >>> while rounds.grow(np.array([0.5, np.sqrt(400 / rounds.n[1])])):
     ...     pass
     >>> rounds.n.tolist(), calls[1:]
     ([100, 500], [([1], 100, 500)])
     """
 
-    def __init__(self, compute: Callable[[list[int], int, int], np.ndarray], n_statistics: int,
-                 count: int | str, *, ceiling: int, first: int = defaults.AUTO_FIRST) -> None:
-        self.compute = compute
+    def __init__(self, compute: Callable[..., np.ndarray], count: int | str, *, ceiling: int,
+                 first: int = defaults.AUTO_FIRST, statistics: int | None = None) -> None:
+        self.together = statistics is None
+        # all together: one group, whose values are those of compute(start, stop)
+        self._compute = ((lambda rows, start, stop: compute(start, stop)[np.newaxis])
+                         if self.together else compute)
         self.auto = is_auto(count)
         self.ceiling = int(ceiling) if self.auto else int(count)
         start = min(first, self.ceiling) if self.auto else self.ceiling
-        rows = list(range(n_statistics))
-        block = compute(rows, 0, start)
-        self.values = [block[i] for i in rows]
-        self.n = np.full(n_statistics, start, dtype=np.int64)
+        rows = list(range(1 if self.together else statistics))
+        block = self._compute(rows, 0, start)
+        self._values = [block[i] for i in rows]
+        self._n = np.full(len(rows), start, dtype=np.int64)
         self.worst = 0.0
 
+    @property
+    def values(self) -> np.ndarray | list[np.ndarray]:
+        """The replicates so far: one array (all together) or one per statistic."""
+        return self._values[0] if self.together else self._values
+
+    @property
+    def n(self) -> int | np.ndarray:
+        """The number of replicates so far: one (all together) or one per statistic."""
+        return int(self._n[0]) if self.together else self._n
+
     def grow(self, shortfall: np.ndarray) -> bool:
-        """Compute one more round for the statistics whose ``shortfall`` (ratios, ≤ 1 when
-        precise enough) asks for it, when the count is ``"auto"`` and below the ceiling;
-        returns whether it did."""
+        """Compute one more round for the statistics (all together: for all) whose
+        ``shortfall`` (ratios, ≤ 1 when precise enough) asks for it, when the count is
+        ``"auto"`` and below the ceiling; returns whether it did."""
         ratios = np.asarray(shortfall, dtype=np.float64)
         finite = ratios[~np.isnan(ratios)]
         self.worst = float(finite.max()) if finite.size else 0.0
-        short = [i for i in range(len(self.values))
-                 if ratios[i] > 1.0 and self.n[i] < self.ceiling]
+        if self.together:
+            ratios = np.array([self.worst])
+        short = [i for i in range(len(self._values))
+                 if ratios[i] > 1.0 and self._n[i] < self.ceiling]
         if not self.auto or not short:
             return False
-        for count in sorted({int(self.n[i]) for i in short}):
-            rows = [i for i in short if self.n[i] == count]
+        for count in sorted({int(self._n[i]) for i in short}):
+            rows = [i for i in short if self._n[i] == count]
             stop = next_count(count, float(ratios[rows].max()), self.ceiling)
-            block = self.compute(rows, count, stop)
+            block = self._compute(rows, count, stop)
             for k, i in enumerate(rows):
-                self.values[i] = np.concatenate([self.values[i], block[k]])
-                self.n[i] = stop
+                self._values[i] = np.concatenate([self._values[i], block[k]], axis=-1)
+                self._n[i] = stop
         return True
 
 
@@ -385,7 +376,7 @@ def computes_when_auto(function: Callable | None = None, *,
     previous ones, so it cannot be one lazy graph; computing Dask-backed data first (once)
     keeps the lazy path of :func:`~xuqcal.analysis.slices.broadcast` from running the
     rounds of every slice twice (once for its layout). A count not given is its default
-    (``"auto"`` for :func:`~xuqcal.validate`, issue 26). ``check``, called with the
+    (``"auto"`` for :func:`~xuqcal.validate`). ``check``, called with the
     arguments (defaults applied) and the names of those given before Dask-backed data are
     computed, raises for bad arguments, so that they are refused before any data are read."""
     if function is None:

@@ -34,10 +34,15 @@ from xuqcal.core.checks import (
     check_bool,
     check_chunks,
     check_count,
-    check_generators,
     check_seed,
 )
-from xuqcal.core.generators import Generator, fit_generators, fitted_nu, generator_coords
+from xuqcal.core.generators import (
+    Generator,
+    check_generators,
+    fit_generators,
+    fitted_nu,
+    generator_coords,
+)
 from xuqcal.core.provenance import attach
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (

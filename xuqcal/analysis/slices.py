@@ -63,6 +63,9 @@ import xarray as xr
 
 from xuqcal.analysis.lazy import lazy_result, placeholder
 from xuqcal.analysis.tables import RESULT_DIMS
+from xuqcal.core import defaults
+from xuqcal.core.checks import check_name
+from xuqcal.core.statistics import check_numeric_dtype
 from xuqcal.io.schema import (
     SAMPLE_DIM,
     extra_dims,
@@ -169,10 +172,45 @@ def _check_layout_dims(results: Sequence[Any], dims: Sequence[str], data: str) -
                 f"'{clash[0]}_'}})")
 
 
+def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaults.UE, *,
+                         extra_dims: bool = False) -> tuple[str, str]:
+    """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
+    ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
+
+    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (the broadcasting layer,
+    this module, checks the variables before slicing them).
+
+    Examples
+    --------
+    >>> import xuqcal
+    >>> check_data_variables(xuqcal.synthetic.nig(10, nu=6, seed=0))
+    ('E', 'uE')
+    """
+    if not isinstance(ds, xr.Dataset):
+        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
+    for role, var in (("E", E), ("uE", uE)):
+        check_name(var, role)
+        if var not in ds.data_vars:
+            raise ValueError(f"{role}: the dataset has no variable {var!r} (data variables: "
+                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
+        dims = ds[var].dims
+        if "sample" not in dims:
+            raise ValueError(f"{role}: the variable {var!r} has no dimension 'sample' "
+                             f"(dimensions {dims})")
+        if not extra_dims and dims != ("sample",):
+            other = [d for d in dims if d != "sample"]
+            raise ValueError(f"{role}: expected a 1-D variable over 'sample', but {var!r} has "
+                             f"dimensions {dims}; this function takes one data set: select one "
+                             f"slice, e.g. ds.isel({other[0]}=0) (the analyses of xuqcal "
+                             "broadcast over extra dimensions)")
+        check_numeric_dtype(ds[var].dtype, role, var)
+    if ds.sizes["sample"] == 0:
+        raise ValueError("ds: empty data: the dataset has 0 rows along 'sample'")
+    return str(E), str(uE)
+
+
 def _check_roles(ds: xr.Dataset, E: str, uE: str) -> None:
     """``E`` and ``uE`` are numeric variables of ``ds`` over ``sample`` (no data are read)."""
-    from xuqcal.analysis.stats import check_data_variables  # stats is broadcast by this module
-
     check_data_variables(ds, E, uE, extra_dims=True)
 
 

@@ -9,14 +9,13 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import n_bins_for
-from xuqcal.analysis.slices import broadcast
+from xuqcal.analysis.slices import broadcast, check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
 from xuqcal.core.checks import check_count, check_name, variable_name
 from xuqcal.core.provenance import attach
 from xuqcal.core.statistics import (
     Statistic,
-    check_numeric_dtype,
     check_sizes,
     compute,
     get_statistics,
@@ -49,43 +48,6 @@ def check_sample_variables(ds: xr.Dataset, names: Iterable[str]) -> None:
                              f"{var.dims}")
         if var.dtype.kind not in "biuf":
             raise ValueError(f"{name}: values are not numeric (dtype {var.dtype})")
-
-
-def check_data_variables(ds: object, E: object = defaults.E, uE: object = defaults.UE, *,
-                         extra_dims: bool = False) -> tuple[str, str]:
-    """Check that ``ds`` is a Dataset over ``sample`` holding numeric variables ``E`` and
-    ``uE`` (names, dimensions and dtypes only: no data are read) and return the two names.
-
-    Only 1-D data over ``sample`` are accepted, unless ``extra_dims`` (the broadcasting layer,
-    :mod:`xuqcal.analysis.slices`, checks the variables before slicing them).
-
-    Examples
-    --------
-    >>> import xuqcal
-    >>> check_data_variables(xuqcal.synthetic.nig(10, nu=6, seed=0))
-    ('E', 'uE')
-    """
-    if not isinstance(ds, xr.Dataset):
-        raise ValueError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
-    for role, var in (("E", E), ("uE", uE)):
-        check_name(var, role)
-        if var not in ds.data_vars:
-            raise ValueError(f"{role}: the dataset has no variable {var!r} (data variables: "
-                             f"{', '.join(map(str, ds.data_vars)) or 'none'})")
-        dims = ds[var].dims
-        if "sample" not in dims:
-            raise ValueError(f"{role}: the variable {var!r} has no dimension 'sample' "
-                             f"(dimensions {dims})")
-        if not extra_dims and dims != ("sample",):
-            other = [d for d in dims if d != "sample"]
-            raise ValueError(f"{role}: expected a 1-D variable over 'sample', but {var!r} has "
-                             f"dimensions {dims}; this function takes one data set: select one "
-                             f"slice, e.g. ds.isel({other[0]}=0) (the analyses of xuqcal "
-                             "broadcast over extra dimensions)")
-        check_numeric_dtype(ds[var].dtype, role, var)
-    if ds.sizes["sample"] == 0:
-        raise ValueError("ds: empty data: the dataset has 0 rows along 'sample'")
-    return str(E), str(uE)
 
 
 def check_input(ds: object, statistics: Sequence[Statistic], *, n_bins: object, by: object,

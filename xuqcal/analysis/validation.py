@@ -68,7 +68,6 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
     Rounds,
-    StatisticRounds,
     bootstrap_shortfall,
     check_precision,
     computed,
@@ -100,14 +99,19 @@ from xuqcal.core import defaults
 from xuqcal.core.binning import FewPointsPerBinWarning
 from xuqcal.core.checks import (
     check_bool,
-    check_generators,
     check_skewness_threshold,
     check_tolerance,
     minimum_replicates,
     user_stacklevel,
 )
 from xuqcal.core.coverage import band_zeta
-from xuqcal.core.generators import FITTED, fit_generators, fitted_nu, generator_coords
+from xuqcal.core.generators import (
+    FITTED,
+    check_generators,
+    fit_generators,
+    fitted_nu,
+    generator_coords,
+)
 from xuqcal.core.intervals import acceleration, coverage_validity, zeta
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import (
@@ -327,7 +331,7 @@ def validate(
         :func:`xuqcal.report.report`): the same data and seed give the same numbers from all
         of them. Explicit counts give the fixed-count result, lazy on Dask-backed data; the
         published tables are reproduced with ``n_boot=defaults.N_BOOT,
-        n_mc=defaults.N_MC`` (10 000 each, the defaults before issue 26).
+        n_mc=defaults.N_MC`` (10 000 each, the fixed counts of the published tables).
     seed : int
         Seed of every random draw (bootstrap and simulation use independent streams).
     n_bins, by : int or None, str
@@ -637,8 +641,9 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # binned and rank statistics'); each keeps the prefix of its fixed-count replicates
     # the first round holds at least the replicates a fixed count needs at this level
     # (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
-    boot = StatisticRounds(bootstrap_rounds, len(stats), b["n_boot"], ceiling=defaults.N_BOOT,
-                           first=max(defaults.AUTO_FIRST, minimum_replicates(level)))
+    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT,
+                  first=max(defaults.AUTO_FIRST, minimum_replicates(level)),
+                  statistics=len(stats))
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
     uE_values = np.asarray(ds[uE].values)
     predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan
@@ -746,7 +751,7 @@ def _dependence_values(ds: xr.Dataset, dependence) -> object:
     return None if dependence is None else ds[dependence.variable].data
 
 
-def _precise_bootstrap(boot: StatisticRounds, estimate: np.ndarray, jack: np.ndarray,
+def _precise_bootstrap(boot: Rounds, estimate: np.ndarray, jack: np.ndarray,
                        stats: Sequence[Statistic], *, level: float, seed: int, n_bins: int,
                        by: str, m: int, dependence=None) -> xr.Dataset:
     """The bootstrap result of a precision-driven round: the summaries of every statistic's

@@ -85,7 +85,7 @@ from xuqcal.cli.common import (
 )
 from xuqcal.cli.terminal import escape
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_generators
+from xuqcal.core.generators import check_generators
 from xuqcal.core.statistics import get_statistics
 from xuqcal.io import locks as _locks
 from xuqcal.io import outputs as _outputs
@@ -710,6 +710,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return with_output_locked(args, "validate", _validate)
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """``xuqcal compare`` (:func:`xuqcal.cli.compare.run`, :func:`with_output_locked`)."""
+    return with_output_locked(args, "compare", lambda checked: _cli_compare.run(
+        checked, read_data=_read_data, check_outputs=check_outputs,
+        compute_context=compute_context))
+
+
 def _validate(args: argparse.Namespace) -> int:
     """``xuqcal validate`` (its output, if any, locked)."""
     if args.output is not None:
@@ -1027,7 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(done.code or 0)
     commands = {"validate": cmd_validate, "demo": cmd_demo, "report": cmd_report,
                 "cube": cmd_cube, "recalibrate": _cli_recalibrate.run,
-                "compare": _cli_compare.run}
+                "compare": cmd_compare}
     command = args.command + (f" {args.cube_command}" if args.command == "cube" else "")
     debug = getattr(args, "debug", False)
     try:

@@ -1,4 +1,4 @@
-"""``xuqcal compare``: rank models evaluated on the same points (issue 24).
+"""``xuqcal compare``: rank models evaluated on the same points.
 
 Several files (one per model, read with the same options and stacked along ``dataset``,
 labelled by file name or ``--names``), or one NetCDF input dataset whose variables have a
@@ -96,21 +96,18 @@ def add_parser(commands, *, data_options: Callable, cluster_options: Callable,
     return parser
 
 
-def run(args: argparse.Namespace) -> int:
-    """``xuqcal compare``: with ``-o``, the output is locked before anything is read
-    (:func:`xuqcal.cli.commands.with_output_locked`)."""
-    from xuqcal.cli.commands import with_output_locked
-
-    return with_output_locked(args, "compare", _run)
-
-
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, read_data: Callable, check_outputs: Callable,
+        compute_context: Callable) -> int:
+    """``xuqcal compare`` (its ``-o`` output, if any, already locked by
+    :func:`xuqcal.cli.commands.cmd_compare`), with the input and output helpers shared by the
+    commands passed in (:func:`xuqcal.cli.commands.check_outputs`, its ``_read_data`` and
+    ``compute_context``), as :func:`add_parser` is given the shared option groups: this module
+    does not import :mod:`xuqcal.cli.commands`, which imports it."""
     import xuqcal
-    from xuqcal.cli.commands import _read_data, check_outputs, compute_context
 
     if args.output is not None:
         check_outputs([args.output], inputs=args.files, overwrite=args.overwrite)
-    ds = _read_data(args)
+    ds = read_data(args)
     dim = args.dim or ("dataset" if "dataset" in ds.dims else "model")
     if dim not in ds.dims:
         raise ValueError(f"--dim: {dim!r} is not a dimension of the data (its dimensions: "

@@ -323,55 +323,6 @@ def check_name(value: object, name: str) -> str:
     return value
 
 
-def check_generators(generators: object, name: str = "generators", *,
-                     fitted: bool = False) -> list:
-    """Distinct :class:`~xuqcal.generators.Generator` objects from one name or a sequence of
-    names; two spellings of one distribution (``t6`` and ``t6.0``) are refused. The
-    data-informed ``tfit`` (ν fitted to a data set's z-scores) is accepted only with
-    ``fitted`` (the analyses that fit it: :func:`xuqcal.validate`, :func:`xuqcal.simulate`).
-
-    Examples
-    --------
-    >>> [g.name for g in check_generators(["normal", "T6.0"])]
-    ['normal', 't6']
-    >>> check_generators(["t6", "t6.0"])
-    Traceback (most recent call last):
-    ValueError: generators: t6 and t6.0 are the same distribution (t6); list it once
-    """
-    from xuqcal.core.generators import Generator, get_generator
-
-    if isinstance(generators, str | Generator):
-        generators = [generators]
-    if not isinstance(generators, Iterable):
-        raise ValueError(f"{name}: expected a generator name such as 'normal' or 't6', or a "
-                         f"list of them, got {generators!r}")
-    given = list(generators)
-    if not given:
-        raise ValueError(f"{name}: the list of generators is empty (at least one is needed)")
-    out: list = []
-    seen: dict[str, object] = {}
-    for g in given:
-        try:
-            gen = get_generator(g)
-        except ValueError as error:
-            raise ValueError(f"{name}: {str(error).removeprefix('generator: ')}") from None
-        if gen.fitted and not fitted:
-            raise ValueError(f"{name}: {gen.name!r} (a Student-t with ν fitted to the data's "
-                             "z-scores) is a generator of validate and simulate only; name a "
-                             "distribution such as 'normal' or 't6' here")
-        if gen.name in seen:
-            first = seen[gen.name]
-            a = first if isinstance(first, str) else gen.name
-            b = g if isinstance(g, str) else gen.name
-            if a == b:
-                raise ValueError(f"{name}: {gen.name} is listed twice")
-            raise ValueError(f"{name}: {a} and {b} are the same distribution ({gen.name}); "
-                             "list it once")
-        seen[gen.name] = g
-        out.append(gen)
-    return out
-
-
 def user_stacklevel() -> int:
     """The ``stacklevel`` of :func:`warnings.warn` that points at the first caller outside
     xuqcal (whatever decorators and helpers lie between), counted from the caller of this

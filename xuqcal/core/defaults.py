@@ -22,7 +22,7 @@ N_MC = 10_000
 #: ``n_boot="auto"`` / ``n_mc="auto"`` (:mod:`xuqcal.analysis.precision`): the largest Monte
 #: Carlo standard error of a deciding ζ (absolute up to ζ = ±1, relative beyond); the
 #: ceilings are N_BOOT and N_MC. 0.025: two standard errors within 0.05, so that an auto run's
-#: deciding ζ lie within ±0.05 of the converged (10 000-replicate) values (issue 14; 0.05, the
+#: deciding ζ lie within ±0.05 of the converged (10 000-replicate) values (0.05, the
 #: first default, let zm's ζ differ by 0.073 at M = 2e6).
 MC_PRECISION = 0.025
 #: Replicates of the first round of a precision-driven run, and the least growth of a round.
@@ -103,7 +103,7 @@ N_BOOT_RELIABILITY = 2000
 #: Counts of the whole validation, in Python as on the CLI (:func:`xuqcal.validate` and the
 #: accessor's ``validate``, :func:`xuqcal.summary`, :func:`xuqcal.report.report`; the CLI's
 #: validate, report and demo): "auto", as many as MC_PRECISION needs, at most N_BOOT and N_MC
-#: (issue 26: one default); the same counts and seed give the same numbers from every entry
+#: (one default); the same counts and seed give the same numbers from every entry
 #: point. Explicit counts (N_BOOT, N_MC) give the fixed-count results, lazy on Dask-backed data.
 N_BOOT_VALIDATION = "auto"
 N_MC_VALIDATION = "auto"

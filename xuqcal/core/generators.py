@@ -29,6 +29,7 @@ import numpy as np
 
 from xuqcal._lazy import lazy_module
 from xuqcal.core import random as _random
+from xuqcal.core.checks import MAX_SEED, check_count, check_seed
 
 stats = lazy_module("scipy.stats")
 
@@ -102,8 +103,6 @@ class Generator:
         >>> abs(float(x.mean())) < 0.02 and abs(float(x.var()) - 1) < 0.05
         True
         """
-        from xuqcal.core.checks import MAX_SEED, check_count, check_seed
-
         size = check_count(size, "size", 0)
         seed = check_seed(seed)
         replicate = check_count(replicate, "replicate", 0, maximum=MAX_SEED)
@@ -162,10 +161,55 @@ def get_generator(name: str | Generator) -> Generator:
     return Generator(label, _random.NORMP, value)
 
 
+def check_generators(generators: object, name: str = "generators", *,
+                     fitted: bool = False) -> list:
+    """Distinct :class:`~xuqcal.generators.Generator` objects from one name or a sequence of
+    names; two spellings of one distribution (``t6`` and ``t6.0``) are refused. The
+    data-informed ``tfit`` (ν fitted to a data set's z-scores) is accepted only with
+    ``fitted`` (the analyses that fit it: :func:`xuqcal.validate`, :func:`xuqcal.simulate`).
+
+    Examples
+    --------
+    >>> [g.name for g in check_generators(["normal", "T6.0"])]
+    ['normal', 't6']
+    >>> check_generators(["t6", "t6.0"])
+    Traceback (most recent call last):
+    ValueError: generators: t6 and t6.0 are the same distribution (t6); list it once
+    """
+    if isinstance(generators, str | Generator):
+        generators = [generators]
+    if not isinstance(generators, Iterable):
+        raise ValueError(f"{name}: expected a generator name such as 'normal' or 't6', or a "
+                         f"list of them, got {generators!r}")
+    given = list(generators)
+    if not given:
+        raise ValueError(f"{name}: the list of generators is empty (at least one is needed)")
+    out: list = []
+    seen: dict[str, object] = {}
+    for g in given:
+        try:
+            gen = get_generator(g)
+        except ValueError as error:
+            raise ValueError(f"{name}: {str(error).removeprefix('generator: ')}") from None
+        if gen.fitted and not fitted:
+            raise ValueError(f"{name}: {gen.name!r} (a Student-t with ν fitted to the data's "
+                             "z-scores) is a generator of validate and simulate only; name a "
+                             "distribution such as 'normal' or 't6' here")
+        if gen.name in seen:
+            first = seen[gen.name]
+            a = first if isinstance(first, str) else gen.name
+            b = g if isinstance(g, str) else gen.name
+            if a == b:
+                raise ValueError(f"{name}: {gen.name} is listed twice")
+            raise ValueError(f"{name}: {a} and {b} are the same distribution ({gen.name}); "
+                             "list it once")
+        seen[gen.name] = g
+        out.append(gen)
+    return out
+
+
 def generator_coords(generators: Iterable[str | Generator]) -> dict:
     """Coordinates of a ``generator`` dimension: names and the numeric ``df`` (NaN if none)."""
-    from xuqcal.core.checks import check_generators
-
     gens = check_generators(list(generators), "generator", fitted=True)
     names = [g.name for g in gens]
     return {

@@ -193,14 +193,14 @@ def diebold_mariano(a: Any, b: Any, *, groups: Any = None, lags: int | None = No
 
     The variant: the points are independent (no autocorrelation of ``d``), so the long-run
     variance is the plain variance and no HAC correction is needed (for dependent data see
-    issue 25). With ``ddof=1`` this statistic equals the HLN variant of the ``scores`` package
+    below). With ``ddof=1`` this statistic equals the HLN variant of the ``scores`` package
     (``scores.stats.statistical_tests.diebold_mariano(..., method="HLN")``, Harvey, Leybourne &
     Newbold 1997) at horizon ``h = 1``: its ``V̂ = Σ(d - d̄)² / n²`` times its correction
     ``(n - 1) / n`` is ``var(d, ddof=1) / n``. The p-value is from the normal distribution,
     as ``statistic_distribution="normal"`` there (whose ``confidence_gt_0`` is the one-sided
     ``Φ(DM)``, not a p-value).
 
-    **Dependent points** (issue 25). ``groups`` (one label per point): ``var(d) / n`` is
+    **Dependent points.** ``groups`` (one label per point): ``var(d) / n`` is
     replaced by the cluster-robust (CRV1) variance of ``mean(d)``,
     ``G / (G - 1) Σ_g (Σ_{i∈g} (d_i - d̄))² / n²`` over the ``G`` groups
     (:func:`xuqcal.core.robust.cluster_robust_cov`; statsmodels' cluster ``bse`` of a mean).

@@ -1,4 +1,4 @@
-"""One writer at a time for an output: an advisory lock beside it (issue 23).
+"""One writer at a time for an output: an advisory lock beside it.
 
 Every output that xuqcal writes (``validate -o``, the ``report`` and ``demo`` folders, the set
 of ``recalibrate``, a cube of ``cube build``/``cube extend``, :func:`xuqcal.to_netcdf`) is

@@ -33,50 +33,40 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 import xarray as xr
 
-from xuqcal.core.checks import check_coverage_level
-from xuqcal.core.coverage import normal_coverage_factor
-from xuqcal.io.expressions import _MAX_EXAMPLES, _format_rows, _list_names
-from xuqcal.io.schema import (
+from xuqcal.io.expressions import _MAX_EXAMPLES, _list_names
+
+# the value checks (one mask-based mechanism) and the intervals' helpers live in schema, which
+# from_arrays needs; they are importable from here, where the probabilistic inputs are built
+from xuqcal.io.schema import (  # noqa: F401
+    COVERAGE_LEVEL_ATTR,
+    LEGACY_COVERAGE_LEVEL_ATTR,
     PROBABILISTIC_ROLES,
     ROLE_ATTR,
     SAMPLE_DIM,
     _check_feature_name,
     _dataset_attrs,
     _is_dask,
-    _passthrough,
-    _raise_problems,
+    _item,
+    _points_first,
     _sample_coord,
     _to_1d,
     _variable_attrs,
-    slice_label,
+    check_points,
+    check_without_uE,
+    finite_checks,
+    interval_arguments,
+    interval_attrs,
+    interval_checks,
+    interval_z,
+    recorded_coverage_level,
+    uE_expression,
+    uE_from_bounds,
 )
 
 __all__ = ["COVERAGE_LEVEL_ATTR", "from_quantiles", "interval_z", "recorded_coverage_level",
            "variable_with_role"]
-
-COVERAGE_LEVEL_ATTR = "coverage_level"
-"""The attribute of the bounds of a predicted interval that records its coverage level (its
-nominal coverage)."""
-LEGACY_COVERAGE_LEVEL_ATTR = "interval_level"
-"""The name of :data:`COVERAGE_LEVEL_ATTR` in data written until version 0.1 (still read)."""
-
-
-def recorded_coverage_level(attrs: Mapping[str, Any]) -> Any:
-    """The coverage level recorded in the attributes of a bound of a predicted interval:
-    :data:`COVERAGE_LEVEL_ATTR`, or in data written until version 0.1
-    :data:`LEGACY_COVERAGE_LEVEL_ATTR`; ``None`` when neither is recorded.
-
-    Examples
-    --------
-    >>> recorded_coverage_level({"coverage_level": 0.9}), recorded_coverage_level(
-    ...     {"interval_level": 0.9}), recorded_coverage_level({})
-    (0.9, 0.9, None)
-    """
-    value = attrs.get(COVERAGE_LEVEL_ATTR)
-    return attrs.get(LEGACY_COVERAGE_LEVEL_ATTR) if value is None else value
 
 QUANTILE_DIM_ATTR = "quantile_dim"
 """The attribute of a ``quantiles`` variable naming its dimension of probabilities."""
@@ -85,12 +75,8 @@ QUANTILE_DIM_ATTR = "quantile_dim"
 DEFAULT_NAMES = {"members": "members", "quantiles": "quantiles", "interval_lower": "lower",
                  "interval_upper": "upper"}
 
-_NO_UE_HINT = ("hint: fix the source data, or drop such rows with the where argument, e.g. "
-               'where="isfinite(E) & isfinite(lower) & isfinite(upper)"')
 
-# one value check: (subject named in the message, mask over the points, what the flagged points
-# are, a note appended to the message)
-_Check = tuple[str, xr.DataArray, str, str]
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,137 +144,6 @@ def variable_with_role(ds: xr.Dataset, role: str, name: str | None = None) -> st
         + ("from_quantiles" if role == "quantiles" else "from_ensemble" if role == "members"
            else "from_arrays or read_csv with lower=, upper= and coverage_level=")
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Value checks over the points (eager for NumPy, in the graph for Dask)
-# --------------------------------------------------------------------------------------------
-
-
-def _points_first(mask: xr.DataArray) -> xr.DataArray:
-    """``mask`` with its dimensions in the order (extra dimensions..., sample)."""
-    others = [d for d in mask.dims if d != SAMPLE_DIM]
-    return mask.transpose(*others, SAMPLE_DIM) if SAMPLE_DIM in mask.dims else mask
-
-
-def _item(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _rows_text(dims: Sequence[str], shape: Sequence[int], labels: Mapping[str, pd.Index],
-               positions: np.ndarray, count: int) -> str:
-    """The rows of the flagged points at flat ``positions`` of an array of ``dims``/``shape``
-    whose last dimension is ``sample``: ``rows 3, 7`` (one set) or ``rows 3 at model='a'; 7
-    at model='b'`` (extra dimensions)."""
-    index = np.unravel_index(np.asarray(positions, dtype=np.int64), tuple(shape))
-    rows = [_item(labels[SAMPLE_DIM][i]) for i in index[-1]]
-    if len(dims) == 1:
-        return _format_rows(rows, count)
-    texts = [f"{row} at " + slice_label({d: labels[d][index[j][k]]
-                                         for j, d in enumerate(dims[:-1])})
-             for k, row in enumerate(rows)]
-    return "rows " + "; ".join(texts) + ("; ..." if count > _MAX_EXAMPLES else "")
-
-
-def _labels(mask: xr.DataArray) -> dict[str, pd.Index]:
-    return {d: mask.indexes[d] if d in mask.indexes else pd.RangeIndex(mask.sizes[d])
-            for d in mask.dims}
-
-
-def _message(check: tuple[str, str, str], layout: tuple, count: int,
-             positions: np.ndarray) -> str:
-    subject, what, note = check
-    dims, shape, labels = layout
-    size = int(np.prod(shape))
-    return (f"{subject}: {count} of {size} {what} "
-            f"({_rows_text(dims, shape, labels, positions, count)}){note}")
-
-
-def _block_summary(block: np.ndarray, offset: int) -> tuple[int, np.ndarray]:
-    flat = np.asarray(block, dtype=bool).ravel()
-    return int(flat.sum()), np.flatnonzero(flat)[:_MAX_EXAMPLES] + offset
-
-
-def _final_masks(summaries: Sequence[Sequence[tuple[int, np.ndarray]]],
-                 checks: Sequence[tuple[str, str, str]], layouts: Sequence[tuple],
-                 prefix: str, hint: str) -> np.ndarray:
-    """The task of a Dask graph that raises the ValueError of the flagged points of every
-    check, or gives ``True`` when there are none."""
-    problems = []
-    for check, layout, parts in zip(checks, layouts, summaries, strict=True):
-        count = sum(part[0] for part in parts)
-        if count:
-            positions = np.concatenate([part[1] for part in parts])[:_MAX_EXAMPLES]
-            problems.append(_message(check, layout, count, positions))
-    _raise_problems(problems, prefix=prefix, hint=hint)
-    return np.True_
-
-
-def check_points(ds: xr.Dataset, checks: Sequence[_Check], *, prefix: str = "",
-                 hint: str = "") -> xr.Dataset:
-    """Run the value ``checks`` (subject, boolean mask over the points, what the flagged
-    points are, note): NumPy-backed masks at once, raising one ValueError for all problems;
-    Dask-backed masks in the graph: the returned dataset's Dask-backed variables depend on a
-    task that raises the same ValueError when they are computed (``ds`` is not modified).
-
-    Examples
-    --------
-    >>> ds = xr.Dataset({"lower": ("sample", [0.0, np.nan, 1.0])},
-    ...                 coords={"sample": [10, 11, 12]})
-    >>> check_points(ds, [("lower", np.isnan(ds.lower), "values are NaN", "")])
-    Traceback (most recent call last):
-    ...
-    ValueError: lower: 1 of 3 values are NaN (rows 11)
-    """
-    eager, lazy = [], []
-    for subject, mask, what, note in checks:
-        mask = _points_first(mask)
-        layout = (tuple(str(d) for d in mask.dims), tuple(mask.shape), _labels(mask))
-        (lazy if _is_dask(mask.data) else eager).append(((subject, what, note), layout, mask))
-    problems = []
-    for check, layout, mask in eager:
-        count, positions = _block_summary(np.asarray(mask.values), 0)
-        if count:
-            problems.append(_message(check, layout, count, positions))
-    _raise_problems(problems, prefix=prefix, hint=hint)
-    if not lazy:
-        return ds
-    import dask
-    import dask.array as da
-
-    summarize = dask.delayed(_block_summary, pure=True)
-    summaries = []
-    for _, _, mask in lazy:
-        flat = mask.data.ravel()
-        offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])[:-1]]).astype(int)
-        summaries.append([summarize(block, int(offset)) for block, offset
-                          in zip(flat.to_delayed().ravel(), offsets, strict=True)])
-    final = dask.delayed(_final_masks, pure=True)(
-        summaries, [c for c, _, _ in lazy], [layout for _, layout, _ in lazy], prefix, hint)
-    ok = da.from_delayed(final, shape=(), dtype=bool)
-    checked = {
-        name: var.copy(data=da.map_blocks(_passthrough, var.data, ok, dtype=var.dtype,
-                                          meta=var.data._meta))
-        for name, var in ds.data_vars.items() if _is_dask(var.data)
-    }
-    return ds.assign(checked)
-
-
-def finite_checks(subject: str, values: xr.DataArray, *, over: str | None = None,
-                  note: str = "") -> list[_Check]:
-    """The checks that ``values`` are finite: NaN, +inf and -inf values, or, with ``over`` (a
-    dimension of several values per point, e.g. ``member``), the points with a NaN or an
-    infinite value. Boolean values are not checked."""
-    if values.dtype == np.bool_:
-        return []
-    if over is None:
-        return [(subject, np.isnan(values), "values are NaN", note),
-                (subject, np.isinf(values) & (values > 0), "values are +inf", note),
-                (subject, np.isinf(values) & (values < 0), "values are -inf", note)]
-    return [(subject, np.isnan(values).any(over), f"samples have NaN values along '{over}'",
-             note),
-            (subject, np.isinf(values).any(over),
-             f"samples have infinite values along '{over}'", note)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -582,109 +437,3 @@ def from_quantiles(
     # the errors and quantiles of finite inputs can still overflow (1e308 - (-1e308))
     return check_points(ds, [*finite_checks("E", ds.E),
                              *finite_checks("quantiles", ds.quantiles, over=dim)])
-
-
-# --------------------------------------------------------------------------------------------
-# Intervals (used by from_arrays, from_dataframe and read_csv)
-# --------------------------------------------------------------------------------------------
-
-
-def interval_z(coverage_level: float) -> float:
-    """``z = Φ⁻¹((1 + coverage_level) / 2)``: the half-width of the central interval at that
-    level of a standard normal distribution (``uE = (upper - lower) / (2 z)``).
-
-    Examples
-    --------
-    >>> round(interval_z(0.95), 4)
-    1.96
-    """
-    return normal_coverage_factor(check_coverage_level(coverage_level))
-
-
-def interval_arguments(uE_given: bool, lower: Any, upper: Any, coverage_level: Any,
-                       uE_from_interval: Any) -> float | None:
-    """The checked level of the interval given to a constructor (``None`` for no interval),
-    refusing inconsistent arguments before any work."""
-    if not isinstance(uE_from_interval, bool | np.bool_):
-        raise ValueError(f"uE_from_interval: expected True or False, got {uE_from_interval!r}")
-    if (lower is None) != (upper is None):
-        given, missing = ("lower", "upper") if upper is None else ("upper", "lower")
-        raise ValueError(f"{missing}: missing: {given} is given; a predicted interval needs "
-                         "both bounds (lower=, upper=) and its level (coverage_level=)")
-    if lower is None:
-        if coverage_level is not None:
-            raise ValueError("coverage_level: given without an interval; pass its bounds with "
-                             "lower= and upper=")
-        if uE_from_interval:
-            raise ValueError("uE_from_interval: there is no interval to derive uE from; pass "
-                             "lower=, upper= and coverage_level=")
-        if not uE_given:
-            raise ValueError("uE: missing: give the standard uncertainties uE, or a predicted "
-                             "interval of the error (lower=, upper= and coverage_level=)")
-        return None
-    if coverage_level is None:
-        raise ValueError("coverage_level: missing: give the nominal level of the interval "
-                         "lower..upper, e.g. coverage_level=0.9 for a central 90 % interval")
-    level = check_coverage_level(coverage_level)
-    if uE_from_interval and uE_given:
-        raise ValueError("uE_from_interval: uE is given as well; pass either uE or "
-                         "uE_from_interval=True")
-    return level
-
-
-def uE_expression(coverage_level: float) -> str:
-    """The expression of ``uE`` derived from an interval (attribute ``expression``).
-
-    Examples
-    --------
-    >>> uE_expression(0.95)
-    '(upper - lower) / (2 * 1.959964)'
-    """
-    return f"(upper - lower) / (2 * {interval_z(coverage_level):.7g})"
-
-
-def uE_from_bounds(lower: Any, upper: Any, coverage_level: float) -> Any:
-    """``uE = (upper - lower) / (2 z)`` (NumPy or Dask arrays; see :func:`interval_z`)."""
-    return (upper - lower) / (2.0 * interval_z(coverage_level))
-
-
-def interval_attrs(bound: str, expression: str, units: str | None,
-                   coverage_level: float) -> dict[str, Any]:
-    """The attributes of a bound (``"lower"`` or ``"upper"``) of a predicted interval."""
-    attrs: dict[str, Any] = {"long_name": f"{bound} bound of the predicted interval of the "
-                                          "error"}
-    if units is not None:
-        attrs["units"] = str(units)
-    attrs["expression"] = expression
-    attrs[ROLE_ATTR] = f"interval_{bound}"
-    attrs[COVERAGE_LEVEL_ATTR] = float(coverage_level)
-    return attrs
-
-
-def interval_checks(ds: xr.Dataset, lower: str = "lower", upper: str = "upper"
-                    ) -> list[_Check]:
-    """The checks of the bounds of an interval: finite, and ``lower <= upper``."""
-    for bound in (lower, upper):
-        if ds[bound].dtype.kind not in "iuf":
-            raise ValueError(f"{bound}: values are not numeric (dtype {ds[bound].dtype}); the "
-                             "bounds of the interval must hold numbers")
-    notes = {b: (f"; computed as '{ds[b].attrs['expression']}'"
-                 if ds[b].attrs.get("expression", b) != b else "") for b in (lower, upper)}
-    crossed = ds[lower] > ds[upper]
-    return [*finite_checks(lower, ds[lower], note=notes[lower]),
-            *finite_checks(upper, ds[upper], note=notes[upper]),
-            (f"{lower}, {upper}", crossed, f"intervals have {lower} > {upper}", "")]
-
-
-def check_without_uE(ds: xr.Dataset, names: Sequence[str], *, hint: str = _NO_UE_HINT
-                     ) -> xr.Dataset:
-    """The value checks of a dataset without ``uE`` (the error and 1-D features ``names``,
-    the bounds of an interval when ``ds`` has them)."""
-    checks = []
-    for name in names:
-        expression = ds[name].attrs.get("expression", name)
-        note = f"; computed as '{expression}'" if expression != name else ""
-        checks += finite_checks(name, ds[name], note=note)
-    if ds.sizes.get(SAMPLE_DIM, 0) == 0:
-        raise ValueError(f"ds: empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
-    return check_points(ds, checks, hint=hint)

@@ -31,6 +31,8 @@ import pandas as pd
 import xarray as xr
 
 from xuqcal.core import defaults
+from xuqcal.core.checks import check_coverage_level
+from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.core.provenance import provenance
 from xuqcal.io.expressions import (
     _MAX_EXAMPLES,
@@ -49,6 +51,30 @@ SAMPLE_DIM = "sample"
 ROLE_ATTR = "xuqcal_role"
 """The variable attribute recording a variable's role (``"E"`` or ``"uE"``, or one of
 :data:`PROBABILISTIC_ROLES`)."""
+
+COVERAGE_LEVEL_ATTR = "coverage_level"
+"""The attribute of the bounds of a predicted interval that records its coverage level (its
+nominal coverage)."""
+LEGACY_COVERAGE_LEVEL_ATTR = "interval_level"
+"""The name of :data:`COVERAGE_LEVEL_ATTR` in data written until version 0.1 (still read)."""
+
+
+def recorded_coverage_level(attrs: Mapping[str, Any]) -> Any:
+    """The coverage level recorded in the attributes of a bound of a predicted interval:
+    :data:`COVERAGE_LEVEL_ATTR`, or in data written until version 0.1
+    :data:`LEGACY_COVERAGE_LEVEL_ATTR`; ``None`` when neither is recorded.
+
+    Examples
+    --------
+    >>> recorded_coverage_level({"coverage_level": 0.9}), recorded_coverage_level(
+    ...     {"interval_level": 0.9}), recorded_coverage_level({})
+    (0.9, 0.9, None)
+    """
+    value = attrs.get(COVERAGE_LEVEL_ATTR)
+    return attrs.get(LEGACY_COVERAGE_LEVEL_ATTR) if value is None else value
+
+_NO_UE_HINT = ("hint: fix the source data, or drop such rows with the where argument, e.g. "
+               'where="isfinite(E) & isfinite(lower) & isfinite(upper)"')
 
 PROBABILISTIC_ROLES = ("members", "quantiles", "interval_lower", "interval_upper")
 """The roles of the variables that describe a predicted distribution beyond ``uE``: the member
@@ -206,125 +232,6 @@ def standard_names(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
 # --------------------------------------------------------------------------------------------
 
 
-def _is_dask(data: Any) -> bool:
-    return type(data).__module__.startswith("dask")
-
-
-def _row_labels(ds: xr.Dataset) -> np.ndarray | None:
-    if SAMPLE_DIM in ds.coords:
-        # the coordinate of a dimension is an index (in memory): nothing is computed
-        return np.asarray(ds[SAMPLE_DIM].values)
-    return None
-
-
-_MASKS = {
-    "NaN": np.isnan,
-    "+inf": lambda v: np.isinf(v) & (v > 0),
-    "-inf": lambda v: np.isinf(v) & (v < 0),
-    "not positive": lambda v: np.isfinite(v) & (v <= 0),
-}
-
-# A summary of the value checks of some rows: for each (variable, problem) the count and the
-# first positions, then (for E, uE) the z-score overflows and the extremes of the valid rows.
-_Summary = tuple[list[tuple[int, np.ndarray]], tuple[int, np.ndarray, int, float, float, float]
-                 | None]
-
-
-def _value_checks(ds: xr.Dataset, names: Sequence[str], uE: str) -> list[tuple[str, str]]:
-    """The value checks of ``names``, in the order of the messages: NaN, +inf, -inf (and, for
-    ``uE``, not positive) of each non-boolean variable."""
-    checks = []
-    for name in names:
-        if ds[name].dtype == np.bool_:
-            continue
-        checks += [(name, "NaN"), (name, "+inf"), (name, "-inf")]
-        if name == uE:
-            checks.append((name, "not positive"))
-    return checks
-
-
-def _summarize(blocks: Mapping[str, np.ndarray], checks: Sequence[tuple[str, str]],
-               E: str, uE: str, offset: int) -> _Summary:
-    """The summary of the value checks of one block of rows starting at position ``offset``."""
-    values = []
-    for name, label in checks:
-        data = np.asarray(blocks[name])
-        mask = _MASKS[label](data)
-        values.append((int(mask.sum()), np.flatnonzero(mask)[:_MAX_EXAMPLES] + offset))
-    ratio = None
-    if E not in blocks or uE not in blocks:
-        return values, ratio
-    e, u = np.asarray(blocks[E]), np.asarray(blocks[uE])
-    if e.dtype != np.bool_ and u.dtype != np.bool_:
-        with np.errstate(all="ignore"):
-            valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
-            z = e / np.where(valid, u, 1.0)
-            overflow = valid & ~np.isfinite(z * z)
-            ratio = (int(overflow.sum()), np.flatnonzero(overflow)[:_MAX_EXAMPLES] + offset,
-                     int(valid.sum()), float(np.where(valid, np.abs(e), 0.0).max(initial=0.0)),
-                     float(np.where(valid, u, 0.0).max(initial=0.0)),
-                     float(np.where(valid, u, np.inf).min(initial=np.inf)))
-    return values, ratio
-
-
-def _merge(summaries: Sequence[_Summary]) -> _Summary:
-    """One summary of consecutive blocks."""
-    first_values, first_ratio = summaries[0]
-    values = [(sum(s[0][i][0] for s in summaries),
-               np.concatenate([s[0][i][1] for s in summaries])[:_MAX_EXAMPLES])
-              for i in range(len(first_values))]
-    ratio = None
-    if first_ratio is not None:
-        parts = [s[1] for s in summaries]
-        ratio = (sum(p[0] for p in parts),
-                 np.concatenate([p[1] for p in parts])[:_MAX_EXAMPLES],
-                 sum(p[2] for p in parts), max(p[3] for p in parts), max(p[4] for p in parts),
-                 min(p[5] for p in parts))
-    return values, ratio
-
-
-def _problems(summary: _Summary, checks: Sequence[tuple[str, str]], E: str, uE: str, n: int,
-              labels: np.ndarray | None, expressions: Mapping[str, Any]) -> list[str]:
-    """The messages of the value problems of a summary of all rows.
-
-    The value problems are NaN, +inf, -inf (and, for ``uE``, non-positive values); the
-    overflows of the z-scores and of their squares: rows whose ``z = E / uE`` has a square
-    beyond float64 (``|z| > ~1.3e154``, e.g. one uE = 1e-300 with E ~ 1), and data whose span
-    ``max(|E|, uE) / min(uE)`` exceeds ``2^960`` (their squares cannot be held at one scale; see
-    :meth:`xuqcal.core.statistics.PreparedData.from_arrays`). Only points with finite values
-    and ``uE > 0`` count for the overflows."""
-    from xuqcal.core.statistics import MAX_SPAN_EXPONENT
-
-    def rows(positions: np.ndarray) -> list[Any]:
-        return [labels[p].item() if labels is not None else int(p) for p in positions]
-
-    values, ratio = summary
-    problems = []
-    for (name, label), (count, positions) in zip(checks, values, strict=True):
-        if count == 0:
-            continue
-        expression = expressions.get(name)
-        note = f"; computed as '{expression}'" if expression and expression != name else ""
-        problems.append(f"{name}: {count} of {n} values are {label} "
-                        f"({_format_rows(rows(positions), count)}){note}")
-    if ratio is not None:
-        count, positions, n_valid, e_max, u_max, u_min = ratio
-        if count:
-            problems.append(
-                f"{E}, {uE}: {count} of {n} z-scores {E}/{uE} overflow (|z| > 1e154: z² is "
-                f"beyond the float64 range) ({_format_rows(rows(positions), count)})"
-            )
-        if n_valid:
-            hi, lo = max(e_max, u_max), u_min
-            if np.frexp(hi)[1] - np.frexp(lo)[1] > MAX_SPAN_EXPONENT:
-                problems.append(
-                    f"{uE}: the values span too many orders of magnitude (max(|{E}|, {uE}) = "
-                    f"{hi:.3g}, min({uE}) = {lo:.3g}, a ratio above 2^{MAX_SPAN_EXPONENT}): "
-                    "their squares cannot be represented in float64 at a common scale"
-                )
-    return problems
-
-
 def _raise_problems(problems: list[str], *, prefix: str = "", hint: str = "") -> None:
     if not problems:
         return
@@ -404,72 +311,266 @@ def _check_structure(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> 
     return names
 
 
-def _final_check(summaries: Sequence[_Summary], checks: Sequence[tuple[str, str]], E: str,
-                 uE: str, n: int, labels: np.ndarray | None, expressions: Mapping[str, Any],
-                 prefix: str) -> np.ndarray:
-    """The task of a Dask graph that raises the ValueError of the value problems, or gives
-    ``True`` when there are none."""
-    _raise_problems(_problems(_merge(summaries), checks, E, uE, n, labels, expressions),
-                    prefix=prefix)
-    return np.True_
-
-
 def _passthrough(block: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """A block of a checked variable: the block itself, once the check ``ok`` has passed."""
     return block
 
 
-def _checked_lazily(ds: xr.Dataset, names: Sequence[str], checks: Sequence[tuple[str, str]],
-                    E: str, uE: str, prefix: str) -> xr.Dataset:
-    """``ds`` with its Dask-backed variables among ``names`` depending on a task that checks the
-    values of ``names`` (one summary per block of rows, merged in one small task)."""
+# --------------------------------------------------------------------------------------------
+# Value checks over the points (eager for NumPy, in the graph for Dask): one mechanism, masks
+# --------------------------------------------------------------------------------------------
+
+# one value check: (subject named in the message, mask over the points, what the flagged points
+# are, a note appended to the message)
+_Check = tuple[str, xr.DataArray, str, str]
+
+# one check of the data as a whole: a function of some reductions (0-d arrays, NumPy or Dask)
+# giving the message of a problem, or None
+_Total = tuple[Callable[..., str | None], Sequence[xr.DataArray]]
+
+
+def _is_dask(data: Any) -> bool:
+    return type(data).__module__.startswith("dask")
+
+
+def _points_first(mask: xr.DataArray) -> xr.DataArray:
+    """``mask`` with its dimensions in the order (extra dimensions..., sample)."""
+    others = [d for d in mask.dims if d != SAMPLE_DIM]
+    return mask.transpose(*others, SAMPLE_DIM) if SAMPLE_DIM in mask.dims else mask
+
+
+def _item(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _rows_text(dims: Sequence[str], shape: Sequence[int], labels: Mapping[str, pd.Index],
+               positions: np.ndarray, count: int) -> str:
+    """The rows of the flagged points at flat ``positions`` of an array of ``dims``/``shape``
+    whose last dimension is ``sample``: ``rows 3, 7`` (one set) or ``rows 3 at model='a'; 7
+    at model='b'`` (extra dimensions)."""
+    index = np.unravel_index(np.asarray(positions, dtype=np.int64), tuple(shape))
+    rows = [_item(labels[SAMPLE_DIM][i]) for i in index[-1]]
+    if len(dims) == 1:
+        return _format_rows(rows, count)
+    texts = [f"{row} at " + slice_label({d: labels[d][index[j][k]]
+                                         for j, d in enumerate(dims[:-1])})
+             for k, row in enumerate(rows)]
+    return "rows " + "; ".join(texts) + ("; ..." if count > _MAX_EXAMPLES else "")
+
+
+def _labels(mask: xr.DataArray) -> dict[str, pd.Index]:
+    return {d: mask.indexes[d] if d in mask.indexes else pd.RangeIndex(mask.sizes[d])
+            for d in mask.dims}
+
+
+def _message(check: tuple[str, str, str], layout: tuple, count: int,
+             positions: np.ndarray) -> str:
+    subject, what, note = check
+    dims, shape, labels = layout
+    size = int(np.prod(shape))
+    return (f"{subject}: {count} of {size} {what} "
+            f"({_rows_text(dims, shape, labels, positions, count)}){note}")
+
+
+def _block_summary(block: np.ndarray, offset: int) -> tuple[int, np.ndarray]:
+    flat = np.asarray(block, dtype=bool).ravel()
+    return int(flat.sum()), np.flatnonzero(flat)[:_MAX_EXAMPLES] + offset
+
+
+def _total_problems(totals: Sequence[tuple[Callable, Sequence[Any]]]) -> list[str]:
+    """The messages of the whole-data checks, each a function of its computed reductions."""
+    found = (problem(*(np.asarray(value)[()] for value in values))
+             for problem, values in totals)
+    return [message for message in found if message]
+
+
+def _final_masks(summaries: Sequence[Sequence[tuple[int, np.ndarray]]],
+                 checks: Sequence[tuple[str, str, str]], layouts: Sequence[tuple],
+                 totals: Sequence[tuple[Callable, Sequence[Any]]], prefix: str,
+                 hint: str) -> np.ndarray:
+    """The task of a Dask graph that raises the ValueError of the flagged points of every
+    check and of the whole-data checks, or gives ``True`` when there are none."""
+    problems = []
+    for check, layout, parts in zip(checks, layouts, summaries, strict=True):
+        count = sum(part[0] for part in parts)
+        if count:
+            positions = np.concatenate([part[1] for part in parts])[:_MAX_EXAMPLES]
+            problems.append(_message(check, layout, count, positions))
+    _raise_problems(problems + _total_problems(totals), prefix=prefix, hint=hint)
+    return np.True_
+
+
+def check_points(ds: xr.Dataset, checks: Sequence[_Check], *, prefix: str = "",
+                 hint: str = "", totals: Sequence[_Total] = (),
+                 guard: Sequence[str] | None = None) -> xr.Dataset:
+    """Run the value ``checks`` (subject, boolean mask over the points, what the flagged
+    points are, note) and the whole-data ``totals`` (a function of some 0-d reductions that
+    gives the message of a problem, or ``None``): NumPy-backed ones at once, raising one
+    ValueError for all their problems; Dask-backed ones in the graph: the returned dataset's
+    Dask-backed variables (those named in ``guard``, by default all) depend on a task that
+    raises the same ValueError, listing the masks' problems then the totals', when they are
+    computed (``ds`` is not modified). Every value check of xuqcal's inputs goes through this
+    function.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"lower": ("sample", [0.0, np.nan, 1.0])},
+    ...                 coords={"sample": [10, 11, 12]})
+    >>> check_points(ds, [("lower", np.isnan(ds.lower), "values are NaN", "")])
+    Traceback (most recent call last):
+    ...
+    ValueError: lower: 1 of 3 values are NaN (rows 11)
+    """
+    eager, lazy = [], []
+    for subject, mask, what, note in checks:
+        mask = _points_first(mask)
+        layout = (tuple(str(d) for d in mask.dims), tuple(mask.shape), _labels(mask))
+        (lazy if _is_dask(mask.data) else eager).append(((subject, what, note), layout, mask))
+    eager_totals, lazy_totals = [], []
+    for problem, reductions in totals:
+        values = [r.data if isinstance(r, xr.DataArray) else r for r in reductions]
+        (lazy_totals if any(_is_dask(v) for v in values) else eager_totals).append(
+            (problem, values))
+    problems = []
+    for check, layout, mask in eager:
+        count, positions = _block_summary(np.asarray(mask.values), 0)
+        if count:
+            problems.append(_message(check, layout, count, positions))
+    _raise_problems(problems + _total_problems(eager_totals), prefix=prefix, hint=hint)
+    if not lazy and not lazy_totals:
+        return ds
     import dask
     import dask.array as da
 
-    data = {name: ds[name].data for name in names}
-    chunks = next(d.chunks for d in data.values() if _is_dask(d))
-    arrays = {name: (d.rechunk(chunks) if _is_dask(d) else da.from_array(d, chunks=chunks))
-              for name, d in data.items()}
-    blocks = {name: a.to_delayed().ravel() for name, a in arrays.items()}
-    offsets = np.concatenate([[0], np.cumsum(chunks[0])[:-1]]).astype(int)
-    summarize = dask.delayed(_summarize, pure=True)
-    summaries = [summarize({name: blocks[name][i] for name in names}, checks, E, uE,
-                           int(offset))
-                 for i, offset in enumerate(offsets)]
-    expressions = {name: ds[name].attrs.get("expression") for name in names}
-    final = dask.delayed(_final_check, pure=True)(
-        summaries, checks, E, uE, ds.sizes[SAMPLE_DIM], _row_labels(ds), expressions, prefix)
+    summarize = dask.delayed(_block_summary, pure=True)
+    summaries = []
+    for _, _, mask in lazy:
+        flat = mask.data.ravel()
+        offsets = np.concatenate([[0], np.cumsum(flat.chunks[0])[:-1]]).astype(int)
+        summaries.append([summarize(block, int(offset)) for block, offset
+                          in zip(flat.to_delayed().ravel(), offsets, strict=True)])
+    final = dask.delayed(_final_masks, pure=True)(
+        summaries, [c for c, _, _ in lazy], [layout for _, layout, _ in lazy], lazy_totals,
+        prefix, hint)
     ok = da.from_delayed(final, shape=(), dtype=bool)
+    guarded = ds.data_vars if guard is None else guard
     checked = {
-        name: ds[name].copy(data=da.map_blocks(_passthrough, d, ok, dtype=d.dtype,
-                                               meta=d._meta))
-        for name, d in data.items() if _is_dask(d)
+        name: ds[name].copy(data=da.map_blocks(_passthrough, ds[name].data, ok,
+                                               dtype=ds[name].dtype, meta=ds[name].data._meta))
+        for name in guarded if _is_dask(ds[name].data)
     }
     return ds.assign(checked)
 
 
+def finite_checks(subject: str, values: xr.DataArray, *, over: str | None = None,
+                  note: str = "") -> list[_Check]:
+    """The checks that ``values`` are finite: NaN, +inf and -inf values, or, with ``over`` (a
+    dimension of several values per point, e.g. ``member``), the points with a NaN or an
+    infinite value. Boolean values are not checked."""
+    if values.dtype == np.bool_:
+        return []
+    if over is None:
+        return [(subject, np.isnan(values), "values are NaN", note),
+                (subject, np.isinf(values) & (values > 0), "values are +inf", note),
+                (subject, np.isinf(values) & (values < 0), "values are -inf", note)]
+    return [(subject, np.isnan(values).any(over), f"samples have NaN values along '{over}'",
+             note),
+            (subject, np.isinf(values).any(over),
+             f"samples have infinite values along '{over}'", note)]
+
+
+def _z_overflow(e: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The points with finite values and ``u > 0`` whose ``z = e / u`` has a square beyond
+    float64."""
+    with np.errstate(all="ignore"):
+        valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
+        z = e / np.where(valid, u, 1.0)
+        return valid & ~np.isfinite(z * z)
+
+
+def _span_problem(E: str, uE: str) -> Callable[..., str | None]:
+    """The whole-data check of the span ``max(|E|, uE) / min(uE)`` of the valid points (see
+    :meth:`xuqcal.core.statistics.PreparedData.from_arrays`), a function of the number of
+    valid points, ``max |E|``, ``max uE`` and ``min uE`` over them."""
+    from xuqcal.core.statistics import MAX_SPAN_EXPONENT
+
+    def problem(n_valid, e_max, u_max, u_min) -> str | None:
+        hi, lo = max(float(e_max), float(u_max)), float(u_min)
+        if int(n_valid) and np.frexp(hi)[1] - np.frexp(lo)[1] > MAX_SPAN_EXPONENT:
+            return (f"{uE}: the values span too many orders of magnitude (max(|{E}|, {uE}) = "
+                    f"{hi:.3g}, min({uE}) = {lo:.3g}, a ratio above 2^{MAX_SPAN_EXPONENT}): "
+                    "their squares cannot be represented in float64 at a common scale")
+        return None
+
+    return problem
+
+
+def _overflow_text(E: str, uE: str) -> str:
+    return f"z-scores {E}/{uE} overflow (|z| > 1e154: z² is beyond the float64 range)"
+
+
+def _problems(summary: tuple, checks: Sequence[tuple[str, str]], E: str, uE: str, n: int,
+              labels: np.ndarray | None, expressions: Mapping[str, Any]) -> list[str]:
+    """The messages of :func:`_value_checks` from sums gathered elsewhere (the out-of-core
+    first pass, :mod:`xuqcal.analysis.outofcore`), in the same words: ``summary`` is
+    ``(values, ratio)``, ``values`` one ``(count, positions)`` per check ``(name, label)``
+    (e.g. ``("uE", "not positive")``), ``ratio`` ``None`` or ``(overflow count, positions,
+    valid points, max |E|, max uE, min uE)``; ``positions`` index ``labels`` (the rows; ``None``:
+    the positions themselves)."""
+    layout = ((SAMPLE_DIM,), (n,), {SAMPLE_DIM: pd.RangeIndex(n) if labels is None else labels})
+    values, ratio = summary
+    problems = []
+    for (name, label), (count, positions) in zip(checks, values, strict=True):
+        if count:
+            expression = expressions.get(name)
+            note = f"; computed as '{expression}'" if expression and expression != name else ""
+            problems.append(_message((name, f"values are {label}", note), layout, count,
+                                     positions))
+    if ratio is not None:
+        count, positions, *extremes = ratio
+        if count:
+            problems.append(_message((f"{E}, {uE}", _overflow_text(E, uE), ""), layout, count,
+                                     positions))
+        problems += _total_problems([(_span_problem(E, uE), extremes)])
+    return problems
+
+
+def _value_checks(ds: xr.Dataset, names: Sequence[str], E: str, uE: str
+                  ) -> tuple[list[_Check], list[_Total]]:
+    """The value checks of ``names``, in the order of the messages: NaN, +inf, -inf (and, for
+    ``uE``, not positive) of each non-boolean variable; the overflows of the z-scores
+    ``E / uE`` (rows whose ``z`` has a square beyond float64, ``|z| > ~1.3e154``, e.g. one
+    uE = 1e-300 with E ~ 1); and, as a whole-data check, data whose span
+    ``max(|E|, uE) / min(uE)`` exceeds ``2^960`` (their squares cannot be held at one scale).
+    Only points with finite values and ``uE > 0`` count for the overflows and the span."""
+    checks: list[_Check] = []
+    for name in names:
+        expression = ds[name].attrs.get("expression")
+        note = f"; computed as '{expression}'" if expression and expression != name else ""
+        checks += finite_checks(name, ds[name], note=note)
+        if name == uE and ds[name].dtype != np.bool_:
+            values = ds[name]
+            checks.append((name, np.isfinite(values) & (values <= 0), "values are not positive",
+                           note))
+    e, u = ds[E], ds[uE]
+    if e.dtype == np.bool_ or u.dtype == np.bool_:
+        return checks, []
+    overflow = xr.apply_ufunc(_z_overflow, e, u, dask="parallelized", output_dtypes=[bool])
+    checks.append((f"{E}, {uE}", overflow, _overflow_text(E, uE), ""))
+    valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
+    reductions = [valid.sum(), np.abs(e).where(valid, 0.0).max(),
+                  u.where(valid, 0.0).max(), u.where(valid, np.inf).min()]
+    return checks, [(_span_problem(E, uE), reductions)]
+
+
 def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec, *,
                    prefix: str = "", hint: str = "") -> xr.Dataset:
-    """Check ``ds``: the structure at once, the values at once (NumPy-backed variables) or in
-    the graph (when a checked variable is Dask-backed); ``ds`` or its lazily checked copy."""
+    """Check ``ds``: the structure at once, the values (:func:`_value_checks`, through
+    :func:`check_points`) at once for NumPy-backed variables and in the graph for Dask-backed
+    ones; ``ds`` or its lazily checked copy."""
     names = _check_structure(ds, E, uE, features)
-    checks = _value_checks(ds, names, uE)
-    if not any(_is_dask(ds[name].data) for name in names):
-        summary = _summarize({name: ds[name].data for name in names}, checks, E, uE, 0)
-        expressions = {name: ds[name].attrs.get("expression") for name in names}
-        _raise_problems(_problems(summary, checks, E, uE, ds.sizes[SAMPLE_DIM],
-                                  _row_labels(ds), expressions), prefix=prefix, hint=hint)
-        return ds
-    # the problems of the in-memory variables alone are reported at once
-    eager = [name for name in names if not _is_dask(ds[name].data)]
-    eager_checks = [check for check in checks if check[0] in eager]
-    if eager_checks:
-        summary = _summarize({name: ds[name].data for name in eager}, eager_checks, E, uE, 0)
-        expressions = {name: ds[name].attrs.get("expression") for name in eager}
-        _raise_problems(_problems((summary[0], None), eager_checks, E, uE,
-                                  ds.sizes[SAMPLE_DIM], _row_labels(ds), expressions),
-                        prefix=prefix, hint=hint)
-    return _checked_lazily(ds, names, checks, E, uE, prefix)
+    checks, totals = _value_checks(ds, names, E, uE)
+    return check_points(ds, checks, prefix=prefix, hint=hint, totals=totals, guard=names)
 
 
 def validate_dataset(
@@ -670,6 +771,112 @@ def _check_slices(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec,
 
 
 # --------------------------------------------------------------------------------------------
+# Intervals (used by from_arrays, from_dataframe and read_csv)
+# --------------------------------------------------------------------------------------------
+
+
+def interval_z(coverage_level: float) -> float:
+    """``z = Φ⁻¹((1 + coverage_level) / 2)``: the half-width of the central interval at that
+    level of a standard normal distribution (``uE = (upper - lower) / (2 z)``).
+
+    Examples
+    --------
+    >>> round(interval_z(0.95), 4)
+    1.96
+    """
+    return normal_coverage_factor(check_coverage_level(coverage_level))
+
+
+def interval_arguments(uE_given: bool, lower: Any, upper: Any, coverage_level: Any,
+                       uE_from_interval: Any) -> float | None:
+    """The checked level of the interval given to a constructor (``None`` for no interval),
+    refusing inconsistent arguments before any work."""
+    if not isinstance(uE_from_interval, bool | np.bool_):
+        raise ValueError(f"uE_from_interval: expected True or False, got {uE_from_interval!r}")
+    if (lower is None) != (upper is None):
+        given, missing = ("lower", "upper") if upper is None else ("upper", "lower")
+        raise ValueError(f"{missing}: missing: {given} is given; a predicted interval needs "
+                         "both bounds (lower=, upper=) and its level (coverage_level=)")
+    if lower is None:
+        if coverage_level is not None:
+            raise ValueError("coverage_level: given without an interval; pass its bounds with "
+                             "lower= and upper=")
+        if uE_from_interval:
+            raise ValueError("uE_from_interval: there is no interval to derive uE from; pass "
+                             "lower=, upper= and coverage_level=")
+        if not uE_given:
+            raise ValueError("uE: missing: give the standard uncertainties uE, or a predicted "
+                             "interval of the error (lower=, upper= and coverage_level=)")
+        return None
+    if coverage_level is None:
+        raise ValueError("coverage_level: missing: give the nominal level of the interval "
+                         "lower..upper, e.g. coverage_level=0.9 for a central 90 % interval")
+    level = check_coverage_level(coverage_level)
+    if uE_from_interval and uE_given:
+        raise ValueError("uE_from_interval: uE is given as well; pass either uE or "
+                         "uE_from_interval=True")
+    return level
+
+
+def uE_expression(coverage_level: float) -> str:
+    """The expression of ``uE`` derived from an interval (attribute ``expression``).
+
+    Examples
+    --------
+    >>> uE_expression(0.95)
+    '(upper - lower) / (2 * 1.959964)'
+    """
+    return f"(upper - lower) / (2 * {interval_z(coverage_level):.7g})"
+
+
+def uE_from_bounds(lower: Any, upper: Any, coverage_level: float) -> Any:
+    """``uE = (upper - lower) / (2 z)`` (NumPy or Dask arrays; see :func:`interval_z`)."""
+    return (upper - lower) / (2.0 * interval_z(coverage_level))
+
+
+def interval_attrs(bound: str, expression: str, units: str | None,
+                   coverage_level: float) -> dict[str, Any]:
+    """The attributes of a bound (``"lower"`` or ``"upper"``) of a predicted interval."""
+    attrs: dict[str, Any] = {"long_name": f"{bound} bound of the predicted interval of the "
+                                          "error"}
+    if units is not None:
+        attrs["units"] = str(units)
+    attrs["expression"] = expression
+    attrs[ROLE_ATTR] = f"interval_{bound}"
+    attrs[COVERAGE_LEVEL_ATTR] = float(coverage_level)
+    return attrs
+
+
+def interval_checks(ds: xr.Dataset, lower: str = "lower", upper: str = "upper"
+                    ) -> list[_Check]:
+    """The checks of the bounds of an interval: finite, and ``lower <= upper``."""
+    for bound in (lower, upper):
+        if ds[bound].dtype.kind not in "iuf":
+            raise ValueError(f"{bound}: values are not numeric (dtype {ds[bound].dtype}); the "
+                             "bounds of the interval must hold numbers")
+    notes = {b: (f"; computed as '{ds[b].attrs['expression']}'"
+                 if ds[b].attrs.get("expression", b) != b else "") for b in (lower, upper)}
+    crossed = ds[lower] > ds[upper]
+    return [*finite_checks(lower, ds[lower], note=notes[lower]),
+            *finite_checks(upper, ds[upper], note=notes[upper]),
+            (f"{lower}, {upper}", crossed, f"intervals have {lower} > {upper}", "")]
+
+
+def check_without_uE(ds: xr.Dataset, names: Sequence[str], *, hint: str = _NO_UE_HINT
+                     ) -> xr.Dataset:
+    """The value checks of a dataset without ``uE`` (the error and 1-D features ``names``,
+    the bounds of an interval when ``ds`` has them)."""
+    checks = []
+    for name in names:
+        expression = ds[name].attrs.get("expression", name)
+        note = f"; computed as '{expression}'" if expression != name else ""
+        checks += finite_checks(name, ds[name], note=note)
+    if ds.sizes.get(SAMPLE_DIM, 0) == 0:
+        raise ValueError(f"ds: empty data: the dataset has 0 rows along '{SAMPLE_DIM}'")
+    return check_points(ds, checks, hint=hint)
+
+
+# --------------------------------------------------------------------------------------------
 # Constructors
 # --------------------------------------------------------------------------------------------
 
@@ -827,16 +1034,6 @@ def from_arrays(
     ...             uE_from_interval=True).uE.values.round(3).tolist()
     [0.243, 0.152]
     """
-    from xuqcal.io.quantiles import (
-        check_points,
-        check_without_uE,
-        interval_arguments,
-        interval_attrs,
-        interval_checks,
-        uE_expression,
-        uE_from_bounds,
-    )
-
     if "interval_level" in features:  # not a feature: the keyword removed in version 0.2
         raise TypeError("from_arrays() got an unexpected keyword argument 'interval_level' "
                         "(renamed coverage_level in version 0.2)")

@@ -68,7 +68,10 @@ def pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defau
         PIT values over ``sample`` (:func:`xuqcal.analysis.probabilistic.pit`, its Dataset or
         its ``pit`` variable, or a 1-D array), possibly with extra dimensions: one extra
         dimension is laid out along the columns (``row=`` puts it along the rows), two need
-        ``col=`` and ``row=``.
+        ``col=`` and ``row=``. Or the result of
+        :func:`~xuqcal.analysis.probabilistic.pit_test`, whose counts, band and p-values are
+        drawn as they are (nothing is computed again; ``n_bins`` and ``level`` must be its
+        own).
     n_bins : int
         Number of equal-width bins (at least 2).
     level : float
@@ -105,9 +108,11 @@ def pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defau
     """
     n_bins = check_count(n_bins, "n_bins", minimum=2)
     level = check_level(level)
+    if isinstance(pit_values, xr.Dataset) and "count" in pit_values.data_vars:
+        return _plot_test(pit_values, n_bins, level, band, ax=ax, col=col, row=row,
+                          sharex=sharex, sharey=sharey)
     band = convention("band", band)
     values = _pit_array(pit_values)
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = np.asarray(values.isel(indexers).values, dtype=np.float64)
@@ -120,24 +125,57 @@ def pit(pit_values: Any, n_bins: int = defaults.N_BINS_PIT, level: float = defau
         except ValueError as error:  # named by this function's argument
             raise ValueError(f"pit_values: {str(error).removeprefix('pit: ')}") from None
         low, high = pit_histogram_band(present.size, n_bins, level, band)
-        ax.bar(edges[:-1], test.counts, width=1.0 / n_bins, align="edge",
-               color="tab:blue", alpha=0.6, edgecolor="white", label="PIT values",
-               zorder=BARS_ZORDER)
-        # the band beneath the bars (BAND_ZORDER < BARS_ZORDER): the translucent bars let its
-        # extent show through, and a bar's top is read against the band, not through it
-        ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]),
-                        step="post", color="tab:orange", alpha=0.3, lw=0, zorder=BAND_ZORDER,
-                        label=f"{level:.0%} band per bin (uniform"
-                              f"{', Poisson' if band == 'poisson' else ''})")
-        ax.axhline(present.size / n_bins, color="black", lw=1.0, ls="--", zorder=EXPECTED_ZORDER,
-                   label="expected count")
-        ax.set_xlim(0.0, 1.0)  # the y-axis autoscales from 0 (the bars' sticky bottom)
-        ax.set_xlabel("PIT")
-        ax.set_ylabel("count per bin")
-        detail = (f"χ² p = {float(test.chi2_pvalue):.3g}, KS p = {float(test.ks_pvalue):.3g}"
-                  f" (n = {present.size})")
-        p.title(ax, f"PIT histogram\n{detail}", "PIT histogram", detail)
-        p.legend(ax, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        _histogram(ax, p, test.counts, low, high, present.size / n_bins, level, band,
+                   test.chi2_pvalue, test.ks_pvalue, present.size)
 
     return facet(values, draw, core=(SAMPLE_DIM,), name="pit_values", ax=ax, col=col, row=row,
                  sharex=sharex, sharey=sharey, figsize=(7, 4))
+
+
+def _plot_test(test: xr.Dataset, n_bins: int, level: float, band: str | None, **layout):
+    """:func:`pit` of a result of :func:`~xuqcal.analysis.probabilistic.pit_test`: its
+    counts, band and p-values, computed once, drawn as they are (a ``band`` given must be the
+    test's own: ``"poisson"`` when it has the attribute ``band``, else ``"binomial"``)."""
+    own_band = "poisson" if "band" in test.attrs else "binomial"
+    for name, given, own in (("n_bins", n_bins, test.sizes.get("bin")),
+                             ("level", level, test.attrs.get("level")),
+                             ("band", own_band if band is None else band, own_band)):
+        if own is not None and given != own:
+            raise ValueError(f"{name}: the PIT test has {name}={own!r}; draw it with that "
+                             f"{name} (got {given!r}), or pass the PIT values")
+
+    def draw(ax, indexers: dict, p: Panel) -> None:
+        one = test.isel(indexers)
+        counts = np.asarray(one["count"].values)
+        _histogram(ax, p, counts, np.asarray(one.band_low.values),
+                   np.asarray(one.band_high.values), float(one.expected_count), level, own_band,
+                   float(one.chi2_pvalue), float(one.ks_pvalue), int(counts.sum()))
+
+    return facet(test, draw, core=("bin",), name="pit_values",
+                 variables=["count", "band_low", "band_high"], figsize=(7, 4), **layout)
+
+
+def _histogram(ax, p: Panel, counts: np.ndarray, low: np.ndarray, high: np.ndarray,
+               expected: float, level: float, band: str, chi2_pvalue: float, ks_pvalue: float,
+               n: int) -> None:
+    """The PIT histogram of one set: the bars, the band beneath them, the expected count."""
+    n_bins = len(counts)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ax.bar(edges[:-1], counts, width=1.0 / n_bins, align="edge",
+           color="tab:blue", alpha=0.6, edgecolor="white", label="PIT values",
+           zorder=BARS_ZORDER)
+    # the band beneath the bars (BAND_ZORDER < BARS_ZORDER): the translucent bars let its
+    # extent show through, and a bar's top is read against the band, not through it
+    ax.fill_between(edges, np.append(low, low[-1]), np.append(high, high[-1]),
+                    step="post", color="tab:orange", alpha=0.3, lw=0, zorder=BAND_ZORDER,
+                    label=f"{level:.0%} band per bin (uniform"
+                          f"{', Poisson' if band == 'poisson' else ''})")
+    ax.axhline(expected, color="black", lw=1.0, ls="--", zorder=EXPECTED_ZORDER,
+               label="expected count")
+    ax.set_xlim(0.0, 1.0)  # the y-axis autoscales from 0 (the bars' sticky bottom)
+    ax.set_xlabel("PIT")
+    ax.set_ylabel("count per bin")
+    detail = (f"χ² p = {float(chi2_pvalue):.3g}, KS p = {float(ks_pvalue):.3g}"
+              f" (n = {n})")
+    p.title(ax, f"PIT histogram\n{detail}", "PIT histogram", detail)
+    p.legend(ax, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -204,7 +204,8 @@ def error_distribution(ds: xr.Dataset, generators: Iterable[str] = defaults.GENE
     """
     if variable not in ("E", "Z"):
         raise ValueError(f"variable: expected 'E' or 'Z', got {variable!r}")
-    from xuqcal.core.checks import check_count, check_generators, check_seed
+    from xuqcal.core.checks import check_count, check_seed
+    from xuqcal.core.generators import check_generators
 
     n_sets = check_count(n_sets, "n_sets", 1)
     bins = check_count(bins, "bins", 1)

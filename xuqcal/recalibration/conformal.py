@@ -39,6 +39,12 @@ over ``coverage_level`` (and ``bin`` for Mondrian, with ``train_count``),
 :func:`xuqcal.to_netcdf` and applies bit-identically after :func:`xarray.open_dataset`.
 Recalibrators and recalibrated data written until version 0.1 name that dimension ``level``;
 they are still read (:func:`with_current_names`).
+
+**Laziness.** On Dask-backed data the fit and :func:`conformal_coverage` compute nothing at
+the call (the quantiles, PICPs and equal-count bins are computed with the result, identical to
+the NumPy results; value errors are raised then), except the binning variable of a Mondrian fit
+and of a coverage by groups, whose number of bins depends on its values: it is read once at the
+call.
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import equal_count, groups
+from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
-from xuqcal.core.binning import warn_few_points_per_bin
+from xuqcal.core.binning import check_n_bins, warn_few_points_per_bin
 from xuqcal.core.checks import (
     check_fraction,
     check_level,
@@ -221,6 +228,28 @@ def _check_counts(counts: np.ndarray, levels: tuple[float, ...],
                 f"{advice}")
 
 
+def _score_quantiles(ds: xr.Dataset, *, index: np.ndarray, counts: np.ndarray,
+                     ranks: np.ndarray, z: np.ndarray, levels: tuple[float, ...],
+                     bins: xr.Dataset | None, E: str, uE: str) -> xr.Dataset:
+    """The part of :func:`fit_conformal` that reads ``E`` and ``uE`` (NumPy-backed): the
+    conformal quantiles ``quantile`` over ``(bin, level)`` (one bin for global quantiles) and
+    the factors ``scale`` over ``bin``, refusing a zero quantile at the first level."""
+    e = np.asarray(ds[E].values, dtype=np.float64)
+    u = np.asarray(ds[uE].values, dtype=np.float64)
+    scores = np.abs(e) / u
+    order = np.lexsort((scores, index))  # by bin, then by score
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    quantile = scores[order][starts[:, np.newaxis] + ranks - 1]
+    scale = quantile[:, 0] / z[0]
+    if not np.all(scale > 0):
+        where = _bin_names(bins, np.flatnonzero(~(scale > 0)))
+        raise ValueError(f"E: the conformal quantile at the first level {levels[0]:g} is 0 in "
+                         f"{where} (that many calibration errors are exactly 0), so the "
+                         "recalibrated uE would be 0; put another level first in "
+                         "coverage_levels (the first level sets uE)")
+    return xr.Dataset({"quantile": (("bin", LEVEL), quantile), "scale": ("bin", scale)})
+
+
 def fit_conformal(ds: xr.Dataset, *, coverage_levels: Any = None, by: Any = None,
                   n_bins: Any = None,
                   binning: str | None = None, loss: str = "nll", seed: int = defaults.SEED,
@@ -277,32 +306,32 @@ def fit_conformal(ds: xr.Dataset, *, coverage_levels: Any = None, by: Any = None
                                    "n_bins")
     ds = _checked(ds, names if binning == "equal" else (),
                   names if binning == "groups" else (), what="by", E=E, uE=uE)
-    e = np.asarray(ds[E].values, dtype=np.float64)
-    u = np.asarray(ds[uE].values, dtype=np.float64)
-    scores = np.abs(e) / u
-    m = scores.size
+    m = ds.sizes["sample"]
     bins = None
     if names:
-        bins, index = _learn_bins(ds, names, binning, n_bins)
+        # the number of learned bins depends on the values of `by` (tied limits are merged,
+        # groups are the labels found): it is read here, as local() does for its groups; E
+        # and uE stay lazy
+        binned = ds[list(names)].compute() if is_lazy(ds, names) else ds  # read once
+        bins, index = _learn_bins(binned, names, binning, n_bins)
         n = bins.sizes["bin"]
     else:
         index, n = np.zeros(m, dtype=np.int64), 1
     counts = np.bincount(index, minlength=n)
     _check_counts(counts, levels, bins)
-    order = np.lexsort((scores, index))  # by bin, then by score
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     ranks = np.array([[conformal_rank(int(c), p) for p in levels] for c in counts],
                      dtype=np.int64)
-    quantile = scores[order][starts[:, np.newaxis] + ranks - 1]
     z = normal_coverage_factor(np.asarray(levels, dtype=np.float64))
-    scale = quantile[:, 0] / z[0]
-    if not np.all(scale > 0):
-        where = _bin_names(bins, np.flatnonzero(~(scale > 0)))
-        raise ValueError(f"E: the conformal quantile at the first level {levels[0]:g} is 0 in "
-                         f"{where} (that many calibration errors are exactly 0), so the "
-                         "recalibrated uE would be 0; put another level first in "
-                         "coverage_levels (the "
-                         "first level sets uE)")
+    kwargs = dict(index=index, counts=counts, ranks=ranks, z=z, levels=levels, bins=bins,
+                  E=E, uE=uE)
+    if is_lazy(ds, [E, uE]):
+        layout = template({"quantile": (("bin", LEVEL), np.float64, {}),
+                           "scale": (("bin",), np.float64, {})},
+                          {"bin": n, LEVEL: len(levels)})
+        fitted = lazy_result(_score_quantiles, ds[[E, uE]], layout, **kwargs)
+    else:
+        fitted = _score_quantiles(ds[[E, uE]], **kwargs)
+    quantile, scale = fitted["quantile"].data, fitted["scale"].data
     expected = ranks / (counts[:, np.newaxis] + 1.0)
     attrs = provenance({
         "xuqcal_object": RECALIBRATOR, "method": METHOD, "loss": "none",
@@ -329,8 +358,8 @@ def fit_conformal(ds: xr.Dataset, *, coverage_levels: Any = None, by: Any = None
             "score_rank": (LEVEL, ranks[0], {"long_name": long["rank"]}),
             "expected_coverage": (LEVEL, expected[0], {"long_name": long["expected_coverage"]}),
             "gaussian_quantile": z_var,
-            "scale": ((), float(scale[0]), {"long_name": "factor applied to uE: q_p / z_p at "
-                                                         "the first level"}),
+            "scale": ((), scale[0], {"long_name": "factor applied to uE: q_p / z_p at the "
+                                                  "first level"}),
         }, coords=level_coord, attrs=attrs)
     dims = ("bin", LEVEL)
     rec = xr.Dataset({
@@ -475,23 +504,96 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
                          f"a {LEVEL!r} coordinate, got dimensions {hw_var.dims}")
     ds = _checked(ds, [by] if binning == "equal" else [],
                   [by] if binning == "groups" else [], what="by", E=E, uE=uE)
-    levels = np.asarray(ds[LEVEL].values, dtype=np.float64)
-    hw = np.asarray(hw_var.transpose("sample", LEVEL).values, dtype=np.float64)
+    levels = np.asarray(ds[LEVEL].values, dtype=np.float64)  # an index: in memory
+    m = ds.sizes["sample"]
+    bins = None
+    if binning == "equal":
+        n_bins = _positive_int(defaults.N_BINS if n_bins is None else n_bins, "n_bins")
+        check_n_bins(m, n_bins, variable=by)  # as equal_count does: before any work
+        warn_few_points_per_bin(m, n_bins)
+    else:
+        # the number of groups depends on the labels: read here, as local() does for its
+        # groups; E and the half-widths stay lazy
+        bins = groups(np.asarray(ds[by].values), by=by)
+        n_bins = bins.sizes["bin"]
+        warn_few_points_per_bin(m, n_bins, counts=bins["count"].values, argument="by",
+                                source=f"the groups of {by}", per="group")
+    attrs = provenance({
+        "by": by, "binning": binning, "n_bins": int(n_bins), "tol": tol,
+        "level": confidence, "half_width": half_width, "n_samples": m,
+        "ci_method": "Wilson score interval with continuity correction",
+        "valid": "the bin's Wilson interval overlaps [p - tol, p + tol]",
+        "E": E, "uE": uE,
+    })
+    kwargs = dict(half_width=half_width, by=by, bins=bins, n_bins=n_bins, levels=levels,
+                  level_attrs=dict(ds[LEVEL].attrs), confidence=confidence, tol=tol, E=E,
+                  attrs=attrs)
+    variables = list(dict.fromkeys([E, half_width, by]))
+    if is_lazy(ds, variables):
+        layout = _coverage_layout(levels, n_bins, bins, by, confidence, dict(ds[LEVEL].attrs),
+                                  attrs)
+        return lazy_result(_coverage_body, ds[variables], layout, **kwargs)
+    return _coverage_body(ds[variables], **kwargs)
+
+
+_BIN_COORDS = ("bin_low", "bin_high", "bin_centre")
+
+
+def _coverage_layout(levels: np.ndarray, n_bins: int, bins: xr.Dataset | None, by: str,
+                     confidence: float, level_attrs: dict, attrs: dict) -> xr.Dataset:
+    """The layout of a lazy :func:`conformal_coverage` result: the body's result on
+    placeholders of its shape (the names, dimensions, dtypes and attributes of the body's)."""
+    n_levels = levels.size
+    sizes = {LEVEL: n_levels, "bin": n_bins}
+    probe = _coverage_result(
+        picp=np.zeros(n_levels), lo=np.zeros(n_levels), hi=np.zeros(n_levels),
+        picp_valid=np.zeros(n_levels, bool), n_cov=np.zeros(n_levels, np.int64),
+        mean_hw=np.zeros(n_levels), m=0, bin_picp=np.zeros((n_levels, n_bins)),
+        b_lo=np.zeros((n_levels, n_bins)), b_hi=np.zeros((n_levels, n_bins)),
+        bin_cov=np.zeros((n_levels, n_bins), np.int64), bin_hw=np.zeros((n_levels, n_bins)),
+        valid=np.zeros((n_levels, n_bins), bool), counts=np.zeros(n_bins, np.int64),
+        fv=np.zeros(n_levels), fv_lo=np.zeros(n_levels), fv_hi=np.zeros(n_levels),
+        coords=_coverage_coords(levels, level_attrs, n_bins,
+                                bins if bins is not None else _equal_bin_probe(n_bins, by)),
+        confidence=confidence, attrs=attrs)
+    computed_coords = [c for c in _BIN_COORDS if c in probe.coords]
+    return template({name: (var.dims, var.dtype, var.attrs)
+                     for name, var in probe.variables.items()
+                     if name not in probe.indexes and (name in probe.data_vars
+                                                       or name in computed_coords)},
+                    sizes, coords={c: probe[c].variable for c in probe.coords
+                                   if c in probe.indexes or c == "label"},
+                    lazy_coords=computed_coords, attrs=attrs)
+
+
+def _equal_bin_probe(n_bins: int, by: str) -> xr.Dataset:
+    """The coordinates (names, attributes) of equal-count bins of ``n_bins`` (values 0)."""
+    return equal_count(np.arange(2.0 * n_bins), n_bins, by=by)
+
+
+def _coverage_coords(levels: np.ndarray, level_attrs: dict, n_bins: int,
+                     bins: xr.Dataset) -> dict[str, Any]:
+    coords: dict[str, Any] = {LEVEL: (LEVEL, levels, level_attrs), "bin": np.arange(n_bins)}
+    for c in (*_BIN_COORDS, "label"):
+        if c in bins.coords:
+            coords[c] = ("bin", bins[c].values, bins[c].attrs)
+    return coords
+
+
+def _coverage_body(ds: xr.Dataset, *, half_width: str, by: str, bins: xr.Dataset | None,
+                   n_bins: int, levels: np.ndarray, level_attrs: dict, confidence: float,
+                   tol: float, E: str, attrs: dict) -> xr.Dataset:
+    """:func:`conformal_coverage` on NumPy-backed data (``bins``: the groups, or ``None`` for
+    ``n_bins`` equal-count bins of ``by``, made here)."""
+    hw = np.asarray(ds[half_width].transpose("sample", LEVEL).values, dtype=np.float64)
     if not np.all(hw >= 0):  # NaN fails too; +inf is a valid (trivial) interval
         raise ValueError(f"half_width: {int((~(hw >= 0)).sum())} of {hw.size} half-widths are "
                          "negative or NaN")
     e = np.abs(np.asarray(ds[E].values, dtype=np.float64))
     m = e.size
     covered = e[:, np.newaxis] <= hw
-    if binning == "equal":
-        n_bins = _positive_int(defaults.N_BINS if n_bins is None else n_bins, "n_bins")
+    if bins is None:
         bins = equal_count(np.asarray(ds[by].values), n_bins, by=by)
-        warn_few_points_per_bin(m, n_bins)
-    else:
-        bins = groups(np.asarray(ds[by].values), by=by)
-        n_bins = bins.sizes["bin"]
-        warn_few_points_per_bin(m, n_bins, counts=bins["count"].values, argument="by",
-                                source=f"the groups of {by}", per="group")
     index = bins.bin_index.values
     counts = np.bincount(index, minlength=n_bins)
     n_cov = covered.sum(axis=0)
@@ -504,22 +606,30 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
                                                     confidence, tol)
     n_valid = valid.sum(axis=1)
     _, fv_lo, fv_hi, _ = coverage_validity(n_valid, n_bins, levels, confidence, tol)
-    coords: dict[str, Any] = {LEVEL: (LEVEL, levels, ds[LEVEL].attrs), "bin": np.arange(n_bins)}
-    for c in ("bin_low", "bin_high", "bin_centre", "label"):
-        if c in bins.coords:
-            coords[c] = ("bin", bins[c].values, bins[c].attrs)
+    return _coverage_result(
+        picp=n_cov / m, lo=lo, hi=hi, picp_valid=picp_valid, n_cov=n_cov.astype(np.int64),
+        mean_hw=hw.mean(axis=0), m=m, bin_picp=bin_picp, b_lo=b_lo, b_hi=b_hi,
+        bin_cov=bin_cov, bin_hw=bin_hw, valid=valid, counts=counts, fv=n_valid / n_bins,
+        fv_lo=fv_lo, fv_hi=fv_hi, coords=_coverage_coords(levels, level_attrs, n_bins, bins),
+        confidence=confidence, attrs=attrs)
+
+
+def _coverage_result(*, picp, lo, hi, picp_valid, n_cov, mean_hw, m, bin_picp, b_lo, b_hi,
+                     bin_cov, bin_hw, valid, counts, fv, fv_lo, fv_hi, coords, confidence,
+                     attrs) -> xr.Dataset:
+    """The Dataset of :func:`conformal_coverage` (its one constructor: values or a layout)."""
     lb = (LEVEL, "bin")
     wilson = f"Wilson interval with continuity correction at confidence {confidence:g}"
     return xr.Dataset(
         {
-            "picp": (LEVEL, n_cov / m, {"long_name": "fraction of points with |E| <= h_p"}),
+            "picp": (LEVEL, picp, {"long_name": "fraction of points with |E| <= h_p"}),
             "picp_low": (LEVEL, lo, {"long_name": f"lower bound of the PICP ({wilson})"}),
             "picp_high": (LEVEL, hi, {"long_name": f"upper bound of the PICP ({wilson})"}),
             "picp_valid": (LEVEL, picp_valid, {"long_name": "the Wilson interval of the PICP "
                                                             "overlaps [p - tol, p + tol]"}),
-            "n_covered": (LEVEL, n_cov.astype(np.int64),
+            "n_covered": (LEVEL, n_cov,
                           {"long_name": "points with |E| <= h_p"}),
-            "mean_half_width": (LEVEL, hw.mean(axis=0), {"long_name": "mean half-width h_p"}),
+            "mean_half_width": (LEVEL, mean_hw, {"long_name": "mean half-width h_p"}),
             "count": ((), m, {"long_name": "number of points"}),
             "bin_picp": (lb, bin_picp, {"long_name": "PICP in the bin"}),
             "bin_picp_low": (lb, b_lo, {"long_name": f"lower bound ({wilson})"}),
@@ -529,18 +639,12 @@ def conformal_coverage(ds: xr.Dataset, *, by: str = defaults.BY, n_bins: int | N
             "bin_valid": (lb, valid, {"long_name": "the Wilson interval of the bin overlaps "
                                                    "[p - tol, p + tol]"}),
             "bin_count": ("bin", counts, {"long_name": "number of points in the bin"}),
-            "fraction_valid": (LEVEL, n_valid / n_bins,
+            "fraction_valid": (LEVEL, fv,
                                {"long_name": "fraction of valid bins"}),
             "fraction_valid_low": (LEVEL, fv_lo, {"long_name": f"lower bound ({wilson})"}),
             "fraction_valid_high": (LEVEL, fv_hi, {"long_name": f"upper bound ({wilson})"}),
         },
         coords=coords,
-        attrs=provenance({
-            "by": by, "binning": binning, "n_bins": int(n_bins), "tol": tol,
-            "level": confidence, "half_width": half_width, "n_samples": m,
-            "ci_method": "Wilson score interval with continuity correction",
-            "valid": "the bin's Wilson interval overlaps [p - tol, p + tol]",
-            "E": E, "uE": uE,
-        }),
+        attrs=attrs,
     )
 

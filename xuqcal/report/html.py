@@ -891,10 +891,11 @@ def _set_sections(writer: _Writer, ds: xr.Dataset, options: _Options, *, key: st
                   f"local coverage of the 0.95-interval ±1.96 uE per bin of uE "
                   f"({n_reliability} bins); f_v = {_fmt(lcp.fraction_valid.item(), 3)}; grey: "
                   f"heavy-tailed bins (β_GM(Z²) > {defaults.HEAVY_TAIL_THRESHOLD:g})")
-    pit_values = probabilistic.pit(ds)
+    # the PIT and its test once: the histogram is drawn from the test's counts, band and
+    # p-values, and the summary reads the same test (_summary_analyses)
     pit_test = probabilistic.pit_test(ds)
     writer.result(name("pit_test"), pit_test, group=key)
-    writer.figure(section("intervals"), name("pit"), plot.pit(pit_values.pit),
+    writer.figure(section("intervals"), name("pit"), plot.pit(pit_test),
                   f"PIT histogram of N(0, uE²) with its {defaults.LEVEL:.0%} band "
                   f"under uniformity; χ² p = {_fmt(pit_test.chi2_pvalue.item(), 3)}, KS p = "
                   f"{_fmt(pit_test.ks_pvalue.item(), 3)}")

@@ -42,13 +42,12 @@ from xuqcal.core.checks import (
     as_list,
     check_bool,
     check_chunks,
-    check_generators,
     check_seed,
     float_list,
     int_list,
     user_stacklevel,
 )
-from xuqcal.core.generators import Generator, generator_coords, get_generator
+from xuqcal.core.generators import Generator, check_generators, generator_coords, get_generator
 from xuqcal.core.provenance import attach, created
 from xuqcal.core.random import stream_key
 from xuqcal.core.statistics import (
