@@ -1,4 +1,5 @@
-"""GPU bootstrap of the moment statistics on the CPU's random streams (numba-cuda).
+"""GPU bootstrap of the moment statistics and GPU simulation of the references, on the CPU's
+random streams (numba-cuda).
 
 Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the CPU kernel
 (:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
@@ -36,6 +37,50 @@ same finishers as on the CPU (their ``py_func`` on arrays, as
 **Sums.** Each thread adds its share with Neumaier's compensated summation; the partial sums of
 the threads are then added in a tree. The CPU adds the draws one after the other; the difference
 is the CPU's own rounding error.
+
+**Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
+synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
+fills them with :func:`xuqcal.core.kernels.fill_variates`) from the same stream
+``stream_start(key, r)``, evaluates ``E~ = uE eps`` and adds, point after point in position
+order as the CPU kernel, ``sum E~²``, ``sum eps²`` and ``sum eps`` and, for the binned
+statistics, the same sums per equal-count bin (contiguous positions, ``floor(b M / N)``, as
+:func:`xuqcal.core.kernels.bin_start`); the sums of ``uE²`` and ``ln uE²`` (whole and per bin)
+do not depend on ``eps`` and are added on the host, one after the other. The statistics are
+finished on the host by the same finishers (:data:`xuqcal.core.kernels.FINISHERS`,
+:data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms added in bin order). The number of
+uniforms a variate takes depends on the polar methods' rejections, so a replicate cannot be
+split between threads without knowing its earlier draws: **one thread draws one replicate**,
+variate after variate (:func:`_variate`, the per-variate step of ``fill_variates``: a polar
+pair for two normals, both used; for a Student-t of even ν ≤ 32 the normal times
+``sqrt(ν / χ²)`` with ``χ²`` from ν/2 uniforms, else Bailey's polar t; one uniform for the
+uniform and Laplace generators). ``next_uniform``, ``next_normal_pair`` and ``next_student``
+are compiled from their ``py_func`` as the stream primitives; the loop of ``fill_variates``
+fills an array of M variates, which a GPU thread cannot hold, so its per-variate formulas
+(the factors of :func:`variate_constants`, the chi-square and Laplace expressions) are
+written again in :func:`_variate`, with the same operations in the same order, and checked
+variate by variate against ``fill_variates`` (``tests/test_gpu_simulation.py``). A launch
+has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
+<xuqcal.analysis.simulation.GPU_SIMULATION_CHUNK>` replicates at a time, whatever its
+``chunks``.
+
+*Supported:* every moment and binned statistic; the generators normal, ``t<ν>`` (and
+``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`). *On the CPU:* ``normp<p>``,
+whose gamma variates accept or reject a draw on a comparison of logarithms (a GPU ``log``
+rounding differently in the last bit could accept another draw: the rest of the replicate
+would differ), and the rank statistic ``cc`` (a sort per replicate; a simulation that asks
+for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
+
+*Agreement.* The variates and sums are the CPU's but for the rounding of the GPU's ``log``,
+``sqrt`` and ``pow`` (libdevice's ``log`` and ``pow`` are within one unit in the last place,
+not always the libm's bits): a variate one unit in the last place away moves a sum by about
+one unit in the last place of that term, far below the 1e-12 relative the tests demand; the
+acceptance tests of the polar methods compare ``u² + v²``, computed exactly as on the CPU
+once FMA contraction is off (:class:`_NoContraction`: NVVM fuses a multiply and an add by
+default, which could accept another pair near ``u² + v² = 1``). On Numba's simulator the
+device code runs with NumPy's scalar functions: NumPy's own ``log`` differs from libm's by one
+unit in the last place on a few variates (measured: at most 2.3e-16 relative, Student-t of
+even ν), and the statistics of the tests are identical. The figures on a GPU are still to be
+measured (``benchmarks/gpu_simulation.py``).
 
 numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
 function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
