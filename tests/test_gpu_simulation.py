@@ -157,6 +157,22 @@ result["scaled_relative"] = relative(g, c)
 result["empty"] = list(gpu.simulate_statistics_gpu(key, 4, 4, units, K.UNIFORM, 0.0,
                                                    p).shape)
 
+# a replicate does not depend on the launch it is in, nor on the threads per block
+key = stream_key(4, "reference:laplace")
+whole = gpu.simulate_statistics_gpu(key, 0, 6, codes, K.LAPLACE, 0.0, prepared, threads=4)
+part = gpu.simulate_statistics_gpu(key, 2, 5, codes, K.LAPLACE, 0.0, prepared, threads=1)
+result["launch_independent"] = bool(np.array_equal(whole[2:5], part, equal_nan=True))
+
+# later replicates (first > 0, the rounds of a precision-driven validate), through the
+# dispatch of simulated_replicates
+from xuqcal.analysis.simulation import simulated_replicates
+
+t6 = get_generator("t6")
+with xuqcal.set_options(device="cuda"):
+    later = simulated_replicates(prepared, codes, t6, 5, 11, chunks=2, first=3).compute()
+result["first_relative"] = relative(
+    later, simulated_replicates(prepared, codes, t6, 5, 11, chunks=2, first=3).compute())
+
 # set_options(device="cuda"): simulate, its attributes, the fallbacks, chunk independence
 launches = []
 original = gpu.simulate_statistics_gpu
@@ -242,6 +258,11 @@ def test_bin_sums_follow_the_cpu_bins_including_empty_ones(simulated):
     assert simulated["empty_bins"] > 0
     assert simulated["bin_sums_equal"] is True
     assert simulated["sums_equal"] is True
+
+
+def test_replicates_do_not_depend_on_the_launch(simulated):
+    assert simulated["launch_independent"] is True
+    assert simulated["first_relative"] <= TOLERANCE
 
 
 def test_tiny_sets_and_one_thread(simulated):
