@@ -138,7 +138,7 @@ def time_gpu(prepared, codes: np.ndarray, key, n: int, repeat: int) -> tuple[dic
         values = gpu.simulate_statistics_gpu(key, 0, n, codes, K.NORMAL, 0.0, prepared)
         calls.append(time.perf_counter() - t)
     by_threads = {}
-    for threads in (32, 64, 256):
+    for threads in (64, 128, 256):
         t = time.perf_counter()
         gpu.simulate_statistics_gpu(key, 0, n, codes, K.NORMAL, 0.0, prepared, threads=threads)
         by_threads[threads] = time.perf_counter() - t

@@ -539,8 +539,12 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
 #: logarithms, which a GPU ``log`` one unit in the last place away from the CPU's could turn:
 #: its simulations stay on the CPU.
 SIMULATION_GENERATORS = (K.NORMAL, K.STUDENT, K.UNIFORM, K.LAPLACE)
-#: Threads per block of the simulation kernel (one thread per replicate).
-SIMULATION_THREADS = 128
+#: Threads per block of the simulation kernel (one thread per replicate): one warp, so that
+#: the warps of a launch spread over every multiprocessor as soon as there are more warps than
+#: multiprocessors (n_mc = 10^4 makes 313 warps: in blocks of 128 threads, 79 blocks would
+#: leave 53 of an H100's 132 multiprocessors idle). Up to 32 blocks of 32 threads fit on a
+#: multiprocessor: a launch of ``simulate``'s 2**17 replicates gives an H100's 31 each.
+SIMULATION_THREADS = 32
 # the generator codes, as plain module constants for the device code
 _NORMAL, _STUDENT, _UNIFORM = K.NORMAL, K.STUDENT, K.UNIFORM
 #: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
