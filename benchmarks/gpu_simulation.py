@@ -15,7 +15,9 @@ and timings.
     threads (a thread pool over chunks of replicates, as Dask's threaded scheduler does) for a
     subset of the replicates only (``--n-cpu``, 200 by default), and its time is extrapolated
     to n_mc per variate. The GPU's replicates of that subset are compared with the CPU's.
-(c) The results go to a JSON file (``--out``).
+(c) Whether ``gpu._NoContraction`` stops NVVM's FMA contraction with the installed numba-cuda:
+    the PTX of ``a * a + b * b`` compiled with and without it (``fma.rn.f64`` or not).
+(d) The results go to a JSON file (``--out``).
 
 One GPU thread draws one replicate's M variates in the CPU's order: a launch has as many
 threads as replicates (n_mc = 10^4 fills a fraction of a large GPU; ``--n-mc`` larger shows
@@ -32,6 +34,7 @@ xuqcal without the package's ``__init__``. Small sizes run on Numba's CUDA simul
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -171,6 +174,30 @@ def time_cpu(prepared, codes: np.ndarray, key, n_cpu: int, n: int,
     }, values
 
 
+def fma_check() -> dict:
+    """The PTX of ``out[0] = a[0] * a[0] + a[1] * a[1]`` compiled by NVVM's default and inside
+    ``gpu._NoContraction`` (a fresh dispatcher each: compiled on its first launch)."""
+    from numba import config, cuda
+
+    if getattr(config, "ENABLE_CUDASIM", False):
+        return {"simulator": True}
+
+    def square_sum(a, out):
+        out[0] = a[0] * a[0] + a[1] * a[1]
+
+    a = np.array([0.1, 0.7])
+    found = {"cpu_value": float(a[0] * a[0] + a[1] * a[1])}
+    for name, context in (("default", contextlib.nullcontext()),
+                          ("no_contraction", gpu._NoContraction())):
+        kernel = cuda.jit(square_sum)
+        out = np.zeros(1)
+        with context:
+            kernel[1, 1](a, out)
+        ptx = "\n".join(kernel.inspect_asm().values())
+        found[name] = {"fma_in_ptx": "fma.rn.f64" in ptx, "value": float(out[0])}
+    return found
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
@@ -192,6 +219,8 @@ def main(argv=None) -> dict:
                "platform": platform.platform()}
     print(f"device: {results['device']['name']}; {results['versions']}", flush=True)
 
+    results["fma"] = fma_check()
+    print(f"(c) FMA contraction: {results['fma']}", flush=True)
     results["agreement"] = agreement = check_agreement(
         args.m_check, args.n_check, args.n_bins, args.n_variates, args.m_variates, threads)
     for name, found in agreement["generators"].items():
