@@ -772,13 +772,13 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
                  np.int64(n_bins), d_sums, d_bins, d_variates, np.int64(min(n_record, m)))
     blocks = min((n + threads - 1) // threads, _MAX_BLOCKS)
     launch = kernel[blocks, threads]
-    with _NoContraction():
-        if _simulated():
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-                launch(*arguments)
-        else:
-            launch(*arguments)
+    with _NoContraction(), warnings.catch_warnings():
+        # the simulator runs the kernel as Python on NumPy scalars: the wrapping uint64
+        # products of SplitMix64 would warn about overflow; a launch of a few replicates is
+        # small by nature (numba's NumbaPerformanceWarning on a small grid)
+        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+        warnings.filterwarnings("ignore", ".*under-utilization")
+        launch(*arguments)
         sums = d_sums.copy_to_host()
     return (sums, d_bins.copy_to_host()[:, :n_bins],
             d_variates.copy_to_host()[:, :n_record])
