@@ -382,3 +382,15 @@ def test_which_simulations_run_on_the_gpu(monkeypatch):
     assert simulation_device(with_cc, [normal]) is None
     assert simulation_device(zms_ence, [normal, normp]) == (
         "cuda (synthetic sets of normal on the GPU, the same streams; normp1.5 on the CPU)")
+
+
+def test_without_numba_cuda(monkeypatch):
+    """No numba.cuda at all (numba-cuda not installed): the GPU simulation refuses with the
+    clear error of the GPU module (``set_options(device="cuda")`` is refused before that,
+    ``tests/test_gpu_option.py``)."""
+    import numba
+
+    monkeypatch.setitem(sys.modules, "numba.cuda", None)  # the import fails
+    monkeypatch.delattr(numba, "cuda", raising=False)
+    with pytest.raises(RuntimeError, match="no CUDA GPU"):
+        gpu.simulation_sums_gpu(np.uint64(1), 0, 2, K.NORMAL, 0.0, np.ones(5), 0)
