@@ -55,14 +55,19 @@ from xuqcal.core.statistics import (
 )
 from xuqcal.core.summaries import summarize_replicates
 from xuqcal.io import by_role
+from xuqcal.options import OPTIONS
 
 #: Still imported by xuqcal/cli/commands.py (to take from core.defaults, then removed here).
 
 
+def _undefined_student(generator_code: int, parameter: float) -> bool:
+    # tfit whose fit is undefined or gives nu <= 2: no unit-variance Student-t, no draws
+    return generator_code == K.STUDENT and not parameter > 2.0
+
+
 def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code: int,
                       parameter: float, key: np.uint64, start: int, stop: int) -> np.ndarray:
-    if generator_code == K.STUDENT and not parameter > 2.0:
-        # tfit whose fit is undefined or gives nu <= 2: no unit-variance Student-t, no draws
+    if _undefined_student(generator_code, parameter):
         return np.full((stop - start, codes.shape[0]), np.nan)
     out = np.empty((stop - start, 1, codes.shape[0]))
     K.simulate_block(key, generator_code, parameter, start, stop, codes,
@@ -72,12 +77,67 @@ def _simulation_block(prepared: PreparedData, codes: np.ndarray, generator_code:
     return prepared.unscale(codes, out[:, 0, :])
 
 
+def _simulation_block_gpu(prepared: PreparedData, codes: np.ndarray, generator_code: int,
+                          parameter: float, key: np.uint64, start: int, stop: int
+                          ) -> np.ndarray:
+    """:func:`_simulation_block` on the GPU (the same variates, sums in the same order)."""
+    if _undefined_student(generator_code, parameter):
+        return np.full((stop - start, codes.shape[0]), np.nan)
+    from xuqcal.core.gpu import simulate_statistics_gpu
+
+    return simulate_statistics_gpu(key, start, stop, codes, generator_code, parameter, prepared)
+
+
+#: Synthetic sets per GPU launch (one GPU thread each: a launch of a few hundred, the CPU's
+#: chunk, would leave the GPU almost idle). The replicates are then re-chunked as asked.
+GPU_SIMULATION_CHUNK = 1 << 17
+
+
+def simulation_on_gpu(codes: np.ndarray, generator: Generator) -> bool:
+    """Whether the simulations of the statistics ``codes`` with ``generator`` run on the GPU:
+    the option ``device="cuda"`` (:func:`xuqcal.set_options`), no rank statistic ``cc`` (a
+    request with cc runs wholly on the CPU: the CPU draws the sets for cc's sort anyway, the
+    other statistics cost little more there) and a generator the GPU draws
+    (:data:`xuqcal.core.gpu.SIMULATION_GENERATORS`: not ``normp``). Decided when the graph is
+    built.
+
+    Examples
+    --------
+    >>> from xuqcal.core.generators import get_generator
+    >>> simulation_on_gpu(np.array([K.ZMS]), get_generator("normal"))  # device="cpu"
+    False
+    """
+    if OPTIONS["device"] != "cuda":
+        return False
+    from xuqcal.core.gpu import simulation_on_gpu as supported
+
+    return supported(codes, generator.code)
+
+
+def simulation_device(codes: np.ndarray, gens: Sequence[Generator]) -> str | None:
+    """The ``device`` attribute of a simulation: which generators' sets the GPU draws, or
+    None when all run on the CPU."""
+    on = [g.name for g in gens if simulation_on_gpu(codes, g)]
+    if not on:
+        return None
+    off = [g.name for g in gens if g.name not in on]
+    where = f"; {', '.join(off)} on the CPU" if off else ""
+    return (f"cuda (synthetic sets of {', '.join(on)} on the GPU, the same streams{where})")
+
+
 def simulated_replicates(prepared, codes: np.ndarray, generator: Generator, n_mc: int, seed: int,
                          chunks: int | Sequence[int] | None = None, first: int = 0
                          ) -> da.Array:
     """Lazy ``(n_mc, len(codes))`` statistics of the synthetic error sets ``first ..
-    first + n_mc - 1`` drawn with ``generator``."""
+    first + n_mc - 1`` drawn with ``generator``; on the GPU when :func:`simulation_on_gpu`
+    (in launches of :data:`GPU_SIMULATION_CHUNK` sets, re-chunked as ``chunks`` asks)."""
     key = stream_key(seed, f"reference:{generator.name}")  # the purpose keeps its old name
+    if simulation_on_gpu(codes, generator):
+        values = blocks_along_replicate(_simulation_block_gpu, prepared, n_mc,
+                                        min(n_mc, GPU_SIMULATION_CHUNK), codes.shape[0],
+                                        codes, generator.code, generator.parameter, key,
+                                        name="n_mc", first=first)
+        return values.rechunk({0: replicate_chunks(n_mc, chunks, name="n_mc")})
     return blocks_along_replicate(_simulation_block, prepared, n_mc, chunks, codes.shape[0],
                                   codes, generator.code, generator.parameter, key, name="n_mc",
                                   first=first)
@@ -192,9 +252,13 @@ def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[
                  axis=1),
         dims=("statistic", "generator", "replicate"),
     )
-    return reference_result(replicates, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
-                            by=by, m=ds.sizes["sample"], keep_replicates=keep_replicates,
-                            warn_undefined=warn_undefined)
+    result = reference_result(replicates, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
+                              by=by, m=ds.sizes["sample"], keep_replicates=keep_replicates,
+                              warn_undefined=warn_undefined)
+    device = simulation_device(codes, gens)
+    if device is not None:
+        result.attrs["device"] = device
+    return result
 
 
 def fitted_nu_of(ds: xr.Dataset, E: str, uE: str):

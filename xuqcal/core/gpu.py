@@ -1,4 +1,5 @@
-"""GPU bootstrap of the moment statistics on the CPU's random streams (numba-cuda).
+"""GPU bootstrap of the moment statistics and GPU simulation of the references, on the CPU's
+random streams (numba-cuda).
 
 Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the CPU kernel
 (:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
@@ -36,6 +37,50 @@ same finishers as on the CPU (their ``py_func`` on arrays, as
 **Sums.** Each thread adds its share with Neumaier's compensated summation; the partial sums of
 the threads are then added in a tree. The CPU adds the draws one after the other; the difference
 is the CPU's own rounding error.
+
+**Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
+synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
+fills them with :func:`xuqcal.core.kernels.fill_variates`) from the same stream
+``stream_start(key, r)``, evaluates ``E~ = uE eps`` and adds, point after point in position
+order as the CPU kernel, ``sum E~²``, ``sum eps²`` and ``sum eps`` and, for the binned
+statistics, the same sums per equal-count bin (contiguous positions, ``floor(b M / N)``, as
+:func:`xuqcal.core.kernels.bin_start`); the sums of ``uE²`` and ``ln uE²`` (whole and per bin)
+do not depend on ``eps`` and are added on the host, one after the other. The statistics are
+finished on the host by the same finishers (:data:`xuqcal.core.kernels.FINISHERS`,
+:data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms added in bin order). The number of
+uniforms a variate takes depends on the polar methods' rejections, so a replicate cannot be
+split between threads without knowing its earlier draws: **one thread draws one replicate**,
+variate after variate (:func:`_variate`, the per-variate step of ``fill_variates``: a polar
+pair for two normals, both used; for a Student-t of even ν ≤ 32 the normal times
+``sqrt(ν / χ²)`` with ``χ²`` from ν/2 uniforms, else Bailey's polar t; one uniform for the
+uniform and Laplace generators). ``next_uniform``, ``next_normal_pair`` and ``next_student``
+are compiled from their ``py_func`` as the stream primitives; the loop of ``fill_variates``
+fills an array of M variates, which a GPU thread cannot hold, so its per-variate formulas
+(the factors of :func:`variate_constants`, the chi-square and Laplace expressions) are
+written again in :func:`_variate`, with the same operations in the same order, and checked
+variate by variate against ``fill_variates`` (``tests/test_gpu_simulation.py``). A launch
+has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
+<xuqcal.analysis.simulation.GPU_SIMULATION_CHUNK>` replicates at a time, whatever its
+``chunks``.
+
+*Supported:* every moment and binned statistic; the generators normal, ``t<ν>`` (and
+``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`). *On the CPU:* ``normp<p>``,
+whose gamma variates accept or reject a draw on a comparison of logarithms (a GPU ``log``
+rounding differently in the last bit could accept another draw: the rest of the replicate
+would differ), and the rank statistic ``cc`` (a sort per replicate; a simulation that asks
+for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
+
+*Agreement.* The variates and sums are the CPU's but for the rounding of the GPU's ``log``,
+``sqrt`` and ``pow`` (libdevice's ``log`` and ``pow`` are within one unit in the last place,
+not always the libm's bits): a variate one unit in the last place away moves a sum by about
+one unit in the last place of that term, far below the 1e-12 relative the tests demand; the
+acceptance tests of the polar methods compare ``u² + v²``, computed exactly as on the CPU
+once FMA contraction is off (:class:`_NoContraction`: NVVM fuses a multiply and an add by
+default, which could accept another pair near ``u² + v² = 1``). On Numba's simulator the
+device code runs with NumPy's scalar functions: NumPy's own ``log`` differs from libm's by one
+unit in the last place on a few variates (measured: at most 2.3e-16 relative, Student-t of
+even ν), and the statistics of the tests are identical. The figures on a GPU are still to be
+measured (``benchmarks/gpu_simulation.py``).
 
 numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
 function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
@@ -484,3 +529,378 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
                                f"recorded in {width} raw positions, not {m}")
         out[i] = accepted
     return out
+
+
+# ------------------------------------------------------------------------ simulated references
+
+#: The generators whose synthetic sets the GPU draws (``fill_variates``' draw count per variate
+#: depends on uniforms only, compared exactly): normal, Student-t (both constructions),
+#: uniform, Laplace. NORMP's gamma variates accept or reject a draw on a comparison of
+#: logarithms, which a GPU ``log`` one unit in the last place away from the CPU's could turn:
+#: its simulations stay on the CPU.
+SIMULATION_GENERATORS = (K.NORMAL, K.STUDENT, K.UNIFORM, K.LAPLACE)
+#: Threads per block of the simulation kernel (one thread per replicate): one warp, so that
+#: the warps of a launch spread over every multiprocessor as soon as there are more warps than
+#: multiprocessors (n_mc = 10^4 makes 313 warps: in blocks of 128 threads, 79 blocks would
+#: leave 53 of an H100's 132 multiprocessors idle). Up to 32 blocks of 32 threads fit on a
+#: multiprocessor: a launch of ``simulate``'s 2**17 replicates gives an H100's 31 each.
+SIMULATION_THREADS = 32
+# the generator codes, as plain module constants for the device code
+_NORMAL, _STUDENT, _UNIFORM = K.NORMAL, K.STUDENT, K.UNIFORM
+#: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
+_SIM_SUMS = 3
+
+# the device twins of the variate generators of xuqcal.core.kernels, bound by _simulation_kernel
+_next_uniform = None
+_normal_pair = None
+_student = None
+_variate_device = None
+
+
+def variate_constants(generator_code: int, parameter: float) -> tuple[float, int]:
+    """``(scale, half)`` of :func:`xuqcal.core.kernels.fill_variates` for one generator: the
+    factor of its unit-variance draws (``sqrt((ν - 2) / ν)`` for Student-t, ``sqrt(3)`` for
+    the uniform, ``1 / sqrt(2)`` for Laplace, 1 for the normal) and, for a Student-t of even
+    ν ≤ 32, ``half = ν / 2`` (the chi-square construction; 0 otherwise: Bailey's polar
+    method). The same IEEE operations as the CPU kernel, so the same bits.
+
+    Examples
+    --------
+    >>> variate_constants(K.STUDENT, 6.0), variate_constants(K.STUDENT, 5.0)[1]
+    ((0.816496580927726, 3), 0)
+    """
+    if generator_code not in SIMULATION_GENERATORS:
+        raise ValueError(f"the GPU simulation draws from the generators with codes "
+                         f"{list(SIMULATION_GENERATORS)} (normal, Student-t, uniform, Laplace); "
+                         f"code {generator_code} (normp) is drawn on the CPU")
+    parameter = np.float64(parameter)
+    if generator_code == K.STUDENT:
+        half = int(parameter // 2.0)
+        even = parameter == 2.0 * half and half <= 16
+        return float(np.sqrt((parameter - 2.0) / parameter)), half if even else 0
+    if generator_code == K.UNIFORM:
+        return float(np.sqrt(3.0)), 0
+    if generator_code == K.LAPLACE:
+        return float(1.0 / np.sqrt(2.0)), 0
+    return 1.0, 0
+
+
+def _variate(state, i, code, parameter, scale, half, other):
+    """Variate ``i`` of a synthetic set, as :func:`xuqcal.core.kernels.fill_variates` draws it
+    (the per-variate step of its loops; returns ``(x, other, state)``, ``other`` the second
+    normal of the last polar pair, used by the next variate).
+
+    normal: even ``i`` draws a polar pair and returns its first value, odd ``i`` the second
+    (also for an odd count: the last variate is the first of a pair, as ``next_normal``).
+    Student-t of even ν (``half = ν / 2 > 0``): the normal as above, then its chi-square from
+    ``half`` uniforms. Other ν: Bailey's polar t. Uniform and Laplace: one uniform each."""
+    if code == _NORMAL:
+        if i % 2 == 0:
+            x, other, state = _normal_pair(state)
+            return x, other, state
+        return other, other, state
+    if code == _STUDENT:
+        if half > 0:
+            if i % 2 == 0:
+                g, other, state = _normal_pair(state)
+            else:
+                g = other
+            product = 1.0
+            for _ in range(half):
+                u, state = _next_uniform(state)
+                product *= u
+            return scale * g * np.sqrt(parameter / (-2.0 * np.log(product))), other, state
+        t, state = _student(state, parameter)
+        return scale * t, other, state
+    u, state = _next_uniform(state)
+    if code == _UNIFORM:
+        return scale * (2.0 * u - 1.0), other, state
+    d = u - 0.5  # _LAPLACE
+    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), other, state
+
+
+def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
+                     n_bins, sums, bins, variates, n_record):
+    """Kernel: one thread per replicate ``first + r`` draws its ``M`` variates ``eps`` in the
+    order of the CPU (:func:`_variate`) and adds, point after point as the CPU kernel,
+    ``sums[r] = (sum (u eps)², sum eps², sum eps)`` and, when ``n_bins > 0``, per bin ``b``
+    (positions up to ``bin_ends[b]``, exclusive) ``bins[r, b] = (sum (u eps)², sum eps²)``;
+    a bin without points keeps the host's 0. ``variates[r, i]`` (debug; ``n_record = 0``
+    records nothing) receives ``eps_i`` for ``i < n_record``."""
+    r = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    m = u.shape[0]
+    while r < n_replicates:
+        state = _stream_start(key, first + r)
+        other = 0.0
+        s_e2 = 0.0
+        s_z2 = 0.0
+        s_z = 0.0
+        b = 0
+        next_start = bin_ends[0] if n_bins > 0 else m
+        b_e2 = 0.0
+        b_z2 = 0.0
+        for i in range(m):
+            x, other, state = _variate_device(state, i, code, parameter, scale, half, other)
+            if i < n_record:
+                variates[r, i] = x
+            e = u[i] * x
+            e2 = e * e
+            z2 = x * x
+            s_e2 += e2
+            s_z2 += z2
+            s_z += x
+            if n_bins > 0:
+                if i >= next_start:
+                    bins[r, b, 0] = b_e2
+                    bins[r, b, 1] = b_z2
+                    b += 1
+                    while i >= bin_ends[b]:  # bins without points
+                        b += 1
+                    next_start = bin_ends[b]
+                    b_e2 = 0.0
+                    b_z2 = 0.0
+                b_e2 += e2
+                b_z2 += z2
+        sums[r, 0] = s_e2
+        sums[r, 1] = s_z2
+        sums[r, 2] = s_z
+        if n_bins > 0 and m > 0:
+            bins[r, b, 0] = b_e2
+            bins[r, b, 1] = b_z2
+        r += stride
+
+
+@functools.cache
+def _simulation_kernel():
+    """Compile (once) the device twins of the variate generators and the simulation kernel."""
+    global _next_uniform, _normal_pair, _student, _variate_device
+    _kernels()  # cuda and the stream primitives
+    device = cuda.jit(device=True)
+    _next_uniform = device(_device_twin(K.next_uniform, next_u64=_next_u64))
+    _normal_pair = device(_device_twin(K.next_normal_pair, next_uniform=_next_uniform))
+    _student = device(_device_twin(K.next_student, next_uniform=_next_uniform))
+    _variate_device = device(_variate)
+    return cuda.jit(_simulation_sums)
+
+
+class _NoContraction:
+    """While active, NVVM compiles with ``-fma=0``: no multiply and add fused into one FMA
+    (NVVM's default contracts them, the CPU never does). The polar methods accept a pair on
+    ``u * u + v * v < 1``; contracted, the sum could round differently and, near 1, accept
+    another pair: the rest of the replicate would differ. numba-cuda has no option for it
+    (NVIDIA/numba-cuda#118): its ``nvvm.compile_ir`` is wrapped while a kernel is launched
+    (compiled on its first launch). A no-op in the simulator, or if the module moves."""
+
+    def __enter__(self):
+        self.module = None
+        if _simulated():
+            return self
+        try:
+            from numba.cuda.cudadrv import nvvm
+        except Exception:
+            return self
+        original = getattr(nvvm, "compile_ir", None)
+        if original is None:
+            return self
+
+        @functools.wraps(original)
+        def compile_ir(llvmir, **options):
+            return original(llvmir, **{**options, "fma": False})
+
+        self.module, self.original = nvvm, original
+        nvvm.compile_ir = compile_ir
+        return self
+
+    def __exit__(self, *exc):
+        if self.module is not None:
+            self.module.compile_ir = self.original
+        return False
+
+
+def _bin_ends(m: int, n_bins: int) -> np.ndarray:
+    """The exclusive last position of each equal-count bin, ``bin_start(b + 1)``, and one more
+    entry ``M`` (the kernel's search for the next non-empty bin stops there)."""
+    b = np.arange(1, n_bins + 1, dtype=np.int64)
+    return np.append((b * m) // n_bins, np.int64(m)).astype(np.int64)
+
+
+def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
+                        u: np.ndarray, n_bins: int, *, n_record: int = 0,
+                        threads: int = SIMULATION_THREADS
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sums of the synthetic sets ``E~ = u eps`` of replicates ``start .. stop - 1`` drawn
+    on the GPU: ``(sums, bins, variates)`` with ``sums`` ``(n, 3)`` (``sum E~²``,
+    ``sum eps²``, ``sum eps``), ``bins`` ``(n, n_bins, 2)`` (``sum E~²``, ``sum eps²`` of each
+    equal-count bin of positions; ``(n, 0, 2)`` for ``n_bins = 0``) and ``variates``
+    ``(n, n_record)`` (the first ``eps``; debug and tests). Added point after point in
+    position order, as :func:`xuqcal.core.kernels.simulate_block`.
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> key = stream_key(0, "reference:normal")
+    >>> sums, bins, _ = simulation_sums_gpu(key, 0, 4, K.NORMAL, 0.0, np.ones(100),
+    ...                                     5)  # doctest: +SKIP
+    >>> sums.shape, bins.shape  # doctest: +SKIP
+    ((4, 3), (4, 5, 2))
+    """
+    variate_constants(generator_code, parameter)  # refuses normp
+    with _GPU_LOCK:
+        return _simulation_sums_locked(key, int(start), int(stop), int(generator_code),
+                                       float(parameter), u, int(n_bins), int(n_record),
+                                       _check_threads(threads))
+
+
+def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
+                            threads):
+    kernel = _simulation_kernel()
+    scale, half = variate_constants(generator_code, parameter)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    m = u.shape[0]
+    n = max(stop - start, 0)
+    if n == 0:
+        return np.empty((0, _SIM_SUMS)), np.empty((0, n_bins, 2)), np.empty((0, n_record))
+    d_u = cuda.to_device(u if m else np.zeros(1))
+    d_ends = cuda.to_device(_bin_ends(m, n_bins))
+    d_sums = cuda.device_array((n, _SIM_SUMS), dtype=np.float64)
+    # bins without points keep 0; never an empty device array
+    d_bins = cuda.to_device(np.zeros((n, max(n_bins, 1), 2)))
+    d_variates = cuda.to_device(np.full((n, max(n_record, 1)), np.nan))
+    arguments = (np.uint64(key), np.int64(start), np.int64(n), np.int64(generator_code),
+                 np.float64(parameter), np.float64(scale), np.int64(half), d_u, d_ends,
+                 np.int64(n_bins), d_sums, d_bins, d_variates, np.int64(min(n_record, m)))
+    blocks = min((n + threads - 1) // threads, _MAX_BLOCKS)
+    launch = kernel[blocks, threads]
+    with _NoContraction(), warnings.catch_warnings():
+        # the simulator runs the kernel as Python on NumPy scalars: the wrapping uint64
+        # products of SplitMix64 would warn about overflow; a launch of a few replicates is
+        # small by nature (numba's NumbaPerformanceWarning on a small grid)
+        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+        warnings.filterwarnings("ignore", ".*under-utilization")
+        launch(*arguments)
+        sums = d_sums.copy_to_host()
+    return (sums, d_bins.copy_to_host()[:, :n_bins],
+            d_variates.copy_to_host()[:, :n_record])
+
+
+def simulation_on_gpu(codes, generator_code: int) -> bool:
+    """Whether the GPU can simulate the statistics ``codes`` with the generator
+    ``generator_code``: every statistic but the rank statistic ``cc`` (a sort per set, on the
+    CPU) and every generator of :data:`SIMULATION_GENERATORS`.
+
+    Examples
+    --------
+    >>> simulation_on_gpu(np.array([K.ZMS, K.ENCE]), K.NORMAL)
+    True
+    >>> simulation_on_gpu(np.array([K.ZMS, K.CC]), K.NORMAL), simulation_on_gpu([K.ZMS], K.NORMP)
+    (False, False)
+    """
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    return (int(generator_code) in SIMULATION_GENERATORS
+            and bool(np.all((codes >= 0) & (codes < K.CC))))
+
+
+def _sequential_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The sum of ``values`` along ``axis`` added one after the other from 0.0, as a kernel's
+    loop (NumPy's ``sum`` adds in pairs: other roundings)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[axis] == 0:
+        return np.zeros(np.delete(values.shape, axis % values.ndim))
+    return np.take(np.add.accumulate(values, axis=axis), -1, axis=axis)
+
+
+def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: int,
+                            parameter: float, prepared, *,
+                            threads: int = SIMULATION_THREADS) -> np.ndarray:
+    """Statistics of the synthetic sets ``E~ = uE eps`` of replicates ``start .. stop - 1``
+    drawn on the GPU: ``(stop - start, len(codes))``, what
+    ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU (the same variates,
+    the same sums in the same order, finished by the same finishers; a GPU ``log``/``sqrt``/
+    ``pow`` may round a variate differently in the last bit).
+
+    Parameters
+    ----------
+    key : numpy.uint64
+        The stream key (:func:`xuqcal.core.random.stream_key`, purpose ``reference:D``).
+    start, stop : int
+        The replicates.
+    codes : array of int
+        Statistic codes: moment and binned statistics (``cc`` is refused: a ``ValueError``).
+    generator_code, parameter : int, float
+        The generator (:data:`SIMULATION_GENERATORS`; ``normp`` is refused) and its parameter
+        (ν of a Student-t, > 2).
+    prepared : xuqcal.core.statistics.PreparedData
+        The uncertainties (``u``, ``u2``, ``lnu2``, in binning order) and ``n_bins``.
+    threads : int
+        Threads per block (a power of two up to :data:`MAX_THREADS`).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> from xuqcal.core.statistics import STATISTICS, PreparedData
+    >>> rng = np.random.default_rng(0)
+    >>> uE = rng.uniform(0.5, 2.0, 300)
+    >>> prepared = PreparedData.from_arrays(uE * rng.standard_normal(300), uE, n_bins=5)
+    >>> codes = np.array([STATISTICS[k].code for k in ("zms", "ence")])
+    >>> simulate_statistics_gpu(stream_key(1, "reference:normal"), 0, 20, codes, K.NORMAL,
+    ...                         0.0, prepared).shape  # doctest: +SKIP
+    (20, 2)
+    >>> simulate_statistics_gpu(stream_key(1, "reference:normal"), 0, 20,
+    ...                         np.array([STATISTICS["cc"].code]), K.NORMAL, 0.0, prepared)
+    Traceback (most recent call last):
+    ...
+    ValueError: the GPU simulation computes moment and binned statistics (codes below 12); cc (code 12) is a rank statistic, which the CPU kernel computes
+    """  # noqa: E501
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    if not np.all((codes >= 0) & (codes < K.CC)):
+        raise ValueError(f"the GPU simulation computes moment and binned statistics (codes "
+                         f"below {K.CC}); cc (code {K.CC}) is a rank statistic, which the CPU "
+                         "kernel computes")
+    m = prepared.size
+    binned = [int(c) for c in codes if c in K.BIN_TERMS]
+    n_bins = int(prepared.n_bins) if binned else 0
+    sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
+                                        prepared.u, n_bins, threads=threads)
+    n = sums.shape[0]
+    out = np.empty((n, codes.shape[0]))
+    # the sums of the uncertainties, one after the other as the CPU kernel's loops
+    s_u2 = _sequential_sum(prepared.u2)
+    s_lnu2 = _sequential_sum(prepared.lnu2)
+    moment = [k for k, c in enumerate(codes.tolist()) if c < K.N_MOMENT]
+    if moment:
+        # columns of xuqcal.core.kernels.COLUMNS; z_shift = 0 (zd = eps, zd2 = eps²)
+        columns = np.stack([sums[:, 0], np.full(n, s_u2), sums[:, 1], np.full(n, s_lnu2),
+                            sums[:, 2], sums[:, 1]], axis=1)
+        out[:, moment] = finish_moments(codes[moment], m, columns, 0.0)
+    if binned:
+        ends = _bin_ends(m, n_bins)[:n_bins]
+        begins = np.concatenate([[0], ends[:-1]])
+        b_n = (ends - begins).astype(np.float64)
+        b_u2 = np.array([_sequential_sum(prepared.u2[lo:hi]) for lo, hi in zip(begins, ends,
+                                                                                 strict=True)])
+        with np.errstate(all="ignore"):
+            for k, code in enumerate(codes.tolist()):
+                if code in K.BIN_TERMS:
+                    terms = K.BIN_TERMS[code].py_func(b_n, bins[:, :, 0], b_u2, bins[:, :, 1])
+                    out[:, k] = _sequential_sum(terms) / n_bins
+    return prepared.unscale(codes, out)
+
+
+def variates_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
+                 m: int, *, threads: int = SIMULATION_THREADS) -> np.ndarray:
+    """The ``m`` variates ``eps`` of each replicate ``start .. stop - 1`` drawn on the GPU:
+    ``(stop - start, m)``, equal to :func:`xuqcal.core.kernels.fill_variates` (debug and tests).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> key = stream_key(0, "reference:t6")
+    >>> cpu = np.empty(9)
+    >>> K.fill_variates(key, 2, K.STUDENT, 6.0, cpu)
+    >>> bool((variates_gpu(key, 2, 3, K.STUDENT, 6.0, 9)[0] == cpu).all())  # doctest: +SKIP
+    True
+    """
+    _, _, variates = simulation_sums_gpu(key, start, stop, generator_code, parameter,
+                                         np.ones(int(m)), 0, n_record=int(m), threads=threads)
+    return variates
