@@ -2,7 +2,10 @@
 
 :mod:`xuqcal.core.kernels` imports nothing of xuqcal, so the file of the ``--before`` revision
 (``git show REV:xuqcal/core/kernels.py``) is loaded beside the current one under another module
-name. Each workload calls ``simulate_block`` (or ``bootstrap_block``) of both versions alternately,
+name. Both are copies in a temporary folder: Numba's cache (``cache=True``) is kept beside the
+source file and records the module's name, so loading the repository's own file under another
+name would leave entries that a later ``import xuqcal`` cannot load. Each workload calls
+``simulate_block`` (or ``bootstrap_block``) of both versions alternately,
 ``--rounds`` times, after an untimed call (Numba compile or cache load), on the same arrays:
 QM9-like uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal
 or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals),
@@ -36,6 +39,10 @@ WORKLOADS = {
     "normal_zms_ence_zmse": (("ZMS", "ENCE", "ZMSE"), 0, 0.0),
     "normal_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 0, 0.0),
     "t6_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 1, 6.0),
+    "variates_normal": ((), 0, 0.0),
+    "variates_t6": ((), 1, 6.0),
+    "variates_t3.5": ((), 1, 3.5),
+    "variates_laplace": ((), 3, 0.0),
     "bootstrap_cc": (("CC",), None, None),
     "bootstrap_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), None, None),
 }
@@ -63,6 +70,11 @@ def _run(kernels, codes, generator, parameter, replicates, arrays):
     m = uE.shape[0]
     if generator is None:
         return _run_bootstrap(kernels, codes, replicates, arrays)
+    if codes.shape[0] == 0:  # the variates alone (fill_variates), as many as the other rows
+        out = np.empty(replicates * m)
+        start = time.perf_counter()
+        kernels.fill_variates(np.uint64(7), 0, generator, parameter, out)
+        return (time.perf_counter() - start) / (replicates * m) * 1e9, out
     out = np.empty((replicates, 1, codes.shape[0]))
     start = time.perf_counter()
     kernels.simulate_block(np.uint64(7), generator, parameter, 0, replicates, codes,
@@ -103,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         old_path = Path(folder) / "kernels_before.py"
         old_path.write_text(source)
+        new_path = Path(folder) / "kernels_after.py"
+        new_path.write_text((REPO / "xuqcal" / "core" / "kernels.py").read_text())
         before = _load(old_path, "kernels_before")
-        after = _load(REPO / "xuqcal" / "core" / "kernels.py", "kernels_after")
+        after = _load(new_path, "kernels_after")
         arrays = _inputs(args.points)
         replicates = max(4, int(4e6 // args.points))
         results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "before": args.before,
@@ -113,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                    "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
                    "unit": "ns per simulated point (one thread)", "workloads": {}}
         for name, (statistics, generator, parameter) in WORKLOADS.items():
-            codes = np.array([getattr(after, s) for s in statistics], np.int64)
+            codes = np.array([getattr(after, s) for s in statistics], np.int64).reshape(-1)
             times = {"before": [], "after": []}
             outputs = {}
             for kernels in (before, after):

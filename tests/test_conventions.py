@@ -232,6 +232,9 @@ def test_set4_verdict_differs_by_convention(load_set):
     r_rule = xuqcal.validate(ds, ["picp68.3"], coverage_rule="pernot2024")
     assert str(default.verdict.values[0]) == "fail"
     assert str(r_rule.verdict.values[0]) == "pass"
+    # the result says which rule it validated against
+    assert "pernot2024" in r_rule.attrs["coverage_rule"]
+    assert "pernot2024" not in default.attrs["coverage_rule"]
 
 
 def test_coverage_rule_values():

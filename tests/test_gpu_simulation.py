@@ -360,7 +360,7 @@ def test_normp_and_cc_are_refused_before_any_work():
     """No GPU needed: the refusals come before the kernel is compiled."""
     with pytest.raises(ValueError, match="code 4 \\(normp\\) is drawn on the CPU"):
         gpu.simulation_sums_gpu(np.uint64(1), 0, 2, K.NORMP, 1.5, np.ones(5), 0)
-    with pytest.raises(ValueError, match="cc \\(code 12\\) is a rank statistic"):
+    with pytest.raises(ValueError, match=rf"cc \(code {K.CC}\) is a rank statistic"):
         gpu.simulate_statistics_gpu(np.uint64(1), 0, 2, np.array([K.ZMS, K.CC]), K.NORMAL,
                                     0.0, None)
 

@@ -57,8 +57,8 @@ _DESCRIPTIONS = {
                          "the memory available on this machine)",
     "dependence_check": "warn when an iid analysis runs on data whose group or ordered "
                         "variables show significant dependence (True or False)",
-    "device": "where the bootstrap kernels run: 'cpu' or 'cuda' (an NVIDIA GPU through "
-              "numba-cuda)",
+    "device": "where the bootstrap and simulation kernels run: 'cpu' or 'cuda' (an NVIDIA GPU "
+              "through numba-cuda)",
     "conventions": "the defaults of the parameters on which xuqcal and P. Pernot's R code "
                    "differ: 'xuqcal' or 'errviewlib'",
 }
@@ -134,7 +134,12 @@ class set_options:
         statistics stays on the CPU) runs on an NVIDIA GPU (:mod:`xuqcal.core.gpu`, the extra
         ``xuqcal[gpu]``), with the same streams: replicate ``r`` draws the same points; its
         sums are added in another order (equal to the CPU's within about 1e-13 relative).
-        Refused when no GPU (or numba-cuda) is found.
+        The simulated references (:func:`xuqcal.simulate`, and those of ``validate``) of every
+        moment and binned statistic, generators normal, ``t<ν>``, ``tfit``, uniform and
+        Laplace, run there too, one GPU thread per synthetic set drawing the CPU's variates in
+        the CPU's order (``normp`` and requests with ``cc`` stay on the CPU; the result's
+        attribute ``device`` says where each generator ran). Refused when no GPU (or
+        numba-cuda) is found.
     conventions : {"xuqcal", "errviewlib"}, default "xuqcal"
         The defaults of the parameters on which xuqcal and P. Pernot's R code (ErrViewLib, the
         2024_PICP study) differ (:data:`xuqcal.core.defaults.CONVENTIONS`, read by

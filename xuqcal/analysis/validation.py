@@ -476,7 +476,7 @@ def validate(
     lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
                      simulated_scheme, n_mc if simulated else 0, simulated,
-                     heavy_tail_threshold, tol)
+                     heavy_tail_threshold, tol, stats)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
     result = lazy_result(_validate_body,
@@ -731,7 +731,7 @@ def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst,
     bootstrap = _with_coverage_rows(_over_all_statistics(bootstrap, all_stats, b,
                                                          ds.sizes["sample"]), all_stats)
     layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
-                     n_mc, simulated, heavy_tail_threshold, tol)
+                     n_mc, simulated, heavy_tail_threshold, tol, all_stats)
     layout.attrs.update({
         "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
         "mc_precision": mc_precision, "mc_precision_reached": float(worst * mc_precision),
@@ -805,11 +805,12 @@ _LONG_NAMES = {
 def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[str],
             names: list[str], known_generator: str | None, simulated_scheme: str | None,
             n_mc: int, simulated_stats: Sequence[Statistic],
-            heavy_tail_threshold: float | None, tol: float) -> xr.Dataset:
+            heavy_tail_threshold: float | None, tol: float,
+            stats: Sequence[Statistic]) -> xr.Dataset:
     """The layout of a :func:`validate` result: the bootstrap result's variables, then the
-    references, ζ-scores and verdicts (shapes known from the statistics and generators)."""
+    references, ζ-scores and verdicts (shapes known from the statistics and generators;
+    ``stats``, the statistics validated, in the order of the bootstrap result's)."""
     n_stat = bootstrap_result.sizes["statistic"]
-    stats = get_statistics(bootstrap_result.statistic.values.tolist(), coverage=True)
     coverage = [s.key for s in stats if s.is_coverage]
     f8 = np.float64
     sim_vars = {f"sim_{name}": (("statistic", "generator"), f8, {
@@ -867,7 +868,11 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
             "coverage_interval": "Wilson score interval with continuity correction of the "
                                  "count of |Z| <= k, at the confidence level 'level'",
             "coverage_rule": "valid when the interval overlaps [p - tol, p + tol]: zeta "
-                             "against the nearer edge of that band (0 inside it), |zeta| <= 1",
+                             "against the nearer edge of that band (0 inside it), |zeta| <= 1"
+                             + ("; rule pernot2024 (2024_PICP): k rounded to two decimals, "
+                                "the 1-sigma level p = 0.683 against 0.67"
+                                if any(s.coverage_rule == "pernot2024" for s in stats
+                                       if s.is_coverage) else ""),
         })
     return layout
 

@@ -50,15 +50,15 @@ finished on the host by the same finishers (:data:`xuqcal.core.kernels.FINISHERS
 :data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms added in bin order). The number of
 uniforms a variate takes depends on the polar methods' rejections, so a replicate cannot be
 split between threads without knowing its earlier draws: **one thread draws one replicate**,
-variate after variate (:func:`_variate`, the per-variate step of ``fill_variates``: a polar
+variate after variate (:func:`xuqcal.core.kernels.next_variate`, the step of
+``fill_variates``: a polar
 pair for two normals, both used; for a Student-t of even ν ≤ 32 the normal times
 ``sqrt(ν / χ²)`` with ``χ²`` from ν/2 uniforms, else Bailey's polar t; one uniform for the
-uniform and Laplace generators). ``next_uniform``, ``next_normal_pair`` and ``next_student``
-are compiled from their ``py_func`` as the stream primitives; the loop of ``fill_variates``
-fills an array of M variates, which a GPU thread cannot hold, so its per-variate formulas
-(the factors of :func:`variate_constants`, the chi-square and Laplace expressions) are
-written again in :func:`_variate`, with the same operations in the same order, and checked
-variate by variate against ``fill_variates`` (``tests/test_gpu_simulation.py``). A launch
+uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
+``next_normal_pair`` and ``next_student``, is compiled from its ``py_func`` as the stream
+primitives, and its factors are those of ``kernels.variate_constants``: the formulas of a
+variate are written once, for both targets (checked variate by variate against
+``fill_variates`` in ``tests/test_gpu_simulation.py``). A launch
 has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
 <xuqcal.analysis.simulation.GPU_SIMULATION_CHUNK>` replicates at a time, whatever its
 ``chunks``.
@@ -573,56 +573,15 @@ def variate_constants(generator_code: int, parameter: float) -> tuple[float, int
         raise ValueError(f"the GPU simulation draws from the generators with codes "
                          f"{list(SIMULATION_GENERATORS)} (normal, Student-t, uniform, Laplace); "
                          f"code {generator_code} (normp) is drawn on the CPU")
-    parameter = np.float64(parameter)
-    if generator_code == K.STUDENT:
-        half = int(parameter // 2.0)
-        even = parameter == 2.0 * half and half <= 16
-        return float(np.sqrt((parameter - 2.0) / parameter)), half if even else 0
-    if generator_code == K.UNIFORM:
-        return float(np.sqrt(3.0)), 0
-    if generator_code == K.LAPLACE:
-        return float(1.0 / np.sqrt(2.0)), 0
-    return 1.0, 0
-
-
-def _variate(state, i, code, parameter, scale, half, other):
-    """Variate ``i`` of a synthetic set, as :func:`xuqcal.core.kernels.fill_variates` draws it
-    (the per-variate step of its loops; returns ``(x, other, state)``, ``other`` the second
-    normal of the last polar pair, used by the next variate).
-
-    normal: even ``i`` draws a polar pair and returns its first value, odd ``i`` the second
-    (also for an odd count: the last variate is the first of a pair, as ``next_normal``).
-    Student-t of even ν (``half = ν / 2 > 0``): the normal as above, then its chi-square from
-    ``half`` uniforms. Other ν: Bailey's polar t. Uniform and Laplace: one uniform each."""
-    if code == _NORMAL:
-        if i % 2 == 0:
-            x, other, state = _normal_pair(state)
-            return x, other, state
-        return other, other, state
-    if code == _STUDENT:
-        if half > 0:
-            if i % 2 == 0:
-                g, other, state = _normal_pair(state)
-            else:
-                g = other
-            product = 1.0
-            for _ in range(half):
-                u, state = _next_uniform(state)
-                product *= u
-            return scale * g * np.sqrt(parameter / (-2.0 * np.log(product))), other, state
-        t, state = _student(state, parameter)
-        return scale * t, other, state
-    u, state = _next_uniform(state)
-    if code == _UNIFORM:
-        return scale * (2.0 * u - 1.0), other, state
-    d = u - 0.5  # _LAPLACE
-    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), other, state
+    scale, half = K.variate_constants.py_func(generator_code, np.float64(parameter))
+    return float(scale), int(half)
 
 
 def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
                      n_bins, sums, bins, variates, n_record):
     """Kernel: one thread per replicate ``first + r`` draws its ``M`` variates ``eps`` in the
-    order of the CPU (:func:`_variate`) and adds, point after point as the CPU kernel,
+    order of the CPU (:func:`xuqcal.core.kernels.next_variate`) and adds, point after point as
+    the CPU kernel,
     ``sums[r] = (sum (u eps)², sum eps², sum eps)`` and, when ``n_bins > 0``, per bin ``b``
     (positions up to ``bin_ends[b]``, exclusive) ``bins[r, b] = (sum (u eps)², sum eps²)``;
     a bin without points keeps the host's 0. ``variates[r, i]`` (debug; ``n_record = 0``
@@ -680,7 +639,8 @@ def _simulation_kernel():
     _next_uniform = device(_device_twin(K.next_uniform, next_u64=_next_u64))
     _normal_pair = device(_device_twin(K.next_normal_pair, next_uniform=_next_uniform))
     _student = device(_device_twin(K.next_student, next_uniform=_next_uniform))
-    _variate_device = device(_variate)
+    _variate_device = device(_device_twin(K.next_variate, next_normal_pair=_normal_pair,
+                                          next_uniform=_next_uniform, next_student=_student))
     return cuda.jit(_simulation_sums)
 
 
@@ -848,10 +808,11 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     (20, 2)
     >>> simulate_statistics_gpu(stream_key(1, "reference:normal"), 0, 20,
     ...                         np.array([STATISTICS["cc"].code]), K.NORMAL, 0.0, prepared)
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the GPU simulation computes moment and binned statistics (codes below 12); cc (code 12) is a rank statistic, which the CPU kernel computes
-    """  # noqa: E501
+    ValueError: the GPU simulation computes moment and binned statistics ...the CPU kernel computes
+    """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1)
     if not np.all((codes >= 0) & (codes < K.CC)):
         raise ValueError(f"the GPU simulation computes moment and binned statistics (codes "

@@ -188,6 +188,61 @@ def fill_gamma(key, replicate, shape, out):
         out[i], state = next_gamma(state, shape)
 
 
+@nb.njit(inline="always")
+def variate_constants(code, parameter):
+    """``(scale, half)`` of the unit-variance draws of :func:`next_variate`: the factor of its
+    draws (``sqrt((ν - 2) / ν)`` for Student-t, ``sqrt(3)`` for the uniform, ``1 / sqrt(2)``
+    for Laplace, 1 for the normal) and, for a Student-t of even ν ≤ 32, ``half = ν / 2`` (the
+    chi-square construction; 0 otherwise: Bailey's polar method)."""
+    if code == STUDENT:
+        half = int(parameter // 2.0)
+        even = parameter == 2.0 * half and half <= 16
+        return np.sqrt((parameter - 2.0) / parameter), half if even else 0
+    if code == UNIFORM:
+        return np.sqrt(3.0), 0
+    if code == LAPLACE:
+        return 1.0 / np.sqrt(2.0), 0
+    return 1.0, 0
+
+
+@nb.njit(inline="always")
+def next_variate(state, i, code, parameter, scale, half, other):
+    """Variate ``i`` of a set of unit-variance draws of generator ``code`` (NORMAL, STUDENT,
+    UNIFORM or LAPLACE; ``scale``, ``half`` from :func:`variate_constants`), the one step of
+    :func:`fill_variates` (and of the GPU's simulation, :mod:`xuqcal.core.gpu`); returns
+    ``(x, other, new_state)``, ``other`` the second normal of the last polar pair, which the
+    next variate uses.
+
+    Normal: even ``i`` draws a polar pair and returns its first value, odd ``i`` the second
+    (both variates of a pair used; an odd count ends with the first of a pair). Student-t of
+    even ν (``half = ν / 2 > 0``): ``t = Z sqrt(ν / χ²)``, the normal as above and
+    ``χ²_ν = -2 ln(U_1 ... U_{ν/2})`` (exact, and cheaper than a power per draw). Other ν:
+    Bailey's polar t. Uniform and Laplace: one uniform each."""
+    if code == NORMAL:
+        if i % 2 == 0:
+            x, other, state = next_normal_pair(state)
+            return x, other, state
+        return other, other, state
+    if code == STUDENT:
+        if half > 0:
+            if i % 2 == 0:
+                g, other, state = next_normal_pair(state)
+            else:
+                g = other
+            product = 1.0
+            for _ in range(half):
+                u, state = next_uniform(state)
+                product *= u
+            return scale * g * np.sqrt(parameter / (-2.0 * np.log(product))), other, state
+        t, state = next_student(state, parameter)
+        return scale * t, other, state
+    u, state = next_uniform(state)
+    if code == UNIFORM:
+        return scale * (2.0 * u - 1.0), other, state
+    d = u - 0.5  # LAPLACE
+    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), other, state
+
+
 @nb.njit(nogil=True, cache=True)
 def fill_variates(key, replicate, code, parameter, out):
     """Fill ``out`` with unit-variance, zero-mean draws of one generative distribution.
@@ -197,45 +252,11 @@ def fill_variates(key, replicate, code, parameter, out):
     """
     state = stream_start(key, replicate)
     n = out.shape[0]
-    if code == NORMAL:
-        for i in range(0, n - 1, 2):
-            out[i], out[i + 1], state = next_normal_pair(state)
-        if n % 2:
-            out[n - 1], state = next_normal(state)
-    elif code == STUDENT:
-        scale = np.sqrt((parameter - 2.0) / parameter)
-        half = int(parameter // 2.0)
-        if parameter == 2.0 * half and half <= 16:
-            # even integer ν: t = Z sqrt(ν / χ²) with χ²_ν = -2 ln(U_1 ... U_{ν/2}), exact and
-            # cheaper than a power per draw; both normals of each polar pair are used
-            for i in range(0, n, 2):
-                x, y, state = next_normal_pair(state)
-                product = 1.0
-                for _ in range(half):
-                    u, state = next_uniform(state)
-                    product *= u
-                out[i] = scale * x * np.sqrt(parameter / (-2.0 * np.log(product)))
-                if i + 1 < n:
-                    product = 1.0
-                    for _ in range(half):
-                        u, state = next_uniform(state)
-                        product *= u
-                    out[i + 1] = scale * y * np.sqrt(parameter / (-2.0 * np.log(product)))
-        else:
-            for i in range(n):
-                t, state = next_student(state, parameter)
-                out[i] = scale * t
-    elif code == UNIFORM:
-        root3 = np.sqrt(3.0)
+    if code == NORMAL or code == STUDENT or code == UNIFORM or code == LAPLACE:
+        scale, half = variate_constants(code, parameter)
+        other = 0.0
         for i in range(n):
-            u, state = next_uniform(state)
-            out[i] = root3 * (2.0 * u - 1.0)
-    elif code == LAPLACE:
-        b = 1.0 / np.sqrt(2.0)
-        for i in range(n):
-            u, state = next_uniform(state)
-            d = u - 0.5
-            out[i] = -b * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d))
+            out[i], other, state = next_variate(state, i, code, parameter, scale, half, other)
     elif code == NORMP:
         p = parameter
         # |X|^p / p ~ Gamma(1/p); Var(X) = p^(2/p) Γ(3/p) / Γ(1/p)
