@@ -426,6 +426,21 @@ def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
     np.testing.assert_array_equal(got, want)
 
 
+def _both_unit_spearman_walks(u, e):
+    """cc of the simulated sets (unit weights; ``u`` sorted) by the sorted walk and by the
+    point-order sums: ``(sorted, point order)``."""
+    m = u.shape[0]
+    tie_u = np.zeros(m, np.bool_)
+    tie_u[1:] = u[1:] == u[:-1]
+    order_e = np.argsort(e, kind="stable").astype(np.int32)
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
+    centred = np.empty(m)
+    saa = K._centred_unit_ranks(np.arange(m), tie_u, centred)
+    return (K._spearman_unit_sorted(centred, saa, order_e, tie_e),
+            K._spearman_unit(centred, saa, order_e, tie_e, np.empty(m)))
+
+
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), m=st.integers(1, 3000), levels=st.integers(1, 100))
 def test_spearman_in_sorted_order_is_bit_identical(seed, m, levels):
@@ -435,15 +450,7 @@ def test_spearman_in_sorted_order_is_bit_identical(seed, m, levels):
     rng = np.random.default_rng(seed)
     u = np.sort(rng.integers(0, levels, m)).astype(np.float64)
     e = rng.integers(0, levels, m).astype(np.float64)
-    tie_u = np.zeros(m, np.bool_)
-    tie_u[1:] = u[1:] == u[:-1]
-    order_e = np.argsort(e, kind="stable").astype(np.int32)
-    tie_e = np.zeros(m, np.bool_)
-    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
-    centred = np.empty(m)
-    saa = K._centred_unit_ranks(np.arange(m), tie_u, centred)
-    want = K._spearman_unit(centred, saa, order_e, tie_e, np.empty(m))
-    got = K._spearman_unit_sorted(centred, saa, order_e, tie_e)
+    got, want = _both_unit_spearman_walks(u, e)
     assert got == want or (np.isnan(got) and np.isnan(want))
 
 
@@ -454,13 +461,5 @@ def test_spearman_in_sorted_order_at_the_exactness_bound(ties):
     rng = np.random.default_rng(3)
     u = np.sort(rng.integers(0, 50, m) if ties else rng.permutation(m)).astype(np.float64)
     e = (u + rng.normal(0, 2 * m if not ties else 20, m)).round()
-    tie_u = np.zeros(m, np.bool_)
-    tie_u[1:] = u[1:] == u[:-1]
-    order_e = np.argsort(e, kind="stable").astype(np.int32)
-    tie_e = np.zeros(m, np.bool_)
-    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
-    centred = np.empty(m)
-    saa = K._centred_unit_ranks(np.arange(m), tie_u, centred)
-    want = K._spearman_unit(centred, saa, order_e, tie_e, np.empty(m))
-    got = K._spearman_unit_sorted(centred, saa, order_e, tie_e)
+    got, want = _both_unit_spearman_walks(u, e)
     assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
