@@ -126,15 +126,18 @@ def main(argv: list[str] | None = None) -> int:
                    "replicates_per_call": replicates, "rounds": args.rounds,
                    "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
                    "unit": "ns per simulated point (one thread)", "workloads": {}}
+        sides = {"before": before, "after": after}
         for name, (statistics, generator, parameter) in WORKLOADS.items():
-            codes = np.array([getattr(after, s) for s in statistics], np.int64).reshape(-1)
+            # each version's own codes of the statistics (they may be renumbered)
+            codes = {side: np.array([getattr(kernels, s) for s in statistics],
+                                    np.int64).reshape(-1) for side, kernels in sides.items()}
             times = {"before": [], "after": []}
             outputs = {}
-            for kernels in (before, after):
-                _run(kernels, codes, generator, parameter, 2, arrays)  # compile or cache load
+            for side, kernels in sides.items():  # compile or cache load
+                _run(kernels, codes[side], generator, parameter, 2, arrays)
             for _ in range(args.rounds):
-                for side, kernels in (("before", before), ("after", after)):
-                    seconds, outputs[side] = _run(kernels, codes, generator, parameter,
+                for side, kernels in sides.items():
+                    seconds, outputs[side] = _run(kernels, codes[side], generator, parameter,
                                                   replicates, arrays)
                     times[side].append(seconds)
             best = {side: min(t) for side, t in times.items()}
