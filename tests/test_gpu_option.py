@@ -67,5 +67,6 @@ def test_device_cuda_is_refused_without_a_gpu():
     with pytest.raises(ValueError, match="device: 'cuda' needs an NVIDIA GPU and numba-cuda"):
         xuqcal.set_options(device="cuda")
     assert xuqcal.get_options()["device"] == "cpu"
-    with pytest.raises(ValueError, match="device: expected where the bootstrap kernels run"):
+    with pytest.raises(ValueError,
+                       match="device: expected where the bootstrap and simulation kernels run"):
         xuqcal.set_options(device="gpu")
