@@ -219,6 +219,8 @@ result["validate_launches"] = list(launches)
 result["validate_relative"] = max(
     relative(on_gpu[v].values, cpu[v].values) for v in cpu.data_vars
     if np.issubdtype(cpu[v].dtype, np.floating))
+result["validate_device"] = on_gpu.attrs.get("simulation_device")
+result["validate_cpu_device"] = cpu.attrs.get("simulation_device")
 print(json.dumps(result))
 """
 
@@ -296,6 +298,9 @@ def test_a_request_with_cc_stays_on_the_cpu(simulated):
 def test_validate_simulates_on_the_gpu(simulated):
     assert simulated["validate_launches"], "validate's simulation did not reach the GPU"
     assert simulated["validate_relative"] <= TOLERANCE
+    # the result says where its simulated references ran (nothing on the CPU)
+    assert simulated["validate_device"].startswith("cuda (synthetic sets of normal on the GPU")
+    assert simulated["validate_cpu_device"] is None
 
 
 PLAIN = """

@@ -93,6 +93,7 @@ from xuqcal.analysis.simulation import (
     reference_result,
     simulate_checked,
     simulated_replicates,
+    simulation_device,
 )
 from xuqcal.analysis.slices import broadcast
 from xuqcal.core import defaults
@@ -107,6 +108,7 @@ from xuqcal.core.checks import (
 from xuqcal.core.coverage import band_zeta
 from xuqcal.core.generators import (
     FITTED,
+    Generator,
     check_generators,
     fit_generators,
     fitted_nu,
@@ -476,7 +478,7 @@ def validate(
     lazy_reference = _references(ds, stats, simulated, gens, simulate_arguments)
     layout = _layout(lazy_bootstrap, lazy_reference, schemes, names, known_generator,
                      simulated_scheme, n_mc if simulated else 0, simulated,
-                     heavy_tail_threshold, tol, stats)
+                     heavy_tail_threshold, tol, stats, gens)
     # one graph: the verdicts are a task of the bootstrap and simulation results, so both are
     # computed once, together (NumPy-backed data: computed here; Dask-backed: lazy)
     result = lazy_result(_validate_body,
@@ -731,7 +733,7 @@ def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst,
     bootstrap = _with_coverage_rows(_over_all_statistics(bootstrap, all_stats, b,
                                                          ds.sizes["sample"]), all_stats)
     layout = _layout(bootstrap, reference, schemes, names, known_generator, simulated_scheme,
-                     n_mc, simulated, heavy_tail_threshold, tol, all_stats)
+                     n_mc, simulated, heavy_tail_threshold, tol, all_stats, gens)
     layout.attrs.update({
         "n_boot_requested": str(b["n_boot"]), "n_mc_requested": str(r["n_mc"]),
         "mc_precision": mc_precision, "mc_precision_reached": float(worst * mc_precision),
@@ -806,7 +808,7 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
             names: list[str], known_generator: str | None, simulated_scheme: str | None,
             n_mc: int, simulated_stats: Sequence[Statistic],
             heavy_tail_threshold: float | None, tol: float,
-            stats: Sequence[Statistic]) -> xr.Dataset:
+            stats: Sequence[Statistic], gens: Sequence[Generator]) -> xr.Dataset:
     """The layout of a :func:`validate` result: the bootstrap result's variables, then the
     references, ζ-scores and verdicts (shapes known from the statistics and generators;
     ``stats``, the statistics validated, in the order of the bootstrap result's)."""
@@ -861,6 +863,10 @@ def _layout(bootstrap_result: xr.Dataset, simulated: xr.Dataset, schemes: list[s
                                  else float(heavy_tail_threshold)),
         "heavy_tail_screening": ", ".join(s.key for s in stats if s.tail_sensitive),
     })
+    # where the simulated references ran (the bootstrap's own ``device`` comes with its attrs)
+    device = simulation_device(codes_of(simulated_stats), gens) if simulated_stats else None
+    if device is not None:
+        layout.attrs["simulation_device"] = device
     if coverage:
         layout.attrs.update({
             "coverage_statistics": ", ".join(coverage),
