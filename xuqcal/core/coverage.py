@@ -112,20 +112,37 @@ def fit_student_nu(z: np.ndarray, method: str = "ml") -> float:
     >>> bool(3 < nu < 6)
     True
     """
+    return fit_scaled_student(z, method)[0]
+
+
+def fit_scaled_student(z: np.ndarray, method: str = "ml") -> tuple[float, float]:
+    """``(ν, s)`` of the zero-centred, scaled Student-t ``Z / s ~ t(ν)`` fitted to z-scores
+    from Z² (``Z² / s² ~ F(1, ν)``), by the method of :func:`fit_student_nu` (which returns
+    its ν): the one fit of this distribution (also the reference of the z-score QQ and PP
+    figures, :mod:`xuqcal.plot.errors`). ``(nan, nan)`` when the fit is undefined.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> nu, s = fit_scaled_student(2.0 * rng.standard_t(5, size=20_000))
+    >>> bool(4 < nu < 6.5), bool(1.8 < s < 2.2)
+    (True, True)
+    """
     if method not in NU_METHODS:
         raise ValueError(f"method: expected one of {', '.join(map(repr, NU_METHODS))}, got "
                          f"{method!r}")
     z2 = np.square(np.asarray(z, dtype=np.float64))
     z2 = z2[np.isfinite(z2)]
     if z2.size < 3 or not np.any(z2 > 0) or np.all(z2 == z2[0]):
-        return math.nan
+        return math.nan, math.nan
     if method == "ks":
-        return float(min(_ks_fit(z2)[0], NU_MAX))
+        nu, s2 = _ks_fit(z2)
+        return float(min(nu, NU_MAX)), math.sqrt(s2)
     scale = float(np.median(z2)) / float(_stats.f.median(1, 10.0)) or float(np.mean(z2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser's trial points
-        _, nu, _, _ = _stats.f.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
-    return float(min(nu, NU_MAX))
+        _, nu, _, s2 = _stats.f.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
+    return float(min(nu, NU_MAX)), math.sqrt(s2)
 
 
 def ks_distance_scaled_f(z2_sorted: np.ndarray, nu: float, scale: float) -> float:

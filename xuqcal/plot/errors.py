@@ -16,7 +16,7 @@ from xuqcal._lazy import lazy_module
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_choice, check_count, check_level, check_seed
-from xuqcal.core.coverage import normal_coverage_factor
+from xuqcal.core.coverage import fit_scaled_student, normal_coverage_factor
 from xuqcal.core.intervals import wilson_interval
 from xuqcal.core.quantiles import harrell_davis_quantiles
 from xuqcal.io import by_role
@@ -44,8 +44,10 @@ def _arrays(ds: xr.Dataset, indexers: dict, E: str, uE: str) -> tuple[np.ndarray
 
 
 def reference_distribution(z: np.ndarray, distribution: str):
-    """The frozen SciPy distribution the z-scores are compared with: N(0, 1), or the Student-t
-    of maximum likelihood (ν, location 0, scale) fitted to ``z``; and its label.
+    """The frozen SciPy distribution the z-scores are compared with: N(0, 1), or the
+    zero-centred scaled Student-t fitted to ``z``
+    (:func:`xuqcal.core.coverage.fit_scaled_student`, maximum likelihood: the ν of the
+    ``picpt`` statistics); and its label.
 
     Examples
     --------
@@ -55,7 +57,10 @@ def reference_distribution(z: np.ndarray, distribution: str):
     """
     if distribution == "normal":
         return _stats.norm(), "N(0, 1)"
-    nu, _, scale = _stats.t.fit(z, floc=0.0)
+    nu, scale = fit_scaled_student(z)
+    if not np.isfinite(nu):
+        raise ValueError("distribution: the Student-t cannot be fitted to these z-scores "
+                         "(fewer than 3, or constant); use distribution='normal'")
     return _stats.t(nu, scale=scale), f"fitted Student-t (ν = {nu:.3g}, scale = {scale:.3g})"
 
 
