@@ -1509,7 +1509,8 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
 # only on the 32 highest bits of that span (``hi``): LSD passes of 8-bit digits move 4-byte
 # (hi, index) pairs, each pass reading its input sequentially and writing into 256 streams,
 # which stay in the L1 cache (wider digits have more write streams, which thrash the L1 and the
-# TLB); a digit that every key shares is skipped. ``hi`` is a non-decreasing function of the
+# TLB: 3 passes of 11-bit digits were slower, benchmarks/measured/ab-kernels-radix11-rejected-*);
+# a digit that every key shares is skipped. ``hi`` is a non-decreasing function of the
 # key, so the stable sort on ``hi`` is the stable sort on the key except inside runs of equal
 # ``hi``: a last sequential pass sorts those runs (rare and short for continuous data: two
 # doubles share ``hi`` only when they agree to about 22 significant bits) on the full keys,
