@@ -1078,12 +1078,8 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         count = np.diff(offsets)
         n_inside = np.bincount(index, weights=inside, minlength=n_bins).astype(np.int64)
         description = _bins_description(bins)
-    if continuity:
-        coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, target, level,
-                                                             tol)
-    else:
-        coverage, ci_low, ci_high, valid = _plain_wilson_validity(n_inside, count, target,
-                                                                  level, tol)
+    coverage, ci_low, ci_high, valid = coverage_validity(n_inside, count, target, level, tol,
+                                                         continuity=continuity)
     if dependence is not None:
         layout = _dep.row_layout(np.asarray(data[dependence.variable].values), dependence)
         ci_low, ci_high, n_units, excluded = dependent_coverage_intervals(
@@ -1107,19 +1103,6 @@ def _coverage_body(data: xr.Dataset, *, by: str | None, bins: xr.Dataset | None,
         fraction_valid_testable_low=fvt_low, fraction_valid_testable_high=fvt_high)
     return _coverage_dataset(values, p, tol, str(by), n_bins, {}, description,
                              dependence is not None)
-
-
-def _plain_wilson_validity(successes: np.ndarray, trials: np.ndarray, target: float,
-                           level: float, tol: float):
-    """:func:`xuqcal.core.intervals.coverage_validity` with the plain Wilson score interval
-    (no continuity correction: ``ci_method="wilson"``); NaN and ``False`` for empty bins."""
-    counted = trials > 0
-    low, high = wilson_interval(np.where(counted, successes, 0), np.where(counted, trials, 1),
-                                level, continuity=False)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fraction = np.where(counted, successes / np.where(counted, trials, 1), np.nan)
-    low, high = np.where(counted, low, np.nan), np.where(counted, high, np.nan)
-    return fraction, low, high, (low <= target + tol) & (target - tol <= high)
 
 
 def coverage_replicates(inside: np.ndarray, order: np.ndarray, offsets: np.ndarray,

@@ -402,11 +402,13 @@ def wilson_interval(successes, trials, level: float = 0.95, *, continuity: bool 
     return lo[()], hi[()]
 
 
-def coverage_validity(successes, trials, nominal, level: float, tol: float):
+def coverage_validity(successes, trials, nominal, level: float, tol: float, *,
+                      continuity: bool = True):
     """The observed fraction ``successes / trials`` of a coverage, its Wilson interval with
-    continuity correction (:func:`wilson_interval`) and whether that interval overlaps
-    ``[nominal - tol, nominal + tol]`` (the validation rule of P. Pernot, arXiv 2408.13089);
-    NaN and ``False`` where ``trials == 0``. Arrays broadcast together.
+    continuity correction (:func:`wilson_interval`; the plain Wilson interval with
+    ``continuity=False``) and whether that interval overlaps ``[nominal - tol, nominal + tol]``
+    (the validation rule of P. Pernot, arXiv 2408.13089); NaN and ``False`` where
+    ``trials == 0``. Arrays broadcast together.
 
     Examples
     --------
@@ -418,7 +420,7 @@ def coverage_validity(successes, trials, nominal, level: float, tol: float):
                                                      np.asarray(trials), np.asarray(nominal))
     counted = trials > 0
     low, high = wilson_interval(np.where(counted, successes, 0), np.where(counted, trials, 1),
-                                level)
+                                level, continuity=continuity)
     with np.errstate(invalid="ignore", divide="ignore"):
         fraction = np.where(counted, successes / np.where(counted, trials, 1), np.nan)
     low, high = np.where(counted, low, np.nan), np.where(counted, high, np.nan)
