@@ -43,6 +43,29 @@ def _arrays(ds: xr.Dataset, indexers: dict, E: str, uE: str) -> tuple[np.ndarray
     return errors, uncertainties
 
 
+def _checked(ds: xr.Dataset, E: str, uE: str) -> xr.Dataset:
+    """``ds[[E, uE]]`` once ``ds`` holds them (with extra dimensions or not)."""
+    check_data_variables(ds, E, uE, extra_dims=True)
+    return ds[[E, uE]]
+
+
+def _zscores(data: xr.Dataset, indexers: dict, E: str, uE: str, distribution: str, *,
+             sort: bool = False):
+    """The z-scores ``E / uE`` of one panel (sorted with ``sort``), the reference distribution
+    fitted to them and its label (:func:`reference_distribution`)."""
+    errors, uncertainties = _arrays(data, indexers, E, uE)
+    z = errors / uncertainties
+    if sort:
+        z = np.sort(z)
+    return (z, *reference_distribution(z, distribution))
+
+
+def _facet(data: xr.Dataset, draw, ax, col, row, sharex, sharey, **options):
+    """:func:`~xuqcal.plot.facets.facet` over the points (``sample``) of the data set ``ds``."""
+    return facet(data, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
+                 sharex=sharex, sharey=sharey, **options)
+
+
 def reference_distribution(z: np.ndarray, distribution: str):
     """The frozen SciPy distribution the z-scores are compared with: N(0, 1), or the
     zero-centred scaled Student-t fitted to ``z``
@@ -142,8 +165,7 @@ def errors_vs_uncertainty(ds: xr.Dataset, by: str | None = None, *, ax=None,
         p.title(ax, title, title)
         p.legend(ax, fontsize="small")
 
-    return facet(data, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
-                 sharex=sharex, sharey=sharey)
+    return _facet(data, draw, ax, col, row, sharex, sharey)
 
 
 @by_role
@@ -185,8 +207,7 @@ def uncertainty_ecdf(ds: xr.Dataset, variable: str = "uE", *, level: float = def
     """
     variable = check_choice(variable, "variable", ("uE", "|E|"))
     level = check_level(level)
-    check_data_variables(ds, E, uE, extra_dims=True)
-    data = ds[[E, uE]]
+    data = _checked(ds, E, uE)
     factor = normal_coverage_factor(level)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
@@ -210,8 +231,7 @@ def uncertainty_ecdf(ds: xr.Dataset, variable: str = "uE", *, level: float = def
         p.title(ax, title, title)
         p.legend(ax, fontsize="small")
 
-    return facet(data, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
-                 sharex=sharex, sharey=sharey, lines=True)
+    return _facet(data, draw, ax, col, row, sharex, sharey, lines=True)
 
 
 @by_role
@@ -260,16 +280,13 @@ def zscore_qq(ds: xr.Dataset, distribution: str = "normal", *, level: float = de
     level = check_level(level)
     n_mc = check_count(n_mc, "n_mc", 2)
     seed = check_seed(seed)
-    check_data_variables(ds, E, uE, extra_dims=True)
-    data = ds[[E, uE]]
+    data = _checked(ds, E, uE)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
-        errors, uncertainties = _arrays(data, indexers, E, uE)
-        z = np.sort(errors / uncertainties)
+        z, dist, label = _zscores(data, indexers, E, uE, distribution, sort=True)
         m = z.size
         a = 3.0 / 8.0 if m <= 10 else 0.5
         positions = (np.arange(1, m + 1) - a) / (m + 1 - 2 * a)
-        dist, label = reference_distribution(z, distribution)
         theoretical = dist.ppf(positions)
         draws = np.sort(dist.rvs(size=(n_mc, m), random_state=np.random.default_rng(seed)),
                         axis=1)
@@ -289,8 +306,7 @@ def zscore_qq(ds: xr.Dataset, distribution: str = "normal", *, level: float = de
         p.title(ax, f"QQ plot of the z-scores against {label}", "QQ plot of the z-scores")
         p.legend(ax, fontsize="small")
 
-    return facet(data, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
-                 sharex=sharex, sharey=sharey)
+    return _facet(data, draw, ax, col, row, sharex, sharey)
 
 
 def pp_curve(z: np.ndarray, dist, grid: np.ndarray | None = None
@@ -352,13 +368,10 @@ def zscore_pp(ds: xr.Dataset, distribution: str = "normal", *, level: float = de
     """
     distribution = check_choice(distribution, "distribution", DISTRIBUTIONS)
     level = check_level(level)
-    check_data_variables(ds, E, uE, extra_dims=True)
-    data = ds[[E, uE]]
+    data = _checked(ds, E, uE)
 
     def draw(ax, indexers: dict, p: Panel) -> None:
-        errors, uncertainties = _arrays(data, indexers, E, uE)
-        z = errors / uncertainties
-        dist, label = reference_distribution(z, distribution)
+        z, dist, label = _zscores(data, indexers, E, uE, distribution)
         expected, observed, area, calerr = pp_curve(z, dist)
         low, high = wilson_interval(np.round(observed * z.size), z.size, level)
         colour = p.colour_or("tab:blue")
@@ -377,5 +390,4 @@ def zscore_pp(ds: xr.Dataset, distribution: str = "normal", *, level: float = de
         p.title(ax, f"PP plot against {label}\n{detail}", "PP plot of the z-scores", detail)
         p.legend(ax, fontsize="small")
 
-    return facet(data, draw, core=("sample",), name="ds", ax=ax, col=col, row=row,
-                 sharex=sharex, sharey=sharey)
+    return _facet(data, draw, ax, col, row, sharex, sharey)
