@@ -83,12 +83,13 @@ def error_bars(value, low, high) -> np.ndarray:
     return np.stack([np.maximum(value - low, 0.0), np.maximum(high - value, 0.0)])
 
 
-def fraction_valid_detail(one) -> str:
+def fraction_valid_detail(one, symbol: str = "f_v") -> str:
     """``f_v = 0.90 [0.74, 0.97]``: the fraction of valid bins of one (slice of a) result with
-    its interval (``fraction_valid``, ``fraction_valid_low``, ``fraction_valid_high``)."""
+    its interval (``fraction_valid``, ``fraction_valid_low``, ``fraction_valid_high``),
+    named ``symbol``."""
     fv, lo, hi = (float(one[v]) for v in ("fraction_valid", "fraction_valid_low",
                                           "fraction_valid_high"))
-    return f"f_v = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{symbol} = {fv:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
 def bins_by_validity(ax, p, x, value, yerr, valid, detail: str = "", **style) -> None:

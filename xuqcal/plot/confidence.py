@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xarray as xr
 
-from xuqcal.plot._common import require
+from xuqcal.plot._common import fraction_valid_detail, require
 from xuqcal.plot.facets import Panel, facet
 
 REMOVED_LABEL = "fraction of largest uncertainties removed (%)"
@@ -51,9 +51,7 @@ def confidence_validation(result: xr.Dataset, ax=None, *, col: str | None = None
     def draw(ax, indexers: dict, p: Panel) -> None:
         one = result.isel(indexers)
         k = one.k.values
-        f, lo, hi = (float(one[v]) for v in ("fraction_valid", "fraction_valid_low",
-                                              "fraction_valid_high"))
-        detail = f"f = {f:.2f} [{lo:.2f}, {hi:.2f}]"
+        detail = fraction_valid_detail(one, "f")
         colour = p.colour_or("tab:blue")
         ax.fill_between(k, one.ci_low.values, one.ci_high.values, color=colour, alpha=0.25,
                         lw=0, label=p.once(f"{100 * level:g} % bootstrap band of the data"))

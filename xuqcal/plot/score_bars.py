@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from xuqcal.plot._common import require, series_colour
+from xuqcal.plot._common import error_bars, require, series_colour
 from xuqcal.plot.facets import Panel, facet
 
 
@@ -60,7 +60,7 @@ def calibration_scores(scores: xr.Dataset, ax=None, *, col: str | None = None,
             low = np.array([float(r.sel(summary="q025")) for r in ref])
             high = np.array([float(r.sel(summary="q975")) for r in ref])
             mean = np.array([float(r.sel(summary="mean")) for r in ref])
-            ax.errorbar(x, mean, yerr=[mean - low, high - mean], fmt="_", color="black",
+            ax.errorbar(x, mean, yerr=error_bars(mean, low, high), fmt="_", color="black",
                         capsize=3, label=p.once("simulated reference (mean, 95 % range)"))
             if not p.overlaid:
                 ax.legend(fontsize="small")
