@@ -40,8 +40,6 @@ from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import check_values, compute, log_square
 from xuqcal.io import by_role
 
-#: The minimal number of points per bin of the default number of bins (ErrViewLib's popMin).
-MIN_POINTS_PER_BIN = 30
 #: The summaries of the simulated reference of each score (``n_mc > 0``).
 SUMMARIES = ("mean", "sd", "q025", "q975")
 
@@ -64,7 +62,9 @@ _PER_FEATURE = {
 
 def default_n_bins(m: int) -> int:
     """The default number of bins of :func:`calibration_scores`: ``floor(sqrt(M))``, reduced to
-    ``M // 30`` when the bins would hold fewer than 30 points (at least 1).
+    ``M // 30`` when the bins would hold fewer than 30 points (at least 1; 30 is
+    ``defaults.POP_MIN_HD``, ErrViewLib's ``popMin``, the reduction of
+    :func:`xuqcal.core.quantiles.harrell_davis_bounds`).
 
     Examples
     --------
@@ -72,8 +72,8 @@ def default_n_bins(m: int) -> int:
     (100, 13, 1)
     """
     n = math.isqrt(m)
-    if n and m / n < MIN_POINTS_PER_BIN:
-        n = m // MIN_POINTS_PER_BIN
+    if n and m / n < defaults.POP_MIN_HD:  # ErrViewLib's popMin, as in binning="hd"
+        n = m // defaults.POP_MIN_HD
     return max(n, 1)
 
 
@@ -185,10 +185,7 @@ def calibration_scores(
     n_mc = check_count(n_mc, "n_mc", 0)
     if n_mc == 1:
         raise ValueError("n_mc: a reference needs at least 2 simulated sets (its sd), got 1")
-    gen = check_generators(generator, "generator")[0]
-    if gen.fitted:
-        raise ValueError("generator: 'tfit' is fitted to each data set by validate and "
-                         "simulate only; name a fixed generator such as 't4'")
+    gen = check_generators(generator, "generator")[0]  # refuses the fitted 'tfit'
     seed = check_seed(seed)
     variables = {name: ((), np.float64, {"long_name": text}) for name, text in _SCALARS.items()}
     if names:
