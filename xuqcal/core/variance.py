@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from xuqcal._lazy import lazy_module
-from xuqcal.core.checks import check_choice, check_level
+from xuqcal.core.checks import check_bool, check_choice, check_level
 from xuqcal.core.coverage import normal_coverage_factor
 
 stats = lazy_module("scipy.stats")  # loaded on first use (a short ``import xuqcal``, issue 26)
@@ -102,8 +102,7 @@ def variance_interval(z: object, level: float = 0.95, method: str = "cho", *,
     """
     level = check_level(level)
     method = check_choice(method, "method", VARIANCE_METHODS)
-    if not isinstance(inverse, bool | np.bool_):
-        raise ValueError(f"inverse: expected True or False, got {inverse!r}")
+    inverse = check_bool(inverse, "inverse")
     x = _sample(z)
     n = x.size
     var = float(np.var(x, ddof=1))
