@@ -56,10 +56,10 @@ def worst_group(result: xr.Dataset, ax=None, *, col: str | None = None,
         ax.fill_between(x, value - 2 * sd, value + 2 * sd, color=colour, alpha=0.2, lw=0)
         ax.plot(x, value, marker="o", ms=4, color=colour, label=p.data_label("data"))
         control, control_sd = one.control.values, one.control_sd.values
+        control_colour = "tab:red" if not p.overlaid else colour
         ax.fill_between(x, control - 2 * control_sd, control + 2 * control_sd,
-                        color="tab:red" if not p.overlaid else colour, alpha=0.1, lw=0)
-        ax.plot(x, control, marker="o", ms=3, ls="--",
-                color="tab:red" if not p.overlaid else colour,
+                        color=control_colour, alpha=0.1, lw=0)
+        ax.plot(x, control, marker="o", ms=3, ls="--", color=control_colour,
                 label=p.once(f"control (Z ~ {generator})") if not p.overlaid else None)
         if p.overlaid and p.first:
             ax.plot([], [], ls="--", color="0.3", label=f"control (Z ~ {generator})")
