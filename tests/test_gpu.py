@@ -8,42 +8,20 @@ and no numba-cuda are needed; without ``numba.cuda`` the simulator checks are sk
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_helpers import finish, json_result, start
 
 from xuqcal.core import gpu
 from xuqcal.core import kernels as K
 from xuqcal.core.statistics import STATISTICS
 
-ROOT = Path(__file__).resolve().parents[1]
 #: The statistics compared (every one sums different columns or finishes differently).
 KEYS = ("zms", "zm", "rce", "nll", "mse", "rmv", "zv")
 TOLERANCE = 1e-12
-
-
-def _start(script: str, *, simulator: bool) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    if simulator:
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish(process: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        stdout, stderr = process.communicate()
-    return process.returncode, stdout, stderr
 
 
 SIMULATED = """
@@ -158,8 +136,8 @@ print(available)
 @pytest.fixture(scope="module")
 def processes() -> dict[str, subprocess.Popen]:
     """The two subprocesses, started together (each spends seconds importing)."""
-    started = {"simulated": _start(SIMULATED % {"keys": KEYS}, simulator=True),
-               "plain": _start(PLAIN, simulator=False)}
+    started = {"simulated": start(SIMULATED % {"keys": KEYS}, simulator=True),
+               "plain": start(PLAIN, simulator=False)}
     yield started
     for process in started.values():
         if process.poll() is None:
@@ -169,12 +147,7 @@ def processes() -> dict[str, subprocess.Popen]:
 
 @pytest.fixture(scope="module")
 def simulated(processes) -> dict:
-    returncode, stdout, stderr = _finish(processes["simulated"])
-    assert returncode == 0, stdout[-3000:] + stderr[-3000:]
-    result = json.loads(stdout.strip().splitlines()[-1])
-    if "skip" in result:
-        pytest.skip(result["skip"])
-    return result
+    return json_result(processes["simulated"])
 
 
 def test_simulator_is_available(simulated):
@@ -275,6 +248,6 @@ def test_without_simulator(processes):
     """Importing the module imports nothing from numba.cuda; with numba.cuda and no simulator,
     cuda_available() says whether a GPU is there and never raises (False on a machine without
     a GPU or a driver, where the GPU path refuses)."""
-    returncode, stdout, stderr = _finish(processes["plain"])
+    returncode, stdout, stderr = finish(processes["plain"])
     assert returncode == 0, stdout + stderr
     assert stdout.split()[-1] in {"True", "False"}

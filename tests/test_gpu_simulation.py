@@ -12,15 +12,11 @@ checks are skipped.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from gpu_helpers import json_result, start
 
 from xuqcal.analysis.simulation import simulation_device, simulation_on_gpu
 from xuqcal.core import gpu
@@ -28,7 +24,6 @@ from xuqcal.core import kernels as K
 from xuqcal.core.generators import get_generator
 from xuqcal.core.statistics import STATISTICS
 
-ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 1e-12
 #: Every statistic the GPU simulates (moment and binned; cc stays on the CPU).
 KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse")
@@ -36,20 +31,6 @@ KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uc
 #: Student-t of even nu <= 32 (chi-square construction: t4, t6, t32), of other nu (Bailey:
 #: t5, t3.5, t34 whose half 17 exceeds 16), uniform, Laplace.
 GENERATORS = ("normal", "t4", "t6", "t32", "t5", "t3.5", "t34", "uniform", "laplace")
-
-
-def _run(script: str, *, simulator: bool, timeout: float = 300) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    if simulator:
-        env["NUMBA_ENABLE_CUDASIM"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    if "skip" in result:
-        pytest.skip(result["skip"])
-    return result
 
 
 SIMULATED = """
@@ -227,7 +208,8 @@ print(json.dumps(result))
 
 @pytest.fixture(scope="module")
 def simulated() -> dict:
-    return _run(SIMULATED % {"keys": KEYS, "generators": GENERATORS}, simulator=True)
+    return json_result(start(SIMULATED % {"keys": KEYS, "generators": GENERATORS}, simulator=True),
+                       timeout=300)
 
 
 def test_simulator_is_available(simulated):
@@ -340,7 +322,7 @@ print(json.dumps(result))
 
 
 def test_nothing_imports_numba_cuda_on_the_cpu_and_the_fma_switch():
-    result = _run(PLAIN, simulator=False)
+    result = json_result(start(PLAIN, simulator=False), timeout=300)
     assert result["imported"] is False
     if "skip_fma" in result:
         pytest.skip(result["skip_fma"])
