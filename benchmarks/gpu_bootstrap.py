@@ -23,46 +23,27 @@ on Numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), e.g.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import json
-import math
-import os
-import platform
 import sys
 import time
-import types
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_common import (  # xuqcal's core, imported without its __init__
+    STATISTICS,
+    K,
+    PreparedData,
+    bca_interval,
+    gpu,
+    nig_data,
+    on_threads,
+    start_run,
+    stream_key,
+    write_results,
+)
 
-
-def _import_core():
-    """xuqcal's core modules from this checkout, without running ``xuqcal/__init__.py``."""
-    if "xuqcal" not in sys.modules:
-        package = types.ModuleType("xuqcal")
-        package.__path__ = [str(ROOT / "xuqcal")]
-        sys.modules["xuqcal"] = package
-    from xuqcal.core import gpu
-    from xuqcal.core import kernels as K
-    from xuqcal.core.intervals import bca_interval
-    from xuqcal.core.random import stream_key
-    from xuqcal.core.statistics import STATISTICS, PreparedData
-
-    return gpu, K, bca_interval, stream_key, STATISTICS, PreparedData
-
-
-gpu, K, bca_interval, stream_key, STATISTICS, PreparedData = _import_core()
 MOMENTS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll")
-
-
-def nig_data(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Heavy-tailed uncertainties (uE² = 2 / Gamma(2)), errors 5 % over-dispersed."""
-    rng = np.random.default_rng(seed)
-    uE = np.sqrt(2.0 / rng.gamma(2.0, size=m))
-    return 1.05 * uE * rng.standard_normal(m), uE
 
 
 def cpu_replicates(prepared, codes: np.ndarray, key, start: int, stop: int,
@@ -71,17 +52,13 @@ def cpu_replicates(prepared, codes: np.ndarray, key, start: int, stop: int,
     (``bootstrap_block`` releases the GIL)."""
     n = stop - start
     out = np.empty((n, codes.shape[0]))
-    size = max(1, math.ceil(n / threads))
-    bounds = [(a, min(a + size, n)) for a in range(0, n, size)]
 
-    def block(bound):
-        a, b = bound
+    def block(a, b):
         K.bootstrap_block(key, start + a, start + b, codes, prepared.n_bins,
                           *prepared.kernel_arrays(), prepared.tie_bin,
                           K.make_work(prepared.size, prepared.n_bins), out[a:b])
 
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(block, bounds))
+    on_threads(block, n, threads)
     return prepared.unscale(codes, out)
 
 
@@ -98,30 +75,6 @@ def zms_bca(prepared, replicates: np.ndarray, level: float = 0.95) -> np.ndarray
     low, high = bca_interval(replicates[np.newaxis, :], estimate,
                              np.ascontiguousarray(jackknife.T), level)
     return np.array([float(low[0]), float(high[0])])
-
-
-def device_info() -> dict:
-    from numba import config, cuda
-
-    info = {"simulator": bool(getattr(config, "ENABLE_CUDASIM", False))}
-    try:
-        device = cuda.get_current_device()
-        name = device.name
-        info["name"] = name.decode() if isinstance(name, bytes) else str(name)
-        info["compute_capability"] = list(device.compute_capability)
-    except Exception as error:  # the simulator has no device object
-        info["name"] = "CUDA simulator" if info["simulator"] else f"unknown ({error})"
-    return info
-
-
-def versions() -> dict:
-    found = {"python": platform.python_version(), "numpy": np.__version__}
-    for package in ("numba", "numba-cuda", "scipy", "cuda-bindings", "cuda-python"):
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
 
 
 def check_agreement(m: int, b: int, threads: int) -> dict:
@@ -229,13 +182,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--b-cpu", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    if not gpu.cuda_available():
-        raise SystemExit("no CUDA GPU (numba-cuda and a GPU, or NUMBA_ENABLE_CUDASIM=1)")
-    threads = os.cpu_count() or 1
-    started = time.perf_counter()
-    results = {"device": device_info(), "versions": versions(), "cpu_count": threads,
-               "platform": platform.platform()}
-    print(f"device: {results['device']['name']}; {results['versions']}", flush=True)
+    results, threads, started = start_run()
 
     results["agreement"] = agreement = check_agreement(args.m_check, args.b_check, threads)
     print(f"(a) M = {args.m_check}, B = {args.b_check}: max relative difference of the "
@@ -265,10 +212,7 @@ def main(argv=None) -> dict:
           f"{c['extrapolated_seconds_for_B']:.1f} s); GPU/CPU speed-up "
           f"{results['speedup_gpu_call_vs_cpu']:.1f}x; zms GPU vs CPU on those replicates: "
           f"{results['agreement_large']['zms_max_relative_difference']:.2e}", flush=True)
-    results["total_seconds"] = time.perf_counter() - started
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"written {args.out} ({results['total_seconds']:.1f} s)")
-    return results
+    return write_results(results, args.out, started)
 
 
 if __name__ == "__main__":

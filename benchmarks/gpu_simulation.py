@@ -35,27 +35,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
-import math
-import os
-import platform
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_bootstrap import (  # xuqcal's core, imported without its __init__
+from gpu_common import (  # xuqcal's core, imported without its __init__
     STATISTICS,
     K,
     PreparedData,
-    device_info,
     gpu,
     nig_data,
+    on_threads,
+    start_run,
     stream_key,
-    versions,
+    write_results,
 )
 
 #: The statistics compared in (a): every one the GPU simulates.
@@ -71,18 +67,14 @@ def cpu_simulation(prepared, codes: np.ndarray, code: int, parameter: float, key
     (``simulate_block`` releases the GIL)."""
     n = stop - start
     out = np.empty((n, 1, codes.shape[0]))
-    size = max(1, math.ceil(n / threads))
-    bounds = [(a, min(a + size, n)) for a in range(0, n, size)]
 
-    def block(bound):
-        a, b = bound
+    def block(a, b):
         K.simulate_block(key, code, parameter, start + a, start + b, codes,
                          np.array([prepared.n_bins], dtype=np.int64), prepared.u, prepared.u2,
                          prepared.lnu2, prepared.order_u, prepared.tie_u,
                          K.make_work(prepared.size, prepared.n_bins), out[a:b])
 
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(block, bounds))
+    on_threads(block, n, threads)
     return prepared.unscale(codes, out[:, 0, :])
 
 
@@ -211,13 +203,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--n-bins", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args(argv)
-    if not gpu.cuda_available():
-        raise SystemExit("no CUDA GPU (numba-cuda and a GPU, or NUMBA_ENABLE_CUDASIM=1)")
-    threads = os.cpu_count() or 1
-    started = time.perf_counter()
-    results = {"device": device_info(), "versions": versions(), "cpu_count": threads,
-               "platform": platform.platform()}
-    print(f"device: {results['device']['name']}; {results['versions']}", flush=True)
+    results, threads, started = start_run()
 
     results["fma"] = fma_check()
     print(f"(c) FMA contraction: {results['fma']}", flush=True)
@@ -255,10 +241,7 @@ def main(argv=None) -> dict:
               f"{c['extrapolated_seconds_for_n_mc']:.1f} s); speed-up "
               f"{row['speedup_gpu_call_vs_cpu']:.1f}x; GPU vs CPU on those replicates "
               f"{row['agreement_large']['max_relative_difference']}", flush=True)
-    results["total_seconds"] = time.perf_counter() - started
-    Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"written {args.out} ({results['total_seconds']:.1f} s)")
-    return results
+    return write_results(results, args.out, started)
 
 
 if __name__ == "__main__":
