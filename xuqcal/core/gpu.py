@@ -89,6 +89,7 @@ function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's C
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import types
@@ -341,14 +342,21 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
                  np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
                  draws, np.int64(n_record))
     launch = kernel[min(n_replicates, _MAX_BLOCKS), _check_threads(threads)]
-    if _simulated():
-        # the simulator runs the kernel as Python on NumPy scalars: the wrapping uint64
-        # products of SplitMix64 would warn about overflow
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-            launch(*arguments)
-    else:
+    with _quiet_launch() if _simulated() else contextlib.nullcontext():
         launch(*arguments)
+
+
+@contextlib.contextmanager
+def _quiet_launch(small_grid: bool = False):
+    """Without the warnings of a launch in Numba's simulator, which runs a kernel as Python on
+    NumPy scalars (the wrapping uint64 products of SplitMix64 would warn about overflow), and,
+    with ``small_grid``, without numba's NumbaPerformanceWarning on a small grid (a launch of
+    a few replicates is small by nature)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
+        if small_grid:
+            warnings.filterwarnings("ignore", ".*under-utilization")
+        yield
 
 
 #: One launch at a time: the Dask threads of one process share the GPU (and Numba's CUDA
@@ -732,12 +740,7 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
                  np.int64(n_bins), d_sums, d_bins, d_variates, np.int64(min(n_record, m)))
     blocks = min((n + threads - 1) // threads, _MAX_BLOCKS)
     launch = kernel[blocks, threads]
-    with _NoContraction(), warnings.catch_warnings():
-        # the simulator runs the kernel as Python on NumPy scalars: the wrapping uint64
-        # products of SplitMix64 would warn about overflow; a launch of a few replicates is
-        # small by nature (numba's NumbaPerformanceWarning on a small grid)
-        warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-        warnings.filterwarnings("ignore", ".*under-utilization")
+    with _NoContraction(), _quiet_launch(small_grid=True):
         launch(*arguments)
         sums = d_sums.copy_to_host()
     return (sums, d_bins.copy_to_host()[:, :n_bins],
