@@ -18,6 +18,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The start of a script for the simulator: ``json``, ``warnings``, ``np`` and ``cuda`` imported,
+#: the overflow warnings of the uint64 streams off, and a JSON ``"skip"`` (and exit) when
+#: ``numba.cuda`` cannot be imported.
+SIMULATOR_PREAMBLE = """import json
+import warnings
+
+import numpy as np
+
+warnings.simplefilter("ignore", RuntimeWarning)  # uint64 wraparound of the simulated streams
+try:
+    from numba import cuda
+except Exception as error:
+    print(json.dumps({"skip": f"numba.cuda cannot be imported: {error}"}))
+    raise SystemExit(0)
+
+"""
 
 
 def start(script: str, *, simulator: bool) -> subprocess.Popen:

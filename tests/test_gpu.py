@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 import pytest
-from gpu_helpers import finish, json_result, start
+from gpu_helpers import SIMULATOR_PREAMBLE, finish, json_result, start
 
 from xuqcal.core import gpu
 from xuqcal.core import kernels as K
@@ -24,19 +24,7 @@ KEYS = ("zms", "zm", "rce", "nll", "mse", "rmv", "zv")
 TOLERANCE = 1e-12
 
 
-SIMULATED = """
-import json
-import warnings
-
-import numpy as np
-
-warnings.simplefilter("ignore", RuntimeWarning)  # uint64 wraparound of the simulated streams
-try:
-    from numba import cuda
-except Exception as error:
-    print(json.dumps({"skip": f"numba.cuda cannot be imported: {error}"}))
-    raise SystemExit(0)
-
+SIMULATED = SIMULATOR_PREAMBLE + """
 from xuqcal.analysis.resampling import _replicate_block
 from xuqcal.core import gpu
 from xuqcal.core import kernels as K

@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from gpu_helpers import json_result, start
+from gpu_helpers import SIMULATOR_PREAMBLE, json_result, start
 
 from xuqcal.analysis.simulation import simulation_device, simulation_on_gpu
 from xuqcal.core import gpu
@@ -33,19 +33,8 @@ KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uc
 GENERATORS = ("normal", "t4", "t6", "t32", "t5", "t3.5", "t34", "uniform", "laplace")
 
 
-SIMULATED = """
-import json
+SIMULATED = SIMULATOR_PREAMBLE + """
 import sys
-import warnings
-
-import numpy as np
-
-warnings.simplefilter("ignore", RuntimeWarning)  # uint64 wraparound of the simulated streams
-try:
-    from numba import cuda
-except Exception as error:
-    print(json.dumps({"skip": f"numba.cuda cannot be imported: {error}"}))
-    raise SystemExit(0)
 
 import xuqcal
 from xuqcal.analysis.simulation import _simulation_block
