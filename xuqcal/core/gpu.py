@@ -690,7 +690,7 @@ def _bin_ends(m: int, n_bins: int) -> np.ndarray:
     """The exclusive last position of each equal-count bin, ``bin_start(b + 1)``, and one more
     entry ``M`` (the kernel's search for the next non-empty bin stops there)."""
     b = np.arange(1, n_bins + 1, dtype=np.int64)
-    return np.append((b * m) // n_bins, np.int64(m)).astype(np.int64)
+    return np.append(K.bin_start.py_func(b, m, n_bins), np.int64(m)).astype(np.int64)
 
 
 def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
