@@ -1,16 +1,20 @@
 """A/B of the Numba kernels of two revisions in one process, interleaved, per simulated point.
 
-:mod:`xuqcal.core.kernels` imports nothing of xuqcal, so the file of the ``--before`` revision
-(``git show REV:xuqcal/core/kernels.py``) is loaded beside the current one under another module
-name. Both are copies in a temporary folder: Numba's cache (``cache=True``) is kept beside the
-source file and records the module's name, so loading the repository's own file under another
-name would leave entries that a later ``import xuqcal`` cannot load. Each workload calls
+:mod:`xuqcal.core.kernels` imports nothing of xuqcal but its data module
+:mod:`xuqcal.core.ziggurat_tables` (imported from the package as usual), so the file of the
+``--before`` revision (``git show REV:xuqcal/core/kernels.py``) is loaded beside the current one
+under another module name. Both are copies in a temporary folder: Numba's cache
+(``cache=True``) is kept beside the source file and records the module's name, so loading the
+repository's own file under another name would leave entries that a later ``import xuqcal``
+cannot load. Each workload calls
 ``simulate_block`` (or ``bootstrap_block``) of both versions alternately,
 ``--rounds`` times, after an untimed call (Numba compile or cache load), on the same arrays:
 QM9-like uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal
 or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals),
 20 bins. The JSON holds every time in ns per simulated (or drawn) point, the best of each side,
-their ratio, and whether the two versions' outputs are identical bit for bit.
+their ratio, and whether the two versions' outputs are identical bit for bit (across a
+change of stream version, :data:`xuqcal.core.random.STREAM_VERSION`, the simulated rows of the
+changed generators differ by design).
 
 Usage::
 

@@ -176,6 +176,38 @@ def test_resume_refuses_mismatched_checkpoints(tmp_path, monkeypatch):
         cube.build(["ence"], **{**SMALL, "n_mc": 40}, seed=5, path=path)
 
 
+def test_other_random_streams_are_refused_not_mixed(tmp_path, monkeypatch):
+    """A checkpoint or a cube made under another stream version (its ``random_streams``
+    attribute) is refused with a message naming it: its cells would not reproduce with new
+    ones. The cube file is left as it was."""
+    from xuqcal.analysis import resampling
+
+    path = tmp_path / "c.nc"
+    cube.build(["ence"], **SMALL, path=path)
+    before = path.read_bytes()
+    monkeypatch.setattr(cube, "RNG_DESCRIPTION", resampling.RNG_DESCRIPTION + " (other)")
+    with pytest.raises(ValueError, match=r"other random streams.*build the cube again"):
+        cube.extend(path, nu=[12.0])
+    assert path.read_bytes() == before
+    original = cube._compute_cell
+    calls = []
+
+    def failing(*args):
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(cube, "_compute_cell", failing)
+    other = tmp_path / "d.nc"
+    with pytest.raises(KeyboardInterrupt):
+        cube.build(["ence"], **SMALL, path=other)
+    monkeypatch.setattr(cube, "_compute_cell", original)
+    monkeypatch.setattr(cube, "RNG_DESCRIPTION", resampling.RNG_DESCRIPTION)
+    with pytest.raises(ValueError, match="random_streams"):
+        cube.build(["ence"], **SMALL, path=other)
+
+
 def test_build_refuses_to_overwrite(tmp_path):
     path = tmp_path / "c.nc"
     path.write_text("precious")

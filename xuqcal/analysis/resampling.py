@@ -32,6 +32,7 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_input
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
+from xuqcal.core import random as _random
 from xuqcal.core.checks import (
     check_bool,
     check_chunks,
@@ -71,7 +72,9 @@ __all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "jackk
 
 RNG_DESCRIPTION = (
     "SplitMix64 stream per replicate r, started from mix(key, r) with "
-    "key = SeedSequence(seed, spawn_key=(crc32(purpose),)); independent of chunking and scheduler"
+    "key = SeedSequence(seed, spawn_key=(crc32(purpose),)); independent of chunking and "
+    f"scheduler; variates of stream version {_random.STREAM_VERSION} (ziggurat normal and "
+    "exponential)"
 )
 
 

@@ -48,18 +48,18 @@ statistics, the same sums per equal-count bin (contiguous positions, ``floor(b M
 do not depend on ``eps`` and are added on the host, one after the other. The statistics are
 finished on the host by the same finishers (:data:`xuqcal.core.kernels.FINISHERS`,
 :data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms added in bin order). The number of
-uniforms a variate takes depends on the polar methods' rejections, so a replicate cannot be
-split between threads without knowing its earlier draws: **one thread draws one replicate**,
-variate after variate (:func:`xuqcal.core.kernels.next_variate`, the step of
-``fill_variates``: a polar
-pair for two normals, both used; for a Student-t of even ν ≤ 32 the normal times
-``sqrt(ν / χ²)`` with ``χ²`` from ν/2 uniforms, else Bailey's polar t; one uniform for the
-uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
-``next_normal_pair`` and ``next_student``, is compiled from its ``py_func`` as the stream
-primitives, and its factors are those of ``kernels.variate_constants``: the formulas of a
-variate are written once, for both targets (checked variate by variate against
-``fill_variates`` in ``tests/test_gpu_simulation.py``). A launch
-has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
+random numbers a variate takes depends on the rejections of the ziggurat and polar methods, so a
+replicate cannot be split between threads without knowing its earlier draws: **one thread draws
+one replicate**, variate after variate (:func:`xuqcal.core.kernels.next_variate`, the step of
+``fill_variates``: the ziggurat normal; for a Student-t of even ν ≤ 32 the normal times
+``sqrt(ν / χ²)`` with ``χ²`` from ν/2 ziggurat exponentials, else Bailey's polar t; one uniform
+for the uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
+``next_normal``, ``next_exponential``, ``_exp_arithmetic`` and ``next_student``, is compiled
+from its ``py_func`` as the stream primitives, with the ziggurat tables of
+:mod:`xuqcal.core.kernels` as constant arrays, and its factors are those of
+``kernels.variate_constants``: the formulas of a variate are written once, for both targets
+(checked variate by variate against ``fill_variates`` in ``tests/test_gpu_simulation.py``). A
+launch has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
 <xuqcal.analysis.simulation.GPU_SIMULATION_CHUNK>` replicates at a time, whatever its
 ``chunks``.
 
@@ -70,17 +70,19 @@ rounding differently in the last bit could accept another draw: the rest of the 
 would differ), and the rank statistic ``cc`` (a sort per replicate; a simulation that asks
 for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
 
-*Agreement.* The variates and sums are the CPU's but for the rounding of the GPU's ``log``,
-``sqrt`` and ``pow`` (libdevice's ``log`` and ``pow`` are within one unit in the last place,
-not always the libm's bits): a variate one unit in the last place away moves a sum by about
-one unit in the last place of that term, far below the 1e-12 relative the tests demand; the
-acceptance tests of the polar methods compare ``u² + v²``, computed exactly as on the CPU
-once FMA contraction is off (:class:`_NoContraction`: NVVM fuses a multiply and an add by
-default, which could accept another pair near ``u² + v² = 1``). On Numba's simulator the
-device code runs with NumPy's scalar functions: NumPy's own ``log`` may differ from libm's by
-one unit in the last place on a few variates; ``tests/test_gpu_simulation.py`` bounds the
-variates and statistics at 1e-12 relative to the CPU's. The figures on a GPU are still to be
-measured (``benchmarks/gpu_simulation.py``).
+*Agreement.* Every accept-or-reject decision of the normal, exponential and even-ν Student-t
+variates is made with additions, multiplications and comparisons only (the ziggurats' wedges
+compare with ``_exp_arithmetic``, not libm's ``exp``; the normal's tail uses exponentials, not
+logarithms; Bailey's polar t compares ``u² + v²``), computed as on the CPU once FMA contraction
+is off (:class:`_NoContraction`: NVVM fuses a multiply and an add by default): the GPU takes
+the same random numbers for the same variates. The values then differ only where a libm
+function makes them: ``sqrt`` is correctly rounded on both targets (the normal and even-ν t are
+the same bits); Bailey's ``pow`` and Laplace's ``log`` are within one unit in the last place in
+libdevice, not always the libm's bits: a variate one unit in the last place away moves a sum by
+about one unit in the last place of that term, far below the 1e-12 relative the tests demand.
+On Numba's simulator the device code runs with NumPy's scalar functions;
+``tests/test_gpu_simulation.py`` bounds the variates and statistics at 1e-12 relative to the
+CPU's. The figures on a GPU are still to be measured (``benchmarks/gpu_simulation.py``).
 
 numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
 function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
@@ -541,9 +543,9 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
 
 # ------------------------------------------------------------------------ simulated references
 
-#: The generators whose synthetic sets the GPU draws (``fill_variates``' draw count per variate
-#: depends on uniforms only, compared exactly): normal, Student-t (both constructions),
-#: uniform, Laplace. NORMP's gamma variates accept or reject a draw on a comparison of
+#: The generators whose synthetic sets the GPU draws (``fill_variates``' decisions use
+#: arithmetic and exact comparisons only): normal, Student-t (both constructions), uniform,
+#: Laplace. NORMP's gamma variates accept or reject a draw on a comparison of
 #: logarithms, which a GPU ``log`` one unit in the last place away from the CPU's could turn:
 #: its simulations stay on the CPU.
 SIMULATION_GENERATORS = (K.NORMAL, K.STUDENT, K.UNIFORM, K.LAPLACE)
@@ -560,7 +562,6 @@ _SIM_SUMS = 3
 
 # the device twins of the variate generators of xuqcal.core.kernels, bound by _simulation_kernel
 _next_uniform = None
-_normal_pair = None
 _student = None
 _variate_device = None
 
@@ -599,7 +600,6 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     m = u.shape[0]
     while r < n_replicates:
         state = _stream_start(key, first + r)
-        other = 0.0
         s_e2 = 0.0
         s_z2 = 0.0
         s_z = 0.0
@@ -608,7 +608,7 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
         b_e2 = 0.0
         b_z2 = 0.0
         for i in range(m):
-            x, other, state = _variate_device(state, i, code, parameter, scale, half, other)
+            x, state = _variate_device(state, code, parameter, scale, half)
             if i < n_record:
                 variates[r, i] = x
             e = u[i] * x
@@ -641,13 +641,20 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
 @functools.cache
 def _simulation_kernel():
     """Compile (once) the device twins of the variate generators and the simulation kernel."""
-    global _next_uniform, _normal_pair, _student, _variate_device
+    global _next_uniform, _student, _variate_device
     _kernels()  # cuda and the stream primitives
     device = cuda.jit(device=True)
     _next_uniform = device(_device_twin(K.next_uniform, next_u64=_next_u64))
-    _normal_pair = device(_device_twin(K.next_normal_pair, next_uniform=_next_uniform))
+    _exp_arithmetic = device(_device_twin(K._exp_arithmetic))
+    _exponential = device(_device_twin(K.next_exponential, next_u64=_next_u64,
+                                       next_uniform=_next_uniform,
+                                       _exp_arithmetic=_exp_arithmetic))
+    _normal = device(_device_twin(K.next_normal, next_u64=_next_u64, next_uniform=_next_uniform,
+                                  next_exponential=_exponential,
+                                  _exp_arithmetic=_exp_arithmetic))
     _student = device(_device_twin(K.next_student, next_uniform=_next_uniform))
-    _variate_device = device(_device_twin(K.next_variate, next_normal_pair=_normal_pair,
+    _variate_device = device(_device_twin(K.next_variate, next_normal=_normal,
+                                          next_exponential=_exponential,
                                           next_uniform=_next_uniform, next_student=_student))
     return cuda.jit(_simulation_sums)
 

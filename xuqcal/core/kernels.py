@@ -35,6 +35,8 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
+from xuqcal.core import ziggurat_tables as _ziggurat
+
 # ------------------------------------------------------------------------------ random streams
 # The SplitMix64 streams of :mod:`xuqcal.core.random` (documented there). They are defined in
 # this file because the kernels below inline them: Numba invalidates a cached (``cache=True``)
@@ -54,6 +56,35 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _TWO32 = np.uint64(1 << 32)
 _ONE = np.uint64(1)
 _INV53 = 1.0 / 9007199254740992.0  # 2**-53
+_S3 = np.uint64(3)
+_S8 = np.uint64(8)
+_S9 = np.uint64(9)
+_BYTE = np.uint64(0xFF)
+_LOW52 = np.uint64((1 << 52) - 1)
+
+# The ziggurat layers (xuqcal.core.ziggurat_tables, written by tools/ziggurat_tables.py) are
+# frozen into the cached machine code of the kernels below, and Numba checks only this file for
+# changes: the tables' digest is therefore written here, and a change of the tables fails at
+# import until this line changes too (which invalidates the cache).
+_ZIGGURAT_SHA256 = "f5083d495c27953bbbd8a2b17d4d50764c462152fc34536eec4b190b1cbfe6c3"
+if _ziggurat.digest() != _ZIGGURAT_SHA256:
+    raise ImportError("xuqcal.core.ziggurat_tables does not match the digest written in "
+                      "xuqcal/core/kernels.py (_ZIGGURAT_SHA256): write the new digest there")
+_ZN_R = _ziggurat.NORMAL_R
+_ZN_K = np.array(_ziggurat.NORMAL_K, dtype=np.uint64)
+_ZN_W = np.array(_ziggurat.NORMAL_W)
+_ZN_F = np.array(_ziggurat.NORMAL_F)
+_ZE_R = _ziggurat.EXPONENTIAL_R
+_ZE_K = np.array(_ziggurat.EXPONENTIAL_K, dtype=np.uint64)
+_ZE_W = np.array(_ziggurat.EXPONENTIAL_W)
+_ZE_F = np.array(_ziggurat.EXPONENTIAL_F)
+# exp(t) of _exp_arithmetic: ln 2 split so that k * _LN2_HIGH is exact for |k| < 2**11 (fdlibm's
+# constants), the Taylor coefficients 1/n! and the powers 2**-j
+_LN2_HIGH = 6.93147180369123816490e-01
+_LN2_LOW = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e+00
+_EXP_TAYLOR = np.array([1.0 / math.factorial(n) for n in range(14)])
+_HALF_POWERS = np.array([2.0 ** -j for j in range(64)])
 
 # Codes of the generative distributions understood by the kernels (see xuqcal.generators).
 NORMAL = 0
@@ -103,25 +134,73 @@ def next_below(state, bound):
 
 
 @nb.njit(inline="always")
-def next_normal_pair(state):
-    """Two independent standard normal variates (Marsaglia polar method);
-    returns ``(x, y, new_state)``."""
+def _exp_arithmetic(t):
+    """``exp(t)`` for ``-43 < t <= 0`` with IEEE additions, multiplications and one rounding
+    to an integer only (Cody-Waite reduction ``t = k ln 2 + r``, ``|r| <= ln(2) / 2``, and
+    the Taylor polynomial of degree 13, truncation error below 1e-17): the same bits on every
+    target, where a libm ``exp`` may differ in the last place. The ziggurats' accept-or-reject
+    decisions use it, so that a stream draws the same variates on the CPU and the GPU."""
+    k = math.floor(t * _INV_LN2 + 0.5)
+    r = (t - k * _LN2_HIGH) - k * _LN2_LOW
+    p = _EXP_TAYLOR[13]
+    for n in range(12, -1, -1):
+        p = p * r + _EXP_TAYLOR[n]
+    return p * _HALF_POWERS[np.int64(-k)]
+
+
+@nb.njit(inline="always")
+def next_exponential(state):
+    """Standard exponential variate (ziggurat of Marsaglia & Tsang 2000, 256 layers, 53 random
+    bits per draw, NumPy's layout); returns ``(x, new_state)``.
+
+    About 99 % of the draws take one 64-bit number and no function call. A draw in a wedge is
+    accepted against :func:`_exp_arithmetic`; a draw in the tail beyond ``R`` returns ``R``
+    plus a new exponential variate (the exponential forgets its past)."""
+    shift = 0.0
     while True:
+        bits, state = next_u64(state)
+        idx = np.int64((bits >> _S3) & _BYTE)
+        j = bits >> _S11
+        x = np.float64(j) * _ZE_W[idx]
+        if j < _ZE_K[idx]:
+            return shift + x, state
+        if idx == 0:
+            shift += _ZE_R
+            continue
         u, state = next_uniform(state)
-        v, state = next_uniform(state)
-        u = 2.0 * u - 1.0
-        v = 2.0 * v - 1.0
-        s = u * u + v * v
-        if 0.0 < s < 1.0:
-            f = np.sqrt(-2.0 * np.log(s) / s)
-            return u * f, v * f, state
+        if (_ZE_F[idx - 1] - _ZE_F[idx]) * u + _ZE_F[idx] < _exp_arithmetic(-x):
+            return shift + x, state
 
 
 @nb.njit(inline="always")
 def next_normal(state):
-    """One standard normal variate (the first of a polar pair); returns ``(x, new_state)``."""
-    x, _, state = next_normal_pair(state)
-    return x, state
+    """Standard normal variate (ziggurat of Marsaglia & Tsang 2000, 256 layers, 52 random bits
+    and a sign bit per draw, NumPy's layout); returns ``(x, new_state)``.
+
+    About 99 % of the draws take one 64-bit number and no function call. A draw in a wedge is
+    accepted against :func:`_exp_arithmetic`; the tail beyond ``R`` is Marsaglia's (1964)
+    ``R + a / R`` for exponentials ``a``, ``b`` with ``2 b > (a / R)²``, drawn by
+    :func:`next_exponential`. No libm function decides or makes a draw, so the GPU draws the
+    same bits."""
+    while True:
+        bits, state = next_u64(state)
+        idx = np.int64(bits & _BYTE)
+        negative = (bits >> _S8) & _ONE
+        j = (bits >> _S9) & _LOW52
+        x = np.float64(j) * _ZN_W[idx]
+        if j < _ZN_K[idx]:
+            return (-x if negative else x), state
+        if idx == 0:
+            while True:
+                a, state = next_exponential(state)
+                b, state = next_exponential(state)
+                a = a / _ZN_R
+                if b + b > a * a:
+                    x = _ZN_R + a
+                    return (-x if negative else x), state
+        u, state = next_uniform(state)
+        if (_ZN_F[idx - 1] - _ZN_F[idx]) * u + _ZN_F[idx] < _exp_arithmetic(-0.5 * x * x):
+            return (-x if negative else x), state
 
 
 @nb.njit(inline="always")
@@ -206,41 +285,32 @@ def variate_constants(code, parameter):
 
 
 @nb.njit(inline="always")
-def next_variate(state, i, code, parameter, scale, half, other):
-    """Variate ``i`` of a set of unit-variance draws of generator ``code`` (NORMAL, STUDENT,
-    UNIFORM or LAPLACE; ``scale``, ``half`` from :func:`variate_constants`), the one step of
-    :func:`fill_variates` (and of the GPU's simulation, :mod:`xuqcal.core.gpu`); returns
-    ``(x, other, new_state)``, ``other`` the second normal of the last polar pair, which the
-    next variate uses.
+def next_variate(state, code, parameter, scale, half):
+    """One unit-variance draw of generator ``code`` (NORMAL, STUDENT, UNIFORM or LAPLACE;
+    ``scale``, ``half`` from :func:`variate_constants`), the step of :func:`fill_variates`
+    (and of the GPU's simulation, :mod:`xuqcal.core.gpu`); returns ``(x, new_state)``.
 
-    Normal: even ``i`` draws a polar pair and returns its first value, odd ``i`` the second
-    (both variates of a pair used; an odd count ends with the first of a pair). Student-t of
-    even ν (``half = ν / 2 > 0``): ``t = Z sqrt(ν / χ²)``, the normal as above and
-    ``χ²_ν = -2 ln(U_1 ... U_{ν/2})`` (exact, and cheaper than a power per draw). Other ν:
-    Bailey's polar t. Uniform and Laplace: one uniform each."""
+    Normal: :func:`next_normal` (ziggurat). Student-t of even ν (``half = ν / 2 > 0``):
+    ``t = Z sqrt(ν / χ²)``, with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from ν/2 exponentials
+    (:func:`next_exponential`; exact, and no libm function). Other ν: Bailey's polar t.
+    Uniform and Laplace: one uniform each."""
     if code == NORMAL:
-        if i % 2 == 0:
-            x, other, state = next_normal_pair(state)
-            return x, other, state
-        return other, other, state
+        return next_normal(state)
     if code == STUDENT:
         if half > 0:
-            if i % 2 == 0:
-                g, other, state = next_normal_pair(state)
-            else:
-                g = other
-            product = 1.0
+            g, state = next_normal(state)
+            total = 0.0
             for _ in range(half):
-                u, state = next_uniform(state)
-                product *= u
-            return scale * g * np.sqrt(parameter / (-2.0 * np.log(product))), other, state
+                e, state = next_exponential(state)
+                total += e
+            return scale * g * np.sqrt(parameter / (total + total)), state
         t, state = next_student(state, parameter)
-        return scale * t, other, state
+        return scale * t, state
     u, state = next_uniform(state)
     if code == UNIFORM:
-        return scale * (2.0 * u - 1.0), other, state
+        return scale * (2.0 * u - 1.0), state
     d = u - 0.5  # LAPLACE
-    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), other, state
+    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), state
 
 
 @nb.njit(nogil=True, cache=True)
@@ -254,9 +324,8 @@ def fill_variates(key, replicate, code, parameter, out):
     n = out.shape[0]
     if code == NORMAL or code == STUDENT or code == UNIFORM or code == LAPLACE:
         scale, half = variate_constants(code, parameter)
-        other = 0.0
         for i in range(n):
-            out[i], other, state = next_variate(state, i, code, parameter, scale, half, other)
+            out[i], state = next_variate(state, code, parameter, scale, half)
     elif code == NORMP:
         p = parameter
         # |X|^p / p ~ Gamma(1/p); Var(X) = p^(2/p) Γ(3/p) / Γ(1/p)

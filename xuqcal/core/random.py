@@ -11,10 +11,13 @@ The per-purpose key is derived from the user's seed with :class:`numpy.random.Se
 (``spawn_key=(crc32(purpose), *extra)``), so seeds are hashed by NumPy's well-tested scheme;
 the replicate index is mixed into that key to start the replicate's own stream.
 
-Bounded integers use Lemire's multiply-shift with rejection (exactly uniform); variates are drawn
-with the Marsaglia polar method (normal, both variates of a pair used), the chi-square
-construction ``Z sqrt(ν / χ²_ν)``, ``χ²_ν = -2 ln(U_1 ... U_{ν/2})``, for Student-t with even
-integer ν and Bailey's polar method for any other ν, and Marsaglia & Tsang (gamma).
+Bounded integers use Lemire's multiply-shift with rejection (exactly uniform). Variates
+(stream version :data:`STREAM_VERSION`): normal and exponential by the ziggurat of Marsaglia &
+Tsang (2000, 256 layers, one 64-bit number for about 99 % of the draws), Student-t of even
+integer ν ≤ 32 as ``Z sqrt(ν / χ²_ν)`` with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from
+exponentials, Bailey's polar method for any other ν, and Marsaglia & Tsang (gamma). Version 1
+(before xuqcal 2026-11-26's issue 26) drew normals by Marsaglia's polar method and the
+chi-square as ``-2 ln(U_1 ... U_{ν/2})``: the same distributions, other draws.
 See ``docs/design.md``.
 """
 
@@ -38,14 +41,19 @@ from xuqcal.core.kernels import (  # noqa: F401  (re-exported: the public names 
     fill_gamma,
     fill_variates,
     next_below,
+    next_exponential,
     next_gamma,
     next_normal,
-    next_normal_pair,
     next_student,
     next_u64,
     next_uniform,
     stream_start,
 )
+
+#: Version of the variate streams: 2 = ziggurat normal and exponential (see the module's text).
+#: Results name it in their ``random_streams`` attribute; a cube checkpoint or an extended cube
+#: made under another version is refused rather than mixed.
+STREAM_VERSION = 2
 
 
 def stream_key(seed: int, purpose: str, *extra: int) -> np.uint64:

@@ -515,7 +515,7 @@ def _load_checkpoint(file: Path, expected: dict, keep_replicates: bool) -> xr.Da
     except (OSError, ValueError, RuntimeError) as err:
         raise ValueError(f"checkpoint {file} cannot be read ({err}); remove it to compute "
                          "that cell again") from None
-    for key in ("kind", "n_mc", "seed", "grid"):
+    for key in ("kind", "n_mc", "seed", "grid", "random_streams"):
         if str(piece.attrs.get(key)) != str(expected[key]):
             raise ValueError(
                 f"checkpoint {file} was made with {key}={piece.attrs.get(key)!r}, not "
@@ -658,6 +658,11 @@ def extend(path: str | Path, *, data=None, progress: bool | None = None,
 def _extend(path: Path, data, progress, dim: str, values) -> xr.Dataset:
     """:func:`extend` under the lock of ``path``: read, add the new cells, replace."""
     cube = open(path)
+    if cube.attrs.get("random_streams") != RNG_DESCRIPTION:
+        raise ValueError(f"{path} was built with other random streams "
+                         f"({cube.attrs.get('random_streams')!r}); this xuqcal draws "
+                         f"{RNG_DESCRIPTION!r}, and the new cells would not reproduce with "
+                         "the old ones: build the cube again")
     grid = json.loads(cube.attrs["grid"])
     if dim not in grid or dim == "statistic":
         raise ValueError(f"{dim}: not a dimension of the cube {path}, which extends along "
