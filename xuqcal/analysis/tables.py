@@ -160,7 +160,7 @@ def slices_table(result: xr.Dataset, *, digits: int = 4) -> str:
     ...                     n_mc=100)
     >>> print(slices_table(r))
       M statistic estimate ci_low ci_high verdict
-    300 zms         0.9082 0.7638   1.109 pass (BS)
+    300 zms              1  0.854   1.153 pass (BS)
     """
     table = slices_summary(result)
     dims = slice_dims(result)

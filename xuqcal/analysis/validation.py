@@ -1319,7 +1319,7 @@ def rule_lines(result: xr.Dataset) -> list[str]:
     >>> v = validate(xuqcal.synthetic.nig(500, nu=6, seed=3), ["picp95"])
     >>> for line in rule_lines(v):  # doctest: +NORMALIZE_WHITESPACE
     ...     print(line)
-    β_GM(Z²) = 0.628 (heavy-tail screening of picp95 above 0.85)
+    β_GM(Z²) = 0.599 (heavy-tail screening of picp95 above 0.85)
     coverage statistics (picp95): Wilson intervals with continuity correction, valid when they
     overlap [p - 0.005, p + 0.005]
     """
