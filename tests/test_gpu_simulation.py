@@ -27,10 +27,14 @@ from xuqcal.core.statistics import STATISTICS
 TOLERANCE = 1e-12
 #: Every statistic the GPU simulates (moment and binned; cc stays on the CPU).
 KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse")
-#: The generators and the branch of ``fill_variates`` each takes: normal (polar pairs),
-#: Student-t of even nu <= 32 (chi-square construction: t4, t6, t32), of other nu (Bailey:
-#: t5, t3.5, t34 whose half 17 exceeds 16), uniform, Laplace.
+#: The generators and the branch of ``fill_variates`` each takes: normal (ziggurat),
+#: Student-t of even nu <= 32 (chi-square construction from ziggurat exponentials: t4, t6,
+#: t32), of other nu (Bailey: t5, t3.5, t34 whose half 17 exceeds 16), uniform, Laplace.
 GENERATORS = ("normal", "t4", "t6", "t32", "t5", "t3.5", "t34", "uniform", "laplace")
+#: The generators whose variates involve no libm function (stream version 2: the ziggurats'
+#: decisions use arithmetic only, the values ``sqrt``, correctly rounded everywhere): the GPU's
+#: variates are the CPU's bit for bit.
+EXACT = ("normal", "t4", "t6", "t32", "uniform")
 
 
 SIMULATED = SIMULATOR_PREAMBLE + """
@@ -59,8 +63,8 @@ def relative(a, b):
     return float(np.max(rel, initial=0.0))
 
 
-# heavy-tailed uncertainties; an odd M (the last normal is the first of a polar pair) and
-# bins of unequal counts (floor(b M / N) with 7 bins of 203 points)
+# heavy-tailed uncertainties; an odd M and bins of unequal counts (floor(b M / N) with 7 bins
+# of 203 points)
 m = 203
 uE = np.sqrt(2.0 / rng.gamma(2.0, size=m))
 prepared = PreparedData.from_arrays(uE * rng.standard_normal(m), uE, n_bins=7)
@@ -83,6 +87,25 @@ for name in GENERATORS:
 result["statistics"] = statistics
 result["variates"] = variates
 result["spread"] = spread
+
+# enough normal draws for the ziggurat's rare paths (about 1 %% of draws in a wedge, 2.5e-4 in
+# the tail beyond R): the same bits on the GPU as on the CPU
+key = stream_key(6, "reference:normal")
+long_gpu = gpu.variates_gpu(key, 0, 1, K.NORMAL, 0.0, 20_000, threads=1)[0]
+long_cpu = np.empty(20_000)
+K.fill_variates(key, 0, K.NORMAL, 0.0, long_cpu)
+result["long_normal_identical"] = bool(np.array_equal(long_gpu, long_cpu))
+result["long_normal_tail_draws"] = int(np.sum(np.abs(long_cpu) > K._ZN_R))
+exact = {}
+for name in %(exact)r:
+    g = get_generator(name)
+    key = stream_key(3, f"reference:{name}")
+    cpu = np.empty((2, 2001))
+    for i in range(2):
+        K.fill_variates(key, 5 + i, g.code, g.parameter, cpu[i])
+    exact[name] = bool(np.array_equal(gpu.variates_gpu(key, 5, 7, g.code, g.parameter, 2001,
+                                                       threads=2), cpu))
+result["exact"] = exact
 
 # the per-bin sums against NumPy sums of the CPU's variates, with bins without points
 # (12 bins of 10 points: bin_start(b) = floor(10 b / 12) repeats)
@@ -197,7 +220,8 @@ print(json.dumps(result))
 
 @pytest.fixture(scope="module")
 def simulated() -> dict:
-    return json_result(start(SIMULATED % {"keys": KEYS, "generators": GENERATORS}, simulator=True),
+    return json_result(start(SIMULATED % {"keys": KEYS, "generators": GENERATORS,
+                                        "exact": EXACT}, simulator=True),
                        timeout=300)
 
 
@@ -206,16 +230,24 @@ def test_simulator_is_available(simulated):
 
 
 def test_variates_are_the_cpu_s(simulated):
-    """Each generator's variates, one by one, against ``fill_variates`` (an odd count: the
-    last normal or even-nu t is the first of its polar pair). The simulator computes the
-    device code with NumPy's scalar ``log``/``sqrt``/``**``; NumPy's own (SIMD) ``log`` may
-    differ from the libm ``log`` of the CPU kernel by one unit in the last place, well within
-    TOLERANCE. A GPU's own functions are still to be measured on a GPU
-    (``benchmarks/gpu_simulation.py``). A variate drawn from another pair of uniforms would
+    """Each generator's variates, one by one, against ``fill_variates``. The simulator
+    computes the device code with NumPy's scalar ``log``/``sqrt``/``**``; NumPy's own (SIMD)
+    ``log`` may differ from the libm ``log`` of the CPU kernel by one unit in the last place,
+    well within TOLERANCE (Bailey's t, Laplace). A GPU's own functions are still to be measured
+    on a GPU (``benchmarks/gpu_simulation.py``). A variate drawn from other random numbers would
     differ by order 1."""
     assert set(simulated["variates"]) == set(GENERATORS)
     assert all(value <= TOLERANCE for value in simulated["variates"].values()), \
         simulated["variates"]
+
+
+def test_ziggurat_variates_are_the_cpu_s_bit_for_bit(simulated):
+    """No libm function decides or makes a normal, even-nu Student-t or uniform variate
+    (stream version 2), so the device code draws the CPU's bits: 2 x 2001 variates of each,
+    and 20 000 normals taking the ziggurat's wedges and tail (at least one tail draw here)."""
+    assert simulated["exact"] == dict.fromkeys(EXACT, True)
+    assert simulated["long_normal_tail_draws"] >= 1
+    assert simulated["long_normal_identical"] is True
 
 
 def test_statistics_equal_the_cpu_replicate_by_replicate(simulated):
