@@ -147,7 +147,7 @@ def test_covariance_interval_with_the_iid_covariance_is_the_analytic_interval():
         x.shape[1], x.shape[1]) / n, n - 1.0)
     exact = [k != "zv" for k in MOMENTS]
     np.testing.assert_allclose(got[exact], want[exact], rtol=1e-9)
-    # zv: the variance of <d²> instead of (m4 - s⁴ (M-3)/(M-1)) / M, equal to O(1/M)
+    # zv: the variance of <d²> instead of (m4 - m2² (M-3)/(M-1)) / M, equal to O(1/M)
     np.testing.assert_allclose(got[~np.array(exact)], want[~np.array(exact)], rtol=1e-3)
 
 

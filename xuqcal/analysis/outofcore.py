@@ -1343,8 +1343,8 @@ def reduce_statistics(
     ``mean ± t_{(1+level)/2, M-1} s / √M`` for the means ``mse``, ``mv``, ``zm``, ``zms`` and
     ``nll`` (the mean of ½ (Z² + ln uE² + ln 2π)); a delta-method normal interval for
     ``rmse``, ``rmv``, ``rce`` (a function of <E²> and <uE²>, with their variances and
-    covariance) and ``zv`` (``SE² = (m4 - s⁴ (M - 3)/(M - 1)) / M``, ``m4`` the fourth central
-    moment of Z).
+    covariance) and ``zv`` (``SE² = (m4 - m2² (M - 3)/(M - 1)) / M``, ``m_k`` the central
+    moments of Z with the denominator M: Cho's formula as ErrViewLib's ``varvar``).
 
     **Dependent points** (``se="cluster"`` or ``"hac"``; :mod:`xuqcal.core.robust`): each
     moment statistic is a function of the means of a few per-point columns

@@ -16,9 +16,10 @@ and ``z = Φ⁻¹((1+ℓ)/2)``:
   - ``rce = 1 - √(a / b)`` with ``a = <E²>``, ``b = <uE²>``:
     ``SE² = (1 - rce)² / (4 M) · (s_aa / a² + s_bb / b² - 2 s_ab / (a b))`` where ``s_aa``,
     ``s_bb``, ``s_ab`` are the sample (co)variances of E² and uE²;
-  - ``zv = s² = Σ (Z - Z̄)² / (M - 1)``: ``SE² = (m4 - s⁴ (M - 3) / (M - 1)) / M`` with the
-    fourth central moment ``m4 = Σ (Z - Z̄)⁴ / M`` (the variance of the sample variance,
-    ``Var(s²) = (μ4 - σ⁴ (M - 3)/(M - 1)) / M``, with plug-in moments). The central sums come
+  - ``zv = s² = Σ (Z - Z̄)² / (M - 1)``: ``SE² = (m4 - m2² (M - 3) / (M - 1)) / M`` with the
+    central moments ``m_k = Σ (Z - Z̄)^k / M`` (Cho's variance of the sample variance,
+    ``Var(s²) = (μ4 - σ⁴ (M - 3)/(M - 1)) / M``, with ErrViewLib's plug-in moments:
+    :func:`variance_of_sample_variance`). The central sums come
     from the sums of ``d = Z - c`` (``c`` any constant, ``δ = Σd / M``):
     ``Σ (Z - Z̄)² = Σd² - δ Σd`` and
     ``Σ (Z - Z̄)⁴ = Σd⁴ - 4 δ Σd³ + 6 δ² Σd² - 3 M δ⁴``.
@@ -156,6 +157,24 @@ def _variance(n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
     return np.maximum((s2 - s1 * s1 / n) / (n - 1.0), 0.0)
 
 
+def variance_of_sample_variance(n: np.ndarray | float, c2: np.ndarray | float,
+                                c4: np.ndarray | float) -> np.ndarray:
+    """Cho's eq. 1 for the variance of the unbiased sample variance ``s²`` of ``n`` values
+    from their central sums ``c_k = Σ (x - x̄)^k``: ``(m₄ - (n - 3) / (n - 1) m₂²) / n`` with
+    the central sample moments ``m_k = c_k / n`` (denominator n, as ErrViewLib's ``varvar``
+    with ``moments::all.moments``). The one definition behind the intervals of ``zv``/``zisd``
+    and :func:`xuqcal.core.variance.variance_of_variance`.
+
+    Examples
+    --------
+    >>> float(variance_of_sample_variance(4.0, 4.0, 4.0))  # [-1, 1, -1, 1]: (1 - 1/3) / 4
+    0.16666666666666666
+    """
+    m2 = c2 / n
+    m4 = c4 / n
+    return (m4 - (n - 3.0) / (n - 1.0) * m2 * m2) / n
+
+
 def _covariance(n: np.ndarray, s1: np.ndarray, t1: np.ndarray, st: np.ndarray) -> np.ndarray:
     return (st - s1 * t1 / n) / (n - 1.0)
 
@@ -245,9 +264,7 @@ def analytic_interval(key: str, estimate: np.ndarray, sums: Mapping[str, np.ndar
             delta = d1 / n
             c2 = d2 - delta * d1
             c4 = d4 - 4.0 * delta * d3 + 6.0 * delta**2 * d2 - 3.0 * n * delta**4
-            s2 = c2 / (n - 1.0)
-            m4 = c4 / n
-            var = np.maximum((m4 - s2 * s2 * (n - 3.0) / (n - 1.0)) / n, 0.0)
+            var = np.maximum(variance_of_sample_variance(n, c2, c4), 0.0)
             se = np.ldexp(np.sqrt(var), 2 * jd)
             if key == "zisd":  # SE(V^-1/2) = SE(V) / (2 V^3/2) (ErrViewLib's rsdZCI, "cho")
                 se = 0.5 * se * estimate**3

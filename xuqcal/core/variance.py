@@ -25,6 +25,7 @@ import numpy as np
 from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_bool, check_choice, check_level
 from xuqcal.core.coverage import normal_coverage_factor
+from xuqcal.core.moments import variance_of_sample_variance
 
 stats = lazy_module("scipy.stats")  # loaded on first use (a short ``import xuqcal``, issue 26)
 
@@ -66,11 +67,8 @@ def variance_of_variance(z: object) -> float:
     0.166666666667
     """
     x = _sample(z)
-    n = x.size
     d = x - x.mean()
-    m2 = np.mean(d**2)
-    m4 = np.mean(d**4)
-    return float((m4 - (n - 3.0) / (n - 1.0) * m2 * m2) / n)
+    return float(variance_of_sample_variance(float(x.size), np.sum(d**2), np.sum(d**4)))
 
 
 def variance_interval(z: object, level: float = 0.95, method: str = "cho", *,
