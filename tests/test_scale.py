@@ -175,6 +175,27 @@ def test_quantile_standard_error_is_not_underestimated_with_few_replicates():
     assert bracket_only.min() < 0.5 * actual  # which could fall far below it
 
 
+def test_quantile_standard_error_of_extreme_quantiles_is_symmetric_and_never_zero():
+    """Beyond the floor's range (p < 1/n or p > 1 - 1/n) the bracket alone is used. In the
+    upper tail its two ends clipped to the largest replicate (n (1 - p) below about 0.4) and
+    gave 0, which ``"auto"`` took for a settled bound (a BCa level of 0.9999 at n = 2000,
+    found by tests/test_faults_values.py); the lower tail never did. Now both tails give at
+    least half the gap of the two extreme replicates, and mirrored data give mirrored values."""
+    rng = np.random.default_rng(5)
+    values = np.sort(rng.standard_normal((1, 2000)), axis=-1)
+    for p in (0.99981, 0.9999, 0.99999):
+        upper = precision.quantile_mc_se(values, np.array([[p]]))[0, 0]
+        lower = precision.quantile_mc_se(np.sort(-values, axis=-1), np.array([[1 - p]]))[0, 0]
+        assert upper >= 0.5 * (values[0, -1] - values[0, -2]) > 0.0, p
+        assert upper == lower, p  # the same two replicates, mirrored
+    # where the bracket's ends did not meet, nothing changed: n (1 - p) = 0.8 at p = 0.9996
+    p = 0.9996
+    spread = np.sqrt(2000 * p * (1 - p))
+    low, high = int(np.floor(2000 * p - spread)), int(np.ceil(2000 * p + spread))
+    assert precision.quantile_mc_se(values, np.array([[p]]))[0, 0] == 0.5 * (
+        values[0, min(high, 1999)] - values[0, low])
+
+
 def test_bootstrap_grows_only_the_statistics_short_of_precision(nig):
     result = xuqcal.validate(nig, ["zms", "zm", "cc"], n_boot="auto", n_mc="auto", seed=4,
                              mc_precision=0.01)

@@ -96,9 +96,9 @@ def quantile_mc_se(sorted_values: np.ndarray, probabilities: np.ndarray) -> np.n
     is floored by the normal-theory standard error
     ``sd sqrt(p (1 - p) / n) / φ(Φ⁻¹(p))`` (``sd`` of the replicates, stable at any ``n``),
     for ``1/n <= p <= 1 - 1/n`` (beyond, the quantile is an extreme replicate and the
-    bracket alone is used). ``sorted_values`` is sorted along the last axis;
-    ``probabilities`` has one row of probabilities per row of it (last axis: the
-    probabilities).
+    bracket alone is used, never narrower than two neighbouring replicates).
+    ``sorted_values`` is sorted along the last axis; ``probabilities`` has one row of
+    probabilities per row of it (last axis: the probabilities).
 
     Examples
     --------
@@ -113,6 +113,10 @@ def quantile_mc_se(sorted_values: np.ndarray, probabilities: np.ndarray) -> np.n
     spread = np.sqrt(n * p * (1.0 - p))
     low = np.clip(np.floor(n * p - spread).astype(np.int64), 0, n - 1)
     high = np.clip(np.ceil(n * p + spread).astype(np.int64), 0, n - 1)
+    # in the upper tail both ends can clip to the largest replicate (n (1 - p) below about
+    # 0.4), which made the standard error 0 and "auto" stop as if settled: the bracket keeps
+    # at least the gap between two neighbouring replicates, as it does in the lower tail
+    low = np.maximum(np.minimum(low, high - 1), 0)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         bracket = 0.5 * (np.take_along_axis(sorted_values, high, axis=-1)
                          - np.take_along_axis(sorted_values, low, axis=-1))
