@@ -346,6 +346,49 @@ def test_batched_bootstrap_walk_sums_in_draw_order(seed, extra, start):
                                    ["mse", "mv", "zm", "zv", "nll"])
 
 
+def _counted_sum(counts, values):
+    """The counted sum of :func:`kernels._counted_sums`, from NumPy's sequential cumulative
+    sums: four interleaved partial sums in point order, then the last M mod 4 points."""
+    products = counts.astype(np.float64) * values
+    head = 4 * (values.size // 4)
+    partial = [np.add.accumulate(products[k:head:4])[-1] for k in range(4)]
+    total = (partial[0] + partial[1]) + (partial[2] + partial[3])
+    for x in products[head:].tolist():
+        total += x
+    return total
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 10_000), extra=st.integers(0, 7), start=st.integers(0, 9))
+def test_counted_bootstrap_sums_from_the_threshold(seed, extra, start):
+    """From ``_COUNTED_SUMS_FROM`` points a replicate's moment sums are the counted sums of
+    its multiplicities (the draws of its stream, :func:`fill_counts`) in point order, bit for
+    bit, for every remainder of M by 4; one point fewer, they are the sums in draw order."""
+    from xuqcal.core import random as _random
+
+    m = K._COUNTED_SUMS_FROM + extra
+    E, uE = _data(seed, m, ties=bool(seed % 2))
+    prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
+    keys = ["mse", "mv", "zm", "zv", "nll"]
+    codes = codes_of(get_statistics(keys))
+    key = _random.stream_key(seed, "bootstrap")
+    out = _bootstrap_block(prepared, codes, key, start, start + 2)
+    counts = np.empty(m, dtype=np.int64)
+    for i, r in enumerate(range(start, start + 2)):
+        _random.fill_counts(key, r, counts)
+        sums = [_counted_sum(counts, prepared.packed[:, c]) for c in range(6)]
+        want = [K.finalize_moment(code, float(m), *sums, prepared.z_shift) for code in codes]
+        np.testing.assert_array_equal(out[i], want)
+    # the mean of per-point values (proper and interval scores) follows the same rule
+    z2 = np.ascontiguousarray(prepared.packed[:, 2:3])
+    means = np.empty((2, 1))
+    K.mean_block(key, start, start + 2, z2, means)
+    zms = _bootstrap_block(prepared, codes_of(get_statistics(["zms"])), key, start, start + 2)
+    np.testing.assert_array_equal(means[:, 0], zms[:, 0])
+    if extra == 0:  # below the threshold: draw order
+        _check_walk_sums_in_draw_order(seed, m - 1, start, 1, keys)
+
+
 def _bin_sums_in_memory(counts, e2, u2, z2, n_bins):
     """The binned walk before issue 14: every copy added to the bin arrays in memory."""
     b_n, b_e2, b_u2, b_z2 = (np.zeros(n_bins) for _ in range(4))

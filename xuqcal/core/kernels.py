@@ -1123,8 +1123,11 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
 
     At M = 10^6 and more the walk is bound by random loads (a row of the moment columns and a
     count per draw, from arrays of tens of MB): draws are made in batches of :data:`_BATCH`
-    whose loads are prefetched, then summed in draw order, one cache line per draw
-    (:func:`_compact_rows`). Each replicate's sums keep their order, bit for bit.
+    whose loads are prefetched. Below :data:`_COUNTED_SUMS_FROM` points the moment columns of
+    the drawn rows are summed in draw order (one cache line per draw, :func:`_compact_rows`);
+    from there on the walk only counts the draws, and the moment sums are the counted sums of
+    :func:`_counted_sums` (the same multiplicities, in point order: no row gathered per draw).
+    Either way a replicate's sums depend only on M, the data and the stream.
     """
     m = e2.shape[0]
     need_counts = False
@@ -1149,7 +1152,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     fill = np.zeros(n_groups if record else 0, np.int64)
     slots = np.empty(m if record else 0, np.int32)
     # only the moment columns the requested statistics use are gathered per draw (each column
-    # is summed in draw order, so a value does not depend on which other statistics are asked)
+    # is summed on its own, so a value does not depend on which other statistics are asked)
     columns = _moment_columns(codes)
     n_columns = columns.shape[0]
     flat, stride = _compact_rows(packed, columns)
@@ -1157,10 +1160,16 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     column_sums = np.zeros(6)
     counts = np.zeros(m if need_counts else 0, np.int32)
     batch = np.empty(_BATCH, np.int64)
+    # from _COUNTED_SUMS_FROM points the moment sums are counted sums (no row gathered per draw)
+    counted = m >= _COUNTED_SUMS_FROM and n_columns > 0
+    if counted and not need_counts:
+        need_counts = True
+        counts = np.zeros(m, np.int32)
+    partial = np.zeros((4, 6))
     # the batched walk pays off once the randomly read arrays outgrow the caches; below that
     # the plain walk is faster (zms at M = 1e5: benchmarks/ab_revisions.py bootstrap_zms_nig_1e5)
     footprint = 8 * m * np.int64(stride) + (4 * m if need_counts else 0)
-    batched = footprint > _PLAIN_WALK_BYTES
+    batched = counted or footprint > _PLAIN_WALK_BYTES
     sums = work[0]
     for r in range(start, stop):
         state = stream_start(key, r)
@@ -1203,7 +1212,8 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
             for t in range(n):
                 j, state = next_below(state, m)
                 batch[t] = j
-                _prefetch(flat, np.uint64(j) * stride)
+                if not counted:
+                    _prefetch(flat, np.uint64(j) * stride)
                 if need_counts:
                     _prefetch_write(counts, j)
                     if record:
@@ -1215,6 +1225,8 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                     if record and tied[j]:
                         draws[n_draws] = j
                         n_draws += 1
+                if counted:
+                    continue
                 row = np.uint64(j) * stride
                 a0 += flat[row]
                 if n_columns > 1:
@@ -1228,12 +1240,15 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                                 if n_columns > 5:
                                     a5 += flat[row + np.uint64(5)]
             done += n
-        accumulated[0] = a0
-        accumulated[1] = a1
-        accumulated[2] = a2
-        accumulated[3] = a3
-        accumulated[4] = a4
-        accumulated[5] = a5
+        if counted:
+            _counted_sums(counts, flat, stride, n_columns, partial, accumulated)
+        else:
+            accumulated[0] = a0
+            accumulated[1] = a1
+            accumulated[2] = a2
+            accumulated[3] = a3
+            accumulated[4] = a4
+            accumulated[5] = a5
         column_sums[:] = 0.0
         for c in range(n_columns):
             column_sums[columns[c]] = accumulated[c]
@@ -1252,6 +1267,35 @@ _BATCH = 64
 #: Bytes of randomly read arrays (moment rows and counts) up to which the bootstrap walks
 #: without batches and prefetches.
 _PLAIN_WALK_BYTES = 2 << 20
+#: Points from which a bootstrap replicate's moment sums (:func:`bootstrap_block`,
+#: :func:`mean_block`) are counted sums, :func:`_counted_sums`, instead of sums in draw order:
+#: the random load of a row per draw becomes the increment of a 4-byte count, and the rows are
+#: read once, in order (zms at M = 2·10⁶: ``benchmarks/bootstrap_sums.py``). A function of M
+#: only, so a statistic's replicates do not depend on which other statistics are asked.
+_COUNTED_SUMS_FROM = 1 << 18
+
+
+@nb.njit(error_model="numpy")
+def _counted_sums(counts, flat, stride, n_columns, partial, out):
+    """``out[c] = Σ_j counts[j] flat[j stride + c]`` for the columns ``c < n_columns``, in
+    point order as four interleaved partial sums: ``s_k`` adds the points ``j ≡ k (mod 4)``
+    below ``4 ⌊M / 4⌋`` in increasing order, the sum is ``(s_0 + s_1) + (s_2 + s_3)`` and the
+    last ``M mod 4`` points are then added one by one. ``partial`` is ``(4, 6)`` scratch."""
+    m = counts.shape[0]
+    partial[:, :] = 0.0
+    quarter = m // 4
+    for q in range(quarter):
+        for k in range(4):
+            j = 4 * q + k
+            count = np.float64(counts[j])
+            row = np.uint64(j) * stride
+            for c in range(n_columns):
+                partial[k, c] += count * flat[row + np.uint64(c)]
+    for c in range(n_columns):
+        total = (partial[0, c] + partial[1, c]) + (partial[2, c] + partial[3, c])
+        for j in range(4 * quarter, m):
+            total += np.float64(counts[j]) * flat[np.uint64(j) * stride + np.uint64(c)]
+        out[c] = total
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -1307,12 +1351,27 @@ def mean_block(key, start, stop, values, out):
 
     Replicate ``r`` draws the M positions of :func:`bootstrap_block` from the same stream
     (with the key of the bootstrap, the same points as the replicate ``r`` of the data's
-    statistics) and sums the drawn rows in draw order, as that kernel sums a moment column:
-    the replicates of the mean of ``Z²`` are those of ``zms``, bit for bit.
+    statistics) and sums the drawn rows as that kernel sums a moment column (in draw order, or
+    from :data:`_COUNTED_SUMS_FROM` points the counted sums of :func:`_counted_sums`): the
+    replicates of the mean of ``Z²`` are those of ``zms``, bit for bit.
     """
     m = values.shape[0]
     k = values.shape[1]
     total = np.zeros(k)
+    if m >= _COUNTED_SUMS_FROM and k > 0:
+        flat = np.ascontiguousarray(values).ravel()
+        counts = np.zeros(m, np.int32)
+        partial = np.zeros((4, k))
+        for r in range(start, stop):
+            state = stream_start(key, r)
+            counts[:] = 0
+            for _ in range(m):
+                j, state = next_below(state, m)
+                counts[j] += 1
+            _counted_sums(counts, flat, np.uint64(k), k, partial, total)
+            for c in range(k):
+                out[r - start, c] = total[c] / m
+        return
     for r in range(start, stop):
         state = stream_start(key, r)
         total[:] = 0.0
