@@ -11,10 +11,13 @@ cannot load. Each workload calls
 ``--rounds`` times, after an untimed call (Numba compile or cache load), on the same arrays:
 QM9-like uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal
 or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals),
-20 bins. The JSON holds every time in ns per simulated (or drawn) point, the best of each side,
-their ratio, and whether the two versions' outputs are identical bit for bit (across a
-change of stream version, :data:`xuqcal.core.random.STREAM_VERSION`, the simulated rows of the
-changed generators differ by design).
+20 bins. ``draws_only`` times ``fill_draws`` (the stream and Lemire's bounded integers written
+to an array), the floor of a bootstrap walk. The JSON holds every time in ns per simulated (or
+drawn) point, the best of each side, their ratio, and whether the two versions' outputs are
+identical bit for bit (across a change of stream version,
+:data:`xuqcal.core.random.STREAM_VERSION`, the simulated rows of the changed generators differ
+by design; from ``_COUNTED_SUMS_FROM`` points the bootstrap's moment replicates are counted sums
+since issue 26, and differ in their last bits from the draw-order sums before).
 
 Usage::
 
@@ -47,6 +50,8 @@ WORKLOADS = {
     "variates_t6": ((), 1, 6.0),
     "variates_t3.5": ((), 1, 3.5),
     "variates_laplace": ((), 3, 0.0),
+    "draws_only": ((), None, None),
+    "bootstrap_zms": (("ZMS",), None, None),
     "bootstrap_cc": (("CC",), None, None),
     "bootstrap_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), None, None),
 }
@@ -72,6 +77,12 @@ def _inputs(m: int):
 def _run(kernels, codes, generator, parameter, replicates, arrays):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
+    if generator is None and codes.shape[0] == 0:  # the draws alone
+        out = np.empty(m, np.int32)
+        start = time.perf_counter()
+        for r in range(replicates):
+            kernels.fill_draws(np.uint64(7), r, out)
+        return (time.perf_counter() - start) / (replicates * m) * 1e9, out
     if generator is None:
         return _run_bootstrap(kernels, codes, replicates, arrays)
     if codes.shape[0] == 0:  # the variates alone (fill_variates), as many as the other rows
