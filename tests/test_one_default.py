@@ -32,7 +32,12 @@ NUMBERS = ("estimate", "bias", "se", "ci_low", "ci_high", "sim_mean", "sim_q025"
 
 @pytest.fixture(scope="module")
 def data():
-    return xuqcal.synthetic.nig(400, nu=6, seed=2)
+    # Random streams version 2: on the set of seed 2 the ENCE estimate now lies outside its own
+    # interval and "auto" runs to the ceilings (10 000, 5 000) without reaching its precision
+    # (0.097); over seeds 0-39 about half the sets stop below both ceilings. Seed 8 stops at
+    # 750 and 750 replicates, far below them, with the precision reached (0.021 <= 0.025);
+    # the test asserts this premise before comparing the results.
+    return xuqcal.synthetic.nig(400, nu=6, seed=8)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +67,10 @@ def test_the_default_is_auto_bit_for_bit(data, default):
     assert default.attrs["n_mc_requested"] == "auto"
     assert default.attrs["mc_precision"] == defaults.MC_PRECISION
     assert default.attrs["precision_rule"]
-    # far fewer replicates than the ceiling on a calibrated set
+    # far fewer replicates than the ceiling on a calibrated set: the counts were decided by the
+    # precision reached, not by the ceilings (the premise of the comparison below)
     assert default.attrs["n_boot"] < defaults.N_BOOT and default.attrs["n_mc"] < defaults.N_MC
+    assert default.attrs["mc_precision_reached"] <= default.attrs["mc_precision"]
     asked = xuqcal.validate(data, STATISTICS, n_boot="auto", n_mc="auto", **OPTIONS)
     xr.testing.assert_identical(_without_timestamp(default), _without_timestamp(asked))
 
