@@ -259,7 +259,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="NAME",
         help=f"run only these rows (repeatable): {', '.join(REGISTRY)}",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads of Dask's threaded scheduler for every row (default: one per core); "
+        "the same rows at --threads 1 and 2 show the scaling and the CPU time of each",
+    )
     args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
     for name in ("repeat", "baseline_repeat", "scipy_batch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -289,7 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
 
+    if args.threads is not None:  # for the whole run, warm-up included
+        dask.config.set(scheduler="threads", num_workers=args.threads)
     info = machine_info()
+    info["dask_threads"] = args.threads or "one per core (Dask's default)"
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     warm_up()
