@@ -157,8 +157,8 @@ def test_interrupted_build_resumes_without_recomputing(tmp_path, monkeypatch):
                                 uninterrupted[summaries].drop_attrs(deep=False))
 
 
-def test_resume_refuses_mismatched_checkpoints(tmp_path, monkeypatch):
-    path = tmp_path / "c.nc"
+def _interrupted_after_one_cell(path, monkeypatch):
+    """Build a cube of ence at ``path``, interrupted after its first cell: one checkpoint."""
     original = cube._compute_cell
     calls = []
 
@@ -172,6 +172,11 @@ def test_resume_refuses_mismatched_checkpoints(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         cube.build(["ence"], **SMALL, path=path)
     monkeypatch.setattr(cube, "_compute_cell", original)
+
+
+def test_resume_refuses_mismatched_checkpoints(tmp_path, monkeypatch):
+    path = tmp_path / "c.nc"
+    _interrupted_after_one_cell(path, monkeypatch)
     with pytest.raises(ValueError, match="seed"):
         cube.build(["ence"], **{**SMALL, "n_mc": 40}, seed=5, path=path)
 
@@ -189,20 +194,8 @@ def test_other_random_streams_are_refused_not_mixed(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"other random streams.*build the cube again"):
         cube.extend(path, nu=[12.0])
     assert path.read_bytes() == before
-    original = cube._compute_cell
-    calls = []
-
-    def failing(*args):
-        if calls:
-            raise KeyboardInterrupt
-        calls.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(cube, "_compute_cell", failing)
     other = tmp_path / "d.nc"
-    with pytest.raises(KeyboardInterrupt):
-        cube.build(["ence"], **SMALL, path=other)
-    monkeypatch.setattr(cube, "_compute_cell", original)
+    _interrupted_after_one_cell(other, monkeypatch)  # its checkpoint: the "(other)" streams
     monkeypatch.setattr(cube, "RNG_DESCRIPTION", resampling.RNG_DESCRIPTION)
     with pytest.raises(ValueError, match="random_streams"):
         cube.build(["ence"], **SMALL, path=other)
