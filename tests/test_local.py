@@ -131,8 +131,17 @@ def test_adversarial_groups_calibrated_and_control(data):
     for prefix in ("", "control_"):
         values = adv[f"{prefix}fraction_valid"].values
         assert ((values >= 0) & (values <= 1)).all()
-    # calibrated data and the N(0,1) control both validate most groups
-    assert (adv.control_fraction_valid > 0.8).all()
+    # the N(0, 1) control validates most groups. Not asserted at these sizes (M/2, M/4, M/8):
+    # groups of half the ONE control sample share its deviation of <Zc²> from 1, so their
+    # valid fractions move together (over 200 control seeds, stream version 2, the fraction
+    # at M/2 had sd 0.078 and was <= 0.8 for 6.5 % of the seeds, the default seed's 0.717
+    # among them). At a size small against M the groups are nearly independent: the count
+    # of valid groups is about Binomial(60, c), c the coverage of the BCa interval of <Z²>
+    # on 150 normal points (measured 0.936 over 400 seeds, sd 0.034 against the binomial
+    # 0.032), so P(fraction <= 0.8) = P(X <= 48) = 3.7e-4 (1.0e-3 with the measured
+    # over-dispersion as a beta-binomial); 0 of 400 seeds, minimum 0.817
+    control = adversarial_groups(data, n_groups=60, n_boot=500, sizes=[150])
+    assert control.control_fraction_valid.item() > 0.8
     miscalibrated = xuqcal.synthetic.nig(3000, nu=6, seed=21, uE_scale=0.8)
     bad = adversarial_groups(miscalibrated, n_groups=60, n_boot=500, min_count=300)
     assert (bad.fraction_valid < 0.2).all()
