@@ -321,8 +321,20 @@ def test_calibration_curve_of_calibrated_normal_data():
     ds = xuqcal.synthetic.nig(20_000, nu=6, generator="normal", seed=5)
     cal = curves.calibration_curve(ds)
     assert float(cal.miscalibration_area) < 0.01
+    # DKW: P(sup_p |observed - p| >= 0.015) <= 2 exp(-2 m 0.015²) = 2.5e-4 at m = 20000
     assert float(np.max(np.abs(cal.observed - cal.coverage_level))) < 0.015
-    assert float(cal.valid.mean()) >= 0.9
+    # valid: each Wilson interval (with continuity correction) contains p with probability
+    # about `level` = 0.95, but the 99 levels of one data set are nested and strongly
+    # correlated, so the valid fraction of ONE data set has no useful lower bound (a
+    # bound of 0.9 failed for 15 % of the seeds, measured over 400 seeds, stream version 2).
+    # The principled check is the mean valid fraction over R = 100 independent calibrated
+    # data sets: at least the nominal 0.95 less 3 standard errors of that mean (one-sided,
+    # se from the spread over the data sets; 0 false failures in 1e5 bootstrap resamples of
+    # 2000 data sets, whose pooled coverage was 0.9548); intervals at a 90 % level would
+    # give about 0.90 and fail it
+    valid = np.array([float(curves.calibration_curve(xuqcal.synthetic.nig(
+        20_000, nu=6, generator="normal", seed=1000 + r)).valid.mean()) for r in range(100)])
+    assert valid.mean() >= 0.95 - 3 * valid.std(ddof=1) / np.sqrt(valid.size)
 
 
 def test_calibration_curve_of_t6_data_against_normal_shows_the_tails():

@@ -42,14 +42,18 @@ def test_per_bin_values_and_student_intervals(data):
 
 def test_bca_per_bin_equals_a_direct_bootstrap_of_the_bin(data):
     """Each bin's BCa interval matches scipy's BCa on that bin within Monte Carlo noise."""
-    loc = local(data, "zms", n_bins=5, n_boot=8000, seed=4)
+    # B = 8000 was too few: measured over 60 seeds (stream version 2), the Monte Carlo sd of
+    # an upper bound is 1.1-1.3 % of the width for each implementation, that of the
+    # difference of the two 1.5-1.8 %, so 4 % was 2.3-2.7 sd: 9 of 60 seed pairs failed.
+    # B = 32000 halves the sd: the difference's sd was 0.4-0.8 % of the width (24 seed pairs,
+    # max |difference| 2.0 %), so 4 % is at least 5 sd for each of the 10 bounds
+    loc = local(data, "zms", n_bins=5, n_boot=32_000, seed=4)
     order = np.argsort(data.uE.values, kind="stable")
     z2 = ((data.E / data.uE).values[order]) ** 2
     for b, chunk in enumerate(np.array_split(z2, 5)):
-        ref = stats.bootstrap((chunk,), np.mean, n_resamples=8000, method="BCa",
+        ref = stats.bootstrap((chunk,), np.mean, n_resamples=32_000, method="BCa",
                               random_state=np.random.default_rng(b))
         width = ref.confidence_interval.high - ref.confidence_interval.low
-        # B = 8000: each bound's Monte Carlo sd is < 1 % of the width; 4 % is > 4 sd
         assert loc.ci_low[b].item() == pytest.approx(ref.confidence_interval.low,
                                                       abs=0.04 * width)
         assert loc.ci_high[b].item() == pytest.approx(ref.confidence_interval.high,
@@ -127,8 +131,17 @@ def test_adversarial_groups_calibrated_and_control(data):
     for prefix in ("", "control_"):
         values = adv[f"{prefix}fraction_valid"].values
         assert ((values >= 0) & (values <= 1)).all()
-    # calibrated data and the N(0,1) control both validate most groups
-    assert (adv.control_fraction_valid > 0.8).all()
+    # the N(0, 1) control validates most groups. Not asserted at these sizes (M/2, M/4, M/8):
+    # groups of half the ONE control sample share its deviation of <Zc²> from 1, so their
+    # valid fractions move together (over 200 control seeds, stream version 2, the fraction
+    # at M/2 had sd 0.078 and was <= 0.8 for 6.5 % of the seeds, the default seed's 0.717
+    # among them). At a size small against M the groups are nearly independent: the count
+    # of valid groups is about Binomial(60, c), c the coverage of the BCa interval of <Z²>
+    # on 150 normal points (measured 0.936 over 400 seeds, sd 0.034 against the binomial
+    # 0.032), so P(fraction <= 0.8) = P(X <= 48) = 3.7e-4 (1.0e-3 with the measured
+    # over-dispersion as a beta-binomial); 0 of 400 seeds, minimum 0.817
+    control = adversarial_groups(data, n_groups=60, n_boot=500, sizes=[150])
+    assert control.control_fraction_valid.item() > 0.8
     miscalibrated = xuqcal.synthetic.nig(3000, nu=6, seed=21, uE_scale=0.8)
     bad = adversarial_groups(miscalibrated, n_groups=60, n_boot=500, min_count=300)
     assert (bad.fraction_valid < 0.2).all()

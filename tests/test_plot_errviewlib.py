@@ -14,6 +14,7 @@ from scipy import stats
 
 import xuqcal
 from xuqcal import plot
+from xuqcal.core.coverage import fit_scaled_student
 from xuqcal.plot.errors import pp_curve, reference_distribution
 from xuqcal.plot.facets import FacetGrid
 
@@ -83,12 +84,23 @@ def test_zscore_qq(data, both, tmp_path):
     np.testing.assert_array_equal(points[:, 1], z)
     render(ax, tmp_path / "qq.png")
     ax = plot.zscore_qq(data, "student", n_mc=100)
-    # the maximum-likelihood zero-centred t, here by SciPy's t.fit on Z (xuqcal fits the same
-    # likelihood through Z² ~ s² F(1, ν): the two optimisers agree to about 1e-6)
-    nu, _, scale = stats.t.fit(z, floc=0.0)
+    # the points are the quantiles of xuqcal's fitted zero-centred t (exactly)
+    nu_x, scale_x = fit_scaled_student(z)
     np.testing.assert_allclose(ax.collections[-1].get_offsets()[:, 0],
-                               stats.t(nu, scale=scale).ppf((np.arange(1, 401) - 0.5) / 400),
-                               rtol=1e-6)
+                               stats.t(nu_x, scale=scale_x).ppf((np.arange(1, 401) - 0.5) / 400),
+                               rtol=1e-12)
+    # and that fit is the maximum-likelihood one: against SciPy's t.fit on Z (xuqcal fits the
+    # same likelihood through Z² ~ s² F(1, ν)), its log-likelihood is short by at most 1e-4,
+    # the termination tolerance (ftol, on -log L) of the Nelder-Mead of SciPy's fit that both
+    # use; 1e-4 nats is nothing statistically (a likelihood-ratio 2e-4). The quantiles
+    # themselves need not agree to 1e-6: near-normal data put the ML ν at infinity, where the
+    # two optimisers stop at different points (over 100 data sets like this one, stream
+    # version 2: relative quantile differences above 1e-6 for 51 %, max 6.9e-5; deficits
+    # max 4.8e-5)
+    nu, _, scale = stats.t.fit(z, floc=0.0)
+    deficit = (stats.t.logpdf(z, nu, scale=scale).sum()
+               - stats.t.logpdf(z, nu_x, scale=scale_x).sum())
+    assert deficit <= 1e-4
     assert "fitted Student-t" in ax.get_title()
     grid = plot.zscore_qq(both, n_mc=50)
     assert isinstance(grid, FacetGrid) and grid.axes.size == 2
