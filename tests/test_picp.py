@@ -295,20 +295,22 @@ def test_bad_tol():
         xuqcal.validate(ds, ["picp95"], tol=-0.1)
 
 
-def test_cli_validates_coverage_statistics(tmp_path):
+def test_cli_validates_coverage_statistics(tmp_path, capsys):
+    from xuqcal.cli import main
+
     ds = xuqcal.synthetic.nig(2000, nu=6, seed=1)
     ds["E"].attrs["role"] = "E"
     ds["uE"].attrs["role"] = "uE"
     path = tmp_path / "data.csv"
     ds[["E", "uE"]].to_dataframe().to_csv(path, index=False)
     out = tmp_path / "v.nc"
-    run = subprocess.run(
-        [sys.executable, "-m", "xuqcal", "validate", str(path), "--E", "E", "--uE", "uE",
-         "--statistics", "zms,picp95,picpt95", "--n-boot", "200", "--n-mc", "200",
-         "--tol", "0.01", "-o", str(out)],
-        capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert "picp95" in run.stdout and "Wilson" in run.stdout
+    capsys.readouterr()
+    status = main(["validate", str(path), "--E", "E", "--uE", "uE",
+                   "--statistics", "zms,picp95,picpt95", "--n-boot", "200", "--n-mc", "200",
+                   "--tol", "0.01", "-o", str(out)])
+    run = capsys.readouterr()
+    assert status == 0, run.err
+    assert "picp95" in run.out and "Wilson" in run.out
     with xr.open_dataset(out) as saved:
         assert saved.attrs["coverage_tolerance"] == 0.01
         api = xuqcal.validate(xuqcal.from_arrays(ds.E.values, ds.uE.values),

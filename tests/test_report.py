@@ -102,8 +102,16 @@ def data():
     return ds.assign(X=("sample", np.random.default_rng(0).normal(size=2000)))
 
 
-def test_report_contents(data, tmp_path):
-    page = xuqcal.report.report(data, tmp_path / "r", n_boot=300, n_mc=300, n_bins_local=20)
+@pytest.fixture(scope="module")
+def full_report(data, tmp_path_factory):
+    """The report of ``data`` (n_boot = n_mc = 300, 20 local bins), written once for the tests
+    that only read it."""
+    return xuqcal.report.report(data, tmp_path_factory.mktemp("full") / "r", n_boot=300,
+                                n_mc=300, n_bins_local=20)
+
+
+def test_report_contents(data, full_report):
+    page = full_report
     parser = _check_page(page)
     text = " ".join(parser.text)
     for expected in ("Validation of the statistics", "zms", "ζ SimN", "verdict",
@@ -114,15 +122,15 @@ def test_report_contents(data, tmp_path):
     assert {"zeta.png", "error_distribution.png", "zscores_uE.png", "zscores_X.png",
             "local_zms_uE.png", "local_zm_X.png", "reliability.png", "confidence_curve.png",
             "rank_correlation.png"} <= names
-    validation = xr.open_dataset(tmp_path / "r" / "results" / "validation.nc")
+    validation = xr.open_dataset(page.parent / "results" / "validation.nc")
     assert validation.attrs["n_boot"] == 300
     validation.close()
 
 
-def test_report_has_the_interval_based_section(data, tmp_path):
+def test_report_has_the_interval_based_section(data, full_report):
     """PICP with Wilson intervals, local coverage, PIT and proper scores (issue 15), their
     numbers those of the library's functions on the same data."""
-    page = xuqcal.report.report(data, tmp_path / "r", n_boot=300, n_mc=300, n_bins_local=20)
+    page = full_report
     parser = _check_page(page)
     text = " ".join(parser.text)
     for expected in ("Interval-based validation and proper scores", "picp68.3", "picp95",
@@ -131,7 +139,7 @@ def test_report_has_the_interval_based_section(data, tmp_path):
         assert expected in text, expected
     names = {src.split("/")[-1] for src in parser.images}
     assert {"local_coverage.png", "pit.png"} <= names
-    results = tmp_path / "r" / "results"
+    results = page.parent / "results"
     with xr.open_dataset(results / "coverage.nc") as coverage:
         direct = xuqcal.validate(data, ["picp"], n_boot=300, n_mc=300)
         np.testing.assert_array_equal(coverage.estimate.values, direct.estimate.values)

@@ -4,8 +4,6 @@ summary of a data set (Python, CLI and report)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -15,6 +13,7 @@ import xarray as xr
 import xuqcal
 from xuqcal.analysis.summary import QUESTIONS, summary, summary_grid, summary_text
 from xuqcal.analysis.validation import NOT_USABLE, agreed_decision, verdict_outcome
+from xuqcal.cli import main
 from xuqcal.core.generators import check_generators
 
 
@@ -140,23 +139,23 @@ def _first_detail_table(out: str) -> int:
     return header.start()
 
 
-def test_cli_validate_prints_the_summary_first(tmp_path, two_sets):
+def test_cli_validate_prints_the_summary_first(tmp_path, two_sets, capsys):
     files = []
     for i, ds in enumerate(two_sets.values()):
         path = tmp_path / f"set{i}.csv"
         pd.DataFrame({"E": ds.E.values, "uE": ds.uE.values}).to_csv(path, index=False)
         files.append(str(path))
     options = ["--E", "E", "--uE", "uE", "--n-boot", "300", "--n-mc", "300"]
-    run = subprocess.run([sys.executable, "-m", "xuqcal", "validate", *files, *options],
-                         capture_output=True, text=True, check=True)
-    out = run.stdout
+    capsys.readouterr()
+    assert main(["validate", *files, *options]) == 0
+    out = capsys.readouterr().out
     grid = out.index("Summary: the verdict of each question for each data set")
     assert grid < _first_detail_table(out)  # the grid before any detail table
     header = out[grid:].splitlines()[1]
     assert header.split() == ["data", "set", "average", "calibration", "consistency",
                               "adaptivity", "distribution", "shape"]
-    single = subprocess.run([sys.executable, "-m", "xuqcal", "validate", files[1], *options],
-                            capture_output=True, text=True, check=True).stdout
+    assert main(["validate", files[1], *options]) == 0
+    single = capsys.readouterr().out
     assert single.index("Summary\n") < _first_detail_table(single)
     assert "average calibration  FAIL" in single
 
