@@ -167,8 +167,8 @@ def variance_of_sample_variance(n: np.ndarray | float, c2: np.ndarray | float,
 
     Examples
     --------
-    >>> float(variance_of_sample_variance(4.0, 4.0, 4.0))  # [-1, 1, -1, 1]: (1 - 1/3) / 4
-    0.16666666666666666
+    >>> round(float(variance_of_sample_variance(4.0, 4.0, 4.0)), 12)  # [-1, 1, -1, 1]
+    0.166666666667
     """
     m2 = c2 / n
     m4 = c4 / n
