@@ -157,11 +157,11 @@ def _variance(n: np.ndarray, s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
     return np.maximum((s2 - s1 * s1 / n) / (n - 1.0), 0.0)
 
 
-def variance_of_sample_variance(n: np.ndarray | float, c2: np.ndarray | float,
+def variance_of_sample_variance(n_values: np.ndarray | float, c2: np.ndarray | float,
                                 c4: np.ndarray | float) -> np.ndarray:
-    """Cho's eq. 1 for the variance of the unbiased sample variance ``s²`` of ``n`` values
-    from their central sums ``c_k = Σ (x - x̄)^k``: ``(m₄ - (n - 3) / (n - 1) m₂²) / n`` with
-    the central sample moments ``m_k = c_k / n`` (denominator n, as ErrViewLib's ``varvar``
+    """Cho's eq. 1 for the variance of the unbiased sample variance ``s²`` of ``n = n_values``
+    values from their central sums ``c_k = Σ (x - x̄)^k``: ``(m₄ - (n - 3) / (n - 1) m₂²) / n``
+    with the central sample moments ``m_k = c_k / n`` (denominator n, as ErrViewLib's ``varvar``
     with ``moments::all.moments``). The one definition behind the intervals of ``zv``/``zisd``
     and :func:`xuqcal.core.variance.variance_of_variance`.
 
@@ -170,6 +170,7 @@ def variance_of_sample_variance(n: np.ndarray | float, c2: np.ndarray | float,
     >>> round(float(variance_of_sample_variance(4.0, 4.0, 4.0)), 12)  # [-1, 1, -1, 1]
     0.166666666667
     """
+    n = n_values
     m2 = c2 / n
     m4 = c4 / n
     return (m4 - (n - 3.0) / (n - 1.0) * m2 * m2) / n
