@@ -373,17 +373,20 @@ def test_counted_bootstrap_sums_from_the_threshold(seed, extra, start):
     codes = codes_of(get_statistics(keys))
     key = _random.stream_key(seed, "bootstrap")
     out = _bootstrap_block(prepared, codes, key, start, start + 2)
+    # one column alone (zms) takes the kernel's single-column loop
+    zms_code = codes_of(get_statistics(["zms"]))
+    zms = _bootstrap_block(prepared, zms_code, key, start, start + 2)
     counts = np.empty(m, dtype=np.int64)
     for i, r in enumerate(range(start, start + 2)):
         _random.fill_counts(key, r, counts)
         sums = [_counted_sum(counts, prepared.packed[:, c]) for c in range(6)]
         want = [K.finalize_moment(code, float(m), *sums, prepared.z_shift) for code in codes]
         np.testing.assert_array_equal(out[i], want)
+        assert zms[i, 0] == K.finalize_moment(zms_code[0], float(m), *sums, prepared.z_shift)
     # the mean of per-point values (proper and interval scores) follows the same rule
     z2 = np.ascontiguousarray(prepared.packed[:, 2:3])
     means = np.empty((2, 1))
     K.mean_block(key, start, start + 2, z2, means)
-    zms = _bootstrap_block(prepared, codes_of(get_statistics(["zms"])), key, start, start + 2)
     np.testing.assert_array_equal(means[:, 0], zms[:, 0])
     if extra == 0:  # below the threshold: draw order
         _check_walk_sums_in_draw_order(seed, m - 1, start, 1, keys)

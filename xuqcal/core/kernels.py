@@ -1158,13 +1158,11 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     flat, stride = _compact_rows(packed, columns)
     accumulated = np.zeros(6)
     column_sums = np.zeros(6)
-    counts = np.zeros(m if need_counts else 0, np.int32)
-    batch = np.empty(_BATCH, np.int64)
     # from _COUNTED_SUMS_FROM points the moment sums are counted sums (no row gathered per draw)
     counted = m >= _COUNTED_SUMS_FROM and n_columns > 0
-    if counted and not need_counts:
-        need_counts = True
-        counts = np.zeros(m, np.int32)
+    need_counts = need_counts or counted
+    counts = np.zeros(m if need_counts else 0, np.int32)
+    batch = np.empty(_BATCH, np.int64)
     partial = np.zeros((4, 6))
     # the batched walk pays off once the randomly read arrays outgrow the caches; below that
     # the plain walk is faster (zms at M = 1e5: benchmarks/ab_revisions.py bootstrap_zms_nig_1e5)
@@ -1282,8 +1280,24 @@ def _counted_sums(counts, flat, stride, n_columns, partial, out):
     below ``4 ⌊M / 4⌋`` in increasing order, the sum is ``(s_0 + s_1) + (s_2 + s_3)`` and the
     last ``M mod 4`` points are then added one by one. ``partial`` is ``(4, 6)`` scratch."""
     m = counts.shape[0]
-    partial[:, :] = 0.0
     quarter = m // 4
+    if n_columns == 1:  # one column (zms, mse, ... alone): the partial sums in registers
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for q in range(quarter):
+            j = 4 * q
+            s0 += np.float64(counts[j]) * flat[np.uint64(j) * stride]
+            s1 += np.float64(counts[j + 1]) * flat[np.uint64(j + 1) * stride]
+            s2 += np.float64(counts[j + 2]) * flat[np.uint64(j + 2) * stride]
+            s3 += np.float64(counts[j + 3]) * flat[np.uint64(j + 3) * stride]
+        total = (s0 + s1) + (s2 + s3)
+        for j in range(4 * quarter, m):
+            total += np.float64(counts[j]) * flat[np.uint64(j) * stride]
+        out[0] = total
+        return
+    partial[:, :] = 0.0
     for q in range(quarter):
         for k in range(4):
             j = 4 * q + k
