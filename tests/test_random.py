@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -200,7 +202,9 @@ def test_arithmetic_exp_is_libm_exp_to_two_ulp():
     np.testing.assert_array_max_ulp(got, np.exp(t), maxulp=2)
 
 
-def _draw(kind, n, replicate):
+@functools.cache
+def _ziggurat_fill():
+    """A jitted loop over ``kernels.next_normal`` or ``next_exponential`` (compiled once)."""
     import numba as nb
 
     from xuqcal.core import kernels
@@ -214,8 +218,13 @@ def _draw(kind, n, replicate):
             else:
                 out[i], state = kernels.next_normal(state)
 
+    return fill
+
+
+def _draw(kind, n, replicate):
     out = np.empty(n)
-    fill(_random.stream_key(0, "ziggurat-test"), replicate, out, kind == "exponential")
+    _ziggurat_fill()(_random.stream_key(0, "ziggurat-test"), replicate, out,
+                     kind == "exponential")
     return out
 
 
