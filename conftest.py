@@ -10,15 +10,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 #: running a long file alone at the end. The order of the other files is unchanged.
 LONG_FILES = ("test_report.py", "test_faults_cli.py", "test_examples_smoke.py",
               "test_faults_writes.py", "test_summary.py", "test_faults_numeric.py",
-              "test_cli.py", "test_slices.py", "test_cli_multi.py")
-#: Files collected last: their work is a subprocess that compiles every kernel itself when
-#: Numba's cache is cold (a clean checkout, as on CI: 35 s of the benchmark smoke run's 46 s),
-#: and loads them when the workers have filled the cache first.
-LATE_FILES = ("test_benchmarks_smoke.py",)
+              "test_benchmarks_smoke.py", "test_cli.py", "test_slices.py", "test_cli_multi.py")
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: position for position, name in enumerate(LONG_FILES)}
-    last = len(rank) + 1
-    rank.update(dict.fromkeys(LATE_FILES, last + 1))
-    items.sort(key=lambda item: rank.get(item.path.name, last))  # stable
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable

@@ -237,7 +237,8 @@ def harrell_davis(values, n_bins: int, *, min_count: int = defaults.POP_MIN_HD, 
                   attrs=attrs)
 
 
-def strata(values, *, min_count: int = 100, by: str = "x", sample=None) -> xr.Dataset:
+def strata(values, *, min_count: int = defaults.MIN_COUNT_STRATA, by: str = "x",
+           sample=None) -> xr.Dataset:
     """Strata bins of a stratified variable (few distinct values), METHODS §3.
 
     Start with one bin per distinct value; while a stratum has fewer than ``min_count`` points,
@@ -498,8 +499,8 @@ def make_bins(ds: xr.Dataset, by: str | Sequence[str] = defaults.BY, *,
                            min_count=min_count, sample=sample, scheme=binning)
     values = ds[names[0]].values
     if binning == "strata":
-        return strata(values, min_count=100 if min_count is None else min_count, by=names[0],
-                      sample=sample)
+        return strata(values, min_count=defaults.MIN_COUNT_STRATA if min_count is None
+                      else min_count, by=names[0], sample=sample)
     if binning == "groups":
         return groups(values, by=names[0], sample=sample)
     raise ValueError(f"binning: unknown scheme {binning!r}; use 'equal', 'hd', 'strata', "

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 
 from xuqcal.analysis.binning import strata
+from xuqcal.core import defaults
 from xuqcal.core.checks import check_bool, check_count, check_name
 from xuqcal.core.provenance import provenance
 
@@ -72,7 +73,8 @@ def merge_contiguous(values: np.ndarray, min_count: int
     return stratum_of_value[inverse], np.array(centres), np.array(counts, dtype=np.int64)
 
 
-def merge_strata(ds: xr.Dataset, by: str, *, min_count: int = 50, greedy: bool = True,
+def merge_strata(ds: xr.Dataset, by: str, *,
+                 min_count: int = defaults.MIN_COUNT_MERGED_STRATA, greedy: bool = True,
                  name: str | None = None) -> xr.Dataset:
     """``ds`` with the variable ``by`` whose small strata are merged (ErrViewLib's
     ``stratAgg``; the rules in the module docstring).

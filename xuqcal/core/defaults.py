@@ -98,6 +98,21 @@ N_BOOT_SCORES = 0
 N_BOOT_LOCAL = 5000
 #: Bootstrap replicates of the per-group intervals of adversarial group validation.
 N_BOOT_GROUPS = 1000
+#: Random groups per size of adversarial group validation (:func:`xuqcal.adversarial_groups`),
+#: and the fewest points of a group.
+N_GROUPS_ADVERSARIAL = 200
+MIN_COUNT_ADVERSARIAL = 100
+#: Random groups per size, control sets and fewest points of a group of the worst-group
+#: calibration curve (:func:`xuqcal.worst_group_calibration`; ErrViewLib's ``plotAGV``).
+N_GROUPS_WORST = 100
+N_MC_WORST = 500
+MIN_COUNT_WORST = 50
+#: Random orders of the points of :func:`xuqcal.order_sensitivity`.
+N_ORDERS = 1000
+#: Fewest points of a stratum: strata bins of a stratified variable (``binning="strata"``,
+#: METHODS §3) and the merged strata of :func:`xuqcal.merge_strata` (ErrViewLib's ``popMin``).
+MIN_COUNT_STRATA = 100
+MIN_COUNT_MERGED_STRATA = 50
 #: Bootstrap replicates of the per-bin intervals of reliability diagrams.
 N_BOOT_RELIABILITY = 2000
 #: Counts of the whole validation, in Python as on the CLI (:func:`xuqcal.validate` and the
