@@ -153,9 +153,10 @@ def next_exponential(state):
     """Standard exponential variate (ziggurat of Marsaglia & Tsang 2000, 256 layers, 53 random
     bits per draw, NumPy's layout); returns ``(x, new_state)``.
 
-    About 99 % of the draws take one 64-bit number and no function call. A draw in a wedge is
-    accepted against :func:`_exp_arithmetic`; a draw in the tail beyond ``R`` returns ``R``
-    plus a new exponential variate (the exponential forgets its past)."""
+    97.8 % of the draws take one 64-bit number and no function call (the tables' mean of
+    ``K / 2**53``). A draw in a wedge is accepted against :func:`_exp_arithmetic`; a draw in
+    the tail beyond ``R`` returns ``R`` plus a new exponential variate (the exponential forgets
+    its past)."""
     shift = 0.0
     while True:
         bits, state = next_u64(state)
@@ -177,11 +178,11 @@ def next_normal(state):
     """Standard normal variate (ziggurat of Marsaglia & Tsang 2000, 256 layers, 52 random bits
     and a sign bit per draw, NumPy's layout); returns ``(x, new_state)``.
 
-    About 99 % of the draws take one 64-bit number and no function call. A draw in a wedge is
-    accepted against :func:`_exp_arithmetic`; the tail beyond ``R`` is Marsaglia's (1964)
-    ``R + a / R`` for exponentials ``a``, ``b`` with ``2 b > (a / R)²``, drawn by
-    :func:`next_exponential`. No libm function decides or makes a draw, so the GPU draws the
-    same bits."""
+    98.5 % of the draws take one 64-bit number and no function call (the tables' mean of
+    ``K / 2**52``). A draw in a wedge is accepted against :func:`_exp_arithmetic`; the tail
+    beyond ``R`` is Marsaglia's (1964) ``R + a / R`` for exponentials ``a``, ``b`` with
+    ``2 b > (a / R)²``, drawn by :func:`next_exponential`. No libm function decides or makes a
+    draw, so the GPU draws the same bits."""
     while True:
         bits, state = next_u64(state)
         idx = np.int64(bits & _BYTE)
@@ -1268,7 +1269,8 @@ _PLAIN_WALK_BYTES = 2 << 20
 #: Points from which a bootstrap replicate's moment sums (:func:`bootstrap_block`,
 #: :func:`mean_block`) are counted sums, :func:`_counted_sums`, instead of sums in draw order:
 #: the random load of a row per draw becomes the increment of a 4-byte count, and the rows are
-#: read once, in order (zms at M = 2·10⁶: ``benchmarks/bootstrap_sums.py``). A function of M
+#: read once, in order (zms at M = 2·10⁶: ``bootstrap_zms`` of
+#: ``benchmarks/measured/ab-kernels-session-2e6-issue26-2026-11-26b.json``). A function of M
 #: only, so a statistic's replicates do not depend on which other statistics are asked.
 _COUNTED_SUMS_FROM = 1 << 18
 
@@ -1377,11 +1379,7 @@ def mean_block(key, start, stop, values, out):
         counts = np.zeros(m, np.int32)
         partial = np.zeros((4, k))
         for r in range(start, stop):
-            state = stream_start(key, r)
-            counts[:] = 0
-            for _ in range(m):
-                j, state = next_below(state, m)
-                counts[j] += 1
+            fill_counts(key, r, counts)  # the multiplicities of replicate r's draws
             _counted_sums(counts, flat, np.uint64(k), k, partial, total)
             for c in range(k):
                 out[r - start, c] = total[c] / m

@@ -13,10 +13,10 @@ the replicate index is mixed into that key to start the replicate's own stream.
 
 Bounded integers use Lemire's multiply-shift with rejection (exactly uniform). Variates
 (stream version :data:`STREAM_VERSION`): normal and exponential by the ziggurat of Marsaglia &
-Tsang (2000, 256 layers, one 64-bit number for about 99 % of the draws), Student-t of even
+Tsang (2000, 256 layers, one 64-bit number for 98.5 % of the normal draws), Student-t of even
 integer ν ≤ 32 as ``Z sqrt(ν / χ²_ν)`` with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from
 exponentials, Bailey's polar method for any other ν, and Marsaglia & Tsang (gamma). Version 1
-(before xuqcal 2026-11-26's issue 26) drew normals by Marsaglia's polar method and the
+(xuqcal before issue 26) drew normals by Marsaglia's polar method and the
 chi-square as ``-2 ln(U_1 ... U_{ν/2})``: the same distributions, other draws.
 See ``docs/design.md``.
 """
