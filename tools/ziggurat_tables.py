@@ -29,48 +29,33 @@ LAYERS = 256
 TARGET = Path(__file__).resolve().parents[1] / "xuqcal" / "core" / "ziggurat_tables.py"
 
 
-def _edges(density, tail_area, guess):
+def _edges(density, inverse, tail_area, guess):
     """``(r, v, x)``: the base layer's edge ``r``, the common area ``v`` of the layers and the
     edges ``x[0] = 0 < x[1] < ... < x[255] = r`` for an unnormalised decreasing ``density`` on
-    ``[0, inf)`` with ``density(0) = 1``."""
+    ``[0, inf)`` with ``density(0) = 1`` and its ``inverse``."""
 
     def walk(r):
         v = r * density(r) + tail_area(r)
         edges = [r]
         for _ in range(LAYERS - 2):
-            edges.append(density_inverse(v / edges[-1] + density(edges[-1])))
+            edges.append(inverse(v / edges[-1] + density(edges[-1])))
         return v, edges
 
     def closing(r):  # the top layer, [0, x_1] x [f(x_1), 1], has area v as well
         v, edges = walk(r)
         return v / edges[-1] + density(edges[-1]) - 1
 
-    density_inverse = density.inverse
     r = mp.findroot(closing, mp.mpf(guess))
     v, edges = walk(r)
     return r, v, [mp.mpf(0), *edges[::-1]]
 
 
-def _normal_density(x):
-    return mp.exp(-x * x / 2)
-
-
-_normal_density.inverse = lambda y: mp.sqrt(-2 * mp.log(y))
-
-
-def _exponential_density(x):
-    return mp.exp(-x)
-
-
-_exponential_density.inverse = lambda y: -mp.log(y)
-
-
-def tables(density, tail_area, guess, bits):
+def tables(density, inverse, tail_area, guess, bits):
     """``(r, k, w, f)`` of one sampler: a draw of ``bits`` random bits ``j`` in layer ``i``
     is ``x = j w[i]``, accepted at once when ``j < k[i]``; ``f[i]`` is the density at the layer
     edge ``x[i]`` (``f[0] = 1``, the top). Layer 0 is the base strip with the tail: its width
     ``w[0] = v / f(r) / 2**bits`` makes its area ``v`` as well."""
-    r, v, x = _edges(density, tail_area, guess)
+    r, v, x = _edges(density, inverse, tail_area, guess)
     scale = mp.mpf(2) ** bits
     base_width = v / density(r)
     w = [base_width / scale] + [x[i] / scale for i in range(1, LAYERS)]
@@ -92,9 +77,11 @@ def _lines(name: str, values, per_line: int) -> list[str]:
 def module_text() -> str:
     """The text of ``xuqcal/core/ziggurat_tables.py``."""
     mp.mp.dps = 60
-    normal = tables(_normal_density, lambda r: mp.sqrt(mp.pi / 2) * mp.erfc(r / mp.sqrt(2)),
+    normal = tables(lambda x: mp.exp(-x * x / 2), lambda y: mp.sqrt(-2 * mp.log(y)),
+                    lambda r: mp.sqrt(mp.pi / 2) * mp.erfc(r / mp.sqrt(2)),
                     "3.6541528853610088", 52)
-    exponential = tables(_exponential_density, lambda r: mp.exp(-r), "7.69711747013104972", 53)
+    exponential = tables(lambda x: mp.exp(-x), lambda y: -mp.log(y), lambda r: mp.exp(-r),
+                         "7.69711747013104972", 53)
     out = [
         '"""Layers of the ziggurat samplers of :mod:`xuqcal.core.kernels` (Marsaglia & Tsang',
         "2000, 256 layers, NumPy's 64-bit layout).",
