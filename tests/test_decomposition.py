@@ -256,9 +256,10 @@ def _raw(E: list[float], uE: list[float]) -> xr.Dataset:
 
 @pytest.mark.parametrize("function", [score_decomposition, nll_split, corp_reliability])
 def test_bad_values(function):
-    with pytest.raises(ValueError, match="uE: 1 of 3 values are not finite and positive"):
+    with pytest.raises(ValueError,
+                       match=r"^uE: 1 of 3 values are not finite and positive \(rows 1\)$"):
         function(_raw([0.1, 0.2, 0.3], [1.0, 0.0, 1.0]))
-    with pytest.raises(ValueError, match="E: 1 of 3 values are NaN or infinite"):
+    with pytest.raises(ValueError, match=r"^E: 1 of 3 values are NaN or infinite \(rows 1\)$"):
         function(_raw([0.1, np.inf, 0.3], [1.0, 1.0, 1.0]))
     with pytest.raises(ValueError, match=r"ds: expected an xarray\.Dataset"):
         function([1.0, 2.0])

@@ -142,7 +142,7 @@ def test_errors():
         running_statistics(ds, window=5, min_count=0)
     with pytest.raises(ValueError, match="name of an output variable"):
         running_statistics(ds.assign(Z=ds.X), by="Z")
-    with pytest.raises(ValueError, match="X: 1 of 40 values are NaN or infinite"):
+    with pytest.raises(ValueError, match=r"^X: 1 of 40 values are NaN or infinite \(rows 3\)$"):
         running_statistics(ds.assign(X=ds.X.where(ds.sample != 3)), by="X")
     with pytest.raises(ValueError, match="1-D variable over 'sample'"):
         running_statistics(ds.assign(Y=ds.X.expand_dims(k=2)), by="Y")

@@ -34,7 +34,7 @@ from xuqcal.core.binning import (  # noqa: F401 (re-exported: public API of binn
     recommended_n_bins,
     resolve_n_bins,
 )
-from xuqcal.core.checks import variable_name
+from xuqcal.core.checks import check_finite, variable_name
 from xuqcal.core.statistics import Statistic, get_statistics
 from xuqcal.io import by_role
 
@@ -107,8 +107,10 @@ def _values(values, name: str) -> np.ndarray:
     values = np.asarray(values)
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"{name}: expected a non-empty 1-D array of values")
-    if values.dtype.kind in "fc" and not np.isfinite(values).all():
-        raise ValueError(f"{name}: {int((~np.isfinite(values)).sum())} values are not finite")
+    if values.dtype.kind == "c":
+        raise ValueError(f"{name}: expected real values, got {values.dtype}")
+    if values.dtype.kind == "f":
+        check_finite(values, name)
     return values
 
 

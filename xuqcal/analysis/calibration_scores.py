@@ -34,7 +34,7 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core.binning import check_n_bins
-from xuqcal.core.checks import check_count, check_seed
+from xuqcal.core.checks import check_count, check_finite, check_seed
 from xuqcal.core.generators import check_generators
 from xuqcal.core.provenance import provenance
 from xuqcal.core.statistics import check_values, compute, log_square
@@ -238,12 +238,7 @@ def _scores_body(data: xr.Dataset, *, features: list[str], n_bins: int, n_mc: in
     check_values(errors, uncertainties)
     columns = []
     for name in features:
-        values = np.asarray(data[name].values, dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise ValueError(f"features: {bad.size} values of {name!r} are not finite (rows "
-                             f"{', '.join(map(str, bad[:5].tolist()))})")
-        columns.append((name, values))
+        columns.append((name, check_finite(data[name].values, "features", of=name)))
     out = _score_values(errors, uncertainties, columns, n_bins)
     result = xr.Dataset({k: (("feature",) if k in _PER_FEATURE else (), v)
                          for k, v in out.items()})

@@ -29,7 +29,13 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
 from xuqcal.core import random as _random
-from xuqcal.core.checks import check_level, check_replicates, check_seed
+from xuqcal.core.checks import (
+    check_finite,
+    check_level,
+    check_replicates,
+    check_seed,
+    positions_text,
+)
 from xuqcal.core.decomposition import (
     SCORES,
     TieGroups,
@@ -86,14 +92,12 @@ def _check_scores(scores: object) -> list[str]:
 def _errors(ds: xr.Dataset, E: str, uE: str) -> tuple[np.ndarray, np.ndarray]:
     """``(E, uE)`` of a NumPy-backed data set as float64, checked: ``E`` finite, ``uE`` finite
     and positive (the messages count the bad values)."""
-    e = np.asarray(ds[E].values, dtype=np.float64)
+    e = check_finite(ds[E].values, "E")
     u = np.asarray(ds[uE].values, dtype=np.float64)
-    bad = int(np.count_nonzero(~np.isfinite(e)))
-    if bad:
-        raise ValueError(f"E: {bad} of {e.size} values are NaN or infinite")
-    bad = int(np.count_nonzero(~(np.isfinite(u) & (u > 0))))
-    if bad:
-        raise ValueError(f"uE: {bad} of {u.size} values are not finite and positive")
+    bad = np.flatnonzero(~(np.isfinite(u) & (u > 0)))
+    if bad.size:
+        raise ValueError(f"uE: {bad.size} of {u.size} values are not finite and positive "
+                         f"(rows {positions_text(bad)})")
     return e, u
 
 

@@ -25,6 +25,7 @@ from xuqcal.analysis.lazy import analysis, template
 from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
+from xuqcal.core.checks import check_finite
 from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM, by_role
 
@@ -240,9 +241,7 @@ def _running_body(ds: xr.Dataset, *, by: str, window: int, min_count: int, E: st
     values: dict[str, np.ndarray] = {}
     for name in names:
         data = np.asarray(ds[name].values)
-        bad = int(np.count_nonzero(~np.isfinite(data.astype(np.float64))))
-        if bad:
-            raise ValueError(f"{name}: {bad} of {data.size} values are NaN or infinite")
+        check_finite(data, name)
         values[name] = data
     if not np.all(values[uE] > 0):
         raise ValueError(f"uE: {int(np.sum(~(values[uE] > 0)))} of {m} values are not "

@@ -25,7 +25,7 @@ import xarray as xr
 
 from xuqcal.analysis.binning import strata
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_bool, check_count, check_name
+from xuqcal.core.checks import check_bool, check_count, check_finite, check_name
 from xuqcal.core.provenance import provenance
 
 
@@ -143,12 +143,7 @@ def merge_strata(ds: xr.Dataset, by: str, *,
     if taken:
         raise ValueError(f"name: the dataset already has {', '.join(map(repr, taken))}; "
                          "choose another name")
-    values = np.asarray(ds[by].values, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        raise ValueError(f"by: {bad.size} values of {by!r} are not finite (rows "
-                         f"{', '.join(map(str, bad[:5].tolist()))}"
-                         f"{', ...' if bad.size > 5 else ''})")
+    values = check_finite(ds[by].values, "by", of=by)
     if greedy:
         bins = strata(values, min_count=min_count, by=by)
         index = np.asarray(bins.bin_index.values)

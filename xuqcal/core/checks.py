@@ -323,6 +323,56 @@ def check_name(value: object, name: str) -> str:
     return value
 
 
+def positions_text(positions: np.ndarray, limit: int = 5) -> str:
+    """The first ``limit`` positions of ``positions``, comma-separated, with ``...`` when there
+    are more: how a message names the rows it is about.
+
+    Examples
+    --------
+    >>> positions_text(np.array([3, 8]))
+    '3, 8'
+    >>> positions_text(np.arange(7))
+    '0, 1, 2, 3, 4, ...'
+    """
+    shown = ", ".join(map(str, np.asarray(positions)[:limit].tolist()))
+    return shown + (", ..." if len(positions) > limit else "")
+
+
+def check_finite(values: object, name: str, *, of: str | None = None,
+                 where: str = "rows") -> np.ndarray:
+    """``values`` as a float64 array, or a ``ValueError`` that counts the values that are NaN or
+    infinite and names their first positions.
+
+    Parameters
+    ----------
+    values : array_like
+        The values.
+    name : str
+        The argument the values come from, first word of the message.
+    of : str, optional
+        The variable the values belong to, when ``name`` is not it (e.g. ``name="features"``,
+        ``of="size"``).
+    where : str
+        What a position is called in the message (``"rows"``, ``"positions"``).
+
+    Examples
+    --------
+    >>> check_finite([1.0, 2.0], "z")
+    array([1., 2.])
+    >>> check_finite([1.0, float("nan")], "by", of="size")
+    Traceback (most recent call last):
+    ...
+    ValueError: by: 1 of 2 values of 'size' are NaN or infinite (rows 1)
+    """
+    x = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        owner = f" of {of!r}" if of is not None else ""
+        raise ValueError(f"{name}: {bad.size} of {x.size} values{owner} are NaN or infinite "
+                         f"({where} {positions_text(bad)})")
+    return x
+
+
 def user_stacklevel() -> int:
     """The ``stacklevel`` of :func:`warnings.warn` that points at the first caller outside
     xuqcal (whatever decorators and helpers lie between), counted from the caller of this

@@ -13,8 +13,8 @@ import numpy as np
 from scipy import special
 
 from xuqcal._lazy import lazy_module
+from xuqcal.core.checks import check_finite, user_stacklevel
 from xuqcal.core.checks import check_level as _check_level
-from xuqcal.core.checks import user_stacklevel
 
 stats = lazy_module("scipy.stats")
 
@@ -305,9 +305,7 @@ def student_interval(values: np.ndarray, level: float = 0.95
     if values.ndim < 1 or values.shape[-1] < 2:
         raise ValueError(f"values: the Student interval needs at least 2 values along the last "
                          f"axis, got shape {values.shape}")
-    bad = ~np.isfinite(values)
-    if bad.any():
-        raise ValueError(f"values: {int(bad.sum())} of {values.size} values are NaN or infinite")
+    check_finite(values, "values", where="positions")
     n = values.shape[-1]
     mean = values.mean(axis=-1)
     half = stats.t.ppf((1.0 + level) / 2.0, n - 1) * values.std(axis=-1, ddof=1) / np.sqrt(n)

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import special
 
+from xuqcal.core.checks import check_finite
+
 
 def _probabilities(probs: float | Sequence[float] | np.ndarray) -> np.ndarray:
     try:
@@ -77,11 +79,7 @@ def harrell_davis_quantiles(values: np.ndarray | Sequence[float],
     if x.size < 2:
         raise ValueError(f"values: the Harrell-Davis estimate needs at least 2 values, got "
                          f"{x.size}")
-    bad = ~np.isfinite(x)
-    if bad.any():
-        rows = np.flatnonzero(bad)
-        raise ValueError(f"values: {rows.size} of {x.size} values are NaN or infinite "
-                         f"(positions {rows[:10].tolist()}{' ...' if rows.size > 10 else ''})")
+    check_finite(x, "values", where="positions")
     x = np.sort(x)
     n = x.size
     grid = np.arange(n + 1) / float(n)

@@ -24,7 +24,7 @@ import numpy as np
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
 from xuqcal.core.binning import check_n_bins, equal_count_order
-from xuqcal.core.checks import check_level, user_stacklevel
+from xuqcal.core.checks import check_level, positions_text, user_stacklevel
 from xuqcal.core.coverage import (
     count_covered,
     fit_student_nu,
@@ -646,11 +646,8 @@ def power_of_two_scale(*arrays: np.ndarray) -> int:
     return math.frexp(hi)[1]
 
 
-def _positions(mask: np.ndarray, limit: int = 5) -> str:
-    positions = np.flatnonzero(mask)
-    shown = ", ".join(str(p) for p in positions[:limit])
-    more = f" and {positions.size - limit} more" if positions.size > limit else ""
-    return f"rows {shown}{more}"
+def _positions(mask: np.ndarray) -> str:
+    return f"rows {positions_text(np.flatnonzero(mask))}"
 
 
 def check_values(E: np.ndarray, uE: np.ndarray) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from xuqcal._lazy import lazy_module
-from xuqcal.core.checks import check_bool, check_choice, check_level
+from xuqcal.core.checks import check_bool, check_choice, check_finite, check_level
 from xuqcal.core.coverage import normal_coverage_factor
 from xuqcal.core.moments import variance_of_sample_variance
 
@@ -38,11 +38,7 @@ def _sample(z: object, name: str = "z") -> np.ndarray:
     x = np.asarray(z, dtype=np.float64)
     if x.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D array, got shape {x.shape}")
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        raise ValueError(f"{name}: {bad.size} values are not finite (positions "
-                         f"{', '.join(map(str, bad[:5].tolist()))}"
-                         f"{', ...' if bad.size > 5 else ''})")
+    check_finite(x, name, where="positions")
     if x.size < 2:
         raise ValueError(f"{name}: a variance needs at least 2 values, got {x.size}")
     return x

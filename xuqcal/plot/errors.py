@@ -15,7 +15,13 @@ import xarray as xr
 from xuqcal._lazy import lazy_module
 from xuqcal.analysis.stats import check_data_variables
 from xuqcal.core import defaults
-from xuqcal.core.checks import check_choice, check_count, check_level, check_seed
+from xuqcal.core.checks import (
+    check_choice,
+    check_count,
+    check_level,
+    check_seed,
+    positions_text,
+)
 from xuqcal.core.coverage import fit_scaled_student, normal_coverage_factor
 from xuqcal.core.intervals import wilson_interval
 from xuqcal.core.quantiles import harrell_davis_quantiles
@@ -39,7 +45,7 @@ def _arrays(ds: xr.Dataset, indexers: dict, E: str, uE: str) -> tuple[np.ndarray
                            & (uncertainties > 0)))
     if bad.size:
         raise ValueError(f"ds: {bad.size} points have a non-finite E or uE, or uE <= 0 (rows "
-                         f"{', '.join(map(str, bad[:5].tolist()))})")
+                         f"{positions_text(bad)})")
     return errors, uncertainties
 
 
