@@ -75,6 +75,12 @@ WORKLOADS = {
         'xuqcal.bootstrap(ds, ["zms", "rce"], method="percentile", '
         '**replicates("n_boot", 100)).compute()',
     ),
+    # issue 26: the BCa jackknife of the binned statistics (few replicates: the jackknife is
+    # most of the time); before, every block of 4096 points summed the prefixes of all M
+    "bootstrap_bca_ence_zmse_nig_2e6": (
+        "ds = xuqcal.synthetic.nig(2_000_000, nu=6, seed=0)",
+        'xuqcal.bootstrap(ds, ["ence", "zmse"], **replicates("n_boot", 50)).compute()',
+    ),
 }
 
 _RUNNER = """

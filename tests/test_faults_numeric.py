@@ -143,7 +143,9 @@ def test_class3_kernels_never_raise_zero_division(statistics):
                             out[:, :moment.size])
     binned = codes[np.isin(codes, K.BINNED_CODES)]
     if binned.size:  # two bins for one point: an empty bin
-        K.jackknife_binned(binned, 2, one.e2, one.u2, one.z2, 0, 1, out[:, :binned.size])
+        K.jackknife_binned(binned, 2, one.e2, one.u2, one.z2,
+                           K.binned_prefix_sums(one.e2, one.u2, one.z2), 0, 1,
+                           out[:, :binned.size])
     zero_u = one.u2 * 0.0  # uE² underflowed to 0 (the old path of data scaled by 1e-170)
     K.evaluate_counts(codes, np.ones(1, np.int32), 1, one.packed, one.e2, zero_u, one.z2,
                       one.z_shift, one.order_u, one.tie_u, one.order_e, one.tie_e,

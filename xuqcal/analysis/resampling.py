@@ -144,10 +144,19 @@ def _spearman_jackknife(prepared: PreparedData) -> np.ndarray:
     return values
 
 
+def _binned_prefix_sums(prepared: PreparedData) -> np.ndarray:
+    """The prefix sums the blocks of the binned statistics' jackknife share (one task, O(M));
+    computed in each block, they made the jackknife O(M²/chunk): 10 s of 123 s of a default
+    validate of 2·10⁶ points (489 blocks)."""
+    return K.binned_prefix_sums(prepared.e2, prepared.u2, prepared.z2)
+
+
 def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop: int,
-                     spearman: np.ndarray | None = None) -> np.ndarray:
+                     spearman: np.ndarray | None = None,
+                     prefix: np.ndarray | None = None) -> np.ndarray:
     """Leave-one-out values of points ``start:stop``; ``spearman`` holds the ``cc`` ones of
-    all points when they were computed already."""
+    all points and ``prefix`` the binned statistics' prefix sums when they were computed
+    already."""
     out = np.empty((stop - start, codes.shape[0]))
     moment = np.flatnonzero(codes < K.N_MOMENT)
     binned = np.flatnonzero(np.isin(codes, K.BINNED_CODES))
@@ -160,7 +169,10 @@ def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop
         out[:, moment] = values
     if binned.size:
         values = np.empty((stop - start, binned.size))
-        K.jackknife_binned(codes[binned], p.n_bins, p.e2, p.u2, p.z2, start, stop, values)
+        if prefix is None:
+            prefix = _binned_prefix_sums(p)
+        K.jackknife_binned(codes[binned], p.n_bins, p.e2, p.u2, p.z2, prefix, start, stop,
+                           values)
         out[:, binned] = values
     if rank.size:
         if spearman is None:
@@ -174,10 +186,12 @@ def _jackknife_tasks(prepared, codes: np.ndarray, m: int) -> list[tuple[int, int
     prepared = _as_delayed(prepared)
     spearman = (dask.delayed(_spearman_jackknife, pure=True)(prepared)
                 if np.any(codes == K.CC) else None)
+    prefix = (dask.delayed(_binned_prefix_sums, pure=True)(prepared)
+              if np.any(np.isin(codes, K.BINNED_CODES)) else None)
     size = OPTIONS["jackknife_chunk"]
     return [(start, min(m, start + size),
              dask.delayed(_jackknife_block, pure=True)(prepared, codes, start,
-                                                       min(m, start + size), spearman))
+                                                       min(m, start + size), spearman, prefix))
             for start in range(0, m, size)]
 
 

@@ -1485,20 +1485,32 @@ def _without(values, i, total):
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
-def jackknife_binned(codes, n_bins, e2, u2, z2, start, stop, out):
-    """Leave-one-out values of binned statistics, re-binned exactly, O(N) per point.
+def binned_prefix_sums(e2, u2, z2):
+    """The prefix sums of ``e2``, ``u2`` and ``z2`` over the binning order, ``(3, M + 1)``
+    (row ``k``, position ``p``: the sum of the first ``p`` values): computed once per data set
+    and shared by every block of :func:`jackknife_binned`."""
+    m = e2.shape[0]
+    prefix = np.zeros((3, m + 1))
+    for p in range(m):
+        prefix[0, p + 1] = prefix[0, p] + e2[p]
+        prefix[1, p + 1] = prefix[1, p] + u2[p]
+        prefix[2, p + 1] = prefix[2, p] + z2[p]
+    return prefix
 
-    With prefix sums over the binning order, bin ``[s, e)`` of the reduced sequence (point
-    ``q`` removed) covers original positions ``[lo, hi)`` minus ``q``.
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def jackknife_binned(codes, n_bins, e2, u2, z2, prefix, start, stop, out):
+    """Leave-one-out values of binned statistics of points ``start:stop``, re-binned exactly,
+    O(N) per point.
+
+    With the prefix sums over the binning order (``prefix``: :func:`binned_prefix_sums`), bin
+    ``[s, e)`` of the reduced sequence (point ``q`` removed) covers original positions
+    ``[lo, hi)`` minus ``q``.
     """
     m = e2.shape[0]
-    p_e2 = np.zeros(m + 1)
-    p_u2 = np.zeros(m + 1)
-    p_z2 = np.zeros(m + 1)
-    for p in range(m):
-        p_e2[p + 1] = p_e2[p] + e2[p]
-        p_u2[p + 1] = p_u2[p] + u2[p]
-        p_z2[p + 1] = p_z2[p] + z2[p]
+    p_e2 = prefix[0]
+    p_u2 = prefix[1]
+    p_z2 = prefix[2]
     n = m - 1
     b_n = np.zeros(n_bins)
     b_e2 = np.zeros(n_bins)
