@@ -70,8 +70,10 @@ def zms_bca(prepared, replicates: np.ndarray, level: float = 0.95) -> np.ndarray
     code = np.array([STATISTICS["zms"].code])
     estimate = prepared.evaluate(code)
     jackknife = np.empty((prepared.size, 1))
-    K.jackknife_moments(code, prepared.e2, prepared.u2, prepared.z, prepared.z2,
-                        prepared.lnu2, prepared.z_shift, 0, prepared.size, jackknife)
+    p = prepared
+    totals = K.moment_totals(p.e2, p.u2, p.z, p.z2, p.lnu2, p.z_shift)
+    K.jackknife_moments(code, p.e2, p.u2, p.z, p.z2, p.lnu2, p.z_shift, totals, 0, p.size,
+                        jackknife)
     low, high = bca_interval(replicates[np.newaxis, :], estimate,
                              np.ascontiguousarray(jackknife.T), level)
     return np.array([float(low[0]), float(high[0])])

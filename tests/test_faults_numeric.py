@@ -139,8 +139,9 @@ def test_class3_kernels_never_raise_zero_division(statistics):
     out = np.empty((1, codes.size))
     moment = codes[codes < K.N_MOMENT]
     if moment.size:  # leave-one-out of one point: n - 1 = 0 points
-        K.jackknife_moments(moment, one.e2, one.u2, one.z, one.z2, one.lnu2, one.z_shift, 0, 1,
-                            out[:, :moment.size])
+        totals = K.moment_totals(one.e2, one.u2, one.z, one.z2, one.lnu2, one.z_shift)
+        K.jackknife_moments(moment, one.e2, one.u2, one.z, one.z2, one.lnu2, one.z_shift,
+                            totals, 0, 1, out[:, :moment.size])
     binned = codes[np.isin(codes, K.BINNED_CODES)]
     if binned.size:  # two bins for one point: an empty bin
         K.jackknife_binned(binned, 2, one.e2, one.u2, one.z2,

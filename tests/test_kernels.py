@@ -178,8 +178,9 @@ def test_cc_jackknife_matches_scipy_with_heavy_ties(seed, m, levels_u, levels_e)
 
 
 def test_lazy_jackknife_blocks_share_one_cc_task():
-    """Split into many blocks, the lazy jackknife equals the eager one, and the cc values and
-    the binned statistics' prefix sums come each from a single task that every block reads."""
+    """Split into many blocks, the lazy jackknife equals the eager one, and the cc values, the
+    binned statistics' prefix sums and the moment statistics' totals come each from a single
+    task that every block reads."""
     import xuqcal
     from xuqcal.analysis import resampling
 
@@ -190,7 +191,7 @@ def test_lazy_jackknife_blocks_share_one_cc_task():
         lazy = resampling.jackknife(prepared, codes, 400)
     assert len(lazy.chunks[0]) == 11  # 400 values in tasks of 37
     graph = dict(lazy.__dask_graph__())
-    for shared in ("_spearman_jackknife", "_binned_prefix_sums"):
+    for shared in ("_spearman_jackknife", "_binned_prefix_sums", "_moment_totals"):
         assert len([k for k in graph if shared in str(k)]) == 1, shared
     np.testing.assert_array_equal(lazy.compute(), _jackknife_block(prepared, codes, 0, 400))
 

@@ -141,8 +141,10 @@ def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np
     for g in range(n_groups):
         idx = group_members[offsets[g]:offsets[g + 1]]
         jack = np.empty((idx.size, 1))
-        K.jackknife_moments(codes, points.e2[idx], points.u2[idx], points.z[idx],
-                            points.z[idx] ** 2, points.lnu2[idx], points.z_shift, 0, idx.size,
+        e2, u2, z, lnu2 = points.e2[idx], points.u2[idx], points.z[idx], points.lnu2[idx]
+        z2 = z ** 2
+        totals = K.moment_totals(e2, u2, z, z2, lnu2, points.z_shift)
+        K.jackknife_moments(codes, e2, u2, z, z2, lnu2, points.z_shift, totals, 0, idx.size,
                             jack)
         accel[g] = acceleration(jack[:, 0])
     low, high = bca_interval(replicates[:, :, 0], value, level=level, acceleration_value=accel)

@@ -151,12 +151,19 @@ def _binned_prefix_sums(prepared: PreparedData) -> np.ndarray:
     return K.binned_prefix_sums(prepared.e2, prepared.u2, prepared.z2)
 
 
+def _moment_totals(prepared: PreparedData) -> np.ndarray:
+    """The sums over all points the blocks of the moment statistics' jackknife share."""
+    p = prepared
+    return K.moment_totals(p.e2, p.u2, p.z, p.z2, p.lnu2, p.z_shift)
+
+
 def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop: int,
                      spearman: np.ndarray | None = None,
-                     prefix: np.ndarray | None = None) -> np.ndarray:
+                     prefix: np.ndarray | None = None,
+                     totals: np.ndarray | None = None) -> np.ndarray:
     """Leave-one-out values of points ``start:stop``; ``spearman`` holds the ``cc`` ones of
-    all points and ``prefix`` the binned statistics' prefix sums when they were computed
-    already."""
+    all points, ``prefix`` the binned statistics' prefix sums and ``totals`` the moment
+    statistics' sums when they were computed already."""
     out = np.empty((stop - start, codes.shape[0]))
     moment = np.flatnonzero(codes < K.N_MOMENT)
     binned = np.flatnonzero(np.isin(codes, K.BINNED_CODES))
@@ -164,8 +171,10 @@ def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop
     p = prepared
     if moment.size:
         values = np.empty((stop - start, moment.size))
-        K.jackknife_moments(codes[moment], p.e2, p.u2, p.z, p.z2, p.lnu2, p.z_shift, start,
-                            stop, values)
+        if totals is None:
+            totals = _moment_totals(p)
+        K.jackknife_moments(codes[moment], p.e2, p.u2, p.z, p.z2, p.lnu2, p.z_shift, totals,
+                            start, stop, values)
         out[:, moment] = values
     if binned.size:
         values = np.empty((stop - start, binned.size))
@@ -188,10 +197,13 @@ def _jackknife_tasks(prepared, codes: np.ndarray, m: int) -> list[tuple[int, int
                 if np.any(codes == K.CC) else None)
     prefix = (dask.delayed(_binned_prefix_sums, pure=True)(prepared)
               if np.any(np.isin(codes, K.BINNED_CODES)) else None)
+    totals = (dask.delayed(_moment_totals, pure=True)(prepared)
+              if np.any(codes < K.N_MOMENT) else None)
     size = OPTIONS["jackknife_chunk"]
     return [(start, min(m, start + size),
              dask.delayed(_jackknife_block, pure=True)(prepared, codes, start,
-                                                       min(m, start + size), spearman, prefix))
+                                                       min(m, start + size), spearman, prefix,
+                                                       totals))
             for start in range(0, m, size)]
 
 

@@ -1422,16 +1422,17 @@ def counts_means_block(row_counts, row_of_point, values, out):
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
-def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
-    """Leave-one-out values of moment statistics in closed form, O(1) per point."""
+def moment_totals(e2, u2, z, z2, lnu2, z_shift):
+    """The sums over all points that the leave-one-out moments subtract from: ``e2``, ``u2``,
+    ``z2``, ``lnu2``, ``z - z_shift`` and its square (in that order), computed once per data set
+    and shared by every block of :func:`jackknife_moments`."""
     t_e2 = 0.0
     t_u2 = 0.0
     t_z2 = 0.0
     t_lnu2 = 0.0
     t_zd = 0.0
     t_zd2 = 0.0
-    m = e2.shape[0]
-    for p in range(m):
+    for p in range(e2.shape[0]):
         zd = z[p] - z_shift
         t_e2 += e2[p]
         t_u2 += u2[p]
@@ -1439,6 +1440,20 @@ def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, start, stop, out):
         t_lnu2 += lnu2[p]
         t_zd += zd
         t_zd2 += zd * zd
+    return np.array([t_e2, t_u2, t_z2, t_lnu2, t_zd, t_zd2])
+
+
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def jackknife_moments(codes, e2, u2, z, z2, lnu2, z_shift, totals, start, stop, out):
+    """Leave-one-out values of moment statistics of points ``start:stop`` in closed form, O(1)
+    per point, from the sums over all points (``totals``: :func:`moment_totals`)."""
+    t_e2 = totals[0]
+    t_u2 = totals[1]
+    t_z2 = totals[2]
+    t_lnu2 = totals[3]
+    t_zd = totals[4]
+    t_zd2 = totals[5]
+    m = e2.shape[0]
     n = m - 1.0
     for i in range(start, stop):
         zd = z[i] - z_shift
