@@ -309,3 +309,34 @@ def test_too_few_points_for_any_bin_is_still_an_error(small):
         local(small, "zm", n_bins=200)
     with pytest.raises(ValueError, match="n_bins: n_bins=200 needs at least 400 points"):
         reliability(small, n_bins=200)
+
+
+def test_group_replicates_in_tasks_equal_one_call(monkeypatch):
+    """In the main thread, past GROUPED_TASKS_FROM draws, the groups' replicates are computed
+    in replicate chunks by Dask (here 4 tasks of 100): the same values as one call of the
+    kernel, which is what a Dask task (another thread) makes."""
+    import threading
+
+    from xuqcal.analysis import local as local_module
+
+    ds = xuqcal.synthetic.nig(1200, nu=6, seed=4)
+    calls = []
+    block = local_module._grouped_block
+    monkeypatch.setattr(local_module, "_grouped_block",
+                        lambda *a: calls.append((a[3], a[4])) or block(*a))
+    one_call = xuqcal.local(ds, "zms", n_boot=400, seed=1)
+    assert calls == [(0, 400)]  # 1200 x 400 draws: below GROUPED_TASKS_FROM
+    monkeypatch.setattr(local_module, "GROUPED_TASKS_FROM", 1)
+    calls.clear()
+    with xuqcal.set_options(replicate_chunk=100):
+        in_tasks = xuqcal.local(ds, "zms", n_boot=400, seed=1)
+        assert sorted(calls) == [(0, 100), (100, 200), (200, 300), (300, 400)]
+        xr.testing.assert_identical(in_tasks, one_call)
+        calls.clear()
+        results = []
+        thread = threading.Thread(
+            target=lambda: results.append(xuqcal.local(ds, "zms", n_boot=400, seed=1)))
+        thread.start()
+        thread.join()
+    assert calls == [(0, 400)]  # not the main thread: one call, no Dask
+    xr.testing.assert_identical(results[0], one_call)

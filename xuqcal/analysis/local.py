@@ -28,7 +28,9 @@ set are then drawn once per replicate, from the stream ``(seed, "local-<resample
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 import warnings
 from collections.abc import Sequence
 
@@ -48,6 +50,7 @@ from xuqcal.analysis.binning import (
     n_bins_for,
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
+from xuqcal.analysis.replicates import replicate_chunks
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     check_count,
@@ -116,6 +119,42 @@ def _group_values(points: PreparedData, group_members: np.ndarray, offsets: np.n
     return codes, value[:, 0]
 
 
+#: Draws (points x replicates) from which :func:`grouped_replicates` splits the replicates of
+#: the groups into Dask tasks (below, one call of the kernel: about 0.3 s at most).
+GROUPED_TASKS_FROM = 10**8
+
+
+def _grouped_block(keys, group_members, offsets, start, stop, codes, packed, z_shift):
+    out = np.empty((offsets.shape[0] - 1, stop - start, codes.shape[0]))
+    K.grouped_bootstrap_block(keys, group_members, offsets, start, stop, codes, packed, z_shift,
+                              out)
+    return out
+
+
+def grouped_replicates(keys: np.ndarray, group_members: np.ndarray, offsets: np.ndarray,
+                       n_boot: int, codes: np.ndarray, points: PreparedData) -> np.ndarray:
+    """The ``(group, replicate, statistic)`` bootstrap replicates of every group
+    (:func:`~xuqcal.core.kernels.grouped_bootstrap_block`).
+
+    Called in the main thread (an eager analysis) with at least :data:`GROUPED_TASKS_FROM`
+    draws, the replicates are computed in chunks (:func:`replicate_chunks`) by the active Dask
+    scheduler, on every core; inside a Dask task (any other thread) in one call, so that Dask
+    never runs more threads than it was given. Replicate ``r`` of group ``g`` comes from the
+    stream ``(keys[g], r)`` whatever the chunks: the values are the same either way.
+    """
+    draws = int(offsets[-1]) * n_boot
+    if threading.current_thread() is not threading.main_thread() or draws < GROUPED_TASKS_FROM:
+        return _grouped_block(keys, group_members, offsets, 0, n_boot, codes, points.packed,
+                              points.z_shift)
+    shared = [dask.delayed(a, traverse=False) for a in (keys, group_members, offsets,
+                                                         points.packed)]
+    bounds = np.cumsum((0, *replicate_chunks(n_boot)))
+    tasks = [dask.delayed(_grouped_block, pure=True)(*shared[:3], int(a), int(b), codes,
+                                                      shared[3], points.z_shift)
+             for a, b in itertools.pairwise(bounds)]
+    return np.concatenate(dask.compute(*tasks), axis=1)
+
+
 def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
                     statistic: str, *, n_boot: int = defaults.N_BOOT_LOCAL,
                     level: float = defaults.LEVEL, seed: int = defaults.SEED,
@@ -134,9 +173,7 @@ def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np
                 points.z[group_members[offsets[g]:offsets[g + 1]]], level)
         return value, low, high
     keys = _group_keys(seed, purpose, n_groups)
-    replicates = np.empty((n_groups, n_boot, 1))
-    K.grouped_bootstrap_block(keys, group_members, offsets, 0, n_boot, codes, points.packed,
-                              points.z_shift, replicates)
+    replicates = grouped_replicates(keys, group_members, offsets, n_boot, codes, points)
     accel = np.empty(n_groups)
     for g in range(n_groups):
         idx = group_members[offsets[g]:offsets[g + 1]]
