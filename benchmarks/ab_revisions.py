@@ -81,6 +81,12 @@ WORKLOADS = {
         "ds = xuqcal.synthetic.nig(2_000_000, nu=6, seed=0)",
         'xuqcal.bootstrap(ds, ["ence", "zmse"], **replicates("n_boot", 50)).compute()',
     ),
+    # issue 26: the per-bin bootstrap of a local analysis (n_boot 5000, made by the summary of
+    # every CLI validate), one call before, replicate chunks on every core after
+    "local_zms_nig_4e5": (
+        "ds = xuqcal.synthetic.nig(400_000, nu=6, seed=4)",
+        'xuqcal.local(ds, "zms", seed=1)',
+    ),
 }
 
 _RUNNER = """
