@@ -87,6 +87,18 @@ WORKLOADS = {
         "ds = xuqcal.synthetic.nig(400_000, nu=6, seed=4)",
         'xuqcal.local(ds, "zms", seed=1)',
     ),
+    # issue 26: the default xuqcal validate of 2e6 points (the acceptance row
+    # validate_default_2e6 of run.py, as a command in one process)
+    "cli_validate_default_nig_2e6": (
+        "import contextlib, io, os, tempfile; import pandas as pd; "
+        "from xuqcal.cli.commands import main; "
+        "ds = xuqcal.synthetic.nig(2_000_000, nu=6, seed=0); "
+        "folder = tempfile.mkdtemp(); csv = os.path.join(folder, 'nig.csv'); "
+        "pd.DataFrame({'E': ds.E.values, 'uE': ds.uE.values}).to_csv(csv, index=False)",
+        "with contextlib.redirect_stdout(io.StringIO()): "
+        "main(['validate', csv, '--E', 'E', '--uE', 'uE', '--no-progress', "
+        "'-o', os.path.join(folder, 'out.nc')])",
+    ),
 }
 
 _RUNNER = """
