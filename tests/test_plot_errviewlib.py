@@ -194,6 +194,10 @@ def test_strata_plot(tmp_path):
     render(ax, tmp_path / "strata.png")
     with pytest.raises(ValueError, match=r"merged: expected the output of xuqcal\.merge_strata"):
         plot.strata(ds, "n_merged")
+    # not a Dataset at all: a clear error, not an AttributeError from its missing .variables
+    with pytest.raises(ValueError, match=r"^merged: expected the Dataset that xuqcal\.merge_strata "
+                                         r"returns, got DataArray$"):
+        plot.strata(merged.n_merged, "n_merged")
 
 
 def test_local_zisd_plot_is_labelled(data, tmp_path):

@@ -34,9 +34,12 @@ def strata(merged: xr.Dataset, name: str, ax=None):
     """
     from xuqcal.plot._common import axes
 
+    if not isinstance(merged, xr.Dataset):
+        raise ValueError(f"merged: expected the Dataset that xuqcal.merge_strata returns, got "
+                         f"{type(merged).__name__}")
     needed = [name, f"{name}_value", f"{name}_count"]
     missing = [v for v in needed if v not in merged.variables]
-    if not isinstance(merged, xr.Dataset) or missing:
+    if missing:
         raise ValueError(f"merged: expected the output of xuqcal.merge_strata with the merged "
                          f"variable {name!r}; missing {', '.join(map(repr, missing))}")
     source = merged[name].attrs.get("source")
