@@ -195,8 +195,9 @@ def test_strata_plot(tmp_path):
     with pytest.raises(ValueError, match=r"merged: expected the output of xuqcal\.merge_strata"):
         plot.strata(ds, "n_merged")
     # not a Dataset at all: a clear error, not an AttributeError from its missing .variables
-    with pytest.raises(ValueError, match=r"^merged: expected the Dataset that xuqcal\.merge_strata "
-                                         r"returns, got DataArray$"):
+    with pytest.raises(ValueError, match=r"^merged: expected the output of xuqcal\.merge_strata "
+                                         r"\(a Dataset with n_merged, n_merged_value, "
+                                         r"n_merged_count\), got DataArray$"):
         plot.strata(merged.n_merged, "n_merged")
 
 

@@ -507,3 +507,27 @@ def test_roles_of_other_names():
                                                              ds).uE.values)
     s = rc.scores(renamed, features=(), n_bins=10, n_boot=100, E="err", uE="sigma")
     assert s.by.values.tolist() == ["sigma"]
+
+
+@pytest.mark.parametrize("not_a_recalibrator", [None, 3.0, [1, 2], xr.DataArray([1.0, 2.0])])
+def test_recalibrator_figures_refuse_what_is_not_a_recalibrator(not_a_recalibrator):
+    """A clear error naming the argument and the type it got, not an AttributeError from a
+    missing ``.attrs``."""
+    from xuqcal import plot
+
+    kind = type(not_a_recalibrator).__name__
+    with pytest.raises(ValueError, match=rf"^recalibrator: expected the output of "
+                                         rf"xuqcal\.recalibration\.fit\(method='bvs'\) "
+                                         rf"\(a Dataset with scale\), got {kind}$"):
+        plot.scales(not_a_recalibrator)
+    with pytest.raises(ValueError, match=rf"^recalibrator: expected the output of "
+                                         rf"xuqcal\.recalibration\.fit\(method='isotonic'\) "
+                                         rf"\(a Dataset with knot_variance_in, "
+                                         rf"knot_variance_out\), got {kind}$"):
+        plot.isotonic_map(not_a_recalibrator)
+    # an isotonic recalibrator is refused by scales, and a BVS one by isotonic_map, by method
+    train = synthetic()
+    with pytest.raises(ValueError, match=r"^recalibrator: .*bvs"):
+        plot.scales(rc.fit(train, "isotonic"))
+    with pytest.raises(ValueError, match=r"^recalibrator: .*isotonic"):
+        plot.isotonic_map(rc.fit(train, "bvs", n_bins=5))

@@ -300,6 +300,7 @@ def scales(recalibrator: xr.Dataset, ax=None, *, col: str | None = None,
     >>> scales(rec).get_ylabel()
     'factor s_b'
     """
+    require(recalibrator, ("scale",), "xuqcal.recalibration.fit(method='bvs')", "recalibrator")
     if recalibrator.attrs.get("method") != "bvs":
         raise ValueError("recalibrator: scales are drawn for method 'bvs', got "
                          f"{recalibrator.attrs.get('method')!r}")
@@ -373,6 +374,8 @@ def isotonic_map(recalibrator: xr.Dataset, data: xr.Dataset | None = None, ax=No
     >>> isotonic_map(rc.fit(train, "isotonic"), train).get_xlabel()
     'uE² (before)'
     """
+    require(recalibrator, ("knot_variance_in", "knot_variance_out"),
+            "xuqcal.recalibration.fit(method='isotonic')", "recalibrator")
     if recalibrator.attrs.get("method") != "isotonic":
         raise ValueError("recalibrator: expected method 'isotonic', got "
                          f"{recalibrator.attrs.get('method')!r}")

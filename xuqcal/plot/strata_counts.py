@@ -32,16 +32,9 @@ def strata(merged: xr.Dataset, name: str, ax=None):
     >>> ax.get_xlabel(), ax.get_ylabel()
     ('n', 'points per stratum')
     """
-    from xuqcal.plot._common import axes
+    from xuqcal.plot._common import axes, require
 
-    if not isinstance(merged, xr.Dataset):
-        raise ValueError(f"merged: expected the Dataset that xuqcal.merge_strata returns, got "
-                         f"{type(merged).__name__}")
-    needed = [name, f"{name}_value", f"{name}_count"]
-    missing = [v for v in needed if v not in merged.variables]
-    if missing:
-        raise ValueError(f"merged: expected the output of xuqcal.merge_strata with the merged "
-                         f"variable {name!r}; missing {', '.join(map(repr, missing))}")
+    require(merged, (name, f"{name}_value", f"{name}_count"), "xuqcal.merge_strata", "merged")
     source = merged[name].attrs.get("source")
     if source is None or source not in merged.variables:
         raise ValueError(f"name: {name!r} does not name its source variable (attribute "
