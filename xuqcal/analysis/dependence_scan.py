@@ -312,6 +312,8 @@ def scan_dependence(ds: xr.Dataset, *, E: str = defaults.E, uE: str = defaults.U
     >>> [(f.variable, f.significant, f.resample) for f in scan_dependence(ds)]
     [('structure_id', True, "resample='cluster', groups='structure_id'")]
     """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     variables = ds.variables
     if E not in variables or uE not in variables:
         return []

@@ -806,7 +806,10 @@ def broadcast(function: Callable | None = None, *, data: str = "ds") -> Callable
         if isinstance(ds, xr.DataTree):
             return _run_tree(function, bound, data, ds, kwargs)
         if not isinstance(ds, xr.Dataset):
-            return function(*args, **kwargs)
+            # every analysis takes its data as a Dataset (or a DataTree of them): anything else
+            # is named here, before it fails deep inside as an AttributeError or IndexError
+            raise ValueError(f"{data}: expected an xarray.Dataset (or an xarray.DataTree of "
+                             f"them), got {type(ds).__name__}")
         E, uE = roles(ds, kwargs.get("E"), kwargs.get("uE"))
         dims = extra_dims(ds, E, uE)
         if not dims:

@@ -42,7 +42,7 @@ from xuqcal.analysis.lazy import is_lazy, lazy_result, template
 from xuqcal.analysis.local import TARGET_FRACTION, local
 from xuqcal.analysis.precision import capped_count
 from xuqcal.analysis.probabilistic import pit_test
-from xuqcal.analysis.slices import broadcast
+from xuqcal.analysis.slices import broadcast, check_data_variables
 from xuqcal.analysis.validation import (
     NOT_TESTABLE_PREFIX,
     validate,
@@ -181,6 +181,7 @@ def summary(
     >>> str(s.verdict.sel(question="average calibration").values)
     'fail'
     """
+    check_data_variables(ds, E, uE)
     names = _check_features(ds, features, E, uE)
     m = ds.sizes["sample"]
     check_level(level)

@@ -1013,6 +1013,8 @@ def beta_gm(x: np.ndarray) -> float:
     nan
     """
     x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"x: expected a 1-D array of values, got shape {x.shape}")
     if x.size and np.all(x == x[0]):  # 0 / 0; rounding of the mean would make it ±inf
         return math.nan
     median = harrell_davis_quantiles(x, [0.5])[0]
@@ -1028,6 +1030,9 @@ def kappa_cs(x: np.ndarray) -> float:
     >>> abs(kappa_cs(rng.standard_normal(20_000))) < 0.05
     True
     """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"x: expected a 1-D array of values, got shape {x.shape}")
     q025, q25, q75, q975 = harrell_davis_quantiles(x, [0.025, 0.25, 0.75, 0.975])
     return float((q975 - q025) / (q75 - q25) - 2.91)
 

@@ -277,7 +277,7 @@ def _exists(path: pathlib.Path) -> str:
 def _prepare(ds: xr.Dataset, path: pathlib.Path, overwrite: bool) -> xr.Dataset:
     """Check ``path`` and return a shallow copy of ``ds`` with NetCDF-safe attributes."""
     if not isinstance(ds, xr.Dataset):
-        raise TypeError(f"expected an xarray.Dataset, got {type(ds).__name__}")
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     if not overwrite and os.path.lexists(path):
         raise FileExistsError(_exists(path))
     if os.path.lexists(path):  # never destroy a device, a pipe or a read-only file
@@ -902,6 +902,8 @@ def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
 
     Raises
     ------
+    TypeError
+        If ``path`` is not a str or an ``os.PathLike``.
     FileNotFoundError, IsADirectoryError
         If ``path`` does not exist, or is a folder that is not a Zarr store.
     ValueError
@@ -926,6 +928,9 @@ def open_dataset(path: PathLike, *, E: str | None = None, uE: str | None = None,
         validate_dataset,
     )
 
+    if not isinstance(path, str | os.PathLike):
+        raise TypeError(f"path: expected the path of a NetCDF file or Zarr store (a str or "
+                        f"os.PathLike), got {type(path).__name__}")
     _check_chunks(chunks)
     what = "a NetCDF file of an input dataset"
     if os.path.isdir(path) and not is_zarr_store(path):

@@ -125,6 +125,8 @@ def roles(ds: xr.Dataset, E: str | None = None, uE: str | None = None) -> tuple[
 
     Raises
     ------
+    TypeError
+        If ``ds`` is not a Dataset.
     ValueError
         If a name given is not a string, or several variables record the same role and none of
         them has the default name (``E: 2 variables have the role E (a, b); pass E='name'``).
@@ -139,6 +141,8 @@ def roles(ds: xr.Dataset, E: str | None = None, uE: str | None = None) -> tuple[
     >>> roles(xr.Dataset())
     ('E', 'uE')
     """
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     names = []
     for role, given, default in (("E", E, defaults.E), ("uE", uE, defaults.UE)):
         if given is not None:
