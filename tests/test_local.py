@@ -323,7 +323,7 @@ def test_group_replicates_in_tasks_equal_one_call(monkeypatch):
     calls = []
     block = local_module._grouped_block
     monkeypatch.setattr(local_module, "_grouped_block",
-                        lambda *a: calls.append((a[3], a[4])) or block(*a))
+                        lambda *a: calls.append((a[-2], a[-1])) or block(*a))
     one_call = xuqcal.local(ds, "zms", n_boot=400, seed=1)
     assert calls == [(0, 400)]  # 1200 x 400 draws: below GROUPED_TASKS_FROM
     monkeypatch.setattr(local_module, "GROUPED_TASKS_FROM", 1)

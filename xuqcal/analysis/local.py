@@ -28,7 +28,6 @@ set are then drawn once per replicate, from the stream ``(seed, "local-<resample
 
 from __future__ import annotations
 
-import itertools
 import math
 import threading
 import warnings
@@ -50,9 +49,9 @@ from xuqcal.analysis.binning import (
     n_bins_for,
 )
 from xuqcal.analysis.lazy import analysis, is_lazy, lazy_result, template, with_layout_attrs
-from xuqcal.analysis.replicates import replicate_chunks
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
+    blocks_along_replicate,
     check_count,
     evaluate_row_counts,
 )
@@ -120,15 +119,20 @@ def _group_values(points: PreparedData, group_members: np.ndarray, offsets: np.n
 
 
 #: Draws (points x replicates) from which :func:`grouped_replicates` splits the replicates of
-#: the groups into Dask tasks (below, one call of the kernel: about 0.3 s at most).
+#: the groups into Dask tasks. Below, one call of the kernel: at the one-call rate of
+#: ``benchmarks/measured/ab-local-tasks-issue26-2026-11-26.json`` (8.3 s for 2·10⁹ draws),
+#: 10⁸ draws take about 0.4 s.
 GROUPED_TASKS_FROM = 10**8
 
 
-def _grouped_block(keys, group_members, offsets, start, stop, codes, packed, z_shift):
+def _grouped_block(shared: tuple, codes: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Replicates ``start .. stop - 1`` of every group, ``(replicate, group, statistic)``;
+    ``shared`` is ``(points, keys, group_members, offsets)``."""
+    points, keys, group_members, offsets = shared
     out = np.empty((offsets.shape[0] - 1, stop - start, codes.shape[0]))
-    K.grouped_bootstrap_block(keys, group_members, offsets, start, stop, codes, packed, z_shift,
-                              out)
-    return out
+    K.grouped_bootstrap_block(keys, group_members, offsets, start, stop, codes, points.packed,
+                              points.z_shift, out)
+    return out.transpose(1, 0, 2)
 
 
 def grouped_replicates(keys: np.ndarray, group_members: np.ndarray, offsets: np.ndarray,
@@ -137,22 +141,21 @@ def grouped_replicates(keys: np.ndarray, group_members: np.ndarray, offsets: np.
     (:func:`~xuqcal.core.kernels.grouped_bootstrap_block`).
 
     Called in the main thread (an eager analysis) with at least :data:`GROUPED_TASKS_FROM`
-    draws, the replicates are computed in chunks (:func:`replicate_chunks`) by the active Dask
-    scheduler, on every core; inside a Dask task (any other thread) in one call, so that Dask
-    never runs more threads than it was given. Replicate ``r`` of group ``g`` comes from the
-    stream ``(keys[g], r)`` whatever the chunks: the values are the same either way.
+    draws, the replicates are computed in chunks by the active Dask scheduler, on every core
+    (:func:`~xuqcal.analysis.resampling.blocks_along_replicate`, the tasks of every bootstrap);
+    inside a Dask task (any other thread) in one call, so that Dask never runs more threads
+    than it was given. Replicate ``r`` of group ``g`` comes from the stream ``(keys[g], r)``
+    whatever the chunks: the values are the same either way.
     """
+    shared = (points, keys, group_members, offsets)
     draws = int(offsets[-1]) * n_boot
     if threading.current_thread() is not threading.main_thread() or draws < GROUPED_TASKS_FROM:
-        return _grouped_block(keys, group_members, offsets, 0, n_boot, codes, points.packed,
-                              points.z_shift)
-    shared = [dask.delayed(a, traverse=False) for a in (keys, group_members, offsets,
-                                                         points.packed)]
-    bounds = np.cumsum((0, *replicate_chunks(n_boot)))
-    tasks = [dask.delayed(_grouped_block, pure=True)(*shared[:3], int(a), int(b), codes,
-                                                      shared[3], points.z_shift)
-             for a, b in itertools.pairwise(bounds)]
-    return np.concatenate(dask.compute(*tasks), axis=1)
+        replicates = _grouped_block(shared, codes, 0, n_boot)
+    else:
+        replicates = blocks_along_replicate(_grouped_block, shared, n_boot, None,
+                                            (offsets.shape[0] - 1, codes.shape[0]),
+                                            codes).compute()
+    return np.ascontiguousarray(replicates.transpose(1, 0, 2))
 
 
 def group_intervals(points: PreparedData, group_members: np.ndarray, offsets: np.ndarray,
