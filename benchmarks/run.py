@@ -309,8 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     warm_up()
     info["warm_up_seconds"] = time.perf_counter() - t0
     # the modules, kernels and warm-up data stay for the whole run: frozen, they are no longer
-    # traversed by the full collection time_runs makes before each timed run (0.13 s each on
-    # this heap, about 50 of them in a --quick run)
+    # traversed by the full collection time_runs makes before each timed run (the --quick
+    # run's summed row times before and after: benchmarks/measured/test-time-gc-2026-11-26.json)
     gc.collect()
     gc.freeze()
 

@@ -18,10 +18,10 @@ PAL_FILTER = "uE > 1e-6 * std(E)"
 
 #: The cyclic collector of the test processes (not of the subprocesses the tests start): a
 #: first generation of 20 000 objects instead of 700, so that the full collections, which walk
-#: the whole heap of a worker (every imported module and test), run about 10 times less often.
-#: Measured on tests/test_report.py and tests/test_slices.py in one process: 12.5 s of 150 s
-#: were spent collecting, 4.8 s with this and the freeze below. No test depends on when
-#: garbage cycles are freed (the memory tests measure their own subprocesses).
+#: the whole heap of a worker (every imported module and test), run less often. The suite's
+#: summed durations before and after this and the freeze below:
+#: ``benchmarks/measured/test-time-gc-2026-11-26.json``. No test depends on when garbage cycles
+#: are freed (the memory tests measure their own subprocesses).
 GC_THRESHOLD = (20_000, 20, 20)
 
 

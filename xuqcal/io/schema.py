@@ -563,7 +563,7 @@ def _value_checks(ds: xr.Dataset, names: Sequence[str], E: str, uE: str
     checks.append((f"{E}, {uE}", overflow, _overflow_text(E, uE), ""))
     valid = np.isfinite(e) & np.isfinite(u) & (u > 0)
     # no NaN is left by the masks: skipna=False keeps xarray from numbagg's nan-reductions,
-    # which Numba compiles anew in every process (about 0.3 s each, uncached)
+    # which Numba compiles anew in every process (numbagg does not cache them)
     reductions = [valid.sum(), np.abs(e).where(valid, 0.0).max(skipna=False),
                   u.where(valid, 0.0).max(skipna=False),
                   u.where(valid, np.inf).min(skipna=False)]
