@@ -19,9 +19,17 @@ identical bit for bit (across a change of stream version,
 by design; from ``_COUNTED_SUMS_FROM`` points the bootstrap's moment replicates are counted sums
 since issue 26, and differ in their last bits from the draw-order sums before).
 
+``--threads N`` splits each call's replicates (``--replicates``, default about 4·10⁶ points
+in all) into N equal ranges run on N threads at once, as Dask's threaded scheduler runs the
+tasks of a chunking: the simulation and bootstrap times are then wall time × N per point, the
+cost per point per core with every core busy (the cores share the caches and the memory).
+``--only`` runs some workloads.
+
 Usage::
 
     python benchmarks/ab_kernels.py --before 6390fb0 --output benchmarks/measured/ab-kernels.json
+    python benchmarks/ab_kernels.py --before HEAD --points 2000000 --replicates 64 --threads 2 \
+        --only bootstrap_zms bootstrap_moments5
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +61,7 @@ WORKLOADS = {
     "variates_laplace": ((), 3, 0.0),
     "draws_only": ((), None, None),
     "bootstrap_zms": (("ZMS",), None, None),
+    "bootstrap_moments5": (("ZMS", "RCE", "ZM", "ZV", "NLL"), None, None),
     "bootstrap_cc": (("CC",), None, None),
     "bootstrap_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), None, None),
 }
@@ -74,7 +84,7 @@ def _inputs(m: int):
     return uE, u2, np.log(u2), np.arange(m), tie
 
 
-def _run(kernels, codes, generator, parameter, replicates, arrays):
+def _run(kernels, codes, generator, parameter, replicates, arrays, threads=1):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
     if generator is None and codes.shape[0] == 0:  # the draws alone
@@ -84,21 +94,37 @@ def _run(kernels, codes, generator, parameter, replicates, arrays):
             kernels.fill_draws(np.uint64(7), r, out)
         return (time.perf_counter() - start) / (replicates * m) * 1e9, out
     if generator is None:
-        return _run_bootstrap(kernels, codes, replicates, arrays)
+        return _run_bootstrap(kernels, codes, replicates, arrays, threads)
     if codes.shape[0] == 0:  # the variates alone (fill_variates), as many as the other rows
         out = np.empty(replicates * m)
         start = time.perf_counter()
         kernels.fill_variates(np.uint64(7), 0, generator, parameter, out)
         return (time.perf_counter() - start) / (replicates * m) * 1e9, out
     out = np.empty((replicates, 1, codes.shape[0]))
+
+    def part(lo, hi):
+        kernels.simulate_block(np.uint64(7), generator, parameter, lo, hi, codes,
+                               np.array([20]), uE, u2, lnu2, order_u, tie_u,
+                               kernels.make_work(m, 20), out[lo:hi])
+    return _threaded(part, replicates, m, threads), out
+
+
+def _threaded(part, replicates: int, m: int, threads: int) -> float:
+    """Run ``part(lo, hi)`` over the replicates split into ``threads`` equal ranges, one per
+    thread (as Dask's threaded scheduler runs the tasks of one chunking); returns the wall
+    time in ns per point per thread (wall time × threads / (replicates × M))."""
+    bounds = [(k * replicates // threads, (k + 1) * replicates // threads)
+              for k in range(threads)]
     start = time.perf_counter()
-    kernels.simulate_block(np.uint64(7), generator, parameter, 0, replicates, codes,
-                           np.array([20]), uE, u2, lnu2, order_u, tie_u,
-                           kernels.make_work(m, 20), out)
-    return (time.perf_counter() - start) / (replicates * m) * 1e9, out
+    if threads == 1:
+        part(*bounds[0])
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda b: part(*b), bounds))
+    return (time.perf_counter() - start) * threads / (replicates * m) * 1e9
 
 
-def _run_bootstrap(kernels, codes, replicates, arrays):
+def _run_bootstrap(kernels, codes, replicates, arrays, threads):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
     errors = np.round(uE * np.random.default_rng(1).normal(size=m), 4)
@@ -110,10 +136,12 @@ def _run_bootstrap(kernels, codes, replicates, arrays):
     tie_e = np.zeros(m, np.bool_)
     tie_e[1:] = np.abs(errors)[order_e][1:] == np.abs(errors)[order_e][:-1]
     out = np.empty((replicates, codes.shape[0]))
-    start = time.perf_counter()
-    kernels.bootstrap_block(np.uint64(7), 0, replicates, codes, 20, packed, e2, u2, z2, 0.0,
-                            order_u, tie_u, order_e, tie_e, tie_u, kernels.make_work(m, 20), out)
-    return (time.perf_counter() - start) / (replicates * m) * 1e9, out
+
+    def part(lo, hi):
+        kernels.bootstrap_block(np.uint64(7), lo, hi, codes, 20, packed, e2, u2, z2, 0.0,
+                                order_u, tie_u, order_e, tie_e, tie_u, kernels.make_work(m, 20),
+                                out[lo:hi])
+    return _threaded(part, replicates, m, threads), out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", type=int, default=13_885, help="points per simulated set")
     parser.add_argument("--rounds", type=int, default=7, help="alternations per workload")
     parser.add_argument("--output", type=Path, default=REPO / "benchmarks" / "ab-kernels.json")
+    parser.add_argument("--replicates", type=int, default=None,
+                        help="replicates per call (default: about 4e6 points, at least 4)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads sharing the replicates of a call, for the simulation "
+                             "and bootstrap workloads (times are then per point per thread)")
+    parser.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), default=None,
+                        help="run these workloads only")
     args = parser.parse_args(argv)
     source = subprocess.run(["git", "show", f"{args.before}:xuqcal/core/kernels.py"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
@@ -135,14 +170,18 @@ def main(argv: list[str] | None = None) -> int:
         before = _load(old_path, "kernels_before")
         after = _load(new_path, "kernels_after")
         arrays = _inputs(args.points)
-        replicates = max(4, int(4e6 // args.points))
+        replicates = args.replicates or max(4, int(4e6 // args.points))
         results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "before": args.before,
                    "after": f"{head} (working tree)", "points": args.points,
                    "replicates_per_call": replicates, "rounds": args.rounds,
+                   "threads": args.threads,
                    "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
-                   "unit": "ns per simulated point (one thread)", "workloads": {}}
+                   "unit": "ns per simulated (or drawn) point per thread: wall time x threads / "
+                           "(replicates x points)", "workloads": {}}
         sides = {"before": before, "after": after}
         for name, (statistics, generator, parameter) in WORKLOADS.items():
+            if args.only and name not in args.only:
+                continue
             # each version's own codes of the statistics (they may be renumbered)
             codes = {side: np.array([getattr(kernels, s) for s in statistics],
                                     np.int64).reshape(-1) for side, kernels in sides.items()}
@@ -153,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.rounds):
                 for side, kernels in sides.items():
                     seconds, outputs[side] = _run(kernels, codes[side], generator, parameter,
-                                                  replicates, arrays)
+                                                  replicates, arrays, args.threads)
                     times[side].append(seconds)
             best = {side: min(t) for side, t in times.items()}
             identical = bool(np.array_equal(outputs["before"], outputs["after"], equal_nan=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -392,6 +393,65 @@ def test_counted_bootstrap_sums_from_the_threshold(seed, extra, start):
     np.testing.assert_array_equal(means[:, 0], zms[:, 0])
     if extra == 0:  # below the threshold: draw order
         _check_walk_sums_in_draw_order(seed, m - 1, start, 1, keys)
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 10_000), extra=st.integers(0, 7), start=st.integers(0, 20),
+       n_replicates=st.integers(1, 2 * K._COUNTED_GROUP + 3),
+       keys=st.sampled_from([["zms"], ["zm", "zv"], ["mse", "mv", "zm", "zv", "nll"],
+                             ["rce", "nll", "zisd"]]))
+def test_grouped_counted_replicates_equal_one_by_one(seed, extra, start, n_replicates, keys):
+    """Moment statistics alone, from ``_COUNTED_SUMS_FROM`` points: the replicates are counted
+    in uint8 and summed group by group (:func:`kernels._grouped_moment_replicates`), bit for
+    bit the counted sums of each replicate's int32 multiplicities, for ranges that start and
+    stop inside a group and for rows of 1, 2, 4 and 8 doubles."""
+    from xuqcal.core import random as _random
+
+    m = K._COUNTED_SUMS_FROM + extra
+    E, uE = _data(seed, m, ties=bool(seed % 2))
+    prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
+    codes = codes_of(get_statistics(keys))
+    key = _random.stream_key(seed, "bootstrap")
+    out = _bootstrap_block(prepared, codes, key, start, start + n_replicates)
+    columns = K._moment_columns(codes)
+    flat, stride = K._compact_rows(prepared.packed, columns)
+    sums = np.zeros(6)
+    for i, r in enumerate(range(start, start + n_replicates)):
+        # the fallback of a wrapped count gives the same sums
+        K._int32_counted_sums(key, r, flat, stride, columns.size, np.zeros((4, 8)), sums)
+        column_sums = np.zeros(6)
+        column_sums[columns] = sums[:columns.size]
+        want = [K.finalize_moment(code, float(m), *column_sums, prepared.z_shift)
+                for code in codes]
+        np.testing.assert_array_equal(out[i], want)
+
+
+@numba.njit
+def _stream_draws(key, replicate, n_draws, bound):
+    """``n_draws`` bounded integers of the stream ``(key, replicate)``, in the order drawn."""
+    state = K.stream_start(key, replicate)
+    out = np.empty(n_draws, np.int64)
+    for i in range(n_draws):
+        out[i], state = K.next_below(state, bound)
+    return out
+
+
+def test_uint8_counts_report_a_wrap():
+    """The uint8 multiplicities of the grouped walk are the draws counted modulo 256, and a
+    count past 255 is reported (the replicate is then counted again in int32)."""
+    batch = np.empty(K._BATCH, np.int64)
+    key = np.uint64(11)
+    for size, n_draws in [(2, 1000), (3, 255), (1000, 1000)]:
+        counts = np.empty(size, np.uint8)
+        wrapped = K._count_draws_u8(key, 4, n_draws, counts, batch)
+        full = np.bincount(_stream_draws(key, 4, n_draws, size), minlength=size)
+        assert full.sum() == n_draws
+        np.testing.assert_array_equal(counts, full % 256)
+        assert wrapped == bool((full >= 256).any())
+    # the production case (as many draws as points) against fill_counts
+    exact = np.empty(1000, np.int32)
+    K.fill_counts(key, 4, exact)
+    np.testing.assert_array_equal(counts, exact)
 
 
 def _bin_sums_in_memory(counts, e2, u2, z2, n_bins):

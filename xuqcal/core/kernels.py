@@ -1161,6 +1161,10 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     column_sums = np.zeros(6)
     # from _COUNTED_SUMS_FROM points the moment sums are counted sums (no row gathered per draw)
     counted = m >= _COUNTED_SUMS_FROM and n_columns > 0
+    if counted and not need_counts:  # moment statistics alone: replicates in groups
+        _grouped_moment_replicates(key, start, stop, codes, flat, stride, n_columns, columns,
+                                   z_shift, work, out)
+        return
     need_counts = need_counts or counted
     counts = np.zeros(m if need_counts else 0, np.int32)
     batch = np.empty(_BATCH, np.int64)
@@ -1314,6 +1318,159 @@ def _counted_sums(counts, flat, stride, n_columns, partial, out):
         out[c] = total
 
 
+#: Replicates of one group of :func:`_grouped_moment_replicates`: their multiplicities are
+#: counted one replicate after the other, then their counted sums are made in one pass over
+#: the rows, which are read once per group instead of once per replicate.
+_COUNTED_GROUP = 8
+#: Points per tile of that pass (a multiple of 4): a tile's rows stay in the L2 cache while
+#: every replicate of the group adds its counts times them.
+_COUNTED_TILE = 2048
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _count_draws_u8(key, replicate, n_draws, counts, batch):
+    """Draw ``n_draws`` indices below ``len(counts)`` from the stream ``(key, replicate)`` (as
+    :func:`fill_counts`, which draws ``len(counts)``) and count them modulo 256 in the uint8
+    ``counts``: a quarter of the bytes of int32 counts, so that the randomly incremented array
+    of M = 2·10⁶ points is 2 MB. Returns whether a count wrapped past 255 (a point drawn 256
+    times: the multiplicities are then wrong, and the caller counts again with
+    :func:`fill_counts`). ``batch`` is scratch of :data:`_BATCH` int64."""
+    m = counts.shape[0]
+    state = stream_start(key, replicate)
+    counts[:] = 0
+    wrapped = False
+    done = 0
+    while done < n_draws:
+        n = min(_BATCH, n_draws - done)
+        for t in range(n):
+            j, state = next_below(state, m)
+            batch[t] = j
+            _prefetch_write(counts, j)
+        for t in range(n):
+            j = batch[t]
+            c = counts[j] + np.uint8(1)
+            counts[j] = c
+            wrapped |= (c & 0xFF) == 0
+        done += n
+    return wrapped
+
+
+def _make_tile_sums(width):
+    """The tile step of :func:`_group_counted_sums` for rows of ``width`` doubles, with the
+    width a constant of the compiled loop (so that the columns of a row are added as one
+    vector)."""
+    @nb.njit(inline="always", error_model="numpy")
+    def tile_sums(counts, flat, lo, hi, partial):
+        for j in range(lo, hi, 4):
+            for k in range(4):
+                count = np.float64(counts[j + k])
+                row = (j + k) * width
+                for c in range(width):
+                    partial[k, c] += count * flat[row + c]
+    return tile_sums
+
+
+_tile_sums_2 = _make_tile_sums(2)
+_tile_sums_4 = _make_tile_sums(4)
+_tile_sums_8 = _make_tile_sums(8)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _tile_sums_1(counts, flat, lo, hi, partial):
+    s0 = partial[0, 0]
+    s1 = partial[1, 0]
+    s2 = partial[2, 0]
+    s3 = partial[3, 0]
+    for j in range(lo, hi, 4):
+        s0 += np.float64(counts[j]) * flat[j]
+        s1 += np.float64(counts[j + 1]) * flat[j + 1]
+        s2 += np.float64(counts[j + 2]) * flat[j + 2]
+        s3 += np.float64(counts[j + 3]) * flat[j + 3]
+    partial[0, 0] = s0
+    partial[1, 0] = s1
+    partial[2, 0] = s2
+    partial[3, 0] = s3
+
+
+@nb.njit(error_model="numpy")
+def _group_counted_sums(counts, n_group, flat, stride, n_columns, partial, out):
+    """``out[q, c]``: the counted sums of :func:`_counted_sums` of the multiplicities
+    ``counts[q]`` (``q < n_group``), bit for bit (the same four interleaved partial sums in
+    point order, the same final additions), made tile by tile of :data:`_COUNTED_TILE`
+    points so that every replicate of the group reads a tile of rows from the cache.
+    ``flat`` holds rows of ``stride`` doubles (1, 2, 4 or 8; padding zero, its sums unused);
+    ``partial`` is ``(_COUNTED_GROUP, 4, 8)`` scratch."""
+    m = counts.shape[1]
+    head = 4 * (m // 4)
+    width = np.int64(stride)
+    partial[:n_group] = 0.0
+    for lo in range(0, head, _COUNTED_TILE):
+        hi = min(lo + _COUNTED_TILE, head)
+        for q in range(n_group):
+            if width == 1:
+                _tile_sums_1(counts[q], flat, lo, hi, partial[q])
+            elif width == 2:
+                _tile_sums_2(counts[q], flat, lo, hi, partial[q])
+            elif width == 4:
+                _tile_sums_4(counts[q], flat, lo, hi, partial[q])
+            else:
+                _tile_sums_8(counts[q], flat, lo, hi, partial[q])
+    for q in range(n_group):
+        for c in range(n_columns):
+            total = (partial[q, 0, c] + partial[q, 1, c]) + (partial[q, 2, c] + partial[q, 3, c])
+            for j in range(head, m):
+                total += np.float64(counts[q, j]) * flat[j * width + c]
+            out[q, c] = total
+
+
+@nb.njit(error_model="numpy")
+def _int32_counted_sums(key, replicate, flat, stride, n_columns, partial, out):
+    """The counted sums of replicate ``replicate`` from int32 multiplicities
+    (:func:`fill_counts`, :func:`_counted_sums`): the fallback of
+    :func:`_grouped_moment_replicates` when a uint8 count wrapped."""
+    counts = np.empty(flat.shape[0] // np.int64(stride), np.int32)
+    fill_counts(key, replicate, counts)
+    _counted_sums(counts, flat, stride, n_columns, partial, out)
+
+
+@nb.njit(error_model="numpy")
+def _grouped_moment_replicates(key, start, stop, codes, flat, stride, n_columns, columns,
+                               z_shift, work, out):
+    """The replicates ``start .. stop - 1`` of :func:`bootstrap_block` when every statistic
+    of ``codes`` is a moment statistic and M is at least :data:`_COUNTED_SUMS_FROM`: the same
+    counted sums, bit for bit, with the multiplicities of :data:`_COUNTED_GROUP` replicates
+    counted in uint8 (:func:`_count_draws_u8`) and summed in one pass over the rows
+    (:func:`_group_counted_sums`). A replicate whose count wrapped is counted again in int32
+    (:func:`fill_counts`) and summed alone (:func:`_counted_sums`)."""
+    m = flat.shape[0] // np.int64(stride)
+    group = min(_COUNTED_GROUP, stop - start)
+    counts = np.empty((group, m), np.uint8)
+    wrapped = np.zeros(group, np.bool_)
+    batch = np.empty(_BATCH, np.int64)
+    partial = np.zeros((_COUNTED_GROUP, 4, 8))
+    totals = np.zeros((group, 6))
+    column_sums = np.zeros(6)
+    sums = work[0]
+    for first in range(start, stop, group):
+        n_group = min(group, stop - first)
+        for q in range(n_group):
+            wrapped[q] = _count_draws_u8(key, first + q, m, counts[q], batch)
+        _group_counted_sums(counts, n_group, flat, stride, n_columns, partial, totals)
+        for q in range(n_group):
+            if wrapped[q]:
+                _int32_counted_sums(key, first + q, flat, stride, n_columns, partial[0],
+                                    totals[q])
+            column_sums[:] = 0.0
+            for c in range(n_columns):
+                column_sums[columns[c]] = totals[q, c]
+            _store_sums(sums, np.float64(m), column_sums[0], column_sums[1], column_sums[2],
+                        column_sums[3], column_sums[4], column_sums[5])
+            for k in range(codes.shape[0]):  # as _evaluate finishes a moment statistic
+                out[first + q - start, k] = finalize_moment(
+                    codes[k], sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2], sums[S_LNU2],
+                    sums[S_ZD], sums[S_ZD2], z_shift)
+
+
 @nb.njit(inline="always", error_model="numpy")
 def _compact_rows(packed, columns):
     """The moment columns ``columns`` of ``packed``, one row per point: ``(flat, stride)``
@@ -1333,7 +1490,9 @@ def _compact_rows(packed, columns):
     while width < n_columns:
         width *= 2
     n = m * width
-    storage = np.empty(n + 8)  # the padding is never read: written once, by the copy below
+    # zeros: the padding of a row is added (times the count) by the grouped counted sums,
+    # whose sums of it are never used; other values there could be slow (subnormal) or NaN
+    storage = np.zeros(n + 8)
     line = np.uint64(64)
     offset = np.int64((line - storage.ctypes.data % line) % line) // 8
     flat = storage[offset:offset + n]
