@@ -2124,11 +2124,21 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
     Group ``g`` holds the points ``members[offsets[g]:offsets[g + 1]]``; its replicate ``r``
     resamples them with replacement from the stream ``(keys[g], r)``. Writes
     ``out[g, r - start, k]`` for statistic ``codes[k]`` (moment statistics only).
+
+    The moment columns the statistics use are copied for the group's points, in member order,
+    into rows of 1, 2, 4 or 8 doubles (:func:`_compact_rows`), and the draws index those rows:
+    a group of 10⁵ points and one column (zms) is 800 kB, read from the cache, where the walk
+    through the members into all six columns of ``packed`` read a cache line per draw from
+    memory. Each column is summed on its own in draw order, as before: the same values.
     """
     n_groups = offsets.shape[0] - 1
+    columns = _moment_columns(codes)
+    n_columns = columns.shape[0]
+    column_sums = np.zeros(6)
     for g in range(n_groups):
         lo = offsets[g]
         size = offsets[g + 1] - lo
+        flat, stride = _compact_rows(packed[members[lo:lo + size]], columns)
         for r in range(start, stop):
             state = stream_start(keys[g], r)
             a0 = 0.0
@@ -2139,16 +2149,26 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
             a5 = 0.0
             for _ in range(size):
                 j, state = next_below(state, size)
-                p = members[lo + j]
-                a0 += packed[p, 0]
-                a1 += packed[p, 1]
-                a2 += packed[p, 2]
-                a3 += packed[p, 3]
-                a4 += packed[p, 4]
-                a5 += packed[p, 5]
+                row = np.uint64(j) * stride
+                a0 += flat[row]
+                if n_columns > 1:
+                    a1 += flat[row + np.uint64(1)]
+                    if n_columns > 2:
+                        a2 += flat[row + np.uint64(2)]
+                        if n_columns > 3:
+                            a3 += flat[row + np.uint64(3)]
+                            if n_columns > 4:
+                                a4 += flat[row + np.uint64(4)]
+                                if n_columns > 5:
+                                    a5 += flat[row + np.uint64(5)]
+            column_sums[:] = 0.0
+            accumulated = (a0, a1, a2, a3, a4, a5)
+            for c in range(n_columns):
+                column_sums[columns[c]] = accumulated[c]
             for k in range(codes.shape[0]):
-                out[g, r - start, k] = finalize_moment(codes[k], np.float64(size), a0, a1, a2,
-                                                        a3, a4, a5, z_shift)
+                out[g, r - start, k] = finalize_moment(
+                    codes[k], np.float64(size), column_sums[0], column_sums[1], column_sums[2],
+                    column_sums[3], column_sums[4], column_sums[5], z_shift)
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
