@@ -571,3 +571,31 @@ def test_spearman_in_sorted_order_at_the_exactness_bound(ties):
     e = (u + rng.normal(0, 2 * m if not ties else 20, m)).round()
     got, want = _both_unit_spearman_walks(u, e)
     assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+
+
+@pytest.mark.parametrize("m, n_bins", [(7, 20), (1000, 20), (20_011, 3)])
+@pytest.mark.parametrize("generator, parameter", [(K.NORMAL, 0.0), (K.STUDENT, 6.0),
+                                                  (K.STUDENT, 4.7), (K.UNIFORM, 0.0),
+                                                  (K.LAPLACE, 0.0)])
+def test_fused_synthetic_pass_is_the_two_pass_evaluation(m, n_bins, generator, parameter):
+    """With one number of bins, :func:`kernels.simulate_block` draws each synthetic set and
+    makes its moment and bin sums in one pass (:func:`kernels._fused_synthetic_set`); with
+    several it writes the variates, E~² and eps² to arrays and evaluates them
+    (:func:`kernels._evaluate_synthetic`). The statistics are the same bit for bit, ties of uE,
+    empty bins (M < bins) and cc included."""
+    rng = np.random.default_rng(m)
+    uE = np.sort(np.round(np.exp(rng.normal(size=m)), 2) + 0.01)
+    u2 = uE * uE
+    tie = np.zeros(m, np.bool_)
+    tie[1:] = uE[1:] == uE[:-1]
+    codes = codes_of(get_statistics(["zms", "rce", "nll", "zm", "zv", "cc", "ence", "zmse",
+                                     "uce"]))
+    outputs = []
+    for n_bins_list in ([n_bins], [n_bins, n_bins]):
+        out = np.empty((3, len(n_bins_list), codes.size))
+        K.simulate_block(np.uint64(5), generator, parameter, 2, 5, codes,
+                         np.array(n_bins_list, np.int64), uE, u2, np.log(u2), np.arange(m), tie,
+                         K.make_work(m, n_bins), out)
+        outputs.append(out)
+    np.testing.assert_array_equal(outputs[0][:, 0], outputs[1][:, 0])
+    np.testing.assert_array_equal(outputs[1][:, 0], outputs[1][:, 1])

@@ -1998,11 +1998,72 @@ def _needs_cc(codes):
 
 
 @nb.njit(inline="always", error_model="numpy")
+def _synthetic_cc(centred_u, saa, need_cc, scratch, work):
+    """``(order_e, cc)`` of a synthetic set whose ``|E~|`` is in ``scratch``: the stable
+    argsort of ``|E~|`` (its tie flags in ``scratch``) and Spearman's correlation with the
+    fixed ranks of uE (``centred_u``, ``saa``); NaN when cc is not asked."""
+    _, _, _, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e = scratch
+    if not need_cc:
+        return order_a, np.nan
+    # non-negative doubles sort like their bit patterns; the sort sets the tie flags
+    order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
+                             histogram, tie_e)
+    # the uE ranks do not change between synthetic sets: only |E~| is ranked here, once
+    # for every number of bins
+    if abs_e.shape[0] <= _EXACT_RANK_SUMS:
+        return order_e, _spearman_unit_sorted(centred_u, saa, order_e, tie_e)
+    return order_e, _spearman_unit(centred_u, saa, order_e, tie_e, work[6])
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, need_cc,
+                         abs_e, work):
+    """Draw the synthetic set ``E~ = uE * eps`` of replicate ``replicate`` (the variates of
+    :func:`fill_variates`, in the same order) and, in the same pass, make its moment sums and
+    the sums of its equal-count bins (points in binning order: bin ``b`` is the positions
+    ``bounds[b] .. bounds[b + 1] - 1``), writing ``|E~|`` to ``abs_e`` when cc is asked.
+    Returns ``(Σ E~², Σ eps², Σ eps)``; the bin sums go to ``work`` (``fixed_u2``: the bins'
+    sums of uE², the same for every set).
+
+    The same values as :func:`_evaluate_synthetic` after :func:`fill_variates`, bit for bit:
+    every sum adds the same products in the same order from 0.0 (a bin's sums are
+    :func:`_bin_sums` with every count 1), but no array of variates, E~² or eps² is written
+    and read back: at M = 10⁶ those passes over memory cost more than the arithmetic."""
+    _, b_n, b_e2, b_u2, b_z2, _, _ = work
+    state = stream_start(key, replicate)
+    scale, half = variate_constants(code, parameter)
+    s_e2 = 0.0
+    s_z2 = 0.0
+    s_z = 0.0
+    for b in range(bounds.shape[0] - 1):
+        t_e2 = 0.0
+        t_z2 = 0.0
+        for i in range(bounds[b], bounds[b + 1]):
+            x, state = next_variate(state, code, parameter, scale, half)
+            e = uE[i] * x
+            e2 = e * e
+            z2 = x * x
+            s_e2 += e2
+            s_z2 += z2
+            s_z += x
+            t_e2 += e2
+            t_z2 += z2
+            if need_cc:
+                abs_e[i] = np.abs(e)
+        b_n[b] = np.float64(bounds[b + 1] - bounds[b])
+        b_e2[b] = t_e2
+        b_u2[b] = fixed_u2[b]
+        b_z2[b] = t_z2
+    return s_e2, s_z2, s_z
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
                         codes, n_bins_list, need_cc, scratch, work, out):
     """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
     number of bins of ``n_bins_list``: ``out[j, k]``. One synthetic set serves all bin counts."""
-    e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e = scratch
+    e2, z2, counts, abs_e = scratch[0], scratch[1], scratch[2], scratch[3]
+    tie_e = scratch[9]
     m = uE.shape[0]
     s_e2 = 0.0
     s_z2 = 0.0
@@ -2020,18 +2081,7 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
     sums = work[0]
     # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
     _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
-    order_e = order_a
-    cc = np.nan
-    if need_cc:
-        # non-negative doubles sort like their bit patterns; the sort sets the tie flags
-        order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
-                                 histogram, tie_e)
-        # the uE ranks do not change between synthetic sets: only |E~| is ranked here, once
-        # for every number of bins
-        if m <= _EXACT_RANK_SUMS:
-            cc = _spearman_unit_sorted(centred_u, saa, order_e, tie_e)
-        else:
-            cc = _spearman_unit(centred_u, saa, order_e, tie_e, work[6])
+    order_e, cc = _synthetic_cc(centred_u, saa, need_cc, scratch, work)
     dummy_packed = np.empty((0, 6))
     for j in range(n_bins_list.shape[0]):
         _evaluate(codes, counts, sums, True, n_bins_list[j], dummy_packed, e2, u2, z2, 0.0,
@@ -2057,6 +2107,32 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
         s_lnu2 += lnu2[i]
     centred_u = np.empty(m)
     saa = _centred_unit_ranks(order_u, tie_u, centred_u)
+    # one number of bins and a generator of next_variate: the fused pass
+    fused = n_bins_list.shape[0] == 1 and (generator_code == NORMAL or generator_code == STUDENT
+                                           or generator_code == UNIFORM
+                                           or generator_code == LAPLACE)
+    if fused:
+        n_bins = n_bins_list[0]
+        bounds = np.empty(n_bins + 1, np.int64)
+        fixed_u2 = np.zeros(n_bins)
+        for b in range(n_bins + 1):
+            bounds[b] = bin_start(b, m, n_bins)
+        for b in range(n_bins):
+            for i in range(bounds[b], bounds[b + 1]):
+                fixed_u2[b] += u2[i]
+        counts, abs_e = scratch[2], scratch[3]
+        sums = work[0]
+        no_rows = np.empty((0, 6))
+        for r in range(start, stop):
+            s_e2, s_z2, s_z = _fused_synthetic_set(key, r, generator_code, generator_parameter,
+                                                   uE, bounds, fixed_u2, need_cc, abs_e, work)
+            _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
+            order_e, cc = _synthetic_cc(centred_u, saa, need_cc, scratch, work)
+            # the bins are made: _evaluate reads neither E~² nor eps² (scratch[0], [1])
+            _evaluate(codes, counts, sums, True, n_bins, no_rows, scratch[0], u2, scratch[1],
+                      0.0, order_u, tie_u, order_e, scratch[9], work, out[r - start, 0], cc,
+                      True)
+        return
     for r in range(start, stop):
         fill_variates(key, r, generator_code, generator_parameter, eps)
         _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
