@@ -1997,7 +1997,7 @@ def _needs_cc(codes):
     return False
 
 
-@nb.njit(inline="always", error_model="numpy")
+@nb.njit(error_model="numpy")
 def _synthetic_cc(centred_u, saa, need_cc, scratch, work):
     """``(order_e, cc)`` of a synthetic set whose ``|E~|`` is in ``scratch``: the stable
     argsort of ``|E~|`` (its tie flags in ``scratch``) and Spearman's correlation with the
