@@ -576,12 +576,13 @@ def test_spearman_in_sorted_order_at_the_exactness_bound(ties):
 @pytest.mark.parametrize("m, n_bins", [(7, 20), (1000, 20), (20_011, 3)])
 @pytest.mark.parametrize("generator, parameter", [(K.NORMAL, 0.0), (K.STUDENT, 6.0),
                                                   (K.STUDENT, 4.7), (K.UNIFORM, 0.0),
-                                                  (K.LAPLACE, 0.0)])
-def test_fused_synthetic_pass_is_the_two_pass_evaluation(m, n_bins, generator, parameter):
-    """With one number of bins, :func:`kernels.simulate_block` draws each synthetic set and
-    makes its moment and bin sums in one pass (:func:`kernels._fused_synthetic_set`); with
-    several it writes the variates, E~² and eps² to arrays and evaluates them
-    (:func:`kernels._evaluate_synthetic`). The statistics are the same bit for bit, ties of uE,
+                                                  (K.LAPLACE, 0.0), (K.NORMP, 1.5)])
+def test_fused_synthetic_pass_is_the_evaluation_from_arrays(m, n_bins, generator, parameter):
+    """:func:`kernels.simulate_block` draws each synthetic set and makes its moment sums and
+    the bin sums of the first number of bins in one pass (:func:`kernels._fused_synthetic_set`;
+    normp's variates are read from an array); the other numbers of bins are binned from E~² and
+    eps² written to arrays (:func:`kernels._bin_sums`, as the NIG sets are evaluated). The
+    statistics of the same number of bins are the same bit for bit both ways, ties of uE,
     empty bins (M < bins) and cc included."""
     rng = np.random.default_rng(m)
     uE = np.sort(np.round(np.exp(rng.normal(size=m)), 2) + 0.01)

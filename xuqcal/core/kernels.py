@@ -2015,20 +2015,40 @@ def _synthetic_cc(centred_u, saa, need_cc, scratch, work):
     return order_e, _spearman_unit(centred_u, saa, order_e, tie_e, work[6])
 
 
-@nb.njit(inline="always", error_model="numpy")
-def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, need_cc,
-                         abs_e, work):
-    """Draw the synthetic set ``E~ = uE * eps`` of replicate ``replicate`` (the variates of
-    :func:`fill_variates`, in the same order) and, in the same pass, make its moment sums and
-    the sums of its equal-count bins (points in binning order: bin ``b`` is the positions
-    ``bounds[b] .. bounds[b + 1] - 1``), writing ``|E~|`` to ``abs_e`` when cc is asked.
-    Returns ``(Σ E~², Σ eps², Σ eps)``; the bin sums go to ``work`` (``fixed_u2``: the bins'
-    sums of uE², the same for every set).
+@nb.njit(error_model="numpy")
+def _statistics_of_set(codes, n_bins_list, have_bins, u2, order_u, tie_u, centred_u, saa,
+                       need_cc, scratch, work, out):
+    """The statistics ``out[j, k]`` of one synthetic set whose moment sums are in ``work[0]``,
+    whose E~² and eps² are in ``scratch`` (and, ``have_bins``, whose bin sums for
+    ``n_bins_list[0]`` are in ``work``) and whose ``|E~|`` is in ``scratch`` when cc is
+    asked. A called function, shared by :func:`simulate_block` and the NIG sets'
+    :func:`_evaluate_synthetic`."""
+    order_e, cc = _synthetic_cc(centred_u, saa, need_cc, scratch, work)
+    no_rows = np.empty((0, 6))
+    for j in range(n_bins_list.shape[0]):
+        _evaluate(codes, scratch[2], work[0], True, n_bins_list[j], no_rows, scratch[0], u2,
+                  scratch[1], 0.0, order_u, tie_u, order_e, scratch[9], work, out[j], cc,
+                  have_bins and j == 0)
 
-    The same values as :func:`_evaluate_synthetic` after :func:`fill_variates`, bit for bit:
-    every sum adds the same products in the same order from 0.0 (a bin's sums are
-    :func:`_bin_sums` with every count 1), but no array of variates, E~² or eps² is written
-    and read back: at M = 10⁶ those passes over memory cost more than the arithmetic."""
+
+@nb.njit(error_model="numpy")
+def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, need_cc,
+                         drawn, eps, squares, e2_out, z2_out, abs_e, work):
+    """The synthetic set ``E~ = uE * eps`` of replicate ``replicate`` in one pass: its
+    variates drawn here (the draws of :func:`fill_variates`, in the same order), or read from
+    ``eps`` when ``drawn`` (generators that :func:`next_variate` does not draw: ``normp``), its
+    moment sums, and the sums of its equal-count bins (points in binning order: bin ``b`` is
+    the positions ``bounds[b] .. bounds[b + 1] - 1``); ``|E~|`` is written to ``abs_e`` when cc
+    is asked, and E~² and eps² to ``e2_out`` and ``z2_out`` when ``squares`` (the other numbers
+    of bins of a bin-count study are binned from them). Returns ``(Σ E~², Σ eps², Σ eps)``;
+    the bin sums go to ``work`` (``fixed_u2``: the bins' sums of uE², the same for every set).
+
+    Bit for bit the values of the evaluation from arrays (:func:`_evaluate_synthetic`, still
+    that of the NIG sets): every sum adds the same products in the same order from 0.0 (a
+    bin's sums are :func:`_bin_sums` with every count 1), but in general no array of
+    variates, E~² or eps² is written and read back: at M = 10⁶ those passes over memory cost
+    more than the arithmetic. A called function, not inlined: the kernel that inlined both
+    evaluations took 12 s more to compile."""
     _, b_n, b_e2, b_u2, b_z2, _, _ = work
     state = stream_start(key, replicate)
     scale, half = variate_constants(code, parameter)
@@ -2039,7 +2059,10 @@ def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, 
         t_e2 = 0.0
         t_z2 = 0.0
         for i in range(bounds[b], bounds[b + 1]):
-            x, state = next_variate(state, code, parameter, scale, half)
+            if drawn:
+                x = eps[i]
+            else:
+                x, state = next_variate(state, code, parameter, scale, half)
             e = uE[i] * x
             e2 = e * e
             z2 = x * x
@@ -2050,6 +2073,9 @@ def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, 
             t_z2 += z2
             if need_cc:
                 abs_e[i] = np.abs(e)
+            if squares:
+                e2_out[i] = e2
+                z2_out[i] = z2
         b_n[b] = np.float64(bounds[b + 1] - bounds[b])
         b_e2[b] = t_e2
         b_u2[b] = fixed_u2[b]
@@ -2062,8 +2088,7 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
                         codes, n_bins_list, need_cc, scratch, work, out):
     """Statistics of ``E~ = uE * eps`` (points in the order of the binning variable) for every
     number of bins of ``n_bins_list``: ``out[j, k]``. One synthetic set serves all bin counts."""
-    e2, z2, counts, abs_e = scratch[0], scratch[1], scratch[2], scratch[3]
-    tie_e = scratch[9]
+    e2, z2, abs_e = scratch[0], scratch[1], scratch[3]
     m = uE.shape[0]
     s_e2 = 0.0
     s_z2 = 0.0
@@ -2081,11 +2106,8 @@ def _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred
     sums = work[0]
     # z_shift = 0 for simulated z-scores (their mean is 0 by construction)
     _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
-    order_e, cc = _synthetic_cc(centred_u, saa, need_cc, scratch, work)
-    dummy_packed = np.empty((0, 6))
-    for j in range(n_bins_list.shape[0]):
-        _evaluate(codes, counts, sums, True, n_bins_list[j], dummy_packed, e2, u2, z2, 0.0,
-                  order_u, tie_u, order_e, tie_e, work, out[j], cc)
+    _statistics_of_set(codes, n_bins_list, False, u2, order_u, tie_u, centred_u, saa,
+                       need_cc, scratch, work, out)
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
@@ -2099,7 +2121,10 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
     if need_cc:
         _check_sortable(m)
     scratch = _make_synthetic_scratch(m, need_cc)
-    eps = np.empty(m)
+    # generators that next_variate does not draw (normp) fill eps first
+    drawn = not (generator_code == NORMAL or generator_code == STUDENT
+                 or generator_code == UNIFORM or generator_code == LAPLACE)
+    eps = np.empty(m if drawn else 0)
     s_u2 = 0.0
     s_lnu2 = 0.0
     for i in range(m):
@@ -2107,36 +2132,25 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
         s_lnu2 += lnu2[i]
     centred_u = np.empty(m)
     saa = _centred_unit_ranks(order_u, tie_u, centred_u)
-    # one number of bins and a generator of next_variate: the fused pass
-    fused = n_bins_list.shape[0] == 1 and (generator_code == NORMAL or generator_code == STUDENT
-                                           or generator_code == UNIFORM
-                                           or generator_code == LAPLACE)
-    if fused:
-        n_bins = n_bins_list[0]
-        bounds = np.empty(n_bins + 1, np.int64)
-        fixed_u2 = np.zeros(n_bins)
-        for b in range(n_bins + 1):
-            bounds[b] = bin_start(b, m, n_bins)
-        for b in range(n_bins):
-            for i in range(bounds[b], bounds[b + 1]):
-                fixed_u2[b] += u2[i]
-        counts, abs_e = scratch[2], scratch[3]
-        sums = work[0]
-        no_rows = np.empty((0, 6))
-        for r in range(start, stop):
-            s_e2, s_z2, s_z = _fused_synthetic_set(key, r, generator_code, generator_parameter,
-                                                   uE, bounds, fixed_u2, need_cc, abs_e, work)
-            _store_sums(sums, np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
-            order_e, cc = _synthetic_cc(centred_u, saa, need_cc, scratch, work)
-            # the bins are made: _evaluate reads neither E~² nor eps² (scratch[0], [1])
-            _evaluate(codes, counts, sums, True, n_bins, no_rows, scratch[0], u2, scratch[1],
-                      0.0, order_u, tie_u, order_e, scratch[9], work, out[r - start, 0], cc,
-                      True)
-        return
+    # the first number of bins is binned in the pass; more (a bin-count study) from E~², eps²
+    n_bins = n_bins_list[0] if n_bins_list.shape[0] > 0 else 1
+    bounds = np.empty(n_bins + 1, np.int64)
+    fixed_u2 = np.zeros(n_bins)
+    for b in range(n_bins + 1):
+        bounds[b] = bin_start(b, m, n_bins)
+    for b in range(n_bins):
+        for i in range(bounds[b], bounds[b + 1]):
+            fixed_u2[b] += u2[i]
+    squares = n_bins_list.shape[0] > 1
     for r in range(start, stop):
-        fill_variates(key, r, generator_code, generator_parameter, eps)
-        _evaluate_synthetic(uE, u2, lnu2, s_u2, s_lnu2, eps, order_u, tie_u, centred_u, saa,
-                            codes, n_bins_list, need_cc, scratch, work, out[r - start])
+        if drawn:
+            fill_variates(key, r, generator_code, generator_parameter, eps)
+        s_e2, s_z2, s_z = _fused_synthetic_set(key, r, generator_code, generator_parameter, uE,
+                                               bounds, fixed_u2, need_cc, drawn, eps, squares,
+                                               scratch[0], scratch[1], scratch[3], work)
+        _store_sums(work[0], np.float64(m), s_e2, s_u2, s_z2, s_lnu2, s_z, s_z2)
+        _statistics_of_set(codes, n_bins_list, True, u2, order_u, tie_u, centred_u, saa,
+                           need_cc, scratch, work, out[r - start])
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
