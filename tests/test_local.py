@@ -20,7 +20,7 @@ from xuqcal.analysis.local import (
 from xuqcal.core import defaults
 from xuqcal.core.binning import FewPointsPerBinWarning, points_per_bin, recommended_n_bins
 from xuqcal.core.intervals import bca_interval, wilson_interval
-from xuqcal.testing import count_computes
+from xuqcal.testing import assert_results_identical, count_computes
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +331,7 @@ def test_group_replicates_in_tasks_equal_one_call(monkeypatch):
     with xuqcal.set_options(replicate_chunk=100):
         in_tasks = xuqcal.local(ds, "zms", n_boot=400, seed=1)
         assert sorted(calls) == [(0, 100), (100, 200), (200, 300), (300, 400)]
-        xr.testing.assert_identical(in_tasks, one_call)
+        assert_results_identical(in_tasks, one_call)
         calls.clear()
         results = []
         thread = threading.Thread(
@@ -339,4 +339,4 @@ def test_group_replicates_in_tasks_equal_one_call(monkeypatch):
         thread.start()
         thread.join()
     assert calls == [(0, 400)]  # not the main thread: one call, no Dask
-    xr.testing.assert_identical(results[0], one_call)
+    assert_results_identical(results[0], one_call)
