@@ -138,9 +138,11 @@ def _run_bootstrap(kernels, codes, replicates, arrays, threads):
     out = np.empty((replicates, codes.shape[0]))
 
     def part(lo, hi):
-        kernels.bootstrap_block(np.uint64(7), lo, hi, codes, 20, packed, e2, u2, z2, 0.0,
-                                order_u, tie_u, order_e, tie_e, tie_u, kernels.make_work(m, 20),
-                                out[lo:hi])
+        # the Python entry point where a revision has one (moment statistics alone at large M
+        # go to their own kernel), else the kernel
+        entry = getattr(kernels, "bootstrap_replicates", kernels.bootstrap_block)
+        entry(np.uint64(7), lo, hi, codes, 20, packed, e2, u2, z2, 0.0, order_u, tie_u,
+              order_e, tie_e, tie_u, kernels.make_work(m, 20), out[lo:hi])
     return _threaded(part, replicates, m, threads), out
 
 

@@ -85,8 +85,8 @@ def test_codes_are_unique_and_cover_registry():
 
 def _bootstrap_block(prepared, codes, key, start, stop):
     out = np.empty((stop - start, len(codes)))
-    K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
+    K.bootstrap_replicates(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
+                           prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
     return out
 
 
@@ -402,9 +402,10 @@ def test_counted_bootstrap_sums_from_the_threshold(seed, extra, start):
                              ["rce", "nll", "zisd"]]))
 def test_grouped_counted_replicates_equal_one_by_one(seed, extra, start, n_replicates, keys):
     """Moment statistics alone, from ``_COUNTED_SUMS_FROM`` points: the replicates are counted
-    in uint8 and summed group by group (:func:`kernels._grouped_moment_replicates`), bit for
-    bit the counted sums of each replicate's int32 multiplicities, for ranges that start and
-    stop inside a group and for rows of 1, 2, 4 and 8 doubles."""
+    in uint8 and summed group by group (:func:`kernels.moment_replicates_block`, which
+    :func:`kernels.bootstrap_replicates` chooses), bit for bit the counted sums of each
+    replicate's int32 multiplicities and the replicates of :func:`kernels.bootstrap_block`, for
+    ranges that start and stop inside a group and for rows of 1, 2, 4 and 8 doubles."""
     from xuqcal.core import random as _random
 
     m = K._COUNTED_SUMS_FROM + extra
@@ -412,7 +413,13 @@ def test_grouped_counted_replicates_equal_one_by_one(seed, extra, start, n_repli
     prepared = PreparedData.from_arrays(E, uE, needs_bins=False)
     codes = codes_of(get_statistics(keys))
     key = _random.stream_key(seed, "bootstrap")
+    assert K.uses_moment_replicates(codes, m)
     out = _bootstrap_block(prepared, codes, key, start, start + n_replicates)
+    walked = np.empty_like(out)
+    K.bootstrap_block(key, start, start + n_replicates, codes, prepared.n_bins,
+                      *prepared.kernel_arrays(), prepared.tie_bin,
+                      K.make_work(prepared.size, prepared.n_bins), walked)
+    np.testing.assert_array_equal(out, walked)
     columns = K._moment_columns(codes)
     flat, stride = K._compact_rows(prepared.packed, columns)
     sums = np.zeros(6)

@@ -81,8 +81,8 @@ RNG_DESCRIPTION = (
 def _replicate_block(prepared: PreparedData, codes: np.ndarray, key: np.uint64, start: int,
                      stop: int) -> np.ndarray:
     out = np.empty((stop - start, codes.shape[0]))
-    K.bootstrap_block(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
-                      prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
+    K.bootstrap_replicates(key, start, stop, codes, prepared.n_bins, *prepared.kernel_arrays(),
+                           prepared.tie_bin, K.make_work(prepared.size, prepared.n_bins), out)
     return prepared.unscale(codes, out)
 
 

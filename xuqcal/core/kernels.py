@@ -1161,10 +1161,6 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     column_sums = np.zeros(6)
     # from _COUNTED_SUMS_FROM points the moment sums are counted sums (no row gathered per draw)
     counted = m >= _COUNTED_SUMS_FROM and n_columns > 0
-    if counted and not need_counts:  # moment statistics alone: replicates in groups
-        _grouped_moment_replicates(key, start, stop, codes, flat, stride, n_columns, columns,
-                                   z_shift, work, out)
-        return
     need_counts = need_counts or counted
     counts = np.zeros(m if need_counts else 0, np.int32)
     batch = np.empty(_BATCH, np.int64)
@@ -1264,6 +1260,28 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
                   order_u, tie_u, order_e, tie_e, work, out[r - start], np.nan, record)
 
 
+def uses_moment_replicates(codes: np.ndarray, m: int) -> bool:
+    """Whether :func:`bootstrap_replicates` computes replicates of the statistics ``codes`` on
+    M points with :func:`moment_replicates_block`: moment statistics only, from
+    :data:`_COUNTED_SUMS_FROM` points."""
+    return m >= _COUNTED_SUMS_FROM and codes.shape[0] > 0 and bool(np.all(codes < N_MOMENT))
+
+
+def bootstrap_replicates(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
+                         order_u, tie_u, order_e, tie_e, tie_bin, work, out) -> None:
+    """Replicates ``start .. stop - 1`` of :func:`bootstrap_block` (the same arguments and the
+    same values), computed by :func:`moment_replicates_block` when
+    :func:`uses_moment_replicates` (M = 2·10⁶: zms 5.52 → 3.73 ns per draw per core on 2
+    threads, ``benchmarks/measured/ab-kernels-grouped-counts-2threads-issue26-2026-11-26.json``),
+    else by :func:`bootstrap_block`. A Python function, so that each kernel is compiled only
+    when it is used."""
+    if uses_moment_replicates(codes, e2.shape[0]):
+        moment_replicates_block(key, start, stop, codes, packed, z_shift, work, out)
+    else:
+        bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift,
+                        order_u, tie_u, order_e, tie_e, tie_bin, work, out)
+
+
 #: Draws per batch of the bootstrap walk (drawn and prefetched, then gathered in draw order;
 #: 32 to 128 measured alike at M = 2e6, 16 slower).
 _BATCH = 64
@@ -1318,7 +1336,7 @@ def _counted_sums(counts, flat, stride, n_columns, partial, out):
         out[c] = total
 
 
-#: Replicates of one group of :func:`_grouped_moment_replicates`: their multiplicities are
+#: Replicates of one group of :func:`moment_replicates_block`: their multiplicities are
 #: counted one replicate after the other, then their counted sums are made in one pass over
 #: the rows, which are read once per group instead of once per replicate.
 _COUNTED_GROUP = 8
@@ -1427,21 +1445,27 @@ def _group_counted_sums(counts, n_group, flat, stride, n_columns, partial, out):
 def _int32_counted_sums(key, replicate, flat, stride, n_columns, partial, out):
     """The counted sums of replicate ``replicate`` from int32 multiplicities
     (:func:`fill_counts`, :func:`_counted_sums`): the fallback of
-    :func:`_grouped_moment_replicates` when a uint8 count wrapped."""
+    :func:`moment_replicates_block` when a uint8 count wrapped."""
     counts = np.empty(flat.shape[0] // np.int64(stride), np.int32)
     fill_counts(key, replicate, counts)
     _counted_sums(counts, flat, stride, n_columns, partial, out)
 
 
-@nb.njit(error_model="numpy")
-def _grouped_moment_replicates(key, start, stop, codes, flat, stride, n_columns, columns,
-                               z_shift, work, out):
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def moment_replicates_block(key, start, stop, codes, packed, z_shift, work, out):
     """The replicates ``start .. stop - 1`` of :func:`bootstrap_block` when every statistic
     of ``codes`` is a moment statistic and M is at least :data:`_COUNTED_SUMS_FROM`: the same
     counted sums, bit for bit, with the multiplicities of :data:`_COUNTED_GROUP` replicates
     counted in uint8 (:func:`_count_draws_u8`) and summed in one pass over the rows
     (:func:`_group_counted_sums`). A replicate whose count wrapped is counted again in int32
-    (:func:`fill_counts`) and summed alone (:func:`_counted_sums`)."""
+    (:func:`fill_counts`) and summed alone (:func:`_counted_sums`).
+
+    Called through :func:`bootstrap_replicates`, which chooses between the two kernels in
+    Python: inside :func:`bootstrap_block` this path made every process compile it (3.7 s on
+    a cold cache), also those that never bootstrap large data."""
+    columns = _moment_columns(codes)
+    n_columns = columns.shape[0]
+    flat, stride = _compact_rows(packed, columns)
     m = flat.shape[0] // np.int64(stride)
     group = min(_COUNTED_GROUP, stop - start)
     counts = np.empty((group, m), np.uint8)
