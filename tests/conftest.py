@@ -29,6 +29,63 @@ def pytest_configure(config):
     gc.set_threshold(*GC_THRESHOLD)
 
 
+#: Analyses whose first call compiles most of the Numba kernels (or loads them from the
+#: cache), as the tests call them: the units of :func:`_warm_numba_cache`.
+WARM_UP_UNITS = (
+    ("simulate", lambda ds: xuqcal.simulate(ds, ["zms", "cc", "ence", "zmse"],
+                                            generators=["normal", "t6"], n_mc=40,
+                                            n_bins=5).compute()),
+    ("bootstrap", lambda ds: xuqcal.bootstrap(ds, ["zms", "rce", "zm", "zv", "nll", "cc",
+                                                   "ence", "zmse"], n_boot=40,
+                                              n_bins=5).compute()),
+    ("local", lambda ds: xuqcal.local(ds, "zms", n_boot=40)),
+    ("validate", lambda ds: xuqcal.validate(ds, n_boot=40, n_mc=40, n_bins=5)),
+)
+
+
+def _warm_numba_cache(config) -> None:
+    """Compile the kernels once for the whole run, the units shared between the xdist workers.
+
+    On a clean checkout (CI) every process compiled every kernel it used: each worker, and
+    each subprocess a test starts (the CLI, the benchmark driver) before the cache held the
+    kernel. Here each worker goes through :data:`WARM_UP_UNITS`, the first worker in order and
+    the others in reverse, taking a unit under a file lock and skipping it when another
+    worker has done it: the two workers compile disjoint halves at once, and every later
+    process of the run loads the kernels from Numba's cache. The values are not touched (a
+    cached kernel is the compiled kernel). Without xdist, or without ``fcntl``, nothing is
+    done: the kernels compile when first used, as before."""
+    workerinput = getattr(config, "workerinput", None)
+    try:
+        import fcntl
+    except ImportError:
+        return
+    if workerinput is None:
+        return
+    import tempfile
+    import warnings
+
+    folder = Path(tempfile.gettempdir()) / f"xuqcal-warm-up-{workerinput['testrunuid']}"
+    folder.mkdir(exist_ok=True)
+    units = list(WARM_UP_UNITS)
+    if workerinput.get("workerid", "gw0") != "gw0":
+        units.reverse()
+    ds = xuqcal.synthetic.nig(400, nu=6, seed=0)
+    for name, call in units:
+        with open(folder / f"{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            done = folder / f"{name}.done"
+            if done.exists():
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # small data: few points per bin
+                call(ds)
+            done.touch()
+
+
+def pytest_sessionstart(session):
+    _warm_numba_cache(session.config)
+
+
 def pytest_collection_finish(session):
     """The imported modules and collected tests live until the end of the run: frozen, the
     collector no longer walks them (:func:`gc.freeze`)."""
