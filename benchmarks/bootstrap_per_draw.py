@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     import xuqcal
 
     ds = xuqcal.synthetic.nig(args.points, nu=6, seed=0)
-    xuqcal.bootstrap(ds, ["zms"], n_boot=8).compute()  # compile or cache load
+    xuqcal.bootstrap(ds, ["zms"], n_boot=40).compute()  # compile or cache load
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
