@@ -812,6 +812,27 @@ def _store_sums(sums, s_n, s_e2, s_u2, s_z2, s_lnu2, s_zd, s_zd2):
     sums[S_ZD2] = s_zd2
 
 
+
+@nb.njit(inline="always", error_model="numpy")
+def _store_column_sums(sums, s_n, columns, values):
+    """:func:`_store_sums` of a walk over the compact columns ``columns`` of
+    :func:`pack_moments` (:func:`_compact_rows`): ``values[c]`` is the sum of column
+    ``columns[c]``; the columns not walked are 0 (no statistic asked reads them)."""
+    sums[S_N] = s_n
+    for c in range(6):
+        sums[S_E2 + c] = 0.0  # S_E2 .. S_ZD2 follow the order of COLUMNS
+    for c in range(columns.shape[0]):
+        sums[S_E2 + columns[c]] = values[c]
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _finish_moments(codes, sums, z_shift, out):
+    """``out[k]``: moment statistic ``codes[k]`` from the weighted sums ``sums`` (as
+    :func:`_evaluate` finishes one)."""
+    for k in range(codes.shape[0]):
+        out[k] = finalize_moment(codes[k], sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2],
+                                 sums[S_LNU2], sums[S_ZD], sums[S_ZD2], z_shift)
+
 def pack_moments(e2, u2, z, z2, lnu2, z_shift):
     """Per-point moment columns in one row-major array: one cache line per drawn point."""
     zd = z - z_shift
@@ -1158,7 +1179,6 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
     n_columns = columns.shape[0]
     flat, stride = _compact_rows(packed, columns)
     accumulated = np.zeros(6)
-    column_sums = np.zeros(6)
     # from _COUNTED_SUMS_FROM points the moment sums are counted sums (no row gathered per draw)
     counted = m >= _COUNTED_SUMS_FROM and n_columns > 0
     need_counts = need_counts or counted
@@ -1248,11 +1268,7 @@ def bootstrap_block(key, start, stop, codes, n_bins, packed, e2, u2, z2, z_shift
             accumulated[3] = a3
             accumulated[4] = a4
             accumulated[5] = a5
-        column_sums[:] = 0.0
-        for c in range(n_columns):
-            column_sums[columns[c]] = accumulated[c]
-        _store_sums(sums, np.float64(m), column_sums[0], column_sums[1], column_sums[2],
-                    column_sums[3], column_sums[4], column_sums[5])
+        _store_column_sums(sums, np.float64(m), columns, accumulated)
         if record:
             _bin_sums_in_draw_order(counts, draws[:n_draws], group, n_groups, e2, u2, z2,
                                     n_bins, work, straddles, fill, slots)
@@ -1461,8 +1477,10 @@ def moment_replicates_block(key, start, stop, codes, packed, z_shift, work, out)
     (:func:`fill_counts`) and summed alone (:func:`_counted_sums`).
 
     Called through :func:`bootstrap_replicates`, which chooses between the two kernels in
-    Python: inside :func:`bootstrap_block` this path made every process compile it (3.7 s on
-    a cold cache), also those that never bootstrap large data."""
+    Python: inside :func:`bootstrap_block` this path made every process compile it, also
+    those that never bootstrap large data (``bootstrap_block`` compiled in 14.8 s with it and
+    11.0 s without, ``benchmarks/measured/compile-time-issue26-2026-11-26.json`` and
+    ``…-26b.json``)."""
     columns = _moment_columns(codes)
     n_columns = columns.shape[0]
     flat, stride = _compact_rows(packed, columns)
@@ -1473,7 +1491,6 @@ def moment_replicates_block(key, start, stop, codes, packed, z_shift, work, out)
     batch = np.empty(_BATCH, np.int64)
     partial = np.zeros((_COUNTED_GROUP, 4, 8))
     totals = np.zeros((group, 6))
-    column_sums = np.zeros(6)
     sums = work[0]
     for first in range(start, stop, group):
         n_group = min(group, stop - first)
@@ -1484,15 +1501,8 @@ def moment_replicates_block(key, start, stop, codes, packed, z_shift, work, out)
             if wrapped[q]:
                 _int32_counted_sums(key, first + q, flat, stride, n_columns, partial[0],
                                     totals[q])
-            column_sums[:] = 0.0
-            for c in range(n_columns):
-                column_sums[columns[c]] = totals[q, c]
-            _store_sums(sums, np.float64(m), column_sums[0], column_sums[1], column_sums[2],
-                        column_sums[3], column_sums[4], column_sums[5])
-            for k in range(codes.shape[0]):  # as _evaluate finishes a moment statistic
-                out[first + q - start, k] = finalize_moment(
-                    codes[k], sums[S_N], sums[S_E2], sums[S_U2], sums[S_Z2], sums[S_LNU2],
-                    sums[S_ZD], sums[S_ZD2], z_shift)
+            _store_column_sums(sums, np.float64(m), columns, totals[q])
+            _finish_moments(codes, sums, z_shift, out[first + q - start])
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2071,8 +2081,8 @@ def _fused_synthetic_set(key, replicate, code, parameter, uE, bounds, fixed_u2, 
     that of the NIG sets): every sum adds the same products in the same order from 0.0 (a
     bin's sums are :func:`_bin_sums` with every count 1), but in general no array of
     variates, E~² or eps² is written and read back: at M = 10⁶ those passes over memory cost
-    more than the arithmetic. A called function, not inlined: the kernel that inlined both
-    evaluations took 12 s more to compile."""
+    more than the arithmetic. A called function, not inlined (inlined, it made
+    ``simulate_block`` longer to compile)."""
     _, b_n, b_e2, b_u2, b_z2, _, _ = work
     state = stream_start(key, replicate)
     scale, half = variate_constants(code, parameter)
@@ -2248,7 +2258,8 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
     n_groups = offsets.shape[0] - 1
     columns = _moment_columns(codes)
     n_columns = columns.shape[0]
-    column_sums = np.zeros(6)
+    accumulated = np.zeros(6)
+    sums = np.zeros(N_SUMS)
     for g in range(n_groups):
         lo = offsets[g]
         size = offsets[g + 1] - lo
@@ -2275,14 +2286,14 @@ def grouped_bootstrap_block(keys, members, offsets, start, stop, codes, packed, 
                                 a4 += flat[row + np.uint64(4)]
                                 if n_columns > 5:
                                     a5 += flat[row + np.uint64(5)]
-            column_sums[:] = 0.0
-            accumulated = (a0, a1, a2, a3, a4, a5)
-            for c in range(n_columns):
-                column_sums[columns[c]] = accumulated[c]
-            for k in range(codes.shape[0]):
-                out[g, r - start, k] = finalize_moment(
-                    codes[k], np.float64(size), column_sums[0], column_sums[1], column_sums[2],
-                    column_sums[3], column_sums[4], column_sums[5], z_shift)
+            accumulated[0] = a0
+            accumulated[1] = a1
+            accumulated[2] = a2
+            accumulated[3] = a3
+            accumulated[4] = a4
+            accumulated[5] = a5
+            _store_column_sums(sums, np.float64(size), columns, accumulated)
+            _finish_moments(codes, sums, z_shift, out[g, r - start])
 
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
