@@ -215,7 +215,7 @@ def next_student(state, nu):
         v = 2.0 * v - 1.0
         w = u * u + v * v
         if 0.0 < w < 1.0:
-            return u * np.sqrt(nu * (w ** (-2.0 / nu) - 1.0) / w), state
+            return u * math.sqrt(nu * (w ** (-2.0 / nu) - 1.0) / w), state
 
 
 @nb.njit(inline="always")
@@ -294,7 +294,12 @@ def next_variate(state, code, parameter, scale, half):
     Normal: :func:`next_normal` (ziggurat). Student-t of even ν (``half = ν / 2 > 0``):
     ``t = Z sqrt(ν / χ²)``, with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from ν/2 exponentials
     (:func:`next_exponential`; exact, and no libm function). Other ν: Bailey's polar t.
-    Uniform and Laplace: one uniform each."""
+    Uniform and Laplace: one uniform each.
+
+    Scalar functions come from :mod:`math`, not NumPy: the GPU compiles this function too, and
+    numba-cuda 0.30.4 with NumPy 2.5 could not lower ``np.sqrt`` of a scalar (``KeyError`` in
+    its ufunc table, on an H200). On the CPU both lower to the same correctly rounded
+    operations; the draws are unchanged."""
     if code == NORMAL:
         return next_normal(state)
     if code == STUDENT:
@@ -304,14 +309,14 @@ def next_variate(state, code, parameter, scale, half):
             for _ in range(half):
                 e, state = next_exponential(state)
                 total += e
-            return scale * g * np.sqrt(parameter / (total + total)), state
+            return scale * g * math.sqrt(parameter / (total + total)), state
         t, state = next_student(state, parameter)
         return scale * t, state
     u, state = next_uniform(state)
     if code == UNIFORM:
         return scale * (2.0 * u - 1.0), state
     d = u - 0.5  # LAPLACE
-    return -scale * np.sign(d) * np.log(1.0 - 2.0 * np.abs(d)), state
+    return -scale * math.copysign(1.0, d) * math.log(1.0 - 2.0 * abs(d)), state
 
 
 @nb.njit(nogil=True, cache=True)
