@@ -325,18 +325,33 @@ except Exception as error:
     raise SystemExit(0)
 from xuqcal.core import gpu
 
+import sys
+import types
+
 seen = []
 def recorder(llvmir, **options):
     seen.append(options)
     return "ptx"
 
+# numba-cuda beside Numba 0.6x: its code generator calls another module's compile_ir
+second = types.ModuleType("numba_cuda.numba.cuda.cudadrv.nvvm")
+seen_second = []
+def recorder_second(llvmir, **options):
+    seen_second.append(options)
+    return "ptx"
+
+second.compile_ir = recorder_second
+sys.modules[second.__name__] = second
 nvvm.compile_ir = recorder
 gpu._simulated = lambda: False
 with gpu._NoContraction():
     nvvm.compile_ir("ir", opt=3, fastmath=False)
+    second.compile_ir("ir", opt=3)
 nvvm.compile_ir("ir", opt=3)
+second.compile_ir("ir", opt=2)
 result["options"] = seen
-result["restored"] = nvvm.compile_ir is recorder
+result["options_second"] = seen_second
+result["restored"] = nvvm.compile_ir is recorder and second.compile_ir is recorder_second
 print(json.dumps(result))
 """
 
@@ -347,6 +362,7 @@ def test_nothing_imports_numba_cuda_on_the_cpu_and_the_fma_switch():
     if "skip_fma" in result:
         pytest.skip(result["skip_fma"])
     assert result["options"] == [{"opt": 3, "fastmath": False, "fma": False}, {"opt": 3}]
+    assert result["options_second"] == [{"opt": 3, "fma": False}, {"opt": 2}]
     assert result["restored"] is True
 
 

@@ -664,33 +664,53 @@ class _NoContraction:
     (NVVM's default contracts them, the CPU never does). The polar methods accept a pair on
     ``u * u + v * v < 1``; contracted, the sum could round differently and, near 1, accept
     another pair: the rest of the replicate would differ. numba-cuda has no option for it
-    (NVIDIA/numba-cuda#118): its ``nvvm.compile_ir`` is wrapped while a kernel is launched
-    (compiled on its first launch). A no-op in the simulator, or if the module moves."""
+    (NVIDIA/numba-cuda#118): the ``compile_ir`` of its ``nvvm`` module is wrapped while a
+    kernel is launched (compiled on its first launch). With numba-cuda installed beside Numba
+    0.6x, ``numba.cuda.cudadrv.nvvm`` and the module numba-cuda's code generator calls,
+    ``numba_cuda.numba.cuda.cudadrv.nvvm``, can be two modules: every loaded one is wrapped
+    (wrapping only the first left the FMA in the PTX on an H200, numba-cuda 0.30.4). A no-op
+    in the simulator; ``benchmarks/gpu_simulation.py`` checks the PTX on a GPU."""
 
     def __enter__(self):
-        self.module = None
+        self.wrapped = []
         if _simulated():
             return self
-        try:
-            from numba.cuda.cudadrv import nvvm
-        except Exception:
-            return self
-        original = getattr(nvvm, "compile_ir", None)
-        if original is None:
-            return self
+        for module in _nvvm_modules():
+            original = module.compile_ir
 
-        @functools.wraps(original)
-        def compile_ir(llvmir, **options):
-            return original(llvmir, **{**options, "fma": False})
+            @functools.wraps(original)
+            def compile_ir(llvmir, _original=original, **options):
+                return _original(llvmir, **{**options, "fma": False})
 
-        self.module, self.original = nvvm, original
-        nvvm.compile_ir = compile_ir
+            module.compile_ir = compile_ir
+            self.wrapped.append((module, original))
         return self
 
     def __exit__(self, *exc):
-        if self.module is not None:
-            self.module.compile_ir = self.original
+        for module, original in self.wrapped:
+            module.compile_ir = original
+        self.wrapped = []
         return False
+
+
+def _nvvm_modules() -> list:
+    """The loaded NVVM modules of Numba's CUDA target that have a ``compile_ir``: numba-cuda's
+    (``numba_cuda.numba.cuda.cudadrv.nvvm``) and the one ``numba.cuda`` names, once each."""
+    import importlib
+    import sys
+
+    for name in ("numba_cuda.numba.cuda.cudadrv.nvvm", "numba.cuda.cudadrv.nvvm"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # not installed, or no such module in this version
+            pass
+    found, seen = [], set()
+    for name, module in list(sys.modules.items()):
+        if (name.endswith("cuda.cudadrv.nvvm") and callable(getattr(module, "compile_ir", None))
+                and id(module) not in seen):
+            seen.add(id(module))
+            found.append(module)
+    return found
 
 
 def _bin_ends(m: int, n_bins: int) -> np.ndarray:
