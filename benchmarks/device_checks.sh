@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 26's checks on a lent GPU machine (NVIDIA H100/H200, 16 cores), in one command of at
+# most LIMIT seconds (default 540): the GPU simulation against the CPU kernel
+# (gpu_simulation.py), then the scaling rows (core_scaling.py: the nine-set one call on 2 and 16
+# threads and a LocalCluster of 8 x 2, the default validate of 2e6 points on the CPU and the GPU,
+# then on 2 threads if time is left). Results and logs go to $OUT. STAGES="validate_threads"
+# runs instead the default validate of 2e6 points on 2 and on 16 threads, BLAS on one thread;
+# "fma" the FMA check alone.
+#
+# Prepared here, before the call (see the device tool's README):
+#   .whl/      wheels of what the machine's Python 3.12 lacks (dask, distributed, numbagg,
+#              cftime, tblib, importlib_metadata, lazy_importer, tornado, zict, locket, partd)
+#   .devdata/  a copy of ../shared/data (the nine shared sets)
+# both ignored through .git/info/exclude and named in the call's carry.
+set -uo pipefail
+LIMIT=${LIMIT:-540}
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+mkdir -p /tmp/sitecustom
+cat > /tmp/sitecustom/sitecustomize.py <<'EOF'
+import numpy as np
+
+if not hasattr(np, "row_stack"):  # numba-cuda 0.30 calls it; NumPy 2.5 has removed it
+    np.row_stack = np.vstack
+EOF
+export PYTHONPATH="$PWD:/tmp/site:/tmp/sitecustom" XUQCAL_SHARED_DATA="$PWD/.devdata"
+export PYTHONUNBUFFERED=1
+nvidia-smi -L
+python3 -c "import numpy, scipy, numba, xarray, dask, distributed, numba.cuda as c; \
+print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, \
+'xarray', xarray.__version__, 'dask', dask.__version__, 'gpu', c.is_available())"
+
+STAGES=${STAGES:-"gpu_simulation core_scaling"}
+if [[ " $STAGES " == *" fma "* ]]; then
+    timeout 120 python3 benchmarks/gpu_simulation.py --fma-only --out "$OUT/fma.json" \
+        > "$OUT/fma.log" 2>&1
+    echo "fma check exit $?"; grep "FMA" "$OUT/fma.log"
+fi
+if [[ " $STAGES " == *" validate_threads "* ]]; then
+    # the default validate of 2e6 points on 2 threads, then on 16, in two processes, with
+    # BLAS and OpenMP held to one thread (does their spinning add CPU time?)
+    for threads in 2 16; do
+        echo "== validate on ${threads} threads at ${SECONDS} s"
+        OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+            timeout $((LIMIT - SECONDS - 10)) python3 benchmarks/core_scaling.py \
+            --out "$OUT/validate-${threads}-threads.json" --work validate --threads "$threads" \
+            --budget 1000 > "$OUT/validate-${threads}-threads.log" 2>&1
+        echo "exit $?"; tail -n 3 "$OUT/validate-${threads}-threads.log"
+    done
+fi
+[[ " $STAGES " == *" gpu_simulation "* ]] || { echo "== done at ${SECONDS} s"; exit 0; }
+echo "== gpu_simulation.py at ${SECONDS} s"
+timeout 200 python3 benchmarks/gpu_simulation.py --out "$OUT/gpu-simulation.json" \
+    > "$OUT/gpu-simulation.log" 2>&1
+echo "gpu_simulation.py exit $?"; tail -n 25 "$OUT/gpu-simulation.log"
+
+left=$((LIMIT - SECONDS - 25))
+echo "== core_scaling.py at ${SECONDS} s, budget ${left} s"
+timeout $((left + 15)) python3 benchmarks/core_scaling.py --out "$OUT/core-scaling.json" \
+    --threads 2,16 --cuda --cluster 8,2 --budget "$left" > "$OUT/core-scaling.log" 2>&1
+echo "core_scaling.py exit $?"; tail -n 40 "$OUT/core-scaling.log"
+echo "== done at ${SECONDS} s"
