@@ -78,23 +78,23 @@ multiply and an add are fused into one FMA (the CPU never fuses them). :class:`_
 compiles with NVVM's ``-fma=0``: on an H200 (numba-cuda 0.30.4) the PTX then has no
 ``fma.rn.f64``, but the assembler still fused some into ``DFMA`` in the machine code
 (``benchmarks/measured/fma-check-issue26-h200-2026-11-27.json``); a decision could then round
-differently, and the rest of the replicate would differ. None did in the measured draws below. The values then differ only where a libm
-function makes them: ``sqrt`` is correctly rounded on both targets (the normal and even-ν t are
-the same bits); Bailey's ``pow`` and Laplace's ``log`` are within one unit in the last place in
-libdevice, not always the libm's bits: a variate one unit in the last place away moves a sum by
-about one unit in the last place of that term, far below the 1e-12 relative the tests demand.
-On Numba's simulator the device code runs with NumPy's scalar functions;
-``tests/test_gpu_simulation.py`` bounds the variates and statistics at 1e-12 relative to the
-CPU's. On an H200 (``benchmarks/measured/gpu-simulation-issue26-h200-2026-11-27.json``,
-M = 2·10^5, 4 replicates of M variates and 100 replicates of statistics per generator): the
-normal, t6 (even-ν construction) and uniform variates were the CPU's bit for bit (800 000 of
-800 000 each), Laplace's 798 111 (the rest one unit in the last place, ``log``) and t5's
-(Bailey's, ``pow``) 668 093, at most 2.6e-11 relative apart; the statistics were within
-3.2e-13 relative of the CPU's (rce under t5; most were equal). At M = 2·10^6 and
-n_mc = 10^4 a launch took 3.41 s (0.17 ns per variate) against 21.9 s extrapolated for the CPU
-kernel on 16 threads. A launch takes about as long for a few hundred replicates as for 10^4
-(one thread draws one whole replicate): the rounds of ``n_mc="auto"`` of ``validate`` pay that
-time each.
+differently, and the rest of the replicate would differ. None did in the measured draws below.
+The values then differ only where a libm function makes them: ``sqrt`` is correctly rounded on
+both targets (the normal and even-ν t are the same bits); Bailey's ``pow`` and Laplace's ``log``
+are within one unit in the last place in libdevice, not always the libm's bits: a variate one
+unit in the last place away moves a sum by about one unit in the last place of that term, far
+below the 1e-12 relative the tests demand. On Numba's simulator the device code runs with
+NumPy's scalar functions; ``tests/test_gpu_simulation.py`` bounds the variates and statistics at
+1e-12 relative to the CPU's. On an H200
+(``benchmarks/measured/gpu-simulation-issue26-h200-2026-11-27.json``, M = 2·10^5, 4 replicates
+of M variates and 100 replicates of statistics per generator): the normal, t6 (even-ν
+construction) and uniform variates were the CPU's bit for bit (800 000 of 800 000 each),
+Laplace's 798 111 (the rest one unit in the last place, ``log``) and t5's (Bailey's, ``pow``)
+668 093, at most 2.6e-11 relative apart; the statistics were within 3.2e-13 relative of the
+CPU's (rce under t5; most were equal). At M = 2·10^6 and n_mc = 10^4 a launch took 3.41 s (0.17
+ns per variate) against 21.9 s extrapolated for the CPU kernel on 16 threads. A launch takes
+about as long for a few hundred replicates as for 10^4 (one thread draws one whole replicate):
+the rounds of ``n_mc="auto"`` of ``validate`` pay that time each.
 
 numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
 function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
