@@ -50,15 +50,16 @@ def _warm_numba_cache(config) -> None:
     subprocess a test starts (the CLI, the benchmark driver) before the cache held the kernel.
     Here each worker goes through :data:`WARM_UP_UNITS`, taking a unit under a file lock and
     skipping it when another worker has done it, and every later process of the run loads the
-    kernels from Numba's cache. The first two units compile disjoint kernels (about 19 s and 20
-    s on one core of the 2-core machine, cold): worker k starts with unit k mod 2, so the two
-    workers compile them at once; ``local`` and ``validate`` then mostly load what they
-    compiled. (Before, the second worker went through the units in reverse and began with
-    ``validate``, which compiled the simulation and bootstrap kernels a second time while the
-    first worker compiled them: both workers spent about 40 s before their first test.) The
-    values are not touched (a cached kernel is the compiled kernel). Without xdist, or without
-    ``fcntl``, nothing is done: the kernels compile when first used, as before. Suite times
-    before and after: ``benchmarks/measured/test-time-warm-up-2026-11-26.json``."""
+    kernels from Numba's cache. The first two units compile disjoint kernels: worker k starts
+    with unit k mod 2, so the two workers compile them at once, and ``local`` and ``validate``
+    then mostly load what they compiled. (Before, the second worker went through the units in
+    reverse and began with ``validate``, which compiled the simulation and bootstrap kernels a
+    second time beside the first worker.) The values are not touched (a cached kernel is the
+    compiled kernel). Without xdist, or without ``fcntl``, nothing is done: the kernels compile
+    when first used, as before. Suite times before and after:
+    ``benchmarks/measured/test-time-warm-up-2026-11-26.json`` (the warm-up) and
+    ``test-time-warm-up-order-2026-11-27.json`` (this order: the units' compile times and the
+    time before each worker's first test)."""
     workerinput = getattr(config, "workerinput", None)
     try:
         import fcntl
