@@ -561,7 +561,7 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
 #: Laplace. NORMP's gamma variates accept or reject a draw on a comparison of
 #: logarithms, which a GPU ``log`` one unit in the last place away from the CPU's could turn:
 #: its simulations stay on the CPU.
-SIMULATION_GENERATORS = (K.NORMAL, K.STUDENT, K.UNIFORM, K.LAPLACE)
+SIMULATION_GENERATORS = K.VARIATE_CODES
 #: Threads per block of the simulation kernel (one thread per replicate): one warp, so that
 #: the warps of a launch spread over every multiprocessor as soon as there are more warps than
 #: multiprocessors (n_mc = 10^4 makes 313 warps: in blocks of 128 threads, 79 blocks would

@@ -92,6 +92,10 @@ STUDENT = 1
 UNIFORM = 2
 LAPLACE = 3
 NORMP = 4
+#: The generators whose draws are the steps of :func:`next_variate` (one variate after the
+#: other from the stream; ``normp`` fills its set in :func:`fill_variates` alone): the ones
+#: :func:`simulate_block` draws while it sums, and the GPU simulates.
+VARIATE_CODES = (NORMAL, STUDENT, UNIFORM, LAPLACE)
 
 
 @nb.njit(inline="always")
@@ -286,6 +290,12 @@ def variate_constants(code, parameter):
 
 
 @nb.njit(inline="always")
+def is_variate_code(code):
+    """Whether generator ``code`` is one of :data:`VARIATE_CODES`."""
+    return code == NORMAL or code == STUDENT or code == UNIFORM or code == LAPLACE
+
+
+@nb.njit(inline="always")
 def next_variate(state, code, parameter, scale, half):
     """One unit-variance draw of generator ``code`` (NORMAL, STUDENT, UNIFORM or LAPLACE;
     ``scale``, ``half`` from :func:`variate_constants`), the step of :func:`fill_variates`
@@ -328,7 +338,7 @@ def fill_variates(key, replicate, code, parameter, out):
     """
     state = stream_start(key, replicate)
     n = out.shape[0]
-    if code == NORMAL or code == STUDENT or code == UNIFORM or code == LAPLACE:
+    if is_variate_code(code):
         scale, half = variate_constants(code, parameter)
         for i in range(n):
             out[i], state = next_variate(state, code, parameter, scale, half)
@@ -2161,8 +2171,7 @@ def simulate_block(key, generator_code, generator_parameter, start, stop, codes,
         _check_sortable(m)
     scratch = _make_synthetic_scratch(m, need_cc)
     # generators that next_variate does not draw (normp) fill eps first
-    drawn = not (generator_code == NORMAL or generator_code == STUDENT
-                 or generator_code == UNIFORM or generator_code == LAPLACE)
+    drawn = not is_variate_code(generator_code)
     eps = np.empty(m if drawn else 0)
     s_u2 = 0.0
     s_lnu2 = 0.0
