@@ -166,33 +166,6 @@ def time_cpu(prepared, codes: np.ndarray, key, n_cpu: int, n: int,
     }, values
 
 
-class _CompilationUnitSwitch:
-    """An alternative to ``gpu._NoContraction`` tried by :func:`fma_check`: ``fma=False``
-    added to the options every ``CompilationUnit`` of a loaded NVVM module is made with."""
-
-    def __enter__(self):
-        self.saved = []
-        for module in gpu._nvvm_modules():
-            unit = getattr(module, "CompilationUnit", None)
-            if unit is None:
-                continue
-            original = unit.__init__
-
-            def init(self_, *args, _original=original, **kwargs):
-                if args and isinstance(args[0], dict):
-                    args = ({**args[0], "fma": False}, *args[1:])
-                _original(self_, *args, **kwargs)
-
-            unit.__init__ = init
-            self.saved.append((unit, original))
-        return self
-
-    def __exit__(self, *exc):
-        for unit, original in self.saved:
-            unit.__init__ = original
-        return False
-
-
 def fma_check() -> dict:
     """The PTX of ``out[0] = a[0] * a[0] + a[1] * a[1]`` compiled by NVVM's default and inside
     ``gpu._NoContraction`` (a fresh dispatcher each: compiled on its first launch)."""
@@ -207,8 +180,7 @@ def fma_check() -> dict:
     a = np.array([0.1, 0.7])
     found = {"cpu_value": float(a[0] * a[0] + a[1] * a[1])}
     for name, context in (("default", contextlib.nullcontext()),
-                          ("no_contraction", gpu._NoContraction()),
-                          ("compilation_unit_switch", _CompilationUnitSwitch())):
+                          ("no_contraction", gpu._NoContraction())):
         kernel = cuda.jit(square_sum)
         out = np.zeros(1)
         with context:  # the PTX and the machine code read while the switch is on
@@ -220,7 +192,7 @@ def fma_check() -> dict:
                 sass = f"unavailable: {error}"
         found[name] = {"fma_in_ptx": "fma.rn.f64" in ptx, "dfma_in_sass": "DFMA" in sass,
                        "value": float(out[0])}
-        if name != "default":
+        if name == "no_contraction":
             found[name]["nvvm_modules_wrapped"] = [m.__name__ for m in gpu._nvvm_modules()]
     return found
 
