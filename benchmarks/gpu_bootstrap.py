@@ -38,6 +38,7 @@ from gpu_common import (  # xuqcal's core, imported without its __init__
     gpu,
     nig_data,
     on_threads,
+    relative,
     start_run,
     stream_key,
     write_results,
@@ -60,10 +61,6 @@ def cpu_replicates(prepared, codes: np.ndarray, key, start: int, stop: int,
 
     on_threads(block, n, threads)
     return prepared.unscale(codes, out)
-
-
-def relative(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.max(np.abs(a - b) / np.abs(b))) if a.size else 0.0
 
 
 def zms_bca(prepared, replicates: np.ndarray, level: float = 0.95) -> np.ndarray:

@@ -48,6 +48,16 @@ def nig_data(m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return 1.05 * uE * rng.standard_normal(m), uE
 
 
+def relative(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest relative difference of ``a`` from ``b`` (equal values, NaN included, count
+    0; a NaN against a number gives NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(all="ignore"):
+        rel = np.where(same, 0.0, np.abs(a - b) / np.abs(b))
+    return float(np.max(rel, initial=0.0))
+
+
 def device_info() -> dict:
     from numba import config, cuda
 

@@ -49,6 +49,7 @@ from gpu_common import (  # xuqcal's core, imported without its __init__
     gpu,
     nig_data,
     on_threads,
+    relative,
     start_run,
     stream_key,
     write_results,
@@ -76,15 +77,6 @@ def cpu_simulation(prepared, codes: np.ndarray, code: int, parameter: float, key
 
     on_threads(block, n, threads)
     return prepared.unscale(codes, out[:, 0, :])
-
-
-def relative(a: np.ndarray, b: np.ndarray) -> float:
-    """The largest relative difference (equal values, NaN included, count 0)."""
-    a, b = np.asarray(a), np.asarray(b)
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    with np.errstate(all="ignore"):
-        rel = np.where(same, 0.0, np.abs(a - b) / np.abs(b))
-    return float(np.max(rel, initial=0.0))
 
 
 def check_agreement(m: int, n: int, n_bins: int, n_variates: int, m_variates: int,
