@@ -109,10 +109,11 @@ def test_demo(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_demo_on_a_distributed_cluster(tmp_path, capsys):
-    """About 20 s in the suite (a LocalCluster of two processes and the demo's two reports): in
-    the ``slow`` set. The CLI's ``--workers`` stays in the default run through
-    ``test_cube_build_on_workers``, and results on dask.distributed through the bit-identity
-    tests of the bootstrap, the slices and the cube."""
+    """20.6 s and 21.4 s in two suite runs (a LocalCluster of two processes and the demo's two
+    reports; ``benchmarks/measured/test-time-warm-up-2026-11-26.json``): in the ``slow`` set.
+    The CLI's ``--workers`` stays in the default run through ``test_cube_build_on_workers``, and
+    results on dask.distributed through the bit-identity tests of the bootstrap, the slices and
+    the cube."""
     pytest.importorskip("distributed")
     assert main(["demo", "--n-boot", "300", "--n-mc", "200", "--size", "1000",
                  "--workers", "2", "-o", str(tmp_path / "d")]) == 0  # not into the repository
