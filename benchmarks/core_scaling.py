@@ -149,7 +149,8 @@ def nine_sets(record: Record, threads: list[int], repeat: int, cluster: tuple[in
                             "cpu_note": "the workers' CPU time is not counted"})
 
 
-def default_validate(record: Record, m: int, threads: list[int], cuda: bool) -> None:
+def default_validate(record: Record, m: int, threads: list[int], cuda: bool,
+                     which: tuple[str, ...] = ("default", "without_cc")) -> None:
     import dask
 
     import xuqcal
@@ -180,7 +181,9 @@ def default_validate(record: Record, m: int, threads: list[int], cuda: bool) -> 
         record.add(row)
         return seconds
 
-    labels = [("default", None)] + ([("without_cc", list(WITHOUT_CC))] if cuda else [])
+    labels = [("default", None)] if "default" in which else []
+    if cuda and "without_cc" in which:
+        labels.append(("without_cc", list(WITHOUT_CC)))
     first = None
     for label, statistics in labels:
         if first is not None and record.left() < 1.5 * first:
@@ -190,7 +193,7 @@ def default_validate(record: Record, m: int, threads: list[int], cuda: bool) -> 
         first = first or seconds
         if cuda:
             run(label, statistics, most, "cuda")
-    if fewest != most:
+    if fewest != most and "default" in which:
         estimate = first * most / fewest
         if record.left() < 1.1 * estimate:
             record.skip(f"validate_default cpu {fewest} threads", estimate)
@@ -216,6 +219,9 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=420.0,
                         help="seconds: runs estimated to exceed what is left are skipped")
     parser.add_argument("--work", default="nine_sets,validate")
+    parser.add_argument("--validate", default="default,without_cc",
+                        help="the validate rows: default (every statistic) and, with --cuda, "
+                        "without_cc (the statistics the GPU simulates)")
     parser.add_argument("--small", action="store_true",
                         help="smoke run (e.g. on the CUDA simulator): n_boot = n_mc = 300 for "
                         "the nine sets, a warm-up of 200 points")
@@ -263,7 +269,7 @@ def main() -> None:
         counts = (300, 300) if args.small else (5000, 10_000)
         nine_sets(record, threads, args.repeat, cluster, *counts)
     if "validate" in work:
-        default_validate(record, args.m, threads, args.cuda)
+        default_validate(record, args.m, threads, args.cuda, tuple(args.validate.split(",")))
     print(f"written {args.out} after {record.data['elapsed_seconds']:.1f} s", flush=True)
 
 

@@ -5,7 +5,8 @@
 # threads and a LocalCluster of 8 x 2, the default validate of 2e6 points on the CPU and the GPU,
 # then on 2 threads if time is left). Results and logs go to $OUT. STAGES="validate_threads"
 # runs instead the default validate of 2e6 points on 2 and on 16 threads, BLAS on one thread;
-# "fma" the FMA check alone.
+# "fma" the FMA check alone; "split" the split simulation kernel (gpu_split.py) and the
+# validate of 2e6 points without cc on 16 threads and on the GPU.
 #
 # Prepared here, before the call (see the device tool's README):
 #   .whl/      wheels of what the machine's Python 3.12 lacks (dask, distributed, numbagg,
@@ -37,6 +38,19 @@ if [[ " $STAGES " == *" fma "* ]]; then
     timeout 120 python3 benchmarks/gpu_simulation.py --fma-only --out "$OUT/fma.json" \
         > "$OUT/fma.log" 2>&1
     echo "fma check exit $?"; grep "FMA" "$OUT/fma.log"
+fi
+if [[ " $STAGES " == *" split "* ]]; then
+    # the split simulation kernel against one thread per replicate, then the validate of 2e6
+    # points without cc (what the GPU simulates) on 16 threads and on the GPU
+    timeout 200 python3 benchmarks/gpu_split.py --out "$OUT/gpu-split.json" --budget 150 \
+        > "$OUT/gpu-split.log" 2>&1
+    echo "gpu_split.py exit $?"; tail -n 30 "$OUT/gpu-split.log"
+    left=$((LIMIT - SECONDS - 20))
+    echo "== validate without cc at ${SECONDS} s, budget ${left} s"
+    timeout $((left + 10)) python3 benchmarks/core_scaling.py --out "$OUT/validate-cuda.json" \
+        --work validate --threads 16 --cuda --validate without_cc --budget "$left" \
+        > "$OUT/validate-cuda.log" 2>&1
+    echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cuda.log"
 fi
 if [[ " $STAGES " == *" validate_threads "* ]]; then
     # the default validate of 2e6 points on 2 threads, then on 16, in two processes, with

@@ -15,13 +15,14 @@ and timings.
     threads (a thread pool over chunks of replicates, as Dask's threaded scheduler does) for a
     subset of the replicates only (``--n-cpu``, 200 by default), and its time is extrapolated
     to n_mc per variate. The GPU's replicates of that subset are compared with the CPU's.
-(c) Whether ``gpu._NoContraction`` stops NVVM's FMA contraction with the installed numba-cuda:
-    the PTX of ``a * a + b * b`` compiled with and without it (``fma.rn.f64`` or not).
+(c) Whether ``gpu._NoContraction`` stops the FMA contraction with the installed numba-cuda:
+    the PTX and the machine code of ``a * a + b * b`` compiled with and without it
+    (``fma.rn.f64``, ``DFMA`` or not).
 (d) The results go to a JSON file (``--out``).
 
-One GPU thread draws one replicate's M variates in the CPU's order: a launch has as many
-threads as replicates (n_mc = 10^4 fills a fraction of a large GPU; ``--n-mc`` larger shows
-the throughput of a full one).
+The simulation kernel splits a replicate of many points between threads
+(:func:`xuqcal.core.gpu.split_plan`); ``gpu_split.py`` compares it with one thread per
+replicate.
 
 Only NumPy, SciPy, Numba and numba-cuda are needed: the script imports the core modules of
 xuqcal without the package's ``__init__``. Small sizes run on Numba's CUDA simulator
@@ -159,8 +160,10 @@ def time_cpu(prepared, codes: np.ndarray, key, n_cpu: int, n: int,
 
 
 def fma_check() -> dict:
-    """The PTX of ``out[0] = a[0] * a[0] + a[1] * a[1]`` compiled by NVVM's default and inside
-    ``gpu._NoContraction`` (a fresh dispatcher each: compiled on its first launch)."""
+    """The PTX and the machine code of ``out[0] = a[0] * a[0] + a[1] * a[1]`` compiled by
+    numba-cuda's default (``cuda.jit``, with LTO where nvJitLink is present) and as the
+    simulation kernel (``gpu._jit_exact``, inside ``gpu._NoContraction``); a fresh dispatcher
+    each, compiled on its first launch."""
     from numba import config, cuda
 
     if getattr(config, "ENABLE_CUDASIM", False):
@@ -171,9 +174,9 @@ def fma_check() -> dict:
 
     a = np.array([0.1, 0.7])
     found = {"cpu_value": float(a[0] * a[0] + a[1] * a[1])}
-    for name, context in (("default", contextlib.nullcontext()),
-                          ("no_contraction", gpu._NoContraction())):
-        kernel = cuda.jit(square_sum)
+    for name, context, jit in (("default", contextlib.nullcontext(), cuda.jit),
+                               ("no_contraction", gpu._NoContraction(), gpu._jit_exact)):
+        kernel = jit(square_sum)  # numba-cuda's default; as the simulation kernel
         out = np.zeros(1)
         with context:  # the PTX and the machine code read while the switch is on
             kernel[1, 1](a, out)
@@ -183,7 +186,8 @@ def fma_check() -> dict:
             except Exception as error:  # nvdisasm missing
                 sass = f"unavailable: {error}"
         found[name] = {"fma_in_ptx": "fma.rn.f64" in ptx, "dfma_in_sass": "DFMA" in sass,
-                       "value": float(out[0])}
+                       "value": float(out[0]), "explicit_rn_in_ptx": "add.rn.f64" in ptx,
+                       "lto": bool(getattr(kernel, "targetoptions", {}).get("lto", False))}
         if name == "no_contraction":
             found[name]["nvvm_modules_wrapped"] = [m.__name__ for m in gpu._nvvm_modules()]
     return found

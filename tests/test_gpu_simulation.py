@@ -329,9 +329,10 @@ import sys
 import types
 
 seen = []
+PTX = "mul.f64 %fd3, %fd1, %fd2;\\n\\tadd.f64 %fd4, %fd3, %fd1;\\n\\tadd.s64 %rd2, %rd1, 1;"
 def recorder(llvmir, **options):
     seen.append(options)
-    return "ptx"
+    return PTX.encode()
 
 # numba-cuda beside Numba 0.6x: its code generator calls another module's compile_ir
 second = types.ModuleType("numba_cuda.numba.cuda.cudadrv.nvvm")
@@ -345,9 +346,9 @@ sys.modules[second.__name__] = second
 nvvm.compile_ir = recorder
 gpu._simulated = lambda: False
 with gpu._NoContraction():
-    nvvm.compile_ir("ir", opt=3, fastmath=False)
+    result["ptx"] = nvvm.compile_ir("ir", opt=3, fastmath=False).decode()
     second.compile_ir("ir", opt=3)
-nvvm.compile_ir("ir", opt=3)
+result["ptx_after"] = nvvm.compile_ir("ir", opt=3).decode()
 second.compile_ir("ir", opt=2)
 result["options"] = seen
 result["options_second"] = seen_second
@@ -364,6 +365,10 @@ def test_nothing_imports_numba_cuda_on_the_cpu_and_the_fma_switch():
     assert result["options"] == [{"opt": 3, "fastmath": False, "fma": False}, {"opt": 3}]
     assert result["options_second"] == [{"opt": 3, "fma": False}, {"opt": 2}]
     assert result["restored"] is True
+    # the PTX assembler would fuse a mul and an add without a rounding modifier: both get .rn
+    assert result["ptx"] == ("mul.rn.f64 %fd3, %fd1, %fd2;\n\tadd.rn.f64 %fd4, %fd3, %fd1;"
+                             "\n\tadd.s64 %rd2, %rd1, 1;")
+    assert result["ptx_after"].startswith("mul.f64")
 
 
 def test_variate_constants_are_fill_variates():

@@ -136,8 +136,8 @@ class set_options:
         sums are added in another order (equal to the CPU's within about 1e-13 relative).
         The simulated references (:func:`xuqcal.simulate`, and those of ``validate``) of every
         moment and binned statistic, generators normal, ``t<ν>``, ``tfit``, uniform and
-        Laplace, run there too, one GPU thread per synthetic set drawing the CPU's variates in
-        the CPU's order (``normp`` and requests with ``cc`` stay on the CPU; the result's
+        Laplace, run there too, the GPU drawing the CPU's variates, a large synthetic set
+        split between threads (``normp`` and requests with ``cc`` stay on the CPU; the result's
         attribute ``device`` says where each generator ran). Refused when no GPU (or
         numba-cuda) is found.
     conventions : {"xuqcal", "errviewlib"}, default "xuqcal"

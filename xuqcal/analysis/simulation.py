@@ -88,8 +88,9 @@ def _simulation_block_gpu(prepared: PreparedData, codes: np.ndarray, generator_c
     return simulate_statistics_gpu(key, start, stop, codes, generator_code, parameter, prepared)
 
 
-#: Synthetic sets per GPU launch (one GPU thread each: a launch of a few hundred, the CPU's
-#: chunk, would leave the GPU almost idle). The replicates are then re-chunked as asked.
+#: Synthetic sets per GPU launch (a launch of the CPU's chunk of a few hundred small sets, one
+#: GPU thread each, would leave the GPU almost idle). The replicates are then re-chunked as
+#: asked.
 GPU_SIMULATION_CHUNK = 1 << 17
 
 

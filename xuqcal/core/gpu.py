@@ -41,27 +41,39 @@ is the CPU's own rounding error.
 **Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
 synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
 fills them with :func:`xuqcal.core.kernels.fill_variates`) from the same stream
-``stream_start(key, r)``, evaluates ``E~ = uE eps`` and adds, point after point in position
-order as the CPU kernel, ``sum E~²``, ``sum eps²`` and ``sum eps`` and, for the binned
-statistics, the same sums per equal-count bin (contiguous positions, ``floor(b M / N)``, as
-:func:`xuqcal.core.kernels.bin_start`); the sums of ``uE²`` and ``ln uE²`` (whole and per bin)
-do not depend on ``eps`` and are added on the host, one after the other. The statistics are
-finished on the host by the same finishers (:data:`xuqcal.core.kernels.FINISHERS`,
-:data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms added in bin order). The number of
-random numbers a variate takes depends on the rejections of the ziggurat and polar methods, so a
-replicate cannot be split between threads without knowing its earlier draws: **one thread draws
-one replicate**, variate after variate (:func:`xuqcal.core.kernels.next_variate`, the step of
-``fill_variates``: the ziggurat normal; for a Student-t of even ν ≤ 32 the normal times
+``stream_start(key, r)``, evaluates ``E~ = uE eps`` and adds ``sum E~²``, ``sum eps²`` and
+``sum eps`` and, for the binned statistics, the same sums per equal-count bin (contiguous
+positions, ``floor(b M / N)``, as :func:`xuqcal.core.kernels.bin_start`); the sums of ``uE²``
+and ``ln uE²`` (whole and per bin) do not depend on ``eps`` and are added on the host, one after
+the other. The statistics are finished on the host by the same finishers
+(:data:`xuqcal.core.kernels.FINISHERS`, :data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms
+added in bin order). The variates are made by :func:`xuqcal.core.kernels.next_variate` (the
+step of ``fill_variates``: the ziggurat normal; for a Student-t of even ν ≤ 32 the normal times
 ``sqrt(ν / χ²)`` with ``χ²`` from ν/2 ziggurat exponentials, else Bailey's polar t; one uniform
 for the uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
 ``next_normal``, ``next_exponential``, ``_exp_arithmetic`` and ``next_student``, is compiled
 from its ``py_func`` as the stream primitives, with the ziggurat tables of
 :mod:`xuqcal.core.kernels` as constant arrays, and its factors are those of
 ``kernels.variate_constants``: the formulas of a variate are written once, for both targets
-(checked variate by variate against ``fill_variates`` in ``tests/test_gpu_simulation.py``). A
-launch has one thread per replicate: ``xuqcal.simulate`` launches :data:`GPU_SIMULATION_CHUNK
-<xuqcal.analysis.simulation.GPU_SIMULATION_CHUNK>` replicates at a time, whatever its
-``chunks``.
+(checked variate by variate against ``fill_variates`` in ``tests/test_gpu_simulation.py``).
+
+*A replicate split between threads.* The number of raw draws a variate takes depends on the
+rejections of the ziggurat and polar methods, so where variate ``i`` begins in the stream
+depends on every earlier draw. The raw stream is still random-access (draw ``p`` is
+``mix64(start + (p + 1) γ)``), and a parse started at an arbitrary raw position soon stands on
+the same positions as the stream's own: thread ``k`` of the ``group`` threads of a replicate
+parses from the start of its segment of raw draws past the next segment's start, until it
+meets the parse of the next thread; the meeting points and the variates counted before them
+place every segment's first variate, and each thread then draws and adds its own points
+(:func:`_simulation_sums`, :func:`split_plan`). The normal, polar-t, uniform and Laplace parses
+meet within a few draws; the chi-square t's within 15 to 25 ``half²`` draws on average, so its
+segments are longer (``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``). A
+replicate whose parses meet too late to be placed is drawn by one thread (``fallbacks``; none
+in 12 replicates of 2·10^6 points on an H200). A set of fewer than about a thousand points per
+thread is drawn by one thread, as before the split. The variates are the
+CPU's whatever the split (tested on the simulator with segments of a few draws, and on an
+H200); the sums of a thread are added point after point, then the threads' sums in a tree and
+a bin split between threads in thread order: the CPU's additions in another order.
 
 *Supported:* every moment and binned statistic; the generators normal, ``t<ν>`` (and
 ``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`). *On the CPU:* ``normp<p>``,
@@ -75,27 +87,32 @@ variates is made with additions, multiplications and comparisons only (the ziggu
 compare with ``_exp_arithmetic``, not libm's ``exp``; the normal's tail uses exponentials, not
 logarithms; Bailey's polar t compares ``u² + v²``), which the GPU computes as the CPU unless a
 multiply and an add are fused into one FMA (the CPU never fuses them). :class:`_NoContraction`
-compiles with NVVM's ``-fma=0``: on an H200 (numba-cuda 0.30.4) the PTX then has no
-``fma.rn.f64``, but the assembler still fused some into ``DFMA`` in the machine code
-(``benchmarks/measured/fma-check-issue26-h200-2026-11-27.json``); a decision could then round
-differently, and the rest of the replicate would differ. None did in the measured draws below.
-The values then differ only where a libm function makes them: ``sqrt`` is correctly rounded on
-both targets (the normal and even-ν t are the same bits); Bailey's ``pow`` and Laplace's ``log``
-are within one unit in the last place in libdevice, not always the libm's bits: a variate one
-unit in the last place away moves a sum by about one unit in the last place of that term, far
-below the 1e-12 relative the tests demand. On Numba's simulator the device code runs with
-NumPy's scalar functions; ``tests/test_gpu_simulation.py`` bounds the variates and statistics at
-1e-12 relative to the CPU's. On an H200
-(``benchmarks/measured/gpu-simulation-issue26-h200-2026-11-27.json``, M = 2·10^5, 4 replicates
-of M variates and 100 replicates of statistics per generator): the normal, t6 (even-ν
-construction) and uniform variates were the CPU's bit for bit (800 000 of 800 000 each),
-Laplace's 798 111 (the rest one unit in the last place, ``log``) and t5's (Bailey's, ``pow``)
-668 093, at most 2.6e-11 relative apart (Bailey's ``w^(-2/ν) - 1`` cancels near ``w = 1`` and
-enlarges a last-place difference of ``pow``); the statistics were within 3.2e-13 relative of the
-CPU's (rce under t5; most were equal). At M = 2·10^6 and n_mc = 10^4 a launch took 3.41 s (0.17
-ns per variate) against 21.9 s extrapolated for the CPU kernel on 16 threads. A launch takes
-about as long for a few hundred replicates as for 10^4 (one thread draws one whole replicate):
-the rounds of ``n_mc="auto"`` of ``validate`` pay that time each.
+stops both compilers from fusing: NVVM compiles with ``-fma=0`` and the double additions and
+multiplications of its PTX get an explicit ``.rn``, which the assembler never fuses; the kernel
+is compiled without link-time optimization (:func:`_jit_exact`), so that NVVM writes PTX. On an
+H200 (numba-cuda 0.30.4) the machine code then had no ``DFMA``
+(``benchmarks/measured/gpu-split-issue26-h200-2026-11-27.json``; with ``-fma=0`` alone it had,
+``fma-check-issue26-h200-2026-11-27.json``). The values then differ only where a libm
+function makes them: ``sqrt`` is correctly rounded on both targets (the normal and even-ν t are
+the same bits); Bailey's ``pow`` and Laplace's ``log`` are within one unit in the last place in
+libdevice, not always the libm's bits. On Numba's simulator the device code runs with NumPy's
+scalar functions; ``tests/test_gpu_simulation.py`` and ``tests/test_gpu_split.py`` bound the
+variates and statistics at 1e-12 relative to the CPU's.
+
+Measured on an H200 (``gpu-split-issue26-h200-2026-11-27.json``): of 2 replicates of 2·10^6
+points split between 256 threads, the normal, t4, t6 and uniform variates were the CPU's bit
+for bit (4·10^6 of 4·10^6 each), Laplace's 3 990 443 (the rest one unit in the last place,
+``log``) and t5's (Bailey's, ``pow``) 3 662 271, at most 3.3e-13 relative apart. Of 100
+replicates of 2·10^5 points, one thread per replicate (the CPU's additions in the CPU's order)
+gave statistics within 2.8e-16 relative of the CPU's for the normal, t4, t6 and uniform
+generators (2.9e-14 for Laplace, 4.8e-12 for t5); split between 64 to
+256 threads, the moment sums were added in another order: mse, zms and nll within 4.5e-14
+relative, ence and zmse within 1.0e-12, zm within 2.3e-12, and rce, ``(RMV - RMSE) / RMV``,
+which passes near 0 in some replicates, within 1.4e-9 (its terms' relative difference, about
+1e-14, divided by ``|rce|``: the CPU's own rounding error is of the same size). At
+M = 2·10^6, zms + ence + zmse, a launch of the first round of ``n_mc="auto"`` (500 sets) took
+0.155 s for the normal generator (2.54 s with one thread per replicate), 0.956 s for t6 (15.6 s)
+and 0.066 s for t5 (2.19 s); 10^4 normal sets took 2.31 s (3.30 s).
 
 numba-cuda is optional (``pip install 'xuqcal[gpu]'``); nothing here imports it before a GPU
 function is called. With ``NUMBA_ENABLE_CUDASIM=1`` the kernels run in Numba's CUDA simulator
@@ -106,6 +123,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
+import re
 import threading
 import types
 import warnings
@@ -562,21 +581,39 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
 #: logarithms, which a GPU ``log`` one unit in the last place away from the CPU's could turn:
 #: its simulations stay on the CPU.
 SIMULATION_GENERATORS = K.VARIATE_CODES
-#: Threads per block of the simulation kernel (one thread per replicate): one warp, so that
-#: the warps of a launch spread over every multiprocessor as soon as there are more warps than
-#: multiprocessors (n_mc = 10^4 makes 313 warps: in blocks of 128 threads, 79 blocks would
-#: leave 53 of an H100's 132 multiprocessors idle). Up to 32 blocks of 32 threads fit on a
-#: multiprocessor: a launch of ``simulate``'s 2**17 replicates gives an H100's 31 each.
+#: Threads per block of the simulation kernel: at least one warp (a launch of one thread per
+#: replicate, for small sets, spreads its warps over every multiprocessor as soon as there are
+#: more warps than multiprocessors), at most :data:`SPLIT_THREADS` (one replicate split between
+#: a whole block).
 SIMULATION_THREADS = 32
+#: Most threads that share one replicate, and most threads per block of the simulation kernel
+#: (the size of its shared arrays).
+SPLIT_THREADS = 256
 # the generator codes, as plain module constants for the device code
 _NORMAL, _STUDENT, _UNIFORM = K.NORMAL, K.STUDENT, K.UNIFORM
 #: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
 _SIM_SUMS = 3
+#: The inverse of the stream's increment modulo 2^64: the raw position of a state is
+#: ``(state - start) γ^-1`` (the state after ``p`` raw draws is ``start + p γ``).
+_GAMMA_INVERSE = np.uint64(pow(int(K._GAMMA), -1, 1 << 64))
+#: Mean raw draws per variate (measured on the CPU streams, checked in
+#: ``tests/test_gpu_simulation.py``): the ziggurat normal and exponential, Bailey's polar t
+#: (two uniforms a try, ``π / 4`` of the tries accepted); one for the uniform and Laplace.
+_NORMAL_DRAWS = 1.0224
+_EXPONENTIAL_DRAWS = 1.0336
+_POLAR_DRAWS = 8.0 / np.pi
+#: Raw draws per thread at the least (times ``half²`` for the chi-square Student-t), so that a
+#: thread's parse meets its neighbour's (see :func:`_simulation_sums`) far inside the
+#: neighbour's segment: the normal, polar t, uniform and Laplace parses meet within a few draws,
+#: the chi-square t's within 15 to 25 ``half²`` draws on average (t6: mean 136, at most 1 161 of
+#: 3 000 starts; t32: mean 6 173; ``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``).
+_SEGMENT_DRAWS = 1024
 
 # the device twins of the variate generators of xuqcal.core.kernels, bound by _simulation_kernel
 _next_uniform = None
 _student = None
 _variate_device = None
+_raw_position = None
 
 
 def variate_constants(generator_code: int, parameter: float) -> tuple[float, int]:
@@ -599,64 +636,219 @@ def variate_constants(generator_code: int, parameter: float) -> tuple[float, int
     return float(scale), int(half)
 
 
+def _position(state, start):
+    """The raw position of ``state`` in the stream that starts at ``start``: the number of raw
+    draws made (the state after ``p`` draws is ``start + p γ``)."""
+    return np.int64((state - start) * _GAMMA_INVERSE)
+
+
 def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
-                     n_bins, sums, bins, variates, n_record):
-    """Kernel: one thread per replicate ``first + r`` draws its ``M`` variates ``eps`` in the
-    order of the CPU (:func:`xuqcal.core.kernels.next_variate`) and adds, point after point as
-    the CPU kernel,
+                     n_bins, group, segment, sums, bins, variates, n_record, fallbacks):
+    """Kernel: ``group`` threads draw replicate ``first + r`` together (a block holds
+    ``blockDim / group`` replicates and loops with the grid's stride); its ``M`` variates
+    ``eps`` are the CPU's (:func:`xuqcal.core.kernels.next_variate` from the same stream), and
     ``sums[r] = (sum (u eps)², sum eps², sum eps)`` and, when ``n_bins > 0``, per bin ``b``
     (positions up to ``bin_ends[b]``, exclusive) ``bins[r, b] = (sum (u eps)², sum eps²)``;
     a bin without points keeps the host's 0. ``variates[r, i]`` (debug; ``n_record = 0``
-    records nothing) receives ``eps_i`` for ``i < n_record``."""
-    r = cuda.grid(1)
-    stride = cuda.gridsize(1)
+    records nothing) receives ``eps_i`` for ``i < n_record``; ``fallbacks[r]`` is 1 when the
+    replicate was drawn by one thread (the parses did not meet in order), else 0.
+
+    **The split.** Thread ``k`` owns the raw positions from ``s_k = k segment`` (the last
+    thread's have no end). A variate takes a varying number of raw draws, so thread ``k``
+    does not know where the variates of the stream begin in its segment: it parses from
+    ``s_k`` as if a variate began there, past ``s_{k+1}``, and, with a second parse from
+    ``s_{k+1}``, advances the parse that is behind until both stand on the same position
+    ``m_{k+1}``: from there on they are one parse. The stream's own parse starts at
+    ``m_0 = 0``; if it reaches ``m_k`` (a position of the parse from ``s_k``) and
+    ``m_k <= m_{k+1}``, it follows the parse from ``s_k`` from ``m_k`` on, through
+    ``m_{k+1}``: by induction the variates of the stream between ``m_k`` and ``m_{k+1}`` are
+    those the parse from ``s_k`` makes there. Their count (the parse's variates up to
+    ``m_{k+1}`` less those up to ``m_k``, which thread ``k - 1`` counted) gives, summed in
+    order, the index of each segment's first variate, so each thread then draws and adds its
+    own variates with their uncertainties. Where ``m_k > m_{k+1}`` (parses that met late), the
+    replicate is drawn by its first thread alone, as with ``group = 1``.
+
+    **The sums.** A thread adds its points one after the other; the threads' sums are added
+    in a tree, and the sums of a bin split between threads are added in thread order. With
+    ``group = 1`` (and in a bin within one thread) the additions are the CPU's, in its order.
+    """
+    tid = cuda.threadIdx.x
+    per_block = cuda.blockDim.x // group
+    k = tid % group
+    base = tid - k
+    at = cuda.shared.array(SPLIT_THREADS, np.int64)  # m_k
+    skipped = cuda.shared.array(SPLIT_THREADS, np.int64)  # variates from s_k to m_k
+    begin = cuda.shared.array(SPLIT_THREADS, np.int64)  # parsed counts, then first index
+    end = cuda.shared.array(SPLIT_THREADS, np.int64)  # last index, exclusive
+    partial = cuda.shared.array(SPLIT_THREADS, np.float64)
+    edge_bin = cuda.shared.array((SPLIT_THREADS, 2), np.int64)
+    edge_sum = cuda.shared.array((SPLIT_THREADS, 2, 2), np.float64)
     m = u.shape[0]
-    while r < n_replicates:
-        state = _stream_start(key, first + r)
+    block_first = cuda.blockIdx.x * per_block
+    while block_first < n_replicates:
+        r = block_first + tid // group
+        active = r < n_replicates
+        start = _stream_start(key, first + r)
+        # 1. where the stream's variates cross each segment's end, and how many each holds
+        if k == 0:
+            at[tid] = 0
+            skipped[tid] = 0
+        if active and k < group - 1:
+            a = np.int64(k) * segment
+            following = a + segment
+            state_a = start + np.uint64(a) * K._GAMMA
+            counted = np.int64(0)
+            while a < following:
+                _, state_a = _variate_device(state_a, code, parameter, scale, half)
+                a = _raw_position(state_a, start)
+                counted += 1
+            b = following
+            state_b = start + np.uint64(b) * K._GAMMA
+            behind = np.int64(0)
+            while a != b:
+                if a < b:
+                    _, state_a = _variate_device(state_a, code, parameter, scale, half)
+                    a = _raw_position(state_a, start)
+                    counted += 1
+                else:
+                    _, state_b = _variate_device(state_b, code, parameter, scale, half)
+                    b = _raw_position(state_b, start)
+                    behind += 1
+            at[tid + 1] = a
+            skipped[tid + 1] = behind
+            begin[tid] = counted
+        cuda.syncthreads()
+        # 2. the first thread of the replicate: each thread's indices [begin, end)
+        if active and k == 0:
+            ordered = True
+            offset = np.int64(0)
+            for j in range(group):
+                t = base + j
+                if j < group - 1:
+                    if at[t + 1] < at[t]:
+                        ordered = False
+                    count = begin[t] - skipped[t]
+                else:
+                    count = m - offset
+                count = max(count, 0)
+                begin[t] = min(offset, m)
+                end[t] = min(offset + count, m)
+                offset += count
+            if not ordered:
+                for j in range(group):
+                    begin[base + j] = 0
+                    end[base + j] = 0
+                at[base] = 0
+                end[base] = m
+            fallbacks[r] = 0 if ordered else 1
+        cuda.syncthreads()
+        # 3. each thread draws its variates and adds them
+        low = begin[tid]
+        high = end[tid]
         s_e2 = 0.0
         s_z2 = 0.0
         s_z = 0.0
-        b = 0
-        next_start = bin_ends[0] if n_bins > 0 else m
-        b_e2 = 0.0
-        b_z2 = 0.0
-        for i in range(m):
-            x, state = _variate_device(state, code, parameter, scale, half)
-            if i < n_record:
-                variates[r, i] = x
-            e = u[i] * x
-            e2 = e * e
-            z2 = x * x
-            s_e2 += e2
-            s_z2 += z2
-            s_z += x
+        edge_bin[tid, 0] = -1
+        edge_bin[tid, 1] = -1
+        if active and low < high:
+            state = start + np.uint64(at[tid]) * K._GAMMA
+            b = 0
+            whole = True  # the current bin began in this thread's points
+            next_start = m
             if n_bins > 0:
-                if i >= next_start:
+                while bin_ends[b] <= low:
+                    b += 1
+                whole = low == 0 if b == 0 else bin_ends[b - 1] >= low
+                next_start = bin_ends[b]
+            b_e2 = 0.0
+            b_z2 = 0.0
+            slot = 0
+            for i in range(low, high):
+                x, state = _variate_device(state, code, parameter, scale, half)
+                if i < n_record:
+                    variates[r, i] = x
+                e = u[i] * x
+                e2 = e * e
+                z2 = x * x
+                s_e2 += e2
+                s_z2 += z2
+                s_z += x
+                if n_bins > 0:
+                    if i >= next_start:
+                        if whole:
+                            bins[r, b, 0] = b_e2
+                            bins[r, b, 1] = b_z2
+                        else:
+                            edge_bin[tid, slot] = b
+                            edge_sum[tid, slot, 0] = b_e2
+                            edge_sum[tid, slot, 1] = b_z2
+                            slot += 1
+                        b += 1
+                        while i >= bin_ends[b]:  # bins without points
+                            b += 1
+                        next_start = bin_ends[b]
+                        whole = True
+                        b_e2 = 0.0
+                        b_z2 = 0.0
+                    b_e2 += e2
+                    b_z2 += z2
+            if n_bins > 0:
+                if whole and next_start <= high:
                     bins[r, b, 0] = b_e2
                     bins[r, b, 1] = b_z2
-                    b += 1
-                    while i >= bin_ends[b]:  # bins without points
-                        b += 1
-                    next_start = bin_ends[b]
-                    b_e2 = 0.0
-                    b_z2 = 0.0
-                b_e2 += e2
-                b_z2 += z2
-        sums[r, 0] = s_e2
-        sums[r, 1] = s_z2
-        sums[r, 2] = s_z
-        if n_bins > 0 and m > 0:
-            bins[r, b, 0] = b_e2
-            bins[r, b, 1] = b_z2
-        r += stride
+                else:
+                    edge_bin[tid, slot] = b
+                    edge_sum[tid, slot, 0] = b_e2
+                    edge_sum[tid, slot, 1] = b_z2
+        # 4. the threads' sums, in a tree; the bins split between threads, in thread order
+        for c in range(_SIM_SUMS):
+            if c == 0:
+                partial[tid] = s_e2
+            elif c == 1:
+                partial[tid] = s_z2
+            else:
+                partial[tid] = s_z
+            cuda.syncthreads()
+            width = group // 2
+            while width > 0:
+                if k < width:
+                    partial[tid] += partial[tid + width]
+                cuda.syncthreads()
+                width //= 2
+            if active and k == 0:
+                sums[r, c] = partial[tid]
+            cuda.syncthreads()
+        if active and k == 0 and n_bins > 0:
+            current = np.int64(-1)
+            t_e2 = 0.0
+            t_z2 = 0.0
+            for j in range(group):
+                for e in range(2):
+                    bb = edge_bin[base + j, e]
+                    if bb >= 0:
+                        if bb != current:
+                            if current >= 0:
+                                bins[r, current, 0] = t_e2
+                                bins[r, current, 1] = t_z2
+                            current = bb
+                            t_e2 = 0.0
+                            t_z2 = 0.0
+                        t_e2 += edge_sum[base + j, e, 0]
+                        t_z2 += edge_sum[base + j, e, 1]
+            if current >= 0:
+                bins[r, current, 0] = t_e2
+                bins[r, current, 1] = t_z2
+        cuda.syncthreads()
+        block_first += cuda.gridDim.x * per_block
 
 
 @functools.cache
 def _simulation_kernel():
     """Compile (once) the device twins of the variate generators and the simulation kernel."""
-    global _next_uniform, _student, _variate_device
+    global _next_uniform, _student, _variate_device, _raw_position
     _kernels()  # cuda and the stream primitives
     device = cuda.jit(device=True)
+    _raw_position = device(_position)
     _next_uniform = device(_device_twin(K.next_uniform, next_u64=_next_u64))
     _exp_arithmetic = device(_device_twin(K._exp_arithmetic))
     _exponential = device(_device_twin(K.next_exponential, next_u64=_next_u64,
@@ -669,20 +861,46 @@ def _simulation_kernel():
     _variate_device = device(_device_twin(K.next_variate, next_normal=_normal,
                                           next_exponential=_exponential,
                                           next_uniform=_next_uniform, next_student=_student))
-    return cuda.jit(_simulation_sums)
+    return _jit_exact(_simulation_sums)
+
+
+def _jit_exact(function):
+    """``cuda.jit(function)`` without link-time optimization: NVVM then writes PTX, which
+    :class:`_NoContraction` rounds explicitly before the assembler sees it. With LTO (numba-cuda's
+    default where nvJitLink is present) NVVM writes LTO-IR instead, and nvJitLink compiles it
+    to machine code with its own default, which contracts multiplies and adds (an H200,
+    numba-cuda 0.30.4)."""
+    import inspect
+
+    from numba import cuda as numba_cuda
+
+    options = {"lto": False} if "lto" in inspect.signature(numba_cuda.jit).parameters else {}
+    return numba_cuda.jit(function, **options)
 
 
 class _NoContraction:
-    """While active, NVVM compiles with ``-fma=0``: no multiply and add fused into one FMA
-    (NVVM's default contracts them, the CPU never does). The polar methods accept a pair on
-    ``u * u + v * v < 1``; contracted, the sum could round differently and, near 1, accept
-    another pair: the rest of the replicate would differ. numba-cuda has no option for it
-    (NVIDIA/numba-cuda#118): the ``compile_ir`` of its ``nvvm`` module is wrapped while a
-    kernel is launched (compiled on its first launch). With numba-cuda installed beside Numba
-    0.6x, ``numba.cuda.cudadrv.nvvm`` and the module numba-cuda's code generator calls,
-    ``numba_cuda.numba.cuda.cudadrv.nvvm``, can be two modules: every loaded one is wrapped
-    (wrapping only the first left the FMA in the PTX on an H200, numba-cuda 0.30.4). A no-op
-    in the simulator; ``benchmarks/gpu_simulation.py`` checks the PTX on a GPU."""
+    """While active, no multiply and add is fused into one FMA (the CPU never fuses them). The
+    polar methods accept a pair on ``u * u + v * v < 1``; contracted, the sum could round
+    differently and, near 1, accept another pair: the rest of the replicate would differ.
+    numba-cuda has no option for it (NVIDIA/numba-cuda#118): the ``compile_ir`` of its
+    ``nvvm`` module is wrapped while a kernel is launched (compiled on its first launch).
+
+    Two steps, as both compilers contract on their own:
+
+    - NVVM compiles with ``-fma=0``: its PTX has no ``fma.rn.f64`` of its making;
+    - its PTX's double ``add``, ``sub`` and ``mul`` without a rounding modifier get ``.rn``
+      (:func:`_round_explicitly`). The PTX assembler may fuse a ``mul``/``add`` pair without
+      a modifier into one ``DFMA`` ("may be optimized aggressively"), and did on an H200 with
+      the first step alone (``benchmarks/measured/fma-check-issue26-h200-2026-11-27.json``);
+      an explicit ``.rn`` is "treated conservatively" and never fused (PTX ISA, ``add``). The
+      rounding is the same (``.rn`` is the default), so nothing else changes. libdevice's
+      functions (``log``, ``pow``) keep their own ``fma.rn.f64``, written in their source.
+
+    With numba-cuda installed beside Numba 0.6x, ``numba.cuda.cudadrv.nvvm`` and the module
+    numba-cuda's code generator calls, ``numba_cuda.numba.cuda.cudadrv.nvvm``, can be two
+    modules: every loaded one is wrapped (wrapping only the first left the FMA in the PTX on an
+    H200, numba-cuda 0.30.4). A no-op in the simulator; ``benchmarks/gpu_simulation.py``
+    checks the PTX and the machine code on a GPU."""
 
     def __enter__(self):
         self.wrapped = []
@@ -693,7 +911,7 @@ class _NoContraction:
 
             @functools.wraps(original)
             def compile_ir(llvmir, _original=original, **options):
-                return _original(llvmir, **{**options, "fma": False})
+                return _round_explicitly(_original(llvmir, **{**options, "fma": False}))
 
             module.compile_ir = compile_ir
             self.wrapped.append((module, original))
@@ -704,6 +922,37 @@ class _NoContraction:
             module.compile_ir = original
         self.wrapped = []
         return False
+
+
+#: A double addition, subtraction or multiplication of PTX without a rounding modifier.
+_UNROUNDED = re.compile(r"(?<![\w.])(add|sub|mul)\.f64(?=\s)")
+
+
+def _round_explicitly(ptx):
+    """``ptx`` (NVVM's output: ``bytes``, ``str``, or a tuple whose first item is the PTX) with
+    ``.rn`` written on every double ``add``, ``sub`` and ``mul`` that has no rounding
+    modifier, which the PTX assembler may otherwise fuse into an FMA.
+
+    Examples
+    --------
+    >>> print(_round_explicitly("mul.f64 %fd3, %fd1, %fd2;\\n@%p1 add.f64 %fd4, %fd3, %fd1;"
+    ...                         "\\nmul.rn.f64 %fd5, %fd1, %fd1;\\nadd.s64 %rd2, %rd1, 1;"))
+    mul.rn.f64 %fd3, %fd1, %fd2;
+    @%p1 add.rn.f64 %fd4, %fd3, %fd1;
+    mul.rn.f64 %fd5, %fd1, %fd1;
+    add.s64 %rd2, %rd1, 1;
+    """
+    if isinstance(ptx, tuple) and ptx:
+        return (_round_explicitly(ptx[0]), *ptx[1:])
+    if isinstance(ptx, bytes | bytearray):
+        try:
+            text = bytes(ptx).decode("utf-8")
+        except UnicodeDecodeError:  # not PTX: LTO-IR, which _jit_exact does not ask for
+            return ptx
+        return _UNROUNDED.sub(r"\1.rn.f64", text).encode("utf-8")
+    if isinstance(ptx, str):
+        return _UNROUNDED.sub(r"\1.rn.f64", ptx)
+    return ptx
 
 
 def _nvvm_modules() -> list:
@@ -733,16 +982,73 @@ def _bin_ends(m: int, n_bins: int) -> np.ndarray:
     return np.append(K.bin_start.py_func(b, m, n_bins), np.int64(m)).astype(np.int64)
 
 
+def draws_per_variate(generator_code: int, parameter: float) -> float:
+    """The mean number of raw draws of one variate of :func:`xuqcal.core.kernels.next_variate`
+    (measured on the CPU's streams; the ziggurats reject about 2 % of their first draws).
+
+    Examples
+    --------
+    >>> round(draws_per_variate(K.STUDENT, 6.0), 3), draws_per_variate(K.UNIFORM, 0.0)
+    (4.123, 1.0)
+    """
+    _, half = variate_constants(generator_code, parameter)
+    if generator_code == K.NORMAL:
+        return _NORMAL_DRAWS
+    if generator_code == K.STUDENT:
+        return _NORMAL_DRAWS + half * _EXPONENTIAL_DRAWS if half else _POLAR_DRAWS
+    return 1.0
+
+
+def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | None = None,
+               segment: int | None = None) -> tuple[int, int, int]:
+    """How the simulation kernel splits a replicate of ``m`` variates: ``(group, draws,
+    block)``, the threads that share one replicate (a power of two up to ``threads``, by
+    default :data:`SPLIT_THREADS`), the raw draws of each thread's segment (even) and the
+    threads per block (``threads``, by default ``group`` but at least
+    :data:`SIMULATION_THREADS`).
+
+    A thread takes at least ``segment`` raw draws (by default :data:`_SEGMENT_DRAWS` times
+    ``half²`` for the chi-square Student-t, whose parses take longer to meet); the segments
+    cover 2 % more than the expected raw draws of the replicate (the last thread's segment has
+    no end, and the threads past the ``m``-th variate add nothing).
+
+    Examples
+    --------
+    >>> split_plan(K.NORMAL, 0.0, 2_000_000), split_plan(K.NORMAL, 0.0, 300)
+    ((256, 8148, 256), (1, 378, 32))
+    >>> split_plan(K.STUDENT, 6.0, 20_000, threads=64)
+    (8, 10524, 64)
+    """
+    threads = SPLIT_THREADS if threads is None else _check_threads(threads)
+    if threads > SPLIT_THREADS:
+        raise ValueError(f"the simulation kernel takes at most {SPLIT_THREADS} threads per "
+                         f"block (threads = {threads})")
+    _, half = variate_constants(generator_code, parameter)
+    raw = 1.02 * m * draws_per_variate(generator_code, parameter) + 64.0
+    least = _SEGMENT_DRAWS * max(half, 1) ** 2 if segment is None else max(int(segment), 2)
+    group = 1
+    while group * 2 <= threads and raw / (group * 2) >= least:
+        group *= 2
+    draws = 2 * math.ceil(raw / group / 2.0)
+    block = max(group, SIMULATION_THREADS) if threads == SPLIT_THREADS else threads
+    return group, draws, block
+
+
 def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
                         u: np.ndarray, n_bins: int, *, n_record: int = 0,
-                        threads: int = SIMULATION_THREADS
+                        threads: int | None = None, segment: int | None = None,
+                        info: dict | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sums of the synthetic sets ``E~ = u eps`` of replicates ``start .. stop - 1`` drawn
     on the GPU: ``(sums, bins, variates)`` with ``sums`` ``(n, 3)`` (``sum E~²``,
     ``sum eps²``, ``sum eps``), ``bins`` ``(n, n_bins, 2)`` (``sum E~²``, ``sum eps²`` of each
     equal-count bin of positions; ``(n, 0, 2)`` for ``n_bins = 0``) and ``variates``
-    ``(n, n_record)`` (the first ``eps``; debug and tests). Added point after point in
-    position order, as :func:`xuqcal.core.kernels.simulate_block`.
+    ``(n, n_record)`` (the first ``eps``; debug and tests). The variates are those of
+    :func:`xuqcal.core.kernels.simulate_block`; a replicate of many points is split between
+    threads (:func:`split_plan`, with ``threads`` and ``segment``), whose sums are added in a
+    tree, so the sums equal the CPU's to rounding (bit for bit when one thread draws it).
+    ``info``, a dict, receives the plan (``group``, ``draws``, ``block``) and ``fallbacks``,
+    the replicates whose parses did not meet in order and that one thread drew alone.
 
     Examples
     --------
@@ -754,19 +1060,23 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     ((4, 3), (4, 5, 2))
     """
     variate_constants(generator_code, parameter)  # refuses normp
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    plan = split_plan(generator_code, parameter, u.shape[0], threads=threads, segment=segment)
     with _GPU_LOCK:
         return _simulation_sums_locked(key, int(start), int(stop), int(generator_code),
-                                       float(parameter), u, int(n_bins), int(n_record),
-                                       _check_threads(threads))
+                                       float(parameter), u, int(n_bins), int(n_record), plan,
+                                       info)
 
 
 def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
-                            threads):
+                            plan, info):
     kernel = _simulation_kernel()
     scale, half = variate_constants(generator_code, parameter)
-    u = np.ascontiguousarray(u, dtype=np.float64)
+    group, draws, block = plan
     m = u.shape[0]
     n = max(stop - start, 0)
+    if info is not None:
+        info.update(group=group, draws=draws, block=block, fallbacks=0)
     if n == 0:
         return np.empty((0, _SIM_SUMS)), np.empty((0, n_bins, 2)), np.empty((0, n_record))
     d_u = cuda.to_device(u if m else np.zeros(1))
@@ -775,14 +1085,18 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     # bins without points keep 0; never an empty device array
     d_bins = cuda.to_device(np.zeros((n, max(n_bins, 1), 2)))
     d_variates = cuda.to_device(np.full((n, max(n_record, 1)), np.nan))
+    d_fallbacks = cuda.to_device(np.zeros(n, dtype=np.int64))
     arguments = (np.uint64(key), np.int64(start), np.int64(n), np.int64(generator_code),
                  np.float64(parameter), np.float64(scale), np.int64(half), d_u, d_ends,
-                 np.int64(n_bins), d_sums, d_bins, d_variates, np.int64(min(n_record, m)))
-    blocks = min((n + threads - 1) // threads, _MAX_BLOCKS)
-    launch = kernel[blocks, threads]
+                 np.int64(n_bins), np.int64(group), np.int64(draws), d_sums, d_bins, d_variates,
+                 np.int64(min(n_record, m)), d_fallbacks)
+    per_block = block // group
+    launch = kernel[min((n + per_block - 1) // per_block, _MAX_BLOCKS), block]
     with _NoContraction(), _quiet_launch(small_grid=True):
         launch(*arguments)
         sums = d_sums.copy_to_host()
+    if info is not None:
+        info["fallbacks"] = int(d_fallbacks.copy_to_host().sum())
     return (sums, d_bins.copy_to_host()[:, :n_bins],
             d_variates.copy_to_host()[:, :n_record])
 
@@ -815,12 +1129,14 @@ def _sequential_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: int,
                             parameter: float, prepared, *,
-                            threads: int = SIMULATION_THREADS) -> np.ndarray:
+                            threads: int | None = None, segment: int | None = None
+                            ) -> np.ndarray:
     """Statistics of the synthetic sets ``E~ = uE eps`` of replicates ``start .. stop - 1``
     drawn on the GPU: ``(stop - start, len(codes))``, what
     ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU (the same variates,
-    the same sums in the same order, finished by the same finishers; a GPU ``log``/``sqrt``/
-    ``pow`` may round a variate differently in the last bit).
+    the same sums added in another order where a replicate is split between threads, finished
+    by the same finishers; a GPU ``log``/``pow`` may round a variate differently in the last
+    bit).
 
     Parameters
     ----------
@@ -835,8 +1151,9 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
         (ν of a Student-t, > 2).
     prepared : xuqcal.core.statistics.PreparedData
         The uncertainties (``u``, ``u2``, ``lnu2``, in binning order) and ``n_bins``.
-    threads : int
-        Threads per block (a power of two up to :data:`MAX_THREADS`).
+    threads, segment : int, optional
+        Threads per block (a power of two up to :data:`SPLIT_THREADS`) and the least raw draws
+        per thread (:func:`split_plan`).
 
     Examples
     --------
@@ -865,7 +1182,7 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     binned = [int(c) for c in codes if c in K.BIN_TERMS]
     n_bins = int(prepared.n_bins) if binned else 0
     sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
-                                        prepared.u, n_bins, threads=threads)
+                                        prepared.u, n_bins, threads=threads, segment=segment)
     n = sums.shape[0]
     out = np.empty((n, codes.shape[0]))
     # the sums of the uncertainties, one after the other as the CPU kernel's loops
@@ -892,7 +1209,8 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
 
 
 def variates_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
-                 m: int, *, threads: int = SIMULATION_THREADS) -> np.ndarray:
+                 m: int, *, threads: int | None = None, segment: int | None = None
+                 ) -> np.ndarray:
     """The ``m`` variates ``eps`` of each replicate ``start .. stop - 1`` drawn on the GPU:
     ``(stop - start, m)``, equal to :func:`xuqcal.core.kernels.fill_variates` (debug and tests).
 
@@ -906,5 +1224,6 @@ def variates_gpu(key, start: int, stop: int, generator_code: int, parameter: flo
     True
     """
     _, _, variates = simulation_sums_gpu(key, start, stop, generator_code, parameter,
-                                         np.ones(int(m)), 0, n_record=int(m), threads=threads)
+                                         np.ones(int(m)), 0, n_record=int(m), threads=threads,
+                                         segment=segment)
     return variates
