@@ -6,7 +6,8 @@
 # then on 2 threads if time is left). Results and logs go to $OUT. STAGES="validate_threads"
 # runs instead the default validate of 2e6 points on 2 and on 16 threads, BLAS on one thread;
 # "fma" the FMA check alone; "split" the split simulation kernel (gpu_split.py) and the
-# validate of 2e6 points without cc on 16 threads and on the GPU.
+# validate of 2e6 points without cc on 16 threads and on the GPU; "profile" where the GPU
+# validate of 2e6 points spends its time, without and with cc, and the CPU without cc.
 #
 # Prepared here, before the call (see the device tool's README):
 #   .whl/      wheels of what the machine's Python 3.12 lacks (dask, distributed, numbagg,
@@ -51,6 +52,17 @@ if [[ " $STAGES " == *" split "* ]]; then
         --work validate --threads 16 --cuda --validate without_cc --budget "$left" \
         > "$OUT/validate-cuda.log" 2>&1
     echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cuda.log"
+fi
+if [[ " $STAGES " == *" profile "* ]]; then
+    # where the default validate of 2e6 points spends its wall time on the GPU, without and
+    # with cc, and on the CPU without cc (cProfile of the calling thread)
+    for run in "cuda --without-cc" "cuda" "cpu --without-cc"; do
+        name=$(echo "$run" | tr -d '-' | tr ' ' '-')
+        echo "== profile_validate.py --device ${run} at ${SECONDS} s"
+        timeout $((LIMIT - SECONDS - 10)) python3 benchmarks/profile_validate.py --device $run \
+            --out "$OUT/profile-${name}.json" > "$OUT/profile-${name}.log" 2>&1
+        echo "exit $?"; grep -v Warning "$OUT/profile-${name}.log" | grep -v "warn(" | head -n 30
+    done
 fi
 if [[ " $STAGES " == *" validate_threads "* ]]; then
     # the default validate of 2e6 points on 2 threads, then on 16, in two processes, with

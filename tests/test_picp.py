@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,21 @@ def test_fit_student_nu_recovers_nu_and_scale_free():
     assert fit_student_nu(rng.standard_normal(50_000)) > 100
     assert math.isnan(fit_student_nu(np.ones(10)))
     assert math.isnan(fit_student_nu(np.array([1.0, 2.0])))
+
+
+def test_fit_student_nu_leaves_the_warning_filters_alone():
+    """The optimiser's trial points overflow: silenced by NumPy's per-thread error state, not
+    by ``warnings.catch_warnings``, which rewrites the process's filters (tfit's fit runs in a
+    thread beside validate's first rounds, whose own ``catch_warnings`` it could undo)."""
+    z = np.random.default_rng(5).standard_t(2.5, 20_000)
+    before = list(warnings.filters)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        inside = list(warnings.filters)
+        nu = fit_student_nu(z)
+        assert warnings.filters == inside
+    assert not caught and 2.0 < nu < 3.5
+    assert warnings.filters == before
 
 
 def test_count_covered_is_inclusive():

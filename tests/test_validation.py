@@ -355,3 +355,33 @@ def test_heavy_tail_threshold_errors(bad):
     ds = _student_errors(6.0, m=100)
     with pytest.raises(ValueError, match=r"^heavy_tail_threshold: expected None or a robust"):
         xuqcal.validate(ds, ["zms"], n_boot=100, heavy_tail_threshold=bad)
+
+
+def test_auto_validate_fits_tfit_beside_its_first_rounds(monkeypatch):
+    """With ``n_mc="auto"``, tfit's ν (a serial scipy fit) is fitted in a thread while the
+    data are prepared and the first bootstrap round runs; the simulations use that ν, the one
+    of :func:`xuqcal.core.generators.fitted_nu`."""
+    import threading
+
+    import xuqcal.analysis.validation as validation
+    from xuqcal.core.generators import fitted_nu
+
+    threads = []
+
+    def recording(E, uE):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return fitted_nu(E, uE)
+
+    monkeypatch.setattr(validation, "fitted_nu", recording)
+    ds = xuqcal.synthetic.nig(800, nu=5, seed=3)
+    v = xuqcal.validate(ds, ["zms", "ence"], generators=["normal", "tfit"], n_boot="auto",
+                        n_mc="auto", seed=2)
+    assert threads == [False]  # once, not on the main thread
+    assert float(v.nu_tfit) == fitted_nu(ds.E.values, ds.uE.values)
+
+
+def test_a_failure_of_the_thread_is_raised_by_its_result():
+    from xuqcal.analysis.validation import _InThread
+
+    with pytest.raises(ZeroDivisionError):
+        _InThread(lambda: 1 / 0).result()

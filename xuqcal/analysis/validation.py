@@ -47,6 +47,7 @@ what to do instead; a *not usable* verdict's note lists the next steps.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 
@@ -579,6 +580,35 @@ def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
         coords={**statistic_coords(stats), **generator_coords(gens)})
 
 
+class _InThread:
+    """``function(*args)`` run in a thread of its own from now on; :meth:`result` waits for it
+    and returns its value or raises its exception (a daemon thread: a failure elsewhere does
+    not wait for it).
+
+    Examples
+    --------
+    >>> _InThread(sum, [1, 2, 3]).result()
+    6
+    """
+
+    def __init__(self, function, *args) -> None:
+        self._value = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, function, args) -> None:
+        try:
+            self._value = function(*args)
+        except BaseException as error:  # re-raised by result(), in the caller's thread
+            self._error = error
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
 def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_arguments,
                       simulate_arguments, *, known_generator, simulated_scheme,
                       mc_precision, heavy_tail_threshold, tol) -> xr.Dataset:
@@ -597,11 +627,13 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                known_generator=known_generator,
                                simulated_scheme=simulated_scheme, mc_precision=mc_precision,
                                heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+    # tfit's ν, a serial scipy fit (seconds at M = 10^6), is fitted in a thread while the data
+    # are prepared and the first bootstrap round runs; the synthetic sets wait for it
+    fitting = (_InThread(fitted_nu, ds[E].values, ds[uE].values)
+               if simulated and any(g.fitted for g in gens) else None)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate", jackknife=True,
                               simulation=bool(simulated)).compute()
-    if simulated and any(g.fitted for g in gens):
-        gens = fit_generators(gens, fitted_nu(ds[E].values, ds[uE].values))
     codes = codes_of(stats)
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
@@ -646,6 +678,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT,
                   first=max(defaults.AUTO_FIRST, minimum_replicates(level)),
                   statistics=len(stats))
+    if fitting is not None:
+        gens = fit_generators(gens, fitting.result())
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
     uE_values = np.asarray(ds[uE].values)
     predefined = np.array([s.reference_value(uE_values) if s.has_reference else np.nan

@@ -12,7 +12,6 @@ square of a scaled Student-t). Heavy tails then widen ``k_p`` instead of making 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from scipy import special
@@ -139,8 +138,10 @@ def fit_scaled_student(z: np.ndarray, method: str = "ml") -> tuple[float, float]
         nu, s2 = _ks_fit(z2)
         return float(min(nu, NU_MAX)), math.sqrt(s2)
     scale = float(np.median(z2)) / float(_stats.f.median(1, 10.0)) or float(np.mean(z2))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the optimiser's trial points
+    # the optimiser's trial points overflow or divide by zero: NumPy's floating-point errors,
+    # silenced per thread (tfit's fit runs in a thread beside validate's first rounds,
+    # :func:`xuqcal.validate`; warnings.catch_warnings would change the process's filters)
+    with np.errstate(all="ignore"):
         _, nu, _, s2 = _stats.f.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
     return float(min(nu, NU_MAX)), math.sqrt(s2)
 
