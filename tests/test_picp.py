@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import warnings
@@ -115,6 +116,41 @@ def test_fit_student_nu_leaves_the_warning_filters_alone():
         assert warnings.filters == inside
     assert not caught and 2.0 < nu < 3.5
     assert warnings.filters == before
+
+
+def test_the_shared_fit_is_scipy_s_bit_for_bit(monkeypatch):
+    """tfit's fit evaluates the log-density on the cores in shares (coverage._scaled_f) and
+    sums it as scipy does: every objective value, hence the fitted (ν, s), is scipy's own.
+    Shares end at odd positions; one z² is 0 (an infinite density, counted as scipy counts
+    it); a negative value is outside the support (scipy's own evaluation)."""
+    from xuqcal.core import coverage
+
+    maps = []
+    pool = coverage._logpdf_pool()
+
+    class Spy:
+        def map(self, function, items):
+            items = list(items)
+            maps.append(len(items))
+            return pool.map(function, items)
+
+    monkeypatch.setattr(coverage, "_logpdf_pool", lambda: Spy())
+    shared = coverage._scaled_f()
+    assert shared._scipy is False  # the mirror matches this scipy
+    rng = np.random.default_rng(9)
+    z2 = (1.7 * rng.standard_t(4.5, 2 * coverage.LOGPDF_SHARE + 12_345)) ** 2
+    z2[100] = 0.0
+    outside = z2.copy()
+    outside[5] = -1.0
+    with np.errstate(all="ignore"):
+        for theta in ((1.0, 4.5, 0.0, 2.9), (1.0, 30.0, 0.0, 1.0), (1.0, 0.5, 0.0, 7.0)):
+            for x in (z2, outside):
+                assert shared._penalized_nnlf(theta, x) == sps.f._penalized_nnlf(theta, x)
+        assert (maps and all(count >= 2 for count in maps)) or (os.cpu_count() or 1) < 2
+        scale = float(np.median(z2)) / float(sps.f.median(1, 10.0))
+        ours = shared.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
+        scipy_s = sps.f.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
+    assert ours == scipy_s
 
 
 def test_count_covered_is_inclusive():

@@ -11,7 +11,10 @@ square of a scaled Student-t). Heavy tails then widen ``k_p`` instead of making 
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import special
@@ -142,8 +145,89 @@ def fit_scaled_student(z: np.ndarray, method: str = "ml") -> tuple[float, float]
     # silenced per thread (tfit's fit runs in a thread beside validate's first rounds,
     # :func:`xuqcal.validate`; warnings.catch_warnings would change the process's filters)
     with np.errstate(all="ignore"):
-        _, nu, _, s2 = _stats.f.fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
+        _, nu, _, s2 = _scaled_f().fit(z2, 10.0, f0=1.0, floc=0.0, scale=scale)
     return float(min(nu, NU_MAX)), math.sqrt(s2)
+
+
+#: Points of one thread's share of the log-likelihood in the ``"ml"`` fit (:func:`_scaled_f`);
+#: with fewer than two shares of points, or one core, scipy's own evaluation runs.
+LOGPDF_SHARE = 1 << 16
+
+
+@functools.cache
+def _scaled_f():
+    """scipy's F distribution (``scipy.stats.f``) whose negative log-likelihood, the objective
+    of ``fit``'s Nelder-Mead, standardizes the points and evaluates their log-density in
+    shares of :data:`LOGPDF_SHARE` points on the cores (NumPy's functions release the GIL),
+    elementwise as scipy does, and adds it as scipy does, in one ``np.sum`` of the whole array:
+    every evaluation, hence the optimiser's path and the fitted ν, is scipy's bit for bit.
+    Its 262 evaluations on 2·10^6 points took 17-18 s on one core
+    (``benchmarks/measured/validate-fit-issue26-h200-2026-11-27.json``).
+
+    The mirror of scipy's ``rv_continuous._nnlf_and_penalty`` is checked against it on first
+    use (:func:`_mirrors_scipy`); where it differs (another scipy), or a point is outside the
+    support (scipy drops it before the density), scipy's own evaluation runs.
+    """
+    from scipy.stats import _distn_infrastructure as infrastructure
+
+    sum_finite = getattr(infrastructure, "_sum_finite", None)
+    log_xmax = getattr(infrastructure, "_LOGXMAX", None)
+
+    class SharedF(type(_stats.f)):
+        def _penalized_nnlf(self, theta, x):
+            shares = min(os.cpu_count() or 1, getattr(x, "size", 0) // LOGPDF_SHARE)
+            if (self._scipy or sum_finite is None or log_xmax is None or shares < 2
+                    or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64):
+                return super()._penalized_nnlf(theta, x)
+            # scipy's lines (rv_continuous._penalized_nnlf and _nnlf_and_penalty), the
+            # standardized points, their support and their log-density made in shares
+            loc, scale, args = self._unpack_loc_scale(theta)
+            if not self._argcheck(*args) or scale <= 0:
+                return np.inf
+            n_log_scale = len(x) * np.log(scale)
+            logpdf = np.empty_like(x)
+            edges = np.linspace(0, x.size, shares + 1).astype(np.int64)
+
+            def share(k):
+                part = (x[edges[k]:edges[k + 1]] - loc) / scale
+                outside = np.count_nonzero(~self._support_mask(part, *args))
+                density = logpdf[edges[k]:edges[k + 1]]
+                density[:] = self._logpdf(part, *args)
+                return outside, density.size - np.count_nonzero(np.isfinite(density))
+
+            counts = list(_logpdf_pool().map(share, range(shares)))
+            if any(outside for outside, _ in counts):  # scipy drops them before the density
+                return super()._penalized_nnlf(theta, x)
+            if any(infinite for _, infinite in counts):
+                total, bad = sum_finite(logpdf)
+            else:  # sum_finite's sum of the finite values: here all of them, in order
+                total, bad = np.sum(logpdf), 0
+            # its sums start from 0, and no point was outside the support
+            return (-(0 + total) + (0 + bad) * log_xmax * 100) + n_log_scale
+
+    shared = SharedF(a=0.0, name="f")
+    shared._scipy = False
+    shared._scipy = not _mirrors_scipy(shared)
+    return shared
+
+
+def _mirrors_scipy(shared) -> bool:
+    """Whether ``shared``'s negative log-likelihood is ``scipy.stats.f``'s bit for bit on a
+    test sample of two shares (the points of a scaled F(1, 5), with one zero: an infinite
+    density), at three parameter points."""
+    rng = np.random.default_rng(0)
+    x = 3.0 * rng.standard_t(5.0, 2 * LOGPDF_SHARE + 3) ** 2
+    x[7] = 0.0
+    with np.errstate(all="ignore"):
+        return all(shared._penalized_nnlf(theta, x) == _stats.f._penalized_nnlf(theta, x)
+                   for theta in ((1.0, 5.0, 0.0, 3.0), (1.0, 10.0, 0.0, 2.5),
+                                 (1.0, 4000.0, 0.0, 1.0)))
+
+
+@functools.cache
+def _logpdf_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                              thread_name_prefix="xuqcal-fit")
 
 
 def ks_distance_scaled_f(z2_sorted: np.ndarray, nu: float, scale: float) -> float:
