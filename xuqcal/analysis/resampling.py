@@ -270,8 +270,11 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     )
 
 
-def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
+def _summarize(replicates, estimate, jack=None, *, method, level, names=None,
+               accelerated=False):
     """Bias, standard error and interval from the replicates (last axis), layout-independent.
+    With ``accelerated``, ``jack`` holds the BCa accelerations themselves (one per interval,
+    :func:`xuqcal.core.intervals.acceleration` of the jackknife values: the same values).
 
     The replicates are copied to C order first: NumPy's pairwise sums depend on the memory
     layout, and bit-identical results must not depend on how Dask chunked the replicates.
@@ -282,7 +285,10 @@ def _summarize(replicates, estimate, jack=None, *, method, level, names=None):
     with np.errstate(invalid="ignore", over="ignore"):
         bias = replicates.mean(axis=-1) - estimate
         se = safe_std(replicates)
-        if method == "bca":
+        if method == "bca" and accelerated:
+            lo, hi = bca_interval(replicates, estimate, level=level, acceleration_value=jack,
+                                  names=names)
+        elif method == "bca":
             lo, hi = bca_interval(replicates, estimate, np.ascontiguousarray(jack), level,
                                   names=names)
         else:
@@ -521,9 +527,12 @@ def bootstrap_attrs(stats: Sequence[Statistic], *, method: str, level: float, n_
 
 def bootstrap_result(estimate: xr.DataArray, replicates: xr.DataArray,
                      jack: xr.DataArray | None, *, stats: Sequence[Statistic], method: str,
-                     level: float, attrs: dict, keep_replicates: bool) -> xr.Dataset:
+                     level: float, attrs: dict, keep_replicates: bool,
+                     accelerations: xr.DataArray | None = None) -> xr.Dataset:
     """The :func:`bootstrap` result from the estimates, the replicates (``statistic ×
-    replicate``) and, for BCa, the jackknife values (``statistic × jackknife``): lazy for
+    replicate``) and, for BCa, the jackknife values (``statistic × jackknife``) or their
+    ``accelerations`` (``statistic``; :func:`xuqcal.core.intervals.acceleration` of them, the
+    same intervals: the rounds of a precision-driven validate compute them once): lazy for
     Dask-backed inputs, computed for NumPy-backed ones (the replicates of a
     precision-driven bootstrap, :mod:`xuqcal.analysis.precision`), the same summaries."""
     def gathered(values: xr.DataArray, dim: str) -> xr.DataArray:
@@ -531,12 +540,17 @@ def bootstrap_result(estimate: xr.DataArray, replicates: xr.DataArray,
 
     arguments = [gathered(replicates, "replicate"), estimate]
     core_dims = [["replicate"], []]
-    if method == "bca":
+    accelerated = method == "bca" and accelerations is not None
+    if accelerated:
+        arguments.append(accelerations)
+        core_dims.append([])
+    elif method == "bca":
         arguments.append(gathered(jack, "jackknife"))
         core_dims.append(["jackknife"])
     bias, se, ci_low, ci_high = xr.apply_ufunc(
         _summarize, *arguments,
-        kwargs={"method": method, "level": level, "names": [s.key for s in stats]},
+        kwargs={"method": method, "level": level, "names": [s.key for s in stats],
+                "accelerated": accelerated},
         input_core_dims=core_dims,
         output_core_dims=[[], [], [], []],
         dask="parallelized",

@@ -649,7 +649,9 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
         jack = np.ascontiguousarray(dependent_jackknife(arranged.layout, prepared,
                                                         arranged.rows_of, codes))
         arranged_in_graph = shared(arranged)
-    accelerations = acceleration(jack)  # once
+    # once, for every round (the rounds' intervals take them instead of the jackknife values)
+    accelerations = acceleration(jack)
+    del jack  # 640 MB for eight statistics at M = 10^7: freed before the rounds
     deciding = deciding_scheme(known_generator, simulated_scheme)
     agreeing = agreement_scheme(simulated_scheme)
     rows = [stats.index(s) for s in simulated]
@@ -689,7 +691,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     while True:
         with warnings.catch_warnings(record=True) as caught:  # said once, of the last round
             warnings.simplefilter("always")
-            bootstrap = _precise_bootstrap(boot, estimate, jack, stats, level=level,
+            bootstrap = _precise_bootstrap(boot, estimate, accelerations, stats, level=level,
                                            seed=seed, n_bins=b["n_bins"], by=b["by"],
                                            m=prepared.size, dependence=dependence)
         # the reference each bootstrap interval is compared with in a deciding zeta: the
@@ -748,7 +750,6 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     else:
         reference = _over_every_statistic(reference, all_stats)
         n_mc, mc_worst = sims.n, sims.worst
-    del jack  # 640 MB for eight statistics at M = 10^7: freed before the verdicts' step
     return _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc,
                            max(boot.worst, mc_worst), gens=gens, names=names, schemes=schemes,
                            b=b, r=r, known_generator=known_generator,
@@ -787,13 +788,14 @@ def _dependence_values(ds: xr.Dataset, dependence) -> object:
     return None if dependence is None else ds[dependence.variable].data
 
 
-def _precise_bootstrap(boot: Rounds, estimate: np.ndarray, jack: np.ndarray,
+def _precise_bootstrap(boot: Rounds, estimate: np.ndarray, accelerations: np.ndarray,
                        stats: Sequence[Statistic], *, level: float, seed: int, n_bins: int,
                        by: str, m: int, dependence=None) -> xr.Dataset:
     """The bootstrap result of a precision-driven round: the summaries of every statistic's
     replicates so far. With one count for all, one :func:`bootstrap_result` (as a fixed-count
-    run); with counts that differ, one per statistic (rows of ``jack`` are views, no copy),
-    each equal to the bootstrap of that statistic alone at its count, concatenated; the
+    run); with counts that differ, one per statistic, each equal to the bootstrap of that
+    statistic alone at its count, concatenated (``accelerations``: the BCa acceleration of
+    each statistic, computed once from its jackknife values for every round); the
     attribute ``n_boot`` is then the largest count and ``n_boot_per_statistic`` lists them.
     ``dependence``: the dependent resample, whose attributes are added."""
     def attrs(chosen: Sequence[Statistic], n: int) -> dict:
@@ -805,9 +807,9 @@ def _precise_bootstrap(boot: Rounds, estimate: np.ndarray, jack: np.ndarray,
         chosen = stats[rows]
         return bootstrap_result(
             xr.DataArray(estimate[rows], dims="statistic"),
-            xr.DataArray(values, dims=("statistic", "replicate")),
-            xr.DataArray(jack[rows], dims=("statistic", "jackknife")), stats=chosen,
-            method="bca", level=level, keep_replicates=False, attrs=attrs(chosen, n))
+            xr.DataArray(values, dims=("statistic", "replicate")), None, stats=chosen,
+            method="bca", level=level, keep_replicates=False, attrs=attrs(chosen, n),
+            accelerations=xr.DataArray(accelerations[rows], dims="statistic"))
 
     counts = boot.n.tolist()
     if len(set(counts)) == 1:
