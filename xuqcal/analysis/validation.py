@@ -627,9 +627,10 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                known_generator=known_generator,
                                simulated_scheme=simulated_scheme, mc_precision=mc_precision,
                                heavy_tail_threshold=heavy_tail_threshold, tol=tol)
-    # tfit's ν, a serial scipy fit (seconds at M = 10^6), is fitted in a thread while the data
-    # are prepared and the first bootstrap round runs; the synthetic sets wait for it
-    fitting = (_InThread(fitted_nu, ds[E].values, ds[uE].values)
+    # tfit's ν, a scipy fit (seconds at M = 10^6), is fitted in a thread while the data are
+    # prepared and the first bootstrap round runs; the synthetic sets wait for it (the data
+    # are read here: the thread gets NumPy arrays, never a file or a Dask graph)
+    fitting = (_InThread(fitted_nu, np.asarray(ds[E].values), np.asarray(ds[uE].values))
                if simulated and any(g.fitted for g in gens) else None)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate", jackknife=True,
