@@ -97,6 +97,18 @@ WORKLOADS = {
         "ds = xuqcal.synthetic.nig(400_000, nu=6, seed=4)",
         'xuqcal.local(ds, "zms", seed=1)',
     ),
+    # issue 26: the leave-one-out values of validate's precision-driven rounds (computed in
+    # batches of blocks: the cc values the blocks share were computed again in every batch)
+    "jackknife_values_eight_nig_2e6": (
+        "from xuqcal.analysis.resampling import jackknife_values; "
+        "from xuqcal.analysis.lazy import shared; "
+        "from xuqcal.core.statistics import PreparedData, codes_of, get_statistics; "
+        "ds = xuqcal.synthetic.nig(2_000_000, nu=6, seed=0).compute(); "
+        "p = PreparedData.from_arrays(ds.E.values, ds.uE.values, n_bins=20); "
+        "codes = codes_of(get_statistics(['zms', 'rce', 'zm', 'zv', 'nll', 'cc', 'ence', "
+        "'zmse']))",
+        "jackknife_values(shared(p), codes, p.size)",
+    ),
     # issue 26: the default xuqcal validate of 2e6 points (the acceptance row
     # validate_default_2e6 of run.py, as a command in one process)
     "cli_validate_default_nig_2e6": (

@@ -197,6 +197,34 @@ def test_lazy_jackknife_blocks_share_one_cc_task():
     np.testing.assert_array_equal(lazy.compute(), _jackknife_block(prepared, codes, 0, 400))
 
 
+def test_jackknife_values_compute_the_shared_parts_once(monkeypatch):
+    """jackknife_values computes its blocks in batches, one Dask call each: the cc values, the
+    prefix sums and the totals the blocks share are computed once for all the batches (each
+    batch computed them again: 8 times at M = 2e6), and the values are the lazy jackknife's."""
+    import xuqcal
+    from xuqcal.analysis import resampling
+
+    E, uE = _data(12, 3000, ties=True)
+    prepared = PreparedData.from_arrays(E, uE, n_bins=5)
+    codes = codes_of(get_statistics(["zms", "cc", "ence"]))
+    calls = []
+    for name in ("_spearman_jackknife", "_binned_prefix_sums", "_moment_totals"):
+        original = getattr(resampling, name)
+
+        def counted(p, _original=original, _name=name):
+            calls.append(_name)
+            return _original(p)
+
+        monkeypatch.setattr(resampling, name, counted)
+    monkeypatch.setattr(resampling, "JACKKNIFE_BATCH", 4)
+    with xuqcal.set_options(jackknife_chunk=101):  # 30 blocks: 8 batches
+        values = resampling.jackknife_values(prepared, codes, 3000)
+        lazy = resampling.jackknife(prepared, codes, 3000).compute()
+    assert sorted(calls) == sorted(["_spearman_jackknife", "_binned_prefix_sums",
+                                    "_moment_totals"] * 2)  # once each, and once for lazy
+    np.testing.assert_array_equal(values, lazy.T)
+
+
 def test_jackknife_of_a_dominant_point_does_not_cancel():
     """Leaving out a point that holds nearly all of Σ uE² (uE = 1 beside 1e-89): the closed
     form Σ - x_i gave 0 (an RMV of 0, an undefined RCE and a NaN BCa interval without a

@@ -190,8 +190,12 @@ def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop
     return p.unscale(codes, out)
 
 
-def _jackknife_tasks(prepared, codes: np.ndarray, m: int) -> list[tuple[int, int, Delayed]]:
-    """The Delayed blocks of leave-one-out values, ``(start, stop, block)``."""
+def _jackknife_tasks(prepared, codes: np.ndarray, m: int, *,
+                     persist: bool = False) -> list[tuple[int, int, Delayed]]:
+    """The Delayed blocks of leave-one-out values, ``(start, stop, block)``. With ``persist``,
+    what the blocks share (the data, cc's leave-one-out values, the binned prefix sums, the
+    moment totals) is computed now, once (:func:`dask.persist`), for blocks that are computed
+    in several calls (:func:`jackknife_values`): each call would compute it again."""
     prepared = _as_delayed(prepared)
     spearman = (dask.delayed(_spearman_jackknife, pure=True)(prepared)
                 if np.any(codes == K.CC) else None)
@@ -199,6 +203,8 @@ def _jackknife_tasks(prepared, codes: np.ndarray, m: int) -> list[tuple[int, int
               if np.any(np.isin(codes, K.BINNED_CODES)) else None)
     totals = (dask.delayed(_moment_totals, pure=True)(prepared)
               if np.any(codes < K.N_MOMENT) else None)
+    if persist:
+        prepared, spearman, prefix, totals = dask.persist(prepared, spearman, prefix, totals)
     size = OPTIONS["jackknife_chunk"]
     return [(start, min(m, start + size),
              dask.delayed(_jackknife_block, pure=True)(prepared, codes, start,
@@ -229,7 +235,10 @@ def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
     M = 10⁷).
     """
     values = np.empty((codes.shape[0], m))
-    tasks = _jackknife_tasks(prepared, codes, m)
+    # the batches are computed one after the other: what their blocks share is computed once
+    # (cc's O(M log M) leave-one-out values were computed again in every batch: 8 times at
+    # M = 2e6)
+    tasks = _jackknife_tasks(prepared, codes, m, persist=True)
     for first in range(0, len(tasks), JACKKNIFE_BATCH):
         batch = tasks[first:first + JACKKNIFE_BATCH]
         for (start, stop, _), block in zip(batch, dask.compute(*[t[2] for t in batch]),
