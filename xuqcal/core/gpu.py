@@ -205,12 +205,14 @@ def _lemire(bits, bound, threshold):
     return (product & K._LOW32) >= threshold, np.int64(product >> K._S32)
 
 
-def _tree_sum(buffer, tid, n_threads):
-    """The sum of ``buffer[:n_threads]`` (shared memory, ``n_threads`` a power of two) into
-    ``buffer[0]``, by the threads of a block in a tree (every thread calls it)."""
+def _tree_sum(buffer, tid, k, n_threads):
+    """The sum of the ``n_threads`` entries of shared ``buffer`` from ``tid - k`` (``n_threads``
+    a power of two) into ``buffer[tid - k]``, in a tree, by the group of threads whose ``k``
+    (rank in the group) runs over them: a whole block with ``k = tid``. Every thread of the
+    block calls it (it synchronizes the block)."""
     half = n_threads // 2
     while half > 0:
-        if tid < half:
+        if k < half:
             buffer[tid] += buffer[tid + half]
         cuda.syncthreads()
         half //= 2
@@ -295,7 +297,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                 p += n_threads
             counted[tid] = mine
             cuda.syncthreads()
-            _tree_sum_device(counted, tid, n_threads)
+            _tree_sum_device(counted, tid, tid, n_threads)
             accepted += counted[0]
             begin = end
             cuda.syncthreads()  # every thread has read counted[0] before it is written again
@@ -313,7 +315,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
             else:
                 partial[tid] = t5 + c5
             cuda.syncthreads()
-            _tree_sum_device(partial, tid, n_threads)
+            _tree_sum_device(partial, tid, tid, n_threads)
             if tid == 0:
                 sums[r, c] = partial[0]
             cuda.syncthreads()
@@ -589,8 +591,6 @@ SIMULATION_THREADS = 32
 #: Most threads that share one replicate, and most threads per block of the simulation kernel
 #: (the size of its shared arrays).
 SPLIT_THREADS = 256
-# the generator codes, as plain module constants for the device code
-_NORMAL, _STUDENT, _UNIFORM = K.NORMAL, K.STUDENT, K.UNIFORM
 #: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
 _SIM_SUMS = 3
 #: The inverse of the stream's increment modulo 2^64: the raw position of a state is
@@ -614,6 +614,8 @@ _next_uniform = None
 _student = None
 _variate_device = None
 _raw_position = None
+_skip_device = None
+_store_bin_device = None
 
 
 def variate_constants(generator_code: int, parameter: float) -> tuple[float, int]:
@@ -640,6 +642,28 @@ def _position(state, start):
     """The raw position of ``state`` in the stream that starts at ``start``: the number of raw
     draws made (the state after ``p`` draws is ``start + p γ``)."""
     return np.int64((state - start) * _GAMMA_INVERSE)
+
+
+def _skip(state, start, code, parameter, scale, half):
+    """One variate drawn and dropped: ``(state, position)``, the state after it and its raw
+    position (a step of the parses of :func:`_simulation_sums`)."""
+    _, state = _variate_device(state, code, parameter, scale, half)
+    return state, _raw_position(state, start)
+
+
+def _store_bin(bins, edge_bin, edge_sum, r, tid, slot, b, whole, b_e2, b_z2):
+    """The sums of bin ``b`` of a thread of :func:`_simulation_sums`: into ``bins[r, b]`` when
+    the bin is ``whole`` in the thread's points, else into its edge ``slot`` (the first and
+    last bins of its points, which the replicate's first thread adds up); returns the next
+    free slot."""
+    if whole:
+        bins[r, b, 0] = b_e2
+        bins[r, b, 1] = b_z2
+        return slot
+    edge_bin[tid, slot] = b
+    edge_sum[tid, slot, 0] = b_e2
+    edge_sum[tid, slot, 1] = b_z2
+    return slot + 1
 
 
 def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
@@ -699,20 +723,17 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
             state_a = start + np.uint64(a) * K._GAMMA
             counted = np.int64(0)
             while a < following:
-                _, state_a = _variate_device(state_a, code, parameter, scale, half)
-                a = _raw_position(state_a, start)
+                state_a, a = _skip_device(state_a, start, code, parameter, scale, half)
                 counted += 1
             b = following
             state_b = start + np.uint64(b) * K._GAMMA
             behind = np.int64(0)
             while a != b:
                 if a < b:
-                    _, state_a = _variate_device(state_a, code, parameter, scale, half)
-                    a = _raw_position(state_a, start)
+                    state_a, a = _skip_device(state_a, start, code, parameter, scale, half)
                     counted += 1
                 else:
-                    _, state_b = _variate_device(state_b, code, parameter, scale, half)
-                    b = _raw_position(state_b, start)
+                    state_b, b = _skip_device(state_b, start, code, parameter, scale, half)
                     behind += 1
             at[tid + 1] = a
             skipped[tid + 1] = behind
@@ -775,14 +796,8 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
                 s_z += x
                 if n_bins > 0:
                     if i >= next_start:
-                        if whole:
-                            bins[r, b, 0] = b_e2
-                            bins[r, b, 1] = b_z2
-                        else:
-                            edge_bin[tid, slot] = b
-                            edge_sum[tid, slot, 0] = b_e2
-                            edge_sum[tid, slot, 1] = b_z2
-                            slot += 1
+                        slot = _store_bin_device(bins, edge_bin, edge_sum, r, tid, slot, b,
+                                                 whole, b_e2, b_z2)
                         b += 1
                         while i >= bin_ends[b]:  # bins without points
                             b += 1
@@ -792,14 +807,9 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
                         b_z2 = 0.0
                     b_e2 += e2
                     b_z2 += z2
-            if n_bins > 0:
-                if whole and next_start <= high:
-                    bins[r, b, 0] = b_e2
-                    bins[r, b, 1] = b_z2
-                else:
-                    edge_bin[tid, slot] = b
-                    edge_sum[tid, slot, 0] = b_e2
-                    edge_sum[tid, slot, 1] = b_z2
+            if n_bins > 0:  # the last bin: whole if it also ends in this thread's points
+                _store_bin_device(bins, edge_bin, edge_sum, r, tid, slot, b,
+                                  whole and next_start <= high, b_e2, b_z2)
         # 4. the threads' sums, in a tree; the bins split between threads, in thread order
         for c in range(_SIM_SUMS):
             if c == 0:
@@ -809,12 +819,7 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
             else:
                 partial[tid] = s_z
             cuda.syncthreads()
-            width = group // 2
-            while width > 0:
-                if k < width:
-                    partial[tid] += partial[tid + width]
-                cuda.syncthreads()
-                width //= 2
+            _tree_sum_device(partial, tid, k, group)
             if active and k == 0:
                 sums[r, c] = partial[tid]
             cuda.syncthreads()
@@ -845,10 +850,12 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
 @functools.cache
 def _simulation_kernel():
     """Compile (once) the device twins of the variate generators and the simulation kernel."""
-    global _next_uniform, _student, _variate_device, _raw_position
+    global _next_uniform, _student, _variate_device, _raw_position, _skip_device
+    global _store_bin_device
     _kernels()  # cuda and the stream primitives
     device = cuda.jit(device=True)
     _raw_position = device(_position)
+    _store_bin_device = device(_store_bin)
     _next_uniform = device(_device_twin(K.next_uniform, next_u64=_next_u64))
     _exp_arithmetic = device(_device_twin(K._exp_arithmetic))
     _exponential = device(_device_twin(K.next_exponential, next_u64=_next_u64,
@@ -861,6 +868,7 @@ def _simulation_kernel():
     _variate_device = device(_device_twin(K.next_variate, next_normal=_normal,
                                           next_exponential=_exponential,
                                           next_uniform=_next_uniform, next_student=_student))
+    _skip_device = device(_skip)
     return _jit_exact(_simulation_sums)
 
 
@@ -1019,7 +1027,8 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
     >>> split_plan(K.STUDENT, 6.0, 20_000, threads=64)
     (8, 10524, 64)
     """
-    threads = SPLIT_THREADS if threads is None else _check_threads(threads)
+    given = threads is not None
+    threads = _check_threads(threads) if given else SPLIT_THREADS
     if threads > SPLIT_THREADS:
         raise ValueError(f"the simulation kernel takes at most {SPLIT_THREADS} threads per "
                          f"block (threads = {threads})")
@@ -1030,7 +1039,7 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
     while group * 2 <= threads and raw / (group * 2) >= least:
         group *= 2
     draws = 2 * math.ceil(raw / group / 2.0)
-    block = max(group, SIMULATION_THREADS) if threads == SPLIT_THREADS else threads
+    block = threads if given else max(group, SIMULATION_THREADS)
     return group, draws, block
 
 
