@@ -30,9 +30,7 @@ GENERATORS = (("normal", K.NORMAL, 0.0), ("t4", K.STUDENT, 4.0), ("t6", K.STUDEN
               ("uniform", K.UNIFORM, 0.0), ("laplace", K.LAPLACE, 0.0))
 
 
-@nb.njit(cache=False)
-def _position(state, first):
-    return np.int64((state - first) * gpu._GAMMA_INVERSE)
+_position = nb.njit(gpu._position)  # the GPU kernel's raw position of a state, on the CPU
 
 
 @nb.njit(cache=False)

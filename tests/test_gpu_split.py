@@ -131,6 +131,9 @@ def test_quick_parses_split_without_a_fallback_and_slow_ones_fall_back(split):
     assert sum(r["fallbacks"] for r in split if r["generator"] not in QUICK) > 0
 
 
+_position = numba.njit(gpu._position)
+
+
 @numba.njit(cache=False)
 def _raw_draws(key, code, parameter, n):
     """The raw position of stream ``(key, 0)`` after ``n`` variates of ``next_variate``."""
@@ -138,7 +141,7 @@ def _raw_draws(key, code, parameter, n):
     state = first = K.stream_start(key, np.uint64(0))
     for _ in range(n):
         _, state = K.next_variate(state, code, parameter, scale, half)
-    return np.int64((state - first) * gpu._GAMMA_INVERSE)
+    return _position(state, first)
 
 
 @pytest.mark.parametrize("name", (*GENERATORS, "t32"))

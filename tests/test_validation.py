@@ -381,7 +381,7 @@ def test_auto_validate_fits_tfit_beside_its_first_rounds(monkeypatch):
 
 
 def test_a_failure_of_the_thread_is_raised_by_its_result():
-    from xuqcal.analysis.validation import _InThread
+    from xuqcal.analysis.validation import _in_thread
 
     with pytest.raises(ZeroDivisionError):
-        _InThread(lambda: 1 / 0).result()
+        _in_thread(lambda: 1 / 0).result()

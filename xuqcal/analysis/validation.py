@@ -47,9 +47,9 @@ what to do instead; a *not usable* verdict's note lists the next steps.
 from __future__ import annotations
 
 import math
-import threading
 import warnings
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import dask.array as da
 import numpy as np
@@ -580,33 +580,20 @@ def _no_reference(stats: Sequence[Statistic], gens) -> xr.Dataset:
         coords={**statistic_coords(stats), **generator_coords(gens)})
 
 
-class _InThread:
-    """``function(*args)`` run in a thread of its own from now on; :meth:`result` waits for it
-    and returns its value or raises its exception (a daemon thread: a failure elsewhere does
-    not wait for it).
+def _in_thread(function, *args) -> Future:
+    """``function(*args)`` started now in a thread of its own; its :class:`Future` gives its
+    value or raises its exception (the caller goes on at once; the thread ends with the call).
 
     Examples
     --------
-    >>> _InThread(sum, [1, 2, 3]).result()
+    >>> _in_thread(sum, [1, 2, 3]).result()
     6
     """
-
-    def __init__(self, function, *args) -> None:
-        self._value = self._error = None
-        self._thread = threading.Thread(target=self._run, args=(function, args), daemon=True)
-        self._thread.start()
-
-    def _run(self, function, args) -> None:
-        try:
-            self._value = function(*args)
-        except BaseException as error:  # re-raised by result(), in the caller's thread
-            self._error = error
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xuqcal")
+    try:
+        return executor.submit(function, *args)
+    finally:
+        executor.shutdown(wait=False)
 
 
 def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_arguments,
@@ -630,7 +617,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # tfit's ν, a scipy fit (seconds at M = 10^6), is fitted in a thread while the data are
     # prepared and the first bootstrap round runs; the synthetic sets wait for it (the data
     # are read here: the thread gets NumPy arrays, never a file or a Dask graph)
-    fitting = (_InThread(fitted_nu, np.asarray(ds[E].values), np.asarray(ds[uE].values))
+    fitting = (_in_thread(fitted_nu, np.asarray(ds[E].values), np.asarray(ds[uE].values))
                if simulated and any(g.fitted for g in gens) else None)
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate", jackknife=True,
