@@ -248,16 +248,26 @@ def test_jackknife_of_a_dominant_point_does_not_cancel():
 
 
 def _stable_radix_argsort(values):
-    """The simulated sets' radix argsort on ``values`` (non-negative doubles), as the kernels
-    call it: ``(permutation, tie flags)``; the keys are left unchanged."""
+    """The simulated sets' radix argsorts on ``values`` (non-negative doubles), as the kernels
+    call them: ``(permutation, tie flags)``; the keys are left unchanged. Both sorts run, the
+    large sets' :func:`~xuqcal.core.kernels._radix_argsort` and the small sets'
+    :func:`~xuqcal.core.kernels._packed_argsort` (24-bit keys: more runs to fix up), and must
+    give the same permutation and flags."""
     m = values.shape[0]
     keys = np.ascontiguousarray(values, dtype=np.float64).copy().view(np.uint64)
     before = keys.copy()
+    histogram = np.empty((K._RADIX_DIGITS, K._RADIX_SIZE), np.uint64)
     tie = np.ones(m, np.bool_)
     order = K._radix_argsort(
         keys, np.empty(m, np.uint32), np.empty(m, np.uint32), np.empty(m, np.int32),
-        np.empty(m, np.int32), np.empty((K._RADIX_DIGITS, K._RADIX_SIZE), np.uint64), tie)
+        np.empty(m, np.int32), histogram, tie)
     np.testing.assert_array_equal(keys, before)
+    packed_tie = np.ones(m, np.bool_)
+    packed_order = K._packed_argsort(keys, np.empty(m, np.uint64), np.empty(m, np.uint64),
+                                     histogram, np.empty(m, np.int32), packed_tie)
+    np.testing.assert_array_equal(keys, before)
+    np.testing.assert_array_equal(packed_order, order)
+    np.testing.assert_array_equal(packed_tie, tie)
     return np.array(order), tie
 
 
@@ -554,7 +564,8 @@ def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
     tie_e[1:] = other[order_e][1:] == other[order_e][:-1]
     counts = rng.multinomial(m, np.ones(m) / m).astype(np.int32)
     rank_u, rank_e = np.empty(m), np.empty(m)
-    got = K._spearman(counts, order, tie, order_e, tie_e, rank_u, rank_e)
+    got = K._spearman(counts, order, tie, order_e, tie_e, rank_u, rank_e)  # the sorted walk
+    K._average_ranks(order_e, tie_e, counts, rank_e)
     centre = 0.5 * (float(counts.sum()) + 1.0)
     sab = saa = sbb = 0.0
     for c, ru, re in zip(counts.tolist(), rank_u.tolist(), rank_e.tolist(), strict=True):
@@ -606,6 +617,32 @@ def test_spearman_in_sorted_order_at_the_exactness_bound(ties):
     e = (u + rng.normal(0, 2 * m if not ties else 20, m)).round()
     got, want = _both_unit_spearman_walks(u, e)
     assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_weighted_spearman_in_sorted_order_at_the_exactness_bound(ties):
+    """The bootstrap's cc (weighted by counts) walked in the sorted order of |E| is the
+    point-order correlation of the scattered ranks bit for bit at ``_EXACT_RANK_SUMS`` drawn
+    points, the largest number that takes the sorted walk; one more takes the scattered walk."""
+    m = K._EXACT_RANK_SUMS
+    rng = np.random.default_rng(4)
+    u = np.sort(rng.integers(0, 50, m) if ties else rng.permutation(m)).astype(np.float64)
+    e = (u + rng.normal(0, 2 * m if not ties else 20, m)).round()
+    order_u = np.arange(m)
+    tie_u = np.zeros(m, np.bool_)
+    tie_u[1:] = u[1:] == u[:-1]
+    order_e = np.argsort(e, kind="stable")
+    tie_e = np.zeros(m, np.bool_)
+    tie_e[1:] = e[order_e][1:] == e[order_e][:-1]
+    counts = rng.multinomial(m, np.ones(m) / m).astype(np.int32)
+    rank_u, rank_e = np.empty(m), np.empty(m)
+    got = K._spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e)
+    want = K._spearman_scattered(counts, float(m), order_e, tie_e, rank_u, rank_e)
+    assert np.float64(got).view(np.uint64) == np.float64(want).view(np.uint64)
+    counts[0] += 1  # m + 1 drawn points: the scattered walk itself
+    beyond = K._spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e)
+    direct = K._spearman_scattered(counts, float(m + 1), order_e, tie_e, rank_u, rank_e)
+    assert np.float64(beyond).view(np.uint64) == np.float64(direct).view(np.uint64)
 
 
 @pytest.mark.parametrize("m, n_bins", [(7, 20), (1000, 20), (20_011, 3)])

@@ -709,11 +709,24 @@ def _average_unit_ranks(order, tie, rank):
 
 @nb.njit(inline="always", error_model="numpy")
 def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
+    """Spearman correlation of |E| and uE for the sample weighted by ``counts`` (average ranks
+    of tied points). Up to :data:`_EXACT_RANK_SUMS` weighted points the rank sums are exact,
+    and the E ranks are walked in their sorted order (:func:`_spearman_sorted`); above, the E
+    ranks are scattered to the points and summed in point order."""
     _average_ranks(order_u, tie_u, counts, rank_u)
-    _average_ranks(order_e, tie_e, counts, rank_e)
     n = 0.0
     for p in range(counts.shape[0]):
         n += counts[p]
+    if n <= _EXACT_RANK_SUMS:
+        return _spearman_sorted(counts, n, order_e, tie_e, rank_u)
+    return _spearman_scattered(counts, n, order_e, tie_e, rank_u, rank_e)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _spearman_scattered(counts, n, order_e, tie_e, rank_u, rank_e):
+    """The weighted :func:`_spearman` (``n`` weighted points, ``rank_u`` the uE ranks) with
+    the E ranks scattered to ``rank_e`` and every sum in point order."""
+    _average_ranks(order_e, tie_e, counts, rank_e)
     centre = 0.5 * (n + 1.0)
     sab = 0.0
     saa = 0.0
@@ -788,6 +801,51 @@ def _spearman_unit_sorted(centred_u, saa, order_e, tie_e):
         for j in range(k, end):
             sab += centred_u[order_e[j]] * b
             sbb += b * b
+        below += group
+        k = end
+    denominator = np.sqrt(saa * sbb)
+    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
+    """The weighted :func:`_spearman` (``n`` weighted points, ``rank_u`` the uE ranks) walked
+    in the sorted order of E: each tie group's average rank is formed from its gathered counts
+    and used at once with the gathered count and uE rank of each of its points, instead of
+    scattering the E ranks and summing in point order (one random pass and one pass over
+    three arrays fewer).
+
+    Bit-identical for ``n <= _EXACT_RANK_SUMS`` (as :func:`_spearman_unit_sorted`): the
+    centred ranks are multiples of 1/2 of magnitude below n/2 and the counts integers adding
+    to n, so every product ``c a b`` is a multiple of 1/4 and every partial sum one of
+    magnitude at most n³/4, which a double holds exactly while n³ <= 2^53: no addition
+    rounds, and the sums do not depend on their order."""
+    m = order_e.shape[0]
+    centre = 0.5 * (n + 1.0)
+    below = 0.0
+    sab = 0.0
+    saa = 0.0
+    sbb = 0.0
+    k = 0
+    while k < m:
+        end = k + 1
+        while end < m and tie_e[end]:
+            end += 1
+        group = 0.0
+        for j in range(k, end):
+            if j + _AHEAD < m:
+                ahead = order_e[j + _AHEAD]
+                _prefetch(counts, ahead)
+                _prefetch(rank_u, ahead)
+            group += counts[order_e[j]]
+        b = (below + 0.5 * (group + 1.0)) - centre
+        for j in range(k, end):
+            p = order_e[j]
+            c = counts[p]
+            a = rank_u[p] - centre
+            sab += c * a * b
+            saa += c * a * a
+            sbb += c * b * b
         below += group
         k = end
     denominator = np.sqrt(saa * sbb)
@@ -1939,6 +1997,23 @@ def _fix_run(keys, order, start, stop):
 
 
 @nb.njit(inline="always", error_model="numpy")
+def _key_span(keys):
+    """``(lowest key, bits of the span highest - lowest)`` of a non-empty uint64 array."""
+    lowest = keys[0]
+    highest = keys[0]
+    for i in range(1, keys.shape[0]):
+        k = keys[i]
+        lowest = min(lowest, k)
+        highest = max(highest, k)
+    span = highest - lowest
+    width = 0
+    while span != np.uint64(0):
+        width += 1
+        span >>= np.uint64(1)
+    return lowest, width
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
     """Stable argsort of non-negative float64 values viewed as uint64 ``keys`` (non-negative
     doubles sort like their bit patterns); ``len(keys) <= 2**31 - 1``.
@@ -1951,17 +2026,7 @@ def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
     m = keys.shape[0]
     if m == 0:
         return order
-    lowest = keys[0]
-    highest = keys[0]
-    for i in range(1, m):
-        k = keys[i]
-        lowest = min(lowest, k)
-        highest = max(highest, k)
-    span = highest - lowest
-    width = 0  # bits of the span
-    while span != np.uint64(0):
-        width += 1
-        span >>= np.uint64(1)
+    lowest, width = _key_span(keys)
     drop = np.uint64(max(width - 32, 0))
     n_digits = (min(width, 32) + _RADIX_BITS - 1) // _RADIX_BITS
     # the high keys and all their histograms in one sequential read
@@ -2016,20 +2081,100 @@ def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
     return source_order
 
 
+#: Sets of up to this many points are sorted by :func:`_packed_argsort` (their arrays stay in
+#: the L2 cache, where the passes cost instructions rather than memory traffic); larger ones by
+#: :func:`_radix_argsort`.
+_PACKED_SORT_MAX = 2**17
+#: Bits of the span that :func:`_packed_argsort` sorts on (3 passes of 8-bit digits).
+_PACKED_KEY_BITS = 24
+_LOW_32 = np.uint64(0xFFFFFFFF)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _packed_argsort(keys, packed, buffer, histogram, order, tie):
+    """:func:`_radix_argsort` for small sets (``len(keys) <= _PACKED_SORT_MAX``): the same
+    stable argsort into ``order`` and the same tie flags, from other passes.
+
+    Each point is one uint64 ``hi << 32 | index`` (``packed``, ``buffer``: uint64 of the
+    length of ``keys``), ``hi`` the :data:`_PACKED_KEY_BITS` highest bits of the span
+    ``key - lowest``: each pass reads and writes one array instead of two, and 3 passes of
+    8-bit digits replace 4. Runs of equal ``hi`` (two values agreeing to about 19 significant
+    bits, or repeated) are ordered on the full keys and flagged as in :func:`_radix_argsort`:
+    with a few thousand points such runs are few and short. Measured side by side:
+    ``benchmarks/measured/ab-kernels-packed-sort-*``."""
+    m = keys.shape[0]
+    if m == 0:
+        return order
+    lowest, width = _key_span(keys)
+    drop = np.uint64(max(width - _PACKED_KEY_BITS, 0))
+    n_digits = (min(width, _PACKED_KEY_BITS) + _RADIX_BITS - 1) // _RADIX_BITS
+    histogram[:n_digits] = 0
+    for i in range(m):
+        h = (keys[i] - lowest) >> drop
+        packed[i] = (h << np.uint64(32)) | np.uint64(i)
+        for d in range(n_digits):
+            histogram[d, np.uint32(h >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK] += _ONE
+    h0 = packed[0] >> np.uint64(32)
+    source, target = packed, buffer
+    for d in range(n_digits):
+        shift = np.uint64(32 + d * _RADIX_BITS)
+        position = histogram[d]
+        if position[np.uint32(h0 >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK] == np.uint64(m):
+            continue  # every key has this digit: the pass would not move anything
+        total = np.uint64(0)
+        for v in range(_RADIX_SIZE):
+            c = position[v]
+            position[v] = total
+            total += c
+        for i in range(m):
+            x = source[i]
+            digit = np.uint32(x >> shift) & _RADIX_MASK
+            p = position[digit]
+            target[p] = x
+            position[digit] = p + _ONE
+        source, target = target, source
+    for i in range(m):
+        order[i] = np.int32(source[i] & _LOW_32)
+    tie[0] = False
+    k = 1
+    while k < m:
+        if (source[k] >> np.uint64(32)) != (source[k - 1] >> np.uint64(32)):
+            tie[k] = False
+            k += 1
+            continue
+        start = k - 1
+        stop = k + 1
+        while stop < m and (source[stop] >> np.uint64(32)) == (source[start] >> np.uint64(32)):
+            stop += 1
+        if drop != np.uint64(0):
+            _fix_run(keys, order, start, stop)
+            for j in range(start + 1, stop):
+                tie[j] = keys[order[j]] == keys[order[j - 1]]
+        else:
+            for j in range(start + 1, stop):
+                tie[j] = True
+        k = stop
+    return order
+
+
 @nb.njit(inline="always", error_model="numpy")
 def _make_synthetic_scratch(m, need_cc):
     e2 = np.empty(m)
     z2 = np.empty(m)
     counts = np.ones(m, np.int32)
     n = m if need_cc else 0
+    small = m <= _PACKED_SORT_MAX  # sorted by _packed_argsort, else by _radix_argsort
     abs_e = np.empty(n)
-    hi = np.empty(n, np.uint32)
-    hi_buffer = np.empty(n, np.uint32)
+    hi = np.empty(0 if small else n, np.uint32)
+    hi_buffer = np.empty(0 if small else n, np.uint32)
     order_a = np.empty(n, np.int32)
-    order_b = np.empty(n, np.int32)
+    order_b = np.empty(0 if small else n, np.int32)
     histogram = np.empty((_RADIX_DIGITS, _RADIX_SIZE), np.uint64)
     tie_e = np.zeros(n, np.bool_)
-    return e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e
+    packed = np.empty(n if small else 0, np.uint64)
+    packed_buffer = np.empty(n if small else 0, np.uint64)
+    return (e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed,
+            packed_buffer)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2051,12 +2196,17 @@ def _synthetic_cc(centred_u, saa, need_cc, scratch, work):
     """``(order_e, cc)`` of a synthetic set whose ``|E~|`` is in ``scratch``: the stable
     argsort of ``|E~|`` (its tie flags in ``scratch``) and Spearman's correlation with the
     fixed ranks of uE (``centred_u``, ``saa``); NaN when cc is not asked."""
-    _, _, _, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e = scratch
+    _, _, _, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed, packed_buffer = (
+        scratch)
     if not need_cc:
         return order_a, np.nan
     # non-negative doubles sort like their bit patterns; the sort sets the tie flags
-    order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
-                             histogram, tie_e)
+    if abs_e.shape[0] <= _PACKED_SORT_MAX:
+        order_e = _packed_argsort(abs_e.view(np.uint64), packed, packed_buffer, histogram,
+                                  order_a, tie_e)
+    else:
+        order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
+                                 histogram, tie_e)
     # the uE ranks do not change between synthetic sets: only |E~| is ranked here, once
     # for every number of bins
     if abs_e.shape[0] <= _EXACT_RANK_SUMS:
