@@ -5,14 +5,16 @@ against one thread per replicate, side by side in one process, and the FMA check
     the GPU draws, split between 256 threads, against ``kernels.fill_variates`` (how many are
     bit-identical), and the replicates that fell back to one thread.
 (b) The statistics of ``--n-check`` replicates of M = 2·10^5 (zms, zm, rce, ence, zmse, ...):
-    the split kernel against the CPU kernel and against one thread per replicate.
+    the split kernel (its sums in the CPU's order, the default, and added in a tree,
+    ``exact=False``) against the CPU kernel and against one thread per replicate.
 (c) Timings at M = 2·10^6 (``--m``), zms + ence + zmse (``--n-bins`` bins): one call of
     ``simulate_statistics_gpu`` per row (uE to the GPU, kernel, sums back, finishing) after a
     warm-up call that compiles, for the generators normal, t6 (chi-square construction) and t5
     (Bailey's), n_mc = 500 (the first round of ``n_mc="auto"``) and 10^4: split (the
     default plan) and one thread per replicate (``threads=32``, a segment longer than any
     replicate: the launch of the kernel before the split; at n_mc = 500 only, but for the
-    normal generator, as it takes about as long for any n_mc up to a full GPU).
+    normal generator, as it takes about as long for any n_mc up to a full GPU); the split's
+    sums in the CPU's order (``split``) and in a tree (``split_tree``).
 (d) The FMA check of ``gpu_simulation.py`` (PTX and machine code of ``a * a + b * b``).
 
 Only NumPy, SciPy, Numba and numba-cuda are needed. Small sizes run on Numba's CUDA simulator
@@ -59,7 +61,7 @@ def variates(m: int) -> dict:
         key = stream_key(2027, f"reference:{name}")
         info: dict = {}
         _, _, eps = gpu.simulation_sums_gpu(key, 0, 2, code, parameter, np.ones(m), 0,
-                                            n_record=m, info=info)
+                                            n_record=m, exact=False, info=info)
         cpu = np.empty((2, m))
         for r in range(2):
             K.fill_variates(key, r, code, parameter, cpu[r])
@@ -77,12 +79,17 @@ def statistics(m: int, n: int, n_bins: int, threads: int) -> dict:
     for name, code, parameter in GENERATORS:
         key = stream_key(2028, f"reference:{name}")
         split = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared)
+        tree = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared,
+                                           exact=False)
         whole = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared,
                                             threads=32, segment=WHOLE)
         cpu = cpu_simulation(prepared, codes, code, parameter, key, 0, n, threads)
         out[name] = {
             "plan": list(gpu.split_plan(code, parameter, m)),
             "split_vs_cpu": {k: relative(split[:, i], cpu[:, i]) for i, k in enumerate(KEYS)},
+            "split_identical_to_cpu": bool(np.array_equal(split, cpu, equal_nan=True)),
+            "split_tree_vs_cpu": {k: relative(tree[:, i], cpu[:, i])
+                                  for i, k in enumerate(KEYS)},
             "one_thread_vs_cpu": {k: relative(whole[:, i], cpu[:, i])
                                   for i, k in enumerate(KEYS)},
             "split_vs_one_thread": {k: relative(split[:, i], whole[:, i])
@@ -101,7 +108,7 @@ def timings(m: int, counts: list[int], n_bins: int, budget: float, started: floa
     for name, code, parameter in (g for g in GENERATORS if g[0] in ("normal", "t6", "t5")):
         key = stream_key(7, f"reference:{name}")
         for n in counts:
-            for label, options in (("split", {}),
+            for label, options in (("split", {}), ("split_tree", {"exact": False}),
                                    ("one_thread", {"threads": 32, "segment": WHOLE})):
                 if label == "one_thread" and n != counts[0] and name != "normal":
                     continue  # one thread per replicate: about as long for any n_mc
@@ -111,7 +118,8 @@ def timings(m: int, counts: list[int], n_bins: int, budget: float, started: floa
                     continue
                 gpu.simulate_statistics_gpu(key, 0, 4, codes, code, parameter, prepared,
                                             **options)  # warm (compiled once per process)
-                info = gpu.split_plan(code, parameter, m, **options)
+                info = gpu.split_plan(code, parameter, m, threads=options.get("threads"),
+                                      segment=options.get("segment"))
                 t = time.perf_counter()
                 gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared,
                                             **options)

@@ -35,6 +35,9 @@ GENERATORS = ("normal", "t4", "t6", "t32", "t5", "t3.5", "t34", "uniform", "lapl
 #: decisions use arithmetic only, the values ``sqrt``, correctly rounded everywhere): the GPU's
 #: variates are the CPU's bit for bit.
 EXACT = ("normal", "t4", "t6", "t32", "uniform")
+#: Those whose statistics are also checked with a replicate split between threads (t32's
+#: parses meet after thousands of draws, which the simulator would run as Python for long).
+SPLIT = ("normal", "t4", "t6", "uniform")
 
 
 SIMULATED = SIMULATOR_PREAMBLE + """
@@ -68,7 +71,7 @@ def relative(a, b):
 m = 203
 uE = np.sqrt(2.0 / rng.gamma(2.0, size=m))
 prepared = PreparedData.from_arrays(uE * rng.standard_normal(m), uE, n_bins=7)
-statistics, variates, spread = {}, {}, {}
+statistics, variates, spread, identical = {}, {}, {}, {}
 for name in GENERATORS:
     g = get_generator(name)
     key = stream_key(3, f"reference:{name}")
@@ -76,6 +79,13 @@ for name in GENERATORS:
                                          threads=2)
     reference = _simulation_block(prepared, codes, g.code, g.parameter, key, 5, 9)
     statistics[name] = [relative(values[:, k], reference[:, k]) for k in range(len(KEYS))]
+    if name in %(split)r:
+        # a replicate split between 8 threads, its sums added in the CPU's order
+        split = gpu.simulate_statistics_gpu(key, 5, 7, codes, g.code, g.parameter, prepared,
+                                            threads=8, segment=24)
+        identical[name] = [bool(np.array_equal(values, reference, equal_nan=True)),
+                           bool(np.array_equal(split, reference[:2], equal_nan=True)),
+                           gpu.split_plan(g.code, g.parameter, m, threads=8, segment=24)[0]]
     varying = [k for k, key in enumerate(KEYS) if key not in ("mv", "rmv")]  # not of eps
     spread[name] = float(np.min(np.std(reference[:, varying], axis=0)
                                 / np.abs(reference[:, varying]).mean(axis=0)))
@@ -85,6 +95,7 @@ for name in GENERATORS:
         K.fill_variates(key, 5 + i, g.code, g.parameter, cpu[i])
     variates[name] = relative(eps, cpu)
 result["statistics"] = statistics
+result["identical"] = identical
 result["variates"] = variates
 result["spread"] = spread
 
@@ -221,7 +232,7 @@ print(json.dumps(result))
 @pytest.fixture(scope="module")
 def simulated() -> dict:
     return json_result(start(SIMULATED % {"keys": KEYS, "generators": GENERATORS,
-                                        "exact": EXACT}, simulator=True),
+                                        "exact": EXACT, "split": SPLIT}, simulator=True),
                        timeout=300)
 
 
@@ -256,6 +267,15 @@ def test_statistics_equal_the_cpu_replicate_by_replicate(simulated):
         assert all(value <= TOLERANCE for value in relative.values()), (name, relative)
         # the replicates differ from each other: agreement is not that of constants
         assert simulated["spread"][name] > 1e-4, name
+
+
+def test_statistics_are_the_cpu_s_bit_for_bit_where_the_variates_are(simulated):
+    """Generators whose variates are the CPU's bits: every statistic is too, whether one
+    thread draws a replicate or 8 share it (the split's sums added in the CPU's order)."""
+    assert set(simulated["identical"]) == set(SPLIT)
+    for name in SPLIT:
+        one_thread, split, group = simulated["identical"][name]
+        assert group > 1 and one_thread and split, (name, simulated["identical"][name])
 
 
 def test_bin_sums_follow_the_cpu_bins_including_empty_ones(simulated):

@@ -73,6 +73,14 @@ for name in %(generators)r:
         with np.errstate(all="ignore"):
             bin_error = np.where(expected_bins == bins, 0.0,
                                  np.abs(bins - expected_bins) / np.abs(expected_bins))
+        # the CPU kernel's additions: one after the other from 0.0, in point order
+        in_order = np.stack([np.add.accumulate(x, axis=1)[:, -1] for x in (e2, z2, cpu)],
+                            axis=1)
+        in_order_bins = np.zeros((2, n_bins, 2))
+        for b, (lo, hi) in enumerate(zip(lows, edges)):
+            if hi > lo:
+                for c, x in enumerate((e2, z2)):
+                    in_order_bins[:, b, c] = np.add.accumulate(x[:, lo:hi], axis=1)[:, -1]
         row = {"generator": name, "m": m, "n_bins": n_bins, "threads": threads,
                "segment": segment, "group": info["group"], "block": info["block"],
                "fallbacks": info["fallbacks"], "variates": variates,
@@ -80,12 +88,31 @@ for name in %(generators)r:
                "sums": float(np.max(np.abs(sums - expected) / scale)),
                "bins": float(np.max(bin_error, initial=0.0)),
                "empty_bins_zero": bool(np.all(bins[:, np.diff(np.concatenate([[0], edges]))
-                                                   == 0] == 0.0))}
+                                                   == 0] == 0.0)),
+               "in_flight": info["in_flight"],
+               "sums_in_order": bool(np.array_equal(sums, in_order)),
+               "bins_in_order": bool(np.array_equal(bins, in_order_bins))}
         if name in ("t5", "laplace") and m == 203:
-            # libm's functions make these variates: the split draws the unsplit kernel's bits
-            _, _, whole = gpu.simulation_sums_gpu(key, 2, 4, g.code, g.parameter, u, n_bins,
-                                                  n_record=m, threads=1)
-            row["identical_to_one_thread"] = bool(np.array_equal(whole, eps))
+            # libm's functions make these variates: the split draws the unsplit kernel's bits,
+            # and adds them as the unsplit kernel does
+            one_sums, one_bins, whole = gpu.simulation_sums_gpu(
+                key, 2, 4, g.code, g.parameter, u, n_bins, n_record=m, threads=1)
+            row["identical_to_one_thread"] = bool(
+                np.array_equal(whole, eps) and np.array_equal(one_sums, sums)
+                and np.array_equal(one_bins, bins))
+        if m == 203 and n_bins == 7:
+            # the threads' sums added in a tree (exact=False): the CPU's to rounding
+            info_tree = {}
+            tree, tree_bins, _ = gpu.simulation_sums_gpu(
+                key, 2, 4, g.code, g.parameter, u, n_bins, threads=threads, segment=segment,
+                exact=False, info=info_tree)
+            row["tree_sums"] = float(np.max(np.abs(tree - expected) / scale))
+            with np.errstate(all="ignore"):
+                row["tree_bins"] = float(np.max(np.where(
+                    expected_bins == tree_bins, 0.0,
+                    np.abs(tree_bins - expected_bins) / np.abs(expected_bins)), initial=0.0))
+            row["tree_in_order"] = bool(np.array_equal(tree, in_order))
+            row["tree_group"] = info_tree["group"]
         rows.append(row)
 print(json.dumps({"rows": rows}))
 """
@@ -120,6 +147,26 @@ def test_split_sums_and_bins_equal_the_cpu_s(split):
         assert row["sums"] <= TOLERANCE, row
         assert row["bins"] <= TOLERANCE, row
         assert row["empty_bins_zero"], row
+
+
+def test_split_sums_are_added_in_the_cpu_s_order(split):
+    """The sums of a split replicate are made by one thread from the variates in device
+    memory, in the CPU kernel's order: where the variates are the CPU's, so is every sum and
+    bin sum, bit for bit (and for every generator the split's sums are the unsplit kernel's)."""
+    for row in split:
+        if row["variates_identical"]:
+            assert row["sums_in_order"] and row["bins_in_order"], row
+        assert 1 <= row["in_flight"] <= 2, row
+
+
+def test_split_sums_in_a_tree_equal_the_cpu_s_to_rounding(split):
+    """``exact=False``: the threads' sums added in a tree, the CPU's to rounding but in
+    another order (which these sets show: not every sum is the in-order one)."""
+    rows = [r for r in split if "tree_sums" in r]
+    assert rows and all(r["tree_group"] > 1 for r in rows)
+    for row in rows:
+        assert row["tree_sums"] <= TOLERANCE and row["tree_bins"] <= TOLERANCE, row
+    assert not all(r["tree_in_order"] for r in rows)
 
 
 def test_quick_parses_split_without_a_fallback_and_slow_ones_fall_back(split):

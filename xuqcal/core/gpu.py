@@ -72,8 +72,16 @@ replicate whose parses meet too late to be placed is drawn by one thread (``fall
 in 12 replicates of 2·10^6 points on an H200). A set of fewer than about a thousand points per
 thread is drawn by one thread, as before the split. The variates are the
 CPU's whatever the split (tested on the simulator with segments of a few draws, and on an
-H200); the sums of a thread are added point after point, then the threads' sums in a tree and
-a bin split between threads in thread order: the CPU's additions in another order.
+H200). The sums are then the CPU's additions in the CPU's order (``exact``, the default since
+the session of 2026-11-27, third): the threads write their variates to a row of device memory
+per replicate, and the replicate's threads copy the row chunk by chunk into shared memory,
+where its first thread adds the points one after the other as the CPU's loop does. Rows of
+at most :data:`EXACT_ORDER_BYTES` are held at once (at M = 2·10^6, 134 replicates in flight
+instead of up to 65 535). With ``exact=False`` a thread adds its own points, the threads' sums
+are added in a tree and a bin split between threads in thread order: the CPU's additions in
+another order (the figures below were measured so), in fewer steps in one thread. The time
+the ordered additions cost on a GPU is not measured yet (``benchmarks/gpu_split.py`` times
+both).
 
 *Supported:* every moment and binned statistic; the generators normal, ``t<ν>`` (and
 ``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`). *On the CPU:* ``normp<p>``,
@@ -106,7 +114,8 @@ for bit (4·10^6 of 4·10^6 each), Laplace's 3 990 443 (the rest one unit in the
 replicates of 2·10^5 points, one thread per replicate (the CPU's additions in the CPU's order)
 gave statistics within 2.8e-16 relative of the CPU's for the normal, t4, t6 and uniform
 generators (2.9e-14 for Laplace, 4.8e-12 for t5); split between 64 to
-256 threads, the moment sums were added in another order: mse, zms and nll within 4.5e-14
+256 threads with the sums in a tree (the only split then), the moment sums were added in
+another order: mse, zms and nll within 4.5e-14
 relative, ence and zmse within 1.0e-12, zm within 2.3e-12, and rce, ``(RMV - RMSE) / RMV``,
 which passes near 0 in some replicates, within 1.4e-9 (its terms' relative difference, about
 1e-14, divided by ``|rce|``: the CPU's own rounding error is of the same size). At
@@ -593,6 +602,14 @@ SIMULATION_THREADS = 32
 SPLIT_THREADS = 256
 #: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
 _SIM_SUMS = 3
+#: Variates (and as many uncertainties) each thread copies into shared memory per chunk of the
+#: additions in the CPU's order (:func:`_simulation_sums` with ``exact``): 1 024 of each
+#: (16 KiB) for a whole block, so that the adding thread reads no global memory.
+_CHUNK_PER_THREAD = 4
+#: Device memory for the rows of variates of the replicates in flight when a split replicate's
+#: sums are made in the CPU's order: a launch holds at most this many bytes of rows (at
+#: M = 2·10⁶, 128 replicates), and at most half of the free memory.
+EXACT_ORDER_BYTES = 2 << 30
 #: The inverse of the stream's increment modulo 2^64: the raw position of a state is
 #: ``(state - start) γ^-1`` (the state after ``p`` raw draws is ``start + p γ``).
 _GAMMA_INVERSE = np.uint64(pow(int(K._GAMMA), -1, 1 << 64))
@@ -667,7 +684,8 @@ def _store_bin(bins, edge_bin, edge_sum, r, tid, slot, b, whole, b_e2, b_z2):
 
 
 def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
-                     n_bins, group, segment, sums, bins, variates, n_record, fallbacks):
+                     n_bins, group, segment, sums, bins, variates, n_record, fallbacks, exact,
+                     buffer):
     """Kernel: ``group`` threads draw replicate ``first + r`` together (a block holds
     ``blockDim / group`` replicates and loops with the grid's stride); its ``M`` variates
     ``eps`` are the CPU's (:func:`xuqcal.core.kernels.next_variate` from the same stream), and
@@ -692,9 +710,18 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     own variates with their uncertainties. Where ``m_k > m_{k+1}`` (parses that met late), the
     replicate is drawn by its first thread alone, as with ``group = 1``.
 
-    **The sums.** A thread adds its points one after the other; the threads' sums are added
-    in a tree, and the sums of a bin split between threads are added in thread order. With
-    ``group = 1`` (and in a bin within one thread) the additions are the CPU's, in its order.
+    **The sums.** With ``exact`` (and ``group > 1``), the CPU's additions in the CPU's order:
+    each thread writes its variates to its replicate's row of ``buffer`` (global memory, one
+    row of ``M`` per replicate in flight: row ``blockIdx * (blockDim / group) + tid // group``),
+    then the replicate's threads copy the row, a chunk of ``4 group`` variates and their
+    uncertainties at a time, into shared memory, and its first thread adds the chunk's points
+    one after the other as
+    :func:`xuqcal.core.kernels._fused_synthetic_set` does (the sums and each bin's sums from
+    0.0, in point order): the same bits as the CPU where the variates are the same. Without
+    ``exact`` a thread adds its points one after the other, the threads' sums are added in a
+    tree and the sums of a bin split between threads in thread order (other roundings, fewer
+    steps in one thread). With ``group = 1`` a thread draws and adds in the CPU's order
+    either way.
     """
     tid = cuda.threadIdx.x
     per_block = cuda.blockDim.x // group
@@ -707,7 +734,11 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     partial = cuda.shared.array(SPLIT_THREADS, np.float64)
     edge_bin = cuda.shared.array((SPLIT_THREADS, 2), np.int64)
     edge_sum = cuda.shared.array((SPLIT_THREADS, 2, 2), np.float64)
+    chunk = cuda.shared.array(SPLIT_THREADS * _CHUNK_PER_THREAD, np.float64)
+    chunk_u = cuda.shared.array(SPLIT_THREADS * _CHUNK_PER_THREAD, np.float64)
     m = u.shape[0]
+    in_order = exact != 0 and group > 1
+    row = cuda.blockIdx.x * per_block + tid // group  # this replicate's row of ``buffer``
     block_first = cuda.blockIdx.x * per_block
     while block_first < n_replicates:
         r = block_first + tid // group
@@ -788,6 +819,9 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
                 x, state = _variate_device(state, code, parameter, scale, half)
                 if i < n_record:
                     variates[r, i] = x
+                if in_order:  # added below, in point order
+                    buffer[row, i] = x
+                    continue
                 e = u[i] * x
                 e2 = e * e
                 z2 = x * x
@@ -807,9 +841,61 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
                         b_z2 = 0.0
                     b_e2 += e2
                     b_z2 += z2
-            if n_bins > 0:  # the last bin: whole if it also ends in this thread's points
+            if n_bins > 0 and not in_order:  # the last bin: whole if it ends here too
                 _store_bin_device(bins, edge_bin, edge_sum, r, tid, slot, b,
                                   whole and next_start <= high, b_e2, b_z2)
+        if in_order:
+            # 4. the CPU's additions, in its order, by the replicate's first thread
+            cuda.syncthreads()  # the row is written (global writes of the block are visible)
+            width = _CHUNK_PER_THREAD * group
+            own = base * _CHUNK_PER_THREAD  # this replicate's part of ``chunk``
+            s_e2 = 0.0
+            s_z2 = 0.0
+            s_z = 0.0
+            t_e2 = 0.0
+            t_z2 = 0.0
+            b = 0
+            next_start = bin_ends[0] if n_bins > 0 else m
+            for c0 in range(0, m, width):  # the same number of chunks in every replicate
+                for j in range(_CHUNK_PER_THREAD):
+                    i = c0 + k + j * group
+                    if active and i < m:
+                        chunk[own + k + j * group] = buffer[row, i]
+                        chunk_u[own + k + j * group] = u[i]
+                cuda.syncthreads()
+                if active and k == 0:
+                    for q in range(min(width, m - c0)):
+                        i = c0 + q
+                        x = chunk[own + q]
+                        e = chunk_u[own + q] * x
+                        e2 = e * e
+                        z2 = x * x
+                        s_e2 += e2
+                        s_z2 += z2
+                        s_z += x
+                        if n_bins > 0:
+                            if i >= next_start:  # bin b is complete
+                                bins[r, b, 0] = t_e2
+                                bins[r, b, 1] = t_z2
+                                b += 1
+                                while i >= bin_ends[b]:  # bins without points keep 0
+                                    b += 1
+                                next_start = bin_ends[b]
+                                t_e2 = 0.0
+                                t_z2 = 0.0
+                            t_e2 += e2
+                            t_z2 += z2
+                cuda.syncthreads()
+            if active and k == 0:
+                sums[r, 0] = s_e2
+                sums[r, 1] = s_z2
+                sums[r, 2] = s_z
+                if n_bins > 0 and m > 0:
+                    bins[r, b, 0] = t_e2
+                    bins[r, b, 1] = t_z2
+            cuda.syncthreads()
+            block_first += cuda.gridDim.x * per_block
+            continue
         # 4. the threads' sums, in a tree; the bins split between threads, in thread order
         for c in range(_SIM_SUMS):
             if c == 0:
@@ -1046,7 +1132,7 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
 def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
                         u: np.ndarray, n_bins: int, *, n_record: int = 0,
                         threads: int | None = None, segment: int | None = None,
-                        info: dict | None = None
+                        exact: bool = True, info: dict | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sums of the synthetic sets ``E~ = u eps`` of replicates ``start .. stop - 1`` drawn
     on the GPU: ``(sums, bins, variates)`` with ``sums`` ``(n, 3)`` (``sum E~²``,
@@ -1054,10 +1140,14 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     equal-count bin of positions; ``(n, 0, 2)`` for ``n_bins = 0``) and ``variates``
     ``(n, n_record)`` (the first ``eps``; debug and tests). The variates are those of
     :func:`xuqcal.core.kernels.simulate_block`; a replicate of many points is split between
-    threads (:func:`split_plan`, with ``threads`` and ``segment``), whose sums are added in a
-    tree, so the sums equal the CPU's to rounding (bit for bit when one thread draws it).
-    ``info``, a dict, receives the plan (``group``, ``draws``, ``block``) and ``fallbacks``,
-    the replicates whose parses did not meet in order and that one thread drew alone.
+    threads (:func:`split_plan`, with ``threads`` and ``segment``). With ``exact`` (the
+    default) its sums are then made by one thread in the CPU's order from the variates written
+    to device memory (at most :data:`EXACT_ORDER_BYTES` of them at a time: fewer replicates in
+    flight), so they are the CPU's bit for bit wherever the variates are; without, the
+    threads' sums are added in a tree (equal to the CPU's to rounding, in fewer steps).
+    ``info``, a dict, receives the plan (``group``, ``draws``, ``block``), ``fallbacks``,
+    the replicates whose parses did not meet in order and that one thread drew alone, and
+    ``in_flight``, the replicates drawn at once (``exact``: the rows of variates held).
 
     Examples
     --------
@@ -1074,11 +1164,37 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     with _GPU_LOCK:
         return _simulation_sums_locked(key, int(start), int(stop), int(generator_code),
                                        float(parameter), u, int(n_bins), int(n_record), plan,
-                                       info)
+                                       bool(exact), info)
+
+
+def _free_device_bytes() -> int | None:
+    """Free memory of the current device, or None where it is not known (the simulator
+    reports infinity)."""
+    try:
+        free, _ = cuda.current_context().get_memory_info()
+    except Exception:  # a context without memory information
+        return None
+    return int(free) if math.isfinite(free) else None
+
+
+def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = None) -> int:
+    """Blocks of a launch whose split replicates add their sums in the CPU's order: at most
+    ``blocks``, and few enough that their rows of ``m`` variates (``per_block`` replicates
+    a block) take at most :data:`EXACT_ORDER_BYTES` and half of ``free`` device bytes; at
+    least one.
+
+    Examples
+    --------
+    >>> exact_order_rows(2_000_000, 1, 500), exact_order_rows(2_000_000, 1, 500, free=1 << 30)
+    (134, 33)
+    """
+    budget = EXACT_ORDER_BYTES if free is None else min(EXACT_ORDER_BYTES, free // 2)
+    rows = budget // (8 * max(int(m), 1))
+    return int(max(1, min(int(blocks), rows // max(int(per_block), 1))))
 
 
 def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
-                            plan, info):
+                            plan, exact, info):
     kernel = _simulation_kernel()
     scale, half = variate_constants(generator_code, parameter)
     group, draws, block = plan
@@ -1095,12 +1211,20 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     d_bins = cuda.to_device(np.zeros((n, max(n_bins, 1), 2)))
     d_variates = cuda.to_device(np.full((n, max(n_record, 1)), np.nan))
     d_fallbacks = cuda.to_device(np.zeros(n, dtype=np.int64))
+    per_block = block // group
+    blocks = min((n + per_block - 1) // per_block, _MAX_BLOCKS)
+    in_order = exact and group > 1
+    if in_order:
+        blocks = exact_order_rows(m, per_block, blocks, _free_device_bytes())
+    d_buffer = cuda.device_array((blocks * per_block, m) if in_order else (1, 1),
+                                 dtype=np.float64)
+    if info is not None:
+        info["in_flight"] = min(n, blocks * per_block)
     arguments = (np.uint64(key), np.int64(start), np.int64(n), np.int64(generator_code),
                  np.float64(parameter), np.float64(scale), np.int64(half), d_u, d_ends,
                  np.int64(n_bins), np.int64(group), np.int64(draws), d_sums, d_bins, d_variates,
-                 np.int64(min(n_record, m)), d_fallbacks)
-    per_block = block // group
-    launch = kernel[min((n + per_block - 1) // per_block, _MAX_BLOCKS), block]
+                 np.int64(min(n_record, m)), d_fallbacks, np.int64(in_order), d_buffer)
+    launch = kernel[blocks, block]
     with _NoContraction(), _quiet_launch(small_grid=True):
         launch(*arguments)
         sums = d_sums.copy_to_host()
@@ -1138,14 +1262,15 @@ def _sequential_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: int,
                             parameter: float, prepared, *,
-                            threads: int | None = None, segment: int | None = None
-                            ) -> np.ndarray:
+                            threads: int | None = None, segment: int | None = None,
+                            exact: bool = True) -> np.ndarray:
     """Statistics of the synthetic sets ``E~ = uE eps`` of replicates ``start .. stop - 1``
     drawn on the GPU: ``(stop - start, len(codes))``, what
-    ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU (the same variates,
-    the same sums added in another order where a replicate is split between threads, finished
-    by the same finishers; a GPU ``log``/``pow`` may round a variate differently in the last
-    bit).
+    ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU: the same variates,
+    the same sums in the same order (``exact``, the default; without, a replicate split
+    between threads has its sums added in a tree), finished by the same finishers, so the same
+    bits, except where a GPU ``log``/``pow`` rounds a variate differently in the last bit
+    (Laplace, Bailey's t).
 
     Parameters
     ----------
@@ -1163,6 +1288,8 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     threads, segment : int, optional
         Threads per block (a power of two up to :data:`SPLIT_THREADS`) and the least raw draws
         per thread (:func:`split_plan`).
+    exact : bool, default True
+        Sums of a split replicate in the CPU's order (:func:`simulation_sums_gpu`).
 
     Examples
     --------
@@ -1191,7 +1318,8 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     binned = [int(c) for c in codes if c in K.BIN_TERMS]
     n_bins = int(prepared.n_bins) if binned else 0
     sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
-                                        prepared.u, n_bins, threads=threads, segment=segment)
+                                        prepared.u, n_bins, threads=threads, segment=segment,
+                                        exact=exact)
     n = sums.shape[0]
     out = np.empty((n, codes.shape[0]))
     # the sums of the uncertainties, one after the other as the CPU kernel's loops
@@ -1234,5 +1362,5 @@ def variates_gpu(key, start: int, stop: int, generator_code: int, parameter: flo
     """
     _, _, variates = simulation_sums_gpu(key, start, stop, generator_code, parameter,
                                          np.ones(int(m)), 0, n_record=int(m), threads=threads,
-                                         segment=segment)
+                                         segment=segment, exact=False)  # sums not used
     return variates
