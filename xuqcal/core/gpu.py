@@ -76,7 +76,7 @@ H200). The sums are then the CPU's additions in the CPU's order (``exact``, the 
 the session of 2026-11-27, third): the threads write their variates to a row of device memory
 per replicate, and the replicate's threads copy the row chunk by chunk into shared memory,
 where its first thread adds the points one after the other as the CPU's loop does. Rows of
-at most :data:`EXACT_ORDER_BYTES` are held at once (at M = 2·10^6, 134 replicates in flight
+at most :data:`EXACT_ORDER_BYTES` are held at once (at M = 2·10^6, 536 replicates in flight
 instead of up to 65 535). With ``exact=False`` a thread adds its own points, the threads' sums
 are added in a tree and a bin split between threads in thread order: the CPU's additions in
 another order (the figures below were measured so), in fewer steps in one thread. The time
@@ -608,8 +608,9 @@ _SIM_SUMS = 3
 _CHUNK_PER_THREAD = 4
 #: Device memory for the rows of variates of the replicates in flight when a split replicate's
 #: sums are made in the CPU's order: a launch holds at most this many bytes of rows (at
-#: M = 2·10⁶, 128 replicates), and at most half of the free memory.
-EXACT_ORDER_BYTES = 2 << 30
+#: M = 2·10⁶, 536 replicates: about 4 blocks of 256 threads per multiprocessor of an H100 while
+#: they draw), and at most half of the free memory.
+EXACT_ORDER_BYTES = 8 << 30
 #: The inverse of the stream's increment modulo 2^64: the raw position of a state is
 #: ``(state - start) γ^-1`` (the state after ``p`` raw draws is ``start + p γ``).
 _GAMMA_INVERSE = np.uint64(pow(int(K._GAMMA), -1, 1 << 64))
@@ -1186,7 +1187,7 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
     Examples
     --------
     >>> exact_order_rows(2_000_000, 1, 500), exact_order_rows(2_000_000, 1, 500, free=1 << 30)
-    (134, 33)
+    (500, 33)
     """
     budget = EXACT_ORDER_BYTES if free is None else min(EXACT_ORDER_BYTES, free // 2)
     rows = budget // (8 * max(int(m), 1))
