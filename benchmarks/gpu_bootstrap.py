@@ -1,14 +1,16 @@
 """GPU bootstrap of zms (:mod:`xuqcal.core.gpu`): agreement with the CPU kernels, and timings.
 
 (a) Agreement at M = 2·10^5, B = 1000: the largest relative difference between the GPU's and
-    the CPU's replicates of every moment statistic, and between the BCa bounds of zms computed
-    from either set of replicates (same estimate, same jackknife).
+    the CPU's replicates of every moment statistic (sums in the CPU's order: identical; and
+    added in a tree, ``order=IN_A_TREE``), and between the BCa bounds of zms computed from
+    either set of replicates (same estimate, same jackknife).
 (b) Timing at M = 2·10^6, B = 10^4 (zms): the GPU bootstrap after a warm-up call that compiles
     the kernel (whole call: columns to the GPU, kernel, sums back, finishing; and the kernel
-    alone), in seconds and ns per draw. The CPU path (``kernels.bootstrap_block``, the kernel
-    of ``xuqcal.bootstrap``) runs on ``os.cpu_count()`` threads (a thread pool over chunks of
-    replicates, as Dask's threaded scheduler does) for a subset of the replicates only
-    (``--b-cpu``, 500 by default), and its time is extrapolated to B per draw. The GPU's
+    alone, with its sums in the CPU's order and in a tree), in seconds and ns per draw. The
+    CPU path (``kernels.bootstrap_block``, the kernel of ``xuqcal.bootstrap``) runs on
+    ``os.cpu_count()`` threads (a thread pool over chunks of replicates, as Dask's threaded
+    scheduler does) for a subset of the replicates only (``--b-cpu``, 500 by default), and its
+    time is extrapolated to B per draw. The GPU's
     replicates of that subset are compared with the CPU's too (agreement at the size of (b)).
 (c) The results go to a JSON file (``--out``).
 
@@ -88,6 +90,8 @@ def check_agreement(m: int, b: int, threads: int) -> dict:
     on_cpu = cpu_replicates(prepared, codes, key, 0, b, threads)
     cpu_seconds = time.perf_counter() - t
     per_statistic = {k: relative(on_gpu[:, i], on_cpu[:, i]) for i, k in enumerate(MOMENTS)}
+    tree = gpu.bootstrap_moments_gpu(key, 0, b, codes, prepared, order=gpu.IN_A_TREE)
+    tree_per_statistic = {k: relative(tree[:, i], on_cpu[:, i]) for i, k in enumerate(MOMENTS)}
     z = MOMENTS.index("zms")
     bca_gpu = zms_bca(prepared, on_gpu[:, z])
     bca_cpu = zms_bca(prepared, on_cpu[:, z])
@@ -98,7 +102,10 @@ def check_agreement(m: int, b: int, threads: int) -> dict:
         "zms_bca_gpu": bca_gpu.tolist(), "zms_bca_cpu": bca_cpu.tolist(),
         "zms_bca_max_relative_difference": relative(bca_gpu, bca_cpu),
         "within_1e-12": {k: v <= 1e-12 for k, v in per_statistic.items()},
-        "note": "the sums are added in another order on the GPU (compensated per thread, then "
+        "identical_to_cpu": bool(np.array_equal(on_gpu, on_cpu)),
+        "sums_order": "the CPU's (gpu.cpu_order: draw order below 2**18 points, counted above)",
+        "tree_max_relative_difference": tree_per_statistic,
+        "note": "order=IN_A_TREE adds the sums in another order (compensated per thread, then "
                 "a tree): a difference is the CPU's own rounding, amplified by cancellation in "
                 "rce (RMV - RMSE) and zm (z_shift + mean of Z - z_shift)",
         "gpu_seconds_first_call_with_compile": gpu_seconds,
@@ -132,6 +139,14 @@ def time_gpu(prepared, key, b: int, repeat: int) -> dict:
         gpu.run_kernel(key, 0, b, m, d_columns, d_sums, d_draws, 0)
         cuda.synchronize()
         kernel_times.append(time.perf_counter() - t)
+    # the kernel alone with the sums in a tree (the order before the CPU's), one launch
+    tree_times = []
+    for _ in range(repeat):
+        cuda.synchronize()
+        t = time.perf_counter()
+        gpu.run_kernel(key, 0, b, m, d_columns, d_sums, d_draws, 0, order=gpu.IN_A_TREE)
+        cuda.synchronize()
+        tree_times.append(time.perf_counter() - t)
     # the kernel alone at other block sizes (one launch each, after a warm-up launch)
     by_threads = {}
     for threads in (64, 128, 512):
@@ -150,6 +165,8 @@ def time_gpu(prepared, key, b: int, repeat: int) -> dict:
         "call_ns_per_draw": min(calls) / draws * 1e9,
         "kernel_seconds": kernel_times, "kernel_seconds_best": min(kernel_times),
         "kernel_ns_per_draw": min(kernel_times) / draws * 1e9,
+        "kernel_order": "the CPU's (gpu.cpu_order)",
+        "kernel_seconds_tree": tree_times, "kernel_seconds_tree_best": min(tree_times),
         "zms_replicates_mean": float(values[:, 0].mean()),
     }, values[:, 0]
 

@@ -46,6 +46,30 @@ reference = _replicate_block(prepared, codes, key, 3, 13)
 result["shape"] = list(values.shape)
 result["relative"] = (np.abs(values - reference) / np.abs(reference)).max(axis=0).tolist()
 result["spread"] = (reference.std(axis=0) / np.abs(reference).mean(axis=0)).tolist()
+result["identical"] = bool(np.array_equal(values, reference))
+tree = gpu.bootstrap_moments_gpu(key, 3, 6, codes, prepared, threads=8, order=gpu.IN_A_TREE)
+result["tree_relative"] = float((np.abs(tree - reference[:3]) / np.abs(reference[:3])).max())
+result["tree_identical"] = bool(np.array_equal(tree, reference[:3]))
+
+# the counted sums of large samples (the CPU's from _COUNTED_SUMS_FROM points), forced here on
+# small ones: M mod 4 = 0 and 3 (a tail added one by one), 8 threads and 2 (fewer than the
+# four chains)
+counted = []
+used = K._moment_columns(codes)
+for m_counted, threads in ((200, 8), (203, 2), (7, 4)):
+    uE = np.sqrt(2.0 / rng.gamma(2.0, size=m_counted))
+    p = PreparedData.from_arrays(1.1 * uE * rng.standard_normal(m_counted), uE,
+                                 needs_bins=False)
+    flat, stride = K._compact_rows(p.packed, used)
+    gpu_sums = gpu.moment_column_sums_gpu(key, 2, 4, codes, p.packed, threads=threads,
+                                          order=gpu.COUNTED)[:, used]
+    cpu_sums = np.empty_like(gpu_sums)
+    for i in range(2):
+        counts = np.zeros(m_counted, np.int32)
+        K.fill_counts(key, 2 + i, counts)
+        K._counted_sums(counts, flat, stride, len(used), np.zeros((4, 6)), cpu_sums[i])
+    counted.append(bool(np.array_equal(gpu_sums, cpu_sums)))
+result["counted_identical"] = counted
 
 # the drawn indices, compared with the CPU's stream (next_below through fill_draws)
 m = 300
@@ -80,7 +104,7 @@ for m in (1, 2, 5):
     two = np.array([STATISTICS["zms"].code, STATISTICS["mse"].code])
     g = gpu.bootstrap_moments_gpu(key, 0, 3, two, p, threads=1)
     c = _replicate_block(p, two, key, 0, 3)
-    tiny.append(bool(np.allclose(g, c, rtol=1e-14, atol=0.0)))
+    tiny.append(bool(np.array_equal(g, c)))
 result["tiny"] = tiny
 
 # data rescaled by a power of two (scale safety): the units are restored as on the CPU
@@ -91,6 +115,7 @@ g = gpu.bootstrap_moments_gpu(key, 0, 4, units, p, threads=16)
 c = _replicate_block(p, units, key, 0, 4)
 result["scaled_exponent"] = p.scale_exponent
 result["scaled_relative"] = float((np.abs(g - c) / np.abs(c)).max())
+result["scaled_identical"] = bool(np.array_equal(g, c))
 
 # no replicates
 result["empty"] = list(gpu.bootstrap_moments_gpu(key, 7, 7, codes, prepared).shape)
@@ -148,6 +173,17 @@ def test_replicates_equal_the_cpu_within_1e_12(simulated):
     assert all(value <= TOLERANCE for value in relative.values()), relative
     # the replicates differ from each other: agreement is not that of constants
     assert min(simulated["spread"]) > 1e-4
+
+
+def test_replicates_are_the_cpu_s_bit_for_bit(simulated):
+    """The sums in the CPU's order (draw order below ``_COUNTED_SUMS_FROM`` points, counted
+    above; the counted order forced on small samples here, tails and fewer threads than
+    chains included): the replicates are the CPU's bits. Added in a tree, they are the CPU's
+    to rounding only."""
+    assert simulated["identical"] and simulated["scaled_identical"]
+    assert all(simulated["counted_identical"]), simulated["counted_identical"]
+    assert simulated["tree_relative"] <= TOLERANCE
+    assert not simulated["tree_identical"]
 
 
 def test_drawn_indices_are_the_cpu_streams(simulated):

@@ -4,12 +4,14 @@ random streams (numba-cuda).
 Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the CPU kernel
 (:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
 (:func:`xuqcal.core.kernels.pack_moments`) and finishes each statistic with the same finisher
-(:data:`xuqcal.core.kernels.FINISHERS`): only the order of the additions differs, so the values
-agree to rounding. On an H200 (``benchmarks/measured/gpu-bootstrap-issue26-h200-2026-11-26.json``)
-the largest relative difference of the replicates at M = 2·10^5 was 4.2e-14 for zms and at most
-5.4e-14 for the other means; more where a statistic cancels: 5.8e-13 for
-``rce = (RMV - RMSE) / RMV`` (the CPU's own rounding error divided by ``|rce|``) and 1.0e-11 for
-``zm``, a mean near 0; zms at M = 2·10^6 differed by 1.1e-13.
+(:data:`xuqcal.core.kernels.FINISHERS`), and adds the sums in the CPU's order (see **Sums**),
+so the replicates are the CPU's bit for bit (on the simulator; on a GPU, to be measured). Before
+(the sums in a tree, ``order=IN_A_TREE``), on an H200
+(``benchmarks/measured/gpu-bootstrap-issue26-h200-2026-11-26.json``) the largest relative
+difference of the replicates at M = 2·10^5 was 4.2e-14 for zms and at most 5.4e-14 for the other
+means; more where a statistic cancels: 5.8e-13 for ``rce = (RMV - RMSE) / RMV`` (the CPU's own
+rounding error divided by ``|rce|``) and 1.0e-11 for ``zm``, a mean near 0; zms at M = 2·10^6
+differed by 1.1e-13.
 
 **The streams.** The CPU draws index ``i`` of replicate ``r`` with
 ``j, state = next_below(state, M)`` from ``state = stream_start(key, r)``: raw draw
@@ -34,9 +36,21 @@ threshold ``(2^32 - M) mod M`` is computed once on the host from the constants o
 same finishers as on the CPU (their ``py_func`` on arrays, as
 :meth:`xuqcal.core.statistics.Statistic.from_sums`).
 
-**Sums.** Each thread adds its share with Neumaier's compensated summation; the partial sums of
-the threads are then added in a tree. The CPU adds the draws one after the other; the difference
-is the CPU's own rounding error.
+**Sums.** In the CPU's order (:func:`cpu_order`, since the session of 2026-11-27, third).
+Below :data:`xuqcal.core.kernels._COUNTED_SUMS_FROM` points the CPU adds the drawn rows one after
+the other: the block tests a chunk of ``blockDim`` raw positions at once, each thread staging its
+drawn row in shared memory, and the first thread adds the accepted rows in order until ``M`` are
+accepted (:data:`IN_DRAW_ORDER`). From there on the CPU counts the draws and adds
+``count × row`` in point order as four interleaved chains (``kernels._counted_sums``): the
+block counts into an int32 row of device memory (atomic increments; rows of
+at most :data:`EXACT_ORDER_BYTES` in flight), then stages counts and rows chunk by chunk, four
+threads add the four chains and one adds them up and the last ``M mod 4`` points
+(:data:`COUNTED`). The kernel is compiled without contraction (:func:`_jit_exact`,
+:class:`_NoContraction`): ``count × row + sum`` is never one FMA. ``order=IN_A_TREE`` keeps the
+earlier order: each thread adds its share with Neumaier's compensated summation and the threads'
+sums are added in a tree (the CPU's sums to rounding, in fewer sequential steps). What the
+ordered additions cost on a GPU is not measured yet (``benchmarks/gpu_bootstrap.py`` times
+both).
 
 **Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
 synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
@@ -144,6 +158,12 @@ from xuqcal.core import kernels as K
 
 #: Most threads per block (the size of the kernel's shared arrays).
 MAX_THREADS = 512
+#: How the bootstrap kernel adds a replicate's sums (:func:`_bootstrap_sums`): one after the
+#: other in the order of the draws, or counted in point order (the CPU's two orders), or in a
+#: tree of compensated thread sums.
+IN_DRAW_ORDER = 0
+COUNTED = 1
+IN_A_TREE = 2
 #: Threads per block used by default (a power of two).
 THREADS = 256
 #: Largest number of blocks launched at once (each loops over replicates when there are more).
@@ -251,10 +271,25 @@ def lemire_threshold(bound: int) -> np.uint64:
 
 
 def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, width, sums, draws,
-                    n_record):
+                    n_record, order, counts):
     """Kernel: ``sums[r, c]``, the sum of ``columns[j, c]`` (``c < width``) over the ``m``
     indices ``j`` below ``bound`` (``m`` in a bootstrap) drawn by replicate ``first + r`` (one
     block per replicate, looping with the grid's stride).
+
+    ``order`` says how the sums are added:
+
+    - :data:`IN_DRAW_ORDER`: as :func:`xuqcal.core.kernels.bootstrap_block` below
+      :data:`~xuqcal.core.kernels._COUNTED_SUMS_FROM` points, one after the other in the order
+      of the draws. The block visits the raw positions a chunk of ``blockDim`` at a time: each
+      thread tests its position's draw and stages the drawn row in shared memory, and the
+      first thread adds the accepted rows in position order until ``m`` are accepted.
+    - :data:`COUNTED`: as the CPU from that size on (:func:`xuqcal.core.kernels._counted_sums`):
+      the block counts the draws into its row of ``counts`` (atomic increments), then stages
+      counts and rows chunk by chunk in shared memory, where threads 0 to 3 each add the points
+      ``j = k mod 4`` in point order, and thread 0 adds the four partial sums as
+      ``(s0 + s1) + (s2 + s3)`` and the last ``m mod 4`` points one by one.
+    - :data:`IN_A_TREE`: each thread adds its draws with Neumaier's compensation, and the
+      threads' sums are added in a tree (the CPU's sums to rounding).
 
     ``draws[r, p]`` (debug; ``n_record = 0`` records nothing) receives the index of raw draw
     ``p`` of the replicate when it is accepted, -1 when it is rejected, for the raw positions
@@ -263,9 +298,79 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
     n_threads = cuda.blockDim.x
     partial = cuda.shared.array(MAX_THREADS, np.float64)
     counted = cuda.shared.array(MAX_THREADS, np.int64)
+    staged = cuda.shared.array((MAX_THREADS, 6), np.float64)
+    weight = cuda.shared.array(MAX_THREADS, np.float64)
+    chains = cuda.shared.array((4, 6), np.float64)
     r = cuda.blockIdx.x
     while r < n_replicates:
         state = _stream_start(key, first + r)
+        if order == IN_DRAW_ORDER:
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            a4 = 0.0
+            a5 = 0.0
+            if tid == 0:
+                counted[0] = 0  # accepted so far
+            begin = np.int64(0)
+            cuda.syncthreads()
+            while counted[0] < m:
+                p = begin + tid
+                bits, _ = _next_u64(state + np.uint64(p) * K._GAMMA)
+                ok, j = _accept(bits, bound, threshold)
+                partial[tid] = np.float64(j) if ok else -1.0  # the index (exact, < 2**32)
+                if ok:
+                    for c in range(width):
+                        staged[tid, c] = columns[j, c]
+                cuda.syncthreads()
+                if tid == 0:
+                    accepted = counted[0]
+                    for q in range(n_threads):
+                        if accepted >= m:
+                            break
+                        drawn = partial[q]
+                        if begin + q < n_record:
+                            draws[r, begin + q] = np.int64(drawn)
+                        if drawn >= 0.0:
+                            accepted += 1
+                            if width > 0:
+                                a0 += staged[q, 0]
+                                if width > 1:
+                                    a1 += staged[q, 1]
+                                    if width > 2:
+                                        a2 += staged[q, 2]
+                                        if width > 3:
+                                            a3 += staged[q, 3]
+                                            if width > 4:
+                                                a4 += staged[q, 4]
+                                                if width > 5:
+                                                    a5 += staged[q, 5]
+                    counted[0] = accepted
+                begin += n_threads
+                cuda.syncthreads()  # counted[0] read by all before the next chunk
+            if tid == 0:
+                for c in range(width):
+                    if c == 0:
+                        sums[r, c] = a0
+                    elif c == 1:
+                        sums[r, c] = a1
+                    elif c == 2:
+                        sums[r, c] = a2
+                    elif c == 3:
+                        sums[r, c] = a3
+                    elif c == 4:
+                        sums[r, c] = a4
+                    else:
+                        sums[r, c] = a5
+            cuda.syncthreads()
+            r += cuda.gridDim.x
+            continue
+        row = cuda.blockIdx.x  # this block's row of ``counts``
+        if order == COUNTED:
+            for j in range(tid, m, n_threads):
+                counts[row, j] = 0
+            cuda.syncthreads()
         t0 = 0.0
         t1 = 0.0
         t2 = 0.0
@@ -291,7 +396,9 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                     draws[r, p] = j if ok else np.int64(-1)
                 if ok:
                     mine += 1
-                    if width > 0:
+                    if order == COUNTED:
+                        cuda.atomic.add(counts, (row, j), 1)
+                    elif width > 0:
                         t0, c0 = _add(t0, c0, columns[j, 0])
                         if width > 1:
                             t1, c1 = _add(t1, c1, columns[j, 1])
@@ -310,6 +417,38 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
             accepted += counted[0]
             begin = end
             cuda.syncthreads()  # every thread has read counted[0] before it is written again
+        if order == COUNTED:
+            # the counted sums in the CPU's order: four chains j = k mod 4 below head, then
+            # (s0 + s1) + (s2 + s3), then the last points one by one
+            head = 4 * (m // 4)
+            for k in range(tid, 4, n_threads):  # chain k, by thread k mod blockDim
+                for c in range(width):
+                    chains[k, c] = 0.0
+            cuda.syncthreads()
+            for c0 in range(0, head, MAX_THREADS):
+                for q in range(tid, MAX_THREADS, n_threads):
+                    j = c0 + q
+                    if j < head:
+                        weight[q] = np.float64(counts[row, j])
+                        for c in range(width):
+                            staged[q, c] = columns[j, c]
+                cuda.syncthreads()
+                for k in range(tid, 4, n_threads):
+                    for c in range(width):
+                        total = chains[k, c]
+                        for q in range(k, min(MAX_THREADS, head - c0), 4):
+                            total += weight[q] * staged[q, c]
+                        chains[k, c] = total
+                cuda.syncthreads()
+            if tid == 0:
+                for c in range(width):
+                    total = (chains[0, c] + chains[1, c]) + (chains[2, c] + chains[3, c])
+                    for j in range(head, m):
+                        total += np.float64(counts[row, j]) * columns[j, c]
+                    sums[r, c] = total
+            cuda.syncthreads()
+            r += cuda.gridDim.x
+            continue
         for c in range(width):
             if c == 0:
                 partial[tid] = t0 + c0
@@ -349,7 +488,7 @@ def _kernels():
     _accept = device(_lemire)
     _add = device(_neumaier)
     _tree_sum_device = device(_tree_sum)
-    return numba_cuda.jit(_bootstrap_sums)
+    return _jit_exact(_bootstrap_sums)  # count * value, never fused (COUNTED)
 
 
 def _check_size(m: int) -> None:
@@ -365,16 +504,32 @@ def _check_threads(threads: int) -> int:
     return threads
 
 
+def cpu_order(m: int) -> int:
+    """The order in which the CPU adds a bootstrap replicate's moment sums of ``m`` points:
+    :data:`COUNTED` from :data:`xuqcal.core.kernels._COUNTED_SUMS_FROM` points, else
+    :data:`IN_DRAW_ORDER` (:func:`xuqcal.core.kernels.bootstrap_block`).
+
+    Examples
+    --------
+    >>> cpu_order(1000) == IN_DRAW_ORDER, cpu_order(2_000_000) == COUNTED
+    (True, True)
+    """
+    return COUNTED if m >= K._COUNTED_SUMS_FROM else IN_DRAW_ORDER
+
+
 def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws, n_record: int,
                threads: int = THREADS, *, bound: int | None = None,
-               width: int | None = None) -> None:
+               width: int | None = None, order: int | None = None) -> None:
     """Launch the bootstrap kernel on device arrays: ``sums[r, c]`` (``(n_replicates, w)``)
     receives the sum of ``columns[j, c]`` (``(m, w)``, ``w <= 6``; ``w = 0``: no sums) over
     the ``m`` indices drawn by replicate ``start + r``; ``draws`` (``(n_replicates,
     n_record)``, or any 2-D int64 array when ``n_record = 0``) the raw draws, for debugging.
     ``width`` (default ``w``) is the number of columns summed; ``bound`` (default ``m``;
-    debugging only, with ``width = 0``) is the bound of the indices. Asynchronous, as any
-    launch."""
+    debugging only, with ``width = 0``) is the bound of the indices. ``order`` (default: the
+    CPU's, :func:`cpu_order`, with columns; :data:`IN_A_TREE` without) is how the sums are
+    added (:func:`_bootstrap_sums`); :data:`COUNTED` keeps an int32 row of ``m`` counts per
+    block in device memory, so fewer blocks run at once (:func:`exact_order_rows`).
+    Asynchronous, as any launch."""
     kernel = _kernels()
     if n_replicates <= 0:
         return
@@ -383,11 +538,20 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     width = columns.shape[1] if width is None else int(width)
     if width > min(columns.shape[1], len(K.COLUMNS)) or (width and bound != m):
         raise ValueError("run_kernel: at most 6 columns, and columns only for bound = m")
+    if order is None:
+        order = cpu_order(m) if width else IN_A_TREE
+    if order not in (IN_DRAW_ORDER, COUNTED, IN_A_TREE):
+        raise ValueError(f"run_kernel: order must be IN_DRAW_ORDER, COUNTED or IN_A_TREE "
+                         f"(order = {order})")
+    blocks = min(n_replicates, _MAX_BLOCKS)
+    if order == COUNTED:
+        blocks = exact_order_rows(m, 1, blocks, _free_device_bytes(), itemsize=4)
+    counts = cuda.device_array((blocks, m) if order == COUNTED else (1, 1), dtype=np.int32)
     arguments = (np.uint64(key), np.int64(start), np.int64(n_replicates), np.int64(m),
                  np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
-                 draws, np.int64(n_record))
-    launch = kernel[min(n_replicates, _MAX_BLOCKS), _check_threads(threads)]
-    with _quiet_launch() if _simulated() else contextlib.nullcontext():
+                 draws, np.int64(n_record), np.int64(order), counts)
+    launch = kernel[blocks, _check_threads(threads)]
+    with _NoContraction(), (_quiet_launch() if _simulated() else contextlib.nullcontext()):
         launch(*arguments)
 
 
@@ -411,15 +575,17 @@ _GPU_LOCK = threading.Lock()
 
 
 def _launch(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
-            threads: int, bound: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+            threads: int, bound: int | None = None, order: int | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
     """Run the kernel on host arrays; returns ``(sums, draws)`` as host arrays (one launch at
     a time in a process, :data:`_GPU_LOCK`)."""
     with _GPU_LOCK:
-        return _launch_locked(key, start, stop, m, columns, n_record, threads, bound)
+        return _launch_locked(key, start, stop, m, columns, n_record, threads, bound, order)
 
 
 def _launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
-                   threads: int, bound: int | None) -> tuple[np.ndarray, np.ndarray]:
+                   threads: int, bound: int | None, order: int | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
     _check_threads(threads)
     _kernels()
     n_replicates = stop - start
@@ -434,15 +600,16 @@ def _launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, n_re
     d_sums = cuda.device_array((n_replicates, max(width, 1)), dtype=np.float64)
     d_draws = cuda.to_device(draws)
     run_kernel(key, start, n_replicates, m, d_columns, d_sums, d_draws, n_record, threads,
-               bound=bound, width=width)
+               bound=bound, width=width, order=order)
     return d_sums.copy_to_host()[:, :width], d_draws.copy_to_host()
 
 
 def moment_column_sums_gpu(key, start: int, stop: int, codes: np.ndarray, packed: np.ndarray,
-                           *, threads: int = THREADS) -> np.ndarray:
+                           *, threads: int = THREADS, order: int | None = None) -> np.ndarray:
     """The sums of the packed moment columns over each replicate's draws:
     ``(stop - start, 6)``, columns ordered as :data:`xuqcal.core.kernels.COLUMNS`; the columns
     that ``codes`` do not use are 0 (as in :func:`xuqcal.core.kernels.bootstrap_block`).
+    ``order``: how they are added (:func:`run_kernel`; default the CPU's, :func:`cpu_order`).
 
     Examples
     --------
@@ -455,7 +622,7 @@ def moment_column_sums_gpu(key, start: int, stop: int, codes: np.ndarray, packed
     m = int(packed.shape[0])
     _check_size(m)
     used = K._moment_columns(codes)
-    sums, _ = _launch(key, int(start), int(stop), m, packed[:, used], 0, threads)
+    sums, _ = _launch(key, int(start), int(stop), m, packed[:, used], 0, threads, order=order)
     full = np.zeros((sums.shape[0], len(K.COLUMNS)))
     full[:, used] = sums
     return full
@@ -495,11 +662,13 @@ def finish_moments(codes: np.ndarray, size: float, sums: np.ndarray,
 
 
 def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepared, *,
-                          threads: int = THREADS) -> np.ndarray:
+                          threads: int = THREADS, order: int | None = None) -> np.ndarray:
     """Bootstrap replicates ``start .. stop - 1`` of moment statistics on the GPU:
     ``(stop - start, len(codes))``, what
-    ``xuqcal.analysis.resampling._replicate_block(prepared, codes, key, start, stop)`` returns
-    (the same draws, sums in another order: equal within about 1e-13 relative).
+    ``xuqcal.analysis.resampling._replicate_block(prepared, codes, key, start, stop)`` returns:
+    the same draws, their sums added in the CPU's order (:func:`cpu_order`), finished by the
+    same finishers, so the same bits (``order=IN_A_TREE``: sums in a tree, equal within about
+    1e-13 relative).
 
     Parameters
     ----------
@@ -514,6 +683,8 @@ def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepare
         The data; its packed moment columns are copied to the GPU at each call.
     threads : int
         Threads per block (a power of two up to :data:`MAX_THREADS`).
+    order : int, optional
+        :data:`IN_DRAW_ORDER`, :data:`COUNTED` or :data:`IN_A_TREE` (default: the CPU's).
 
     Raises
     ------
@@ -540,7 +711,8 @@ def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepare
     ValueError: the GPU bootstrap computes moment statistics only (codes below 10: mse rmse mv rmv zm zms zv rce nll zisd); codes [10] are binned or rank statistics, which the CPU kernels compute
     """  # noqa: E501
     codes = _moment_codes(codes)
-    sums = moment_column_sums_gpu(key, start, stop, codes, prepared.packed, threads=threads)
+    sums = moment_column_sums_gpu(key, start, stop, codes, prepared.packed, threads=threads,
+                                  order=order)
     out = finish_moments(codes, prepared.size, sums, prepared.z_shift)
     return prepared.unscale(codes, out)
 
@@ -1178,19 +1350,22 @@ def _free_device_bytes() -> int | None:
     return int(free) if math.isfinite(free) else None
 
 
-def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = None) -> int:
-    """Blocks of a launch whose split replicates add their sums in the CPU's order: at most
-    ``blocks``, and few enough that their rows of ``m`` variates (``per_block`` replicates
-    a block) take at most :data:`EXACT_ORDER_BYTES` and half of ``free`` device bytes; at
-    least one.
+def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = None, *,
+                     itemsize: int = 8) -> int:
+    """Blocks of a launch that adds its sums in the CPU's order from rows of device memory
+    (the split simulation's variates, the bootstrap's counts): at most ``blocks``, and few
+    enough that their rows of ``m`` items of ``itemsize`` bytes (``per_block`` rows a block)
+    take at most :data:`EXACT_ORDER_BYTES` and half of ``free`` device bytes; at least one.
 
     Examples
     --------
     >>> exact_order_rows(2_000_000, 1, 500), exact_order_rows(2_000_000, 1, 500, free=1 << 30)
     (500, 33)
+    >>> exact_order_rows(2_000_000, 1, 10_000, itemsize=4)
+    1073
     """
     budget = EXACT_ORDER_BYTES if free is None else min(EXACT_ORDER_BYTES, free // 2)
-    rows = budget // (8 * max(int(m), 1))
+    rows = budget // (int(itemsize) * max(int(m), 1))
     return int(max(1, min(int(blocks), rows // max(int(per_block), 1))))
 
 
