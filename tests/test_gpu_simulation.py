@@ -202,6 +202,9 @@ with xuqcal.set_options(device="cuda"):
     with_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **options).compute()
 plain_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **options).compute()
 result["simulate_relative"] = relative(on_gpu.replicates.values, cpu.replicates.values)
+result["simulate_identical"] = all(
+    np.array_equal(on_gpu[v].values, cpu[v].values, equal_nan=True)
+    for v in ("replicates", "mean", "se", "q025", "q975"))
 result["summaries_relative"] = max(relative(on_gpu[v].values, cpu[v].values)
                                    for v in ("mean", "se", "q025", "q975"))
 result["chunk_independent"] = bool(np.array_equal(on_gpu.replicates.values,
@@ -222,6 +225,9 @@ with xuqcal.set_options(device="cuda"):
 result["validate_launches"] = list(launches)
 result["validate_relative"] = max(
     relative(on_gpu[v].values, cpu[v].values) for v in cpu.data_vars
+    if np.issubdtype(cpu[v].dtype, np.floating))
+result["validate_identical"] = all(
+    np.array_equal(on_gpu[v].values, cpu[v].values, equal_nan=True) for v in cpu.data_vars
     if np.issubdtype(cpu[v].dtype, np.floating))
 result["validate_device"] = on_gpu.attrs.get("simulation_device")
 result["validate_cpu_device"] = cpu.attrs.get("simulation_device")
@@ -302,6 +308,8 @@ def test_unscaled_like_the_cpu(simulated):
 def test_device_option_routes_simulate_to_the_gpu(simulated):
     assert simulated["simulate_relative"] <= TOLERANCE
     assert simulated["summaries_relative"] <= TOLERANCE
+    # normal and t6: the CPU's variates, summed in its order, so its replicates and summaries
+    assert simulated["simulate_identical"] is True
     # one launch per GPU generator (all 6 sets), re-chunked as asked, in each of the two
     # simulations (chunks 2 and [1, 5]); normp on the CPU, and nothing for the one with cc
     assert simulated["launches"] == [6, 6, 6, 6]
@@ -320,6 +328,9 @@ def test_a_request_with_cc_stays_on_the_cpu(simulated):
 def test_validate_simulates_on_the_gpu(simulated):
     assert simulated["validate_launches"], "validate's simulation did not reach the GPU"
     assert simulated["validate_relative"] <= TOLERANCE
+    # simulations and bootstrap (moment statistics) on the GPU, the CPU's sums in its order:
+    # every number of the result is the CPU's
+    assert simulated["validate_identical"] is True
     # the result says where its simulated references ran (nothing on the CPU)
     assert simulated["validate_device"].startswith("cuda (synthetic sets of normal on the GPU")
     assert simulated["validate_cpu_device"] is None
