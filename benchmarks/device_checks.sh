@@ -7,7 +7,9 @@
 # runs instead the default validate of 2e6 points on 2 and on 16 threads, BLAS on one thread;
 # "fma" the FMA check alone; "split" the split simulation kernel (gpu_split.py) and the
 # validate of 2e6 points without cc on 16 threads and on the GPU; "profile" where the GPU
-# validate of 2e6 points spends its time, without and with cc, and the CPU without cc.
+# validate of 2e6 points spends its time, without and with cc, and the CPU without cc; "exact"
+# the GPU kernels with their sums in the CPU's order against the tree (gpu_bootstrap.py, then
+# gpu_split.py: identical replicates, and what the ordered additions cost).
 #
 # Prepared here, before the call (see the device tool's README):
 #   .whl/      wheels of what the machine's Python 3.12 lacks (dask, distributed, numbagg,
@@ -52,6 +54,18 @@ if [[ " $STAGES " == *" split "* ]]; then
         --work validate --threads 16 --cuda --validate without_cc --budget "$left" \
         > "$OUT/validate-cuda.log" 2>&1
     echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cuda.log"
+fi
+if [[ " $STAGES " == *" exact "* ]]; then
+    # the sums in the CPU's order (the default since 2026-11-27, third session) against the
+    # tree: the bootstrap (identical replicates at M = 2e5; kernel times at 2e6, B = 1e4), then
+    # the split simulation (identical statistics; 500 and 1e4 sets of 2e6 points)
+    timeout 150 python3 benchmarks/gpu_bootstrap.py --out "$OUT/gpu-bootstrap.json" \
+        > "$OUT/gpu-bootstrap.log" 2>&1
+    echo "gpu_bootstrap.py exit $?"; tail -n 12 "$OUT/gpu-bootstrap.log"
+    timeout $((LIMIT - SECONDS - 10)) python3 benchmarks/gpu_split.py \
+        --out "$OUT/gpu-split.json" --budget $((LIMIT - SECONDS - 60)) \
+        > "$OUT/gpu-split.log" 2>&1
+    echo "gpu_split.py exit $?"; tail -n 30 "$OUT/gpu-split.log"
 fi
 if [[ " $STAGES " == *" profile "* ]]; then
     # where the default validate of 2e6 points spends its wall time on the GPU, without and
