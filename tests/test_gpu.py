@@ -71,6 +71,30 @@ for m_counted, threads in ((200, 8), (203, 2), (7, 4)):
     counted.append(bool(np.array_equal(gpu_sums, cpu_sums)))
 result["counted_identical"] = counted
 
+# moment and binned statistics (no ties of uE): the bins of each resample from its counts by
+# the CPU's bin walk; the moment sums in draw order (a launch of their own) or, forced, counted
+# in the same launch as the bins (as from _COUNTED_SUMS_FROM points)
+from xuqcal.analysis.resampling import _replicate_block as cpu_block
+m = 150
+uE = np.sqrt(2.0 / rng.gamma(2.0, size=m))
+p = PreparedData.from_arrays(1.1 * uE * rng.standard_normal(m), uE, n_bins=7)
+mixed = np.array([STATISTICS[k].code for k in ("zms", "ence", "rce", "zmse", "uce")])
+g = gpu.bootstrap_statistics_gpu(key, 1, 4, mixed, p, threads=8)
+c = cpu_block(p, mixed, key, 1, 4)
+result["binned_identical"] = bool(np.array_equal(g, c))
+together = gpu.bootstrap_statistics_gpu(key, 1, 4, mixed, p, threads=8, order=gpu.COUNTED)
+binned = [1, 3, 4]
+moments = gpu.moment_column_sums_gpu(key, 1, 4, mixed[[0, 2]], p.packed, threads=8,
+                                     order=gpu.COUNTED)
+expected = p.unscale(mixed[[0, 2]], gpu.finish_moments(mixed[[0, 2]], m, moments, p.z_shift))
+result["together_identical"] = bool(np.array_equal(together[:, binned], c[:, binned])
+                                    and np.array_equal(together[:, [0, 2]], expected))
+try:
+    gpu.bootstrap_statistics_gpu(key, 0, 2, np.array([STATISTICS["cc"].code]), p)
+    result["cc_refused"] = False
+except ValueError as error:
+    result["cc_refused"] = "cc and binned statistics of tied data" in str(error)
+
 # the drawn indices, compared with the CPU's stream (next_below through fill_draws)
 m = 300
 draws = gpu.drawn_indices_gpu(key, 40, 43, m, threads=16)
@@ -184,6 +208,13 @@ def test_replicates_are_the_cpu_s_bit_for_bit(simulated):
     assert all(simulated["counted_identical"]), simulated["counted_identical"]
     assert simulated["tree_relative"] <= TOLERANCE
     assert not simulated["tree_identical"]
+
+
+def test_binned_replicates_are_the_cpu_s_bit_for_bit(simulated):
+    """ence, zmse and uce of data without ties of uE: the counts of each resample, then the
+    CPU's own bin walk compiled for the GPU; cc is refused (the CPU ranks)."""
+    assert simulated["binned_identical"] and simulated["together_identical"]
+    assert simulated["cc_refused"]
 
 
 def test_drawn_indices_are_the_cpu_streams(simulated):

@@ -1,4 +1,5 @@
-"""set_options(device="cuda"): the iid bootstrap of moment statistics on the GPU (issue 26).
+"""set_options(device="cuda"): the iid bootstrap of moment and binned statistics on the GPU
+(issue 26).
 
 Run on Numba's CUDA simulator in a subprocess (``NUMBA_ENABLE_CUDASIM=1`` must be set before
 ``numba.cuda`` is first imported); the suite never needs a GPU.
@@ -26,6 +27,7 @@ SCRIPT = textwrap.dedent("""
     # the simulator runs every GPU thread as a Python thread: 8 threads per block instead of
     # 256 (the draws and sums do not depend on it, tests/test_gpu.py checks several counts)
     gpu.bootstrap_moments_gpu = functools.partial(gpu.bootstrap_moments_gpu, threads=8)
+    gpu.bootstrap_statistics_gpu = functools.partial(gpu.bootstrap_statistics_gpu, threads=8)
 
     # small: the simulator runs every GPU thread as a Python thread (level 0.5: 4 replicates
     # suffice for an interval)
@@ -33,16 +35,27 @@ SCRIPT = textwrap.dedent("""
     stats = ["zms", "rce", "nll", "zm"]
     options = dict(n_boot=8, seed=2, chunks=3, level=0.5)
     cpu = xuqcal.bootstrap(ds, stats, keep_replicates=True, **options).compute()
+    # a binned statistic with its own ties: uE rounded (its bins then on the CPU)
+    tied = ds.assign(uE=ds.uE.round(1))
+    mixed_stats = ["zms", "cc", "ence", "zmse"]
     with xuqcal.set_options(device="cuda"):
         gpu = xuqcal.bootstrap(ds, stats, keep_replicates=True, **options).compute()
-        mixed = xuqcal.bootstrap(ds, ["zms", "ence"], n_bins=4, **options).compute()
-    plain = xuqcal.bootstrap(ds, ["zms", "ence"], n_bins=4, **options).compute()
-    scale = np.maximum(np.abs(cpu.replicates.values), 1e-300)
-    print("max_rel", float(np.max(np.abs(gpu.replicates.values - cpu.replicates.values)
-                                  / scale)))
+        mixed = xuqcal.bootstrap(ds, mixed_stats, n_bins=4, keep_replicates=True,
+                                 **options).compute()
+        mixed_tied = xuqcal.bootstrap(tied, mixed_stats, n_bins=4, keep_replicates=True,
+                                      **options).compute()
+    plain = xuqcal.bootstrap(ds, mixed_stats, n_bins=4, keep_replicates=True,
+                             **options).compute()
+    plain_tied = xuqcal.bootstrap(tied, mixed_stats, n_bins=4, keep_replicates=True,
+                                  **options).compute()
+    print("identical", bool(gpu.identical(cpu.assign_attrs(device=gpu.attrs["device"]))))
     print("device", gpu.attrs.get("device"), "|", cpu.attrs.get("device"))
-    print("mixed_equal", bool(np.array_equal(mixed.ci_low.values, plain.ci_low.values)),
-          mixed.attrs.get("device"))
+    print("mixed_identical", bool(np.array_equal(mixed.replicates.values,
+                                                  plain.replicates.values)),
+          bool(np.array_equal(mixed.ci_low.values, plain.ci_low.values, equal_nan=True)))
+    print("tied_identical", bool(np.array_equal(mixed_tied.replicates.values,
+                                                 plain_tied.replicates.values)))
+    print("mixed_device", mixed.attrs.get("device"))
 """)
 
 
@@ -54,12 +67,16 @@ def test_the_gpu_bootstrap_draws_the_cpu_s_replicates_on_the_simulator():
         pytest.skip("numba.cuda (and its simulator) is not installed")
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    # zm's cancellation around z_shift (a mean near 0) allows a few more units in the last place
-    assert float(lines["max_rel"]) < 1e-11
-    assert lines["device"].startswith("cuda (moment statistics on the GPU") \
+    # the sums in the CPU's order: every replicate and bound is the CPU's, bit for bit
+    assert lines["identical"] == "True"
+    assert lines["device"].startswith("cuda (moment statistics, and binned ones of a binning "
+                                      "variable without ties, on the GPU") \
         and lines["device"].endswith("| None")
-    # a bootstrap that also needs a binned statistic stays on the CPU, bit for bit
-    assert lines["mixed_equal"] == "True None"
+    # zms, ence and zmse on the GPU and cc on the CPU in the same tasks; with ties of uE, the
+    # bins on the CPU too: the CPU's replicates either way
+    assert lines["mixed_identical"] == "True True"
+    assert lines["tied_identical"] == "True"
+    assert lines["mixed_device"].startswith("cuda (")
 
 
 @pytest.mark.skipif(cuda_available(), reason="a GPU (or the simulator) is present")

@@ -130,14 +130,16 @@ class set_options:
         only NumPy-backed data). ``False`` skips the scan.
     device : {"cpu", "cuda"}, default "cpu"
         Where the kernels run. ``"cuda"``: the iid bootstrap of the moment statistics (``mse
-        rmse mv rmv zm zms zv rce nll``; a bootstrap that also asks for binned or rank
-        statistics stays on the CPU) runs on an NVIDIA GPU (:mod:`xuqcal.core.gpu`, the extra
-        ``xuqcal[gpu]``), with the same streams: replicate ``r`` draws the same points; its
-        sums are added in another order (equal to the CPU's within about 1e-13 relative).
+        rmse mv rmv zm zms zv rce nll``) and of the binned ones (``ence uce zmse``) of a
+        binning variable without ties runs on an NVIDIA GPU (:mod:`xuqcal.core.gpu`, the extra
+        ``xuqcal[gpu]``; ``cc`` and the bins of tied data on the CPU, in the same tasks), with
+        the same streams: replicate ``r`` draws the same points and adds its sums in the CPU's
+        order, so its values are the CPU's bit for bit.
         The simulated references (:func:`xuqcal.simulate`, and those of ``validate``) of every
         moment and binned statistic, generators normal, ``t<ν>``, ``tfit``, uniform and
         Laplace, run there too, the GPU drawing the CPU's variates, a large synthetic set
-        split between threads (``normp`` and requests with ``cc`` stay on the CPU; the result's
+        split between threads, its sums added in the CPU's order (``normp`` and requests with
+        ``cc`` stay on the CPU; the result's
         attribute ``device`` says where each generator ran). Refused when no GPU (or
         numba-cuda) is found.
     conventions : {"xuqcal", "errviewlib"}, default "xuqcal"

@@ -110,16 +110,25 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
 
 def _replicate_block_gpu(prepared: PreparedData, codes: np.ndarray, key: np.uint64,
                          start: int, stop: int) -> np.ndarray:
-    """:func:`_replicate_block` of moment statistics on the GPU (the same draws)."""
-    from xuqcal.core.gpu import bootstrap_moments_gpu
+    """:func:`_replicate_block` with the statistics the GPU computes for these data on the GPU
+    (moment statistics, and binned ones of a binning variable without ties:
+    :func:`xuqcal.core.gpu.gpu_bootstrap_codes`) and the others on the CPU, in the same task:
+    each statistic's replicates are the CPU kernel's, whichever other statistics are asked."""
+    from xuqcal.core.gpu import bootstrap_statistics_gpu, gpu_bootstrap_codes
 
-    return bootstrap_moments_gpu(key, start, stop, codes, prepared)
+    on_device = gpu_bootstrap_codes(codes, prepared)
+    out = np.empty((stop - start, codes.shape[0]))
+    out[:, on_device] = bootstrap_statistics_gpu(key, start, stop, codes[on_device], prepared)
+    if not on_device.all():
+        out[:, ~on_device] = _replicate_block(prepared, codes[~on_device], key, start, stop)
+    return out
 
 
 def on_gpu(codes: np.ndarray) -> bool:
-    """Whether the iid bootstrap of the statistics ``codes`` runs on the GPU: the option
-    ``device="cuda"`` (:func:`xuqcal.set_options`) and moment statistics only."""
-    return OPTIONS["device"] == "cuda" and bool(np.all(np.asarray(codes) < K.N_MOMENT))
+    """Whether the iid bootstrap of the statistics ``codes`` goes to the GPU: the option
+    ``device="cuda"`` (:func:`xuqcal.set_options`) and a moment or binned statistic among
+    them (cc, and binned statistics of tied data, are computed by the CPU in the same task)."""
+    return OPTIONS["device"] == "cuda" and bool(np.any(np.asarray(codes) < K.CC))
 
 
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
@@ -482,7 +491,8 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     attrs = bootstrap_attrs(stats, method=method, level=level, n_boot=n_boot, seed=seed,
                             n_bins=n_bins, by=by, m=m)
     if dependence is None and method != "student" and on_gpu(codes):
-        attrs["device"] = "cuda (moment statistics on the GPU, the same streams)"
+        attrs["device"] = ("cuda (moment statistics, and binned ones of a binning variable "
+                           "without ties, on the GPU; the same streams)")
     coords = statistic_coords(stats)
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)

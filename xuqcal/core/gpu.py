@@ -1,5 +1,5 @@
-"""GPU bootstrap of the moment statistics and GPU simulation of the references, on the CPU's
-random streams (numba-cuda).
+"""GPU bootstrap of the moment and binned statistics and GPU simulation of the references, on
+the CPU's random streams (numba-cuda).
 
 Replicate ``r`` of :func:`bootstrap_moments_gpu` draws the same indices as the CPU kernel
 (:func:`xuqcal.core.kernels.bootstrap_block`), sums the same per-point columns
@@ -51,6 +51,17 @@ earlier order: each thread adds its share with Neumaier's compensated summation 
 sums are added in a tree (the CPU's sums to rounding, in fewer sequential steps). What the
 ordered additions cost on a GPU is not measured yet (``benchmarks/gpu_bootstrap.py`` times
 both).
+
+**Binned statistics** (:func:`bootstrap_statistics_gpu`, since the session of 2026-11-27,
+third). The bins of a resample are equal-count bins of its copies in binning order; the CPU
+walks the points with their counts (``kernels._bin_sums``: ``_add_run``, ``_add_copies``,
+``_store_bin``), and the GPU's :data:`COUNTED` launch, after the counts, has one thread walk
+them with the same functions compiled for the GPU (:func:`_device_twin`), so a bin's sums are
+the CPU's bits. Only for a binning variable without ties (:func:`gpu_bootstrap_codes`): the CPU
+adds the copies of tied points in the order they were drawn, which counts do not keep. cc
+(ranks with multiplicities) stays on the CPU, in the same Dask task as the GPU's statistics
+(``analysis.resampling._replicate_block_gpu``). The walk reads the counts and the data from
+device memory, one thread per replicate; its cost on a GPU is not measured yet.
 
 **Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
 synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
@@ -172,6 +183,10 @@ _MAX_BLOCKS = 65535
 # the ``cuda`` module, bound on first use (:func:`_kernels`): the kernels below refer to it as a
 # module global, which the simulator swaps for its own while a kernel runs
 cuda = None
+# the device twins of the CPU's bin walk, bound by _kernels
+_bin_start_device = None
+_bin_store_device = None
+_add_run_device = None
 # the device twins of the stream primitives of xuqcal.core.kernels, bound by _kernels()
 _stream_start = None
 _next_u64 = None
@@ -271,7 +286,7 @@ def lemire_threshold(bound: int) -> np.uint64:
 
 
 def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, width, sums, draws,
-                    n_record, order, counts):
+                    n_record, order, counts, e2, u2, z2, n_bins, bins):
     """Kernel: ``sums[r, c]``, the sum of ``columns[j, c]`` (``c < width``) over the ``m``
     indices ``j`` below ``bound`` (``m`` in a bootstrap) drawn by replicate ``first + r`` (one
     block per replicate, looping with the grid's stride).
@@ -287,7 +302,12 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
       the block counts the draws into its row of ``counts`` (atomic increments), then stages
       counts and rows chunk by chunk in shared memory, where threads 0 to 3 each add the points
       ``j = k mod 4`` in point order, and thread 0 adds the four partial sums as
-      ``(s0 + s1) + (s2 + s3)`` and the last ``m mod 4`` points one by one.
+      ``(s0 + s1) + (s2 + s3)`` and the last ``m mod 4`` points one by one. With
+      ``n_bins > 0`` thread 0 then adds the equal-count bins of the resample from the counts
+      and ``e2``, ``u2``, ``z2`` (points in binning order, no ties: the draw order of tied
+      points does not matter) into ``bins[r, 0..3, b]`` (counts, E², uE², Z² of bin ``b``)
+      with the CPU's own ``kernels._add_run`` and ``kernels._store_bin`` (device twins), in
+      point order as :func:`xuqcal.core.kernels._bin_sums`.
     - :data:`IN_A_TREE`: each thread adds its draws with Neumaier's compensation, and the
       threads' sums are added in a tree (the CPU's sums to rounding).
 
@@ -446,6 +466,27 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                     for j in range(head, m):
                         total += np.float64(counts[row, j]) * columns[j, c]
                     sums[r, c] = total
+            if tid == 0 and n_bins > 0:
+                # kernels._bin_sums, its loop over the points in binning order
+                n_total = 0
+                for p in range(m):
+                    n_total += counts[row, p]
+                b_n = bins[r, 0]
+                b_e2 = bins[r, 1]
+                b_u2 = bins[r, 2]
+                b_z2 = bins[r, 3]
+                b = 0
+                pos = 0
+                next_start = _bin_start_device(1, n_total, n_bins)
+                s_n = 0.0
+                s_e2 = 0.0
+                s_u2 = 0.0
+                s_z2 = 0.0
+                for p in range(m):
+                    pos, b, next_start, s_n, s_e2, s_u2, s_z2 = _add_run_device(
+                        p, counts[row, p], e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2,
+                        pos, b, next_start, s_n, s_e2, s_u2, s_z2)
+                _bin_store_device(b, b_n, b_e2, b_u2, b_z2, s_n, s_e2, s_u2, s_z2)
             cuda.syncthreads()
             r += cuda.gridDim.x
             continue
@@ -474,6 +515,7 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
 def _kernels():
     """Compile (once) the device twins of the stream primitives and the kernel."""
     global cuda, _stream_start, _next_u64, _accept, _add, _tree_sum_device
+    global _bin_start_device, _bin_store_device, _add_run_device
     if not cuda_available():
         raise RuntimeError("no CUDA GPU is available: install numba-cuda "
                            "(pip install 'xuqcal[gpu]') on a machine with an NVIDIA GPU, or set "
@@ -488,6 +530,12 @@ def _kernels():
     _accept = device(_lemire)
     _add = device(_neumaier)
     _tree_sum_device = device(_tree_sum)
+    # the CPU's bin walk (kernels._bin_sums' steps), compiled from the same source
+    _bin_start_device = device(_device_twin(K.bin_start))
+    _bin_store_device = device(_device_twin(K._store_bin))
+    add_copies = device(_device_twin(K._add_copies, bin_start=_bin_start_device))
+    _add_run_device = device(_device_twin(K._add_run, _store_bin=_bin_store_device,
+                                          _add_copies=add_copies))
     return _jit_exact(_bootstrap_sums)  # count * value, never fused (COUNTED)
 
 
@@ -519,7 +567,7 @@ def cpu_order(m: int) -> int:
 
 def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws, n_record: int,
                threads: int = THREADS, *, bound: int | None = None,
-               width: int | None = None, order: int | None = None) -> None:
+               width: int | None = None, order: int | None = None, binned=None) -> None:
     """Launch the bootstrap kernel on device arrays: ``sums[r, c]`` (``(n_replicates, w)``)
     receives the sum of ``columns[j, c]`` (``(m, w)``, ``w <= 6``; ``w = 0``: no sums) over
     the ``m`` indices drawn by replicate ``start + r``; ``draws`` (``(n_replicates,
@@ -529,7 +577,9 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     CPU's, :func:`cpu_order`, with columns; :data:`IN_A_TREE` without) is how the sums are
     added (:func:`_bootstrap_sums`); :data:`COUNTED` keeps an int32 row of ``m`` counts per
     block in device memory, so fewer blocks run at once (:func:`exact_order_rows`).
-    Asynchronous, as any launch."""
+    ``binned``, ``(e2, u2, z2, n_bins, bins)`` (device arrays of the points in binning order,
+    without ties, and ``(n_replicates, 4, n_bins)`` zeros), adds the equal-count bins of each
+    resample too (:data:`COUNTED` only). Asynchronous, as any launch."""
     kernel = _kernels()
     if n_replicates <= 0:
         return
@@ -543,13 +593,21 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     if order not in (IN_DRAW_ORDER, COUNTED, IN_A_TREE):
         raise ValueError(f"run_kernel: order must be IN_DRAW_ORDER, COUNTED or IN_A_TREE "
                          f"(order = {order})")
+    if binned is not None and (order != COUNTED or bound != m):
+        raise ValueError("run_kernel: bins are added from counts (order COUNTED, bound = m)")
     blocks = min(n_replicates, _MAX_BLOCKS)
     if order == COUNTED:
         blocks = exact_order_rows(m, 1, blocks, _free_device_bytes(), itemsize=4)
     counts = cuda.device_array((blocks, m) if order == COUNTED else (1, 1), dtype=np.int32)
+    if binned is None:
+        no_points = cuda.device_array(1, dtype=np.float64)
+        binned = (no_points, no_points, no_points, 0,
+                  cuda.device_array((1, 4, 1), dtype=np.float64))
+    e2, u2, z2, n_bins, bins = binned
     arguments = (np.uint64(key), np.int64(start), np.int64(n_replicates), np.int64(m),
                  np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
-                 draws, np.int64(n_record), np.int64(order), counts)
+                 draws, np.int64(n_record), np.int64(order), counts, e2, u2, z2,
+                 np.int64(n_bins), bins)
     launch = kernel[blocks, _check_threads(threads)]
     with _NoContraction(), (_quiet_launch() if _simulated() else contextlib.nullcontext()):
         launch(*arguments)
@@ -715,6 +773,113 @@ def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepare
                                   order=order)
     out = finish_moments(codes, prepared.size, sums, prepared.z_shift)
     return prepared.unscale(codes, out)
+
+
+def gpu_bootstrap_codes(codes, prepared) -> np.ndarray:
+    """Which of the statistics ``codes`` :func:`bootstrap_statistics_gpu` computes for
+    ``prepared``: a boolean mask, the moment statistics always, the binned ones when the binning
+    variable has no ties (with ties the CPU adds the tied points' copies in the order they
+    were drawn, :func:`xuqcal.core.kernels._bin_sums_in_draw_order`), never cc (ranks).
+
+    Examples
+    --------
+    >>> from xuqcal.core.statistics import STATISTICS, PreparedData
+    >>> rng = np.random.default_rng(0)
+    >>> uE = rng.uniform(0.5, 2.0, 300)
+    >>> prepared = PreparedData.from_arrays(uE * rng.standard_normal(300), uE, n_bins=5)
+    >>> codes = np.array([STATISTICS[k].code for k in ("zms", "ence", "cc")])
+    >>> gpu_bootstrap_codes(codes, prepared).tolist()
+    [True, True, False]
+    """
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    binned = np.isin(codes, list(K.BIN_TERMS))
+    tie_free = not bool(np.any(prepared.tie_bin))
+    return (codes < K.N_MOMENT) | (binned & tie_free)
+
+
+def bootstrap_statistics_gpu(key, start: int, stop: int, codes: np.ndarray, prepared, *,
+                             threads: int = THREADS, order: int | None = None) -> np.ndarray:
+    """Bootstrap replicates ``start .. stop - 1`` of moment and binned statistics on the GPU:
+    ``(stop - start, len(codes))``, the values of the CPU kernel bit for bit (the same draws;
+    the moment sums in the CPU's order, :func:`cpu_order`; the bins of each resample from its
+    counts by the CPU's own bin walk, compiled for the GPU; the same finishers).
+
+    Binned statistics need a binning variable without ties (:func:`gpu_bootstrap_codes`); cc
+    and binned statistics of tied data are refused with a ``ValueError`` (the CPU computes
+    them). From :data:`xuqcal.core.kernels._COUNTED_SUMS_FROM` points one launch counts each
+    resample once for its moment sums and its bins; below, the moment sums are added in draw
+    order by a launch of their own. ``order`` (default the CPU's, :func:`cpu_order`) sets the
+    order of the moment sums (tests force :data:`COUNTED`, hence one launch, on small data).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> from xuqcal.core.statistics import STATISTICS, PreparedData
+    >>> rng = np.random.default_rng(0)
+    >>> uE = rng.uniform(0.5, 2.0, 300)
+    >>> prepared = PreparedData.from_arrays(uE * rng.standard_normal(300), uE, n_bins=5)
+    >>> codes = np.array([STATISTICS[k].code for k in ("zms", "ence", "zmse")])
+    >>> bootstrap_statistics_gpu(stream_key(1, "bootstrap"), 0, 20, codes,
+    ...                          prepared).shape  # doctest: +SKIP
+    (20, 3)
+    """
+    codes = np.asarray(codes, dtype=np.int64).reshape(-1)
+    if not np.all(gpu_bootstrap_codes(codes, prepared)):
+        raise ValueError("the GPU bootstrap computes moment statistics, and binned ones of a "
+                         "binning variable without ties; cc and binned statistics of tied data "
+                         "are computed by the CPU kernels")
+    m = int(prepared.size)
+    _check_size(m)
+    n = max(int(stop) - int(start), 0)
+    moment = [k for k, c in enumerate(codes.tolist()) if c < K.N_MOMENT]
+    binned = [k for k, c in enumerate(codes.tolist()) if c in K.BIN_TERMS]
+    out = np.empty((n, codes.shape[0]))
+    if n == 0:
+        return out
+    moment_codes = codes[moment]
+    used = K._moment_columns(moment_codes) if moment else np.zeros(0, dtype=np.int64)
+    order = cpu_order(m) if order is None else int(order)
+    together = bool(binned) and order == COUNTED
+    if moment and not together:
+        sums = moment_column_sums_gpu(key, start, stop, moment_codes, prepared.packed,
+                                      threads=threads, order=order)
+        out[:, moment] = finish_moments(moment_codes, m, sums, prepared.z_shift)
+    if binned:
+        n_bins = int(prepared.n_bins)
+        with _GPU_LOCK:
+            column_sums, bins = _binned_launch_locked(
+                key, int(start), int(stop), m, prepared.packed[:, used] if together else
+                np.zeros((m, 0)), prepared, n_bins, threads)
+        if together:
+            full = np.zeros((n, len(K.COLUMNS)))
+            full[:, used] = column_sums
+            out[:, moment] = finish_moments(moment_codes, m, full, prepared.z_shift)
+        with np.errstate(all="ignore"):
+            for k in binned:
+                terms = K.BIN_TERMS[int(codes[k])].py_func(bins[:, 0], bins[:, 1], bins[:, 2],
+                                                           bins[:, 3])
+                out[:, k] = _sequential_sum(terms) / n_bins
+    return prepared.unscale(codes, out)
+
+
+def _binned_launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, prepared,
+                          n_bins: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """One :data:`COUNTED` launch that adds the moment ``columns`` (``(m, w)``, ``w`` may be
+    0) and the bins of each resample: ``(sums (n, w), bins (n, 4, n_bins))``."""
+    _check_threads(threads)
+    _kernels()
+    n = stop - start
+    width = columns.shape[1]
+    d_columns = cuda.to_device(np.ascontiguousarray(columns if width else np.zeros((1, 1)),
+                                                    dtype=np.float64))
+    d_sums = cuda.device_array((n, max(width, 1)), dtype=np.float64)
+    d_draws = cuda.to_device(np.full((1, 1), -2, dtype=np.int64))
+    d_bins = cuda.to_device(np.zeros((n, 4, n_bins)))
+    binned = tuple(cuda.to_device(np.ascontiguousarray(a, dtype=np.float64))
+                   for a in (prepared.e2, prepared.u2, prepared.z2))
+    run_kernel(key, start, n, m, d_columns, d_sums, d_draws, 0, threads, width=width,
+               order=COUNTED, binned=(*binned, n_bins, d_bins))
+    return d_sums.copy_to_host()[:, :width], d_bins.copy_to_host()
 
 
 def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None = None,
