@@ -89,11 +89,34 @@ moments = gpu.moment_column_sums_gpu(key, 1, 4, mixed[[0, 2]], p.packed, threads
 expected = p.unscale(mixed[[0, 2]], gpu.finish_moments(mixed[[0, 2]], m, moments, p.z_shift))
 result["together_identical"] = bool(np.array_equal(together[:, binned], c[:, binned])
                                     and np.array_equal(together[:, [0, 2]], expected))
+# cc: average ranks with multiplicities made by the block, the Spearman sums exact (a tree);
+# with ties of uE and |E| (rounded data; their bins then refused), and, the exactness bound
+# lowered here, the sums of many points added by one thread in point order
+cc_code = np.array([STATISTICS["cc"].code, STATISTICS["zms"].code])
+cc_rows = []
+for m_cc, rounding in ((150, None), (97, 1)):
+    uE = np.sqrt(2.0 / rng.gamma(2.0, size=m_cc))
+    errors = 1.1 * uE * rng.standard_normal(m_cc)
+    if rounding is not None:
+        uE, errors = uE.round(rounding) + 0.1, errors.round(rounding)
+    q = PreparedData.from_arrays(errors, uE, n_bins=4)
+    got = gpu.bootstrap_statistics_gpu(key, 2, 5, cc_code, q, threads=8)
+    want = cpu_block(q, cc_code, key, 2, 5)
+    cc_rows.append(bool(np.array_equal(got, want)) and bool(q.tie_u.any()) == (rounding
+                                                                                is not None))
+exact_bound = K._EXACT_RANK_SUMS
+K._EXACT_RANK_SUMS = 10  # the simulator reads it at each call
 try:
-    gpu.bootstrap_statistics_gpu(key, 0, 2, np.array([STATISTICS["cc"].code]), p)
-    result["cc_refused"] = False
+    got = gpu.bootstrap_statistics_gpu(key, 2, 5, cc_code, q, threads=8)
+finally:
+    K._EXACT_RANK_SUMS = exact_bound
+cc_rows.append(bool(np.array_equal(got, want)))
+result["cc_identical"] = cc_rows
+try:
+    gpu.bootstrap_statistics_gpu(key, 0, 2, np.array([STATISTICS["ence"].code]), q)
+    result["tied_bins_refused"] = False
 except ValueError as error:
-    result["cc_refused"] = "cc and binned statistics of tied data" in str(error)
+    result["tied_bins_refused"] = "binned statistics of tied data" in str(error)
 
 # the drawn indices, compared with the CPU's stream (next_below through fill_draws)
 m = 300
@@ -212,9 +235,15 @@ def test_replicates_are_the_cpu_s_bit_for_bit(simulated):
 
 def test_binned_replicates_are_the_cpu_s_bit_for_bit(simulated):
     """ence, zmse and uce of data without ties of uE: the counts of each resample, then the
-    CPU's own bin walk compiled for the GPU; cc is refused (the CPU ranks)."""
+    CPU's own bin walk compiled for the GPU; the bins of tied data are refused."""
     assert simulated["binned_identical"] and simulated["together_identical"]
-    assert simulated["cc_refused"]
+    assert simulated["tied_bins_refused"]
+
+
+def test_cc_replicates_are_the_cpu_s_bit_for_bit(simulated):
+    """cc from the block's average ranks (prefix sums of the counts) and the Spearman sums,
+    exact in a tree or added in point order by one thread: the CPU's bits, ties included."""
+    assert simulated["cc_identical"] == [True, True, True], simulated["cc_identical"]
 
 
 def test_drawn_indices_are_the_cpu_streams(simulated):

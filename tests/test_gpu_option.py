@@ -69,11 +69,11 @@ def test_the_gpu_bootstrap_draws_the_cpu_s_replicates_on_the_simulator():
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     # the sums in the CPU's order: every replicate and bound is the CPU's, bit for bit
     assert lines["identical"] == "True"
-    assert lines["device"].startswith("cuda (moment statistics, and binned ones of a binning "
-                                      "variable without ties, on the GPU") \
+    assert lines["device"].startswith("cuda (moment statistics, cc, and binned ones of a "
+                                      "binning variable without ties, on the GPU") \
         and lines["device"].endswith("| None")
-    # zms, ence and zmse on the GPU and cc on the CPU in the same tasks; with ties of uE, the
-    # bins on the CPU too: the CPU's replicates either way
+    # zms, cc, ence and zmse on the GPU; with ties of uE, the bins on the CPU in the same
+    # tasks: the CPU's replicates either way
     assert lines["mixed_identical"] == "True True"
     assert lines["tied_identical"] == "True"
     assert lines["mixed_device"].startswith("cuda (")

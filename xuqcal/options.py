@@ -130,9 +130,10 @@ class set_options:
         only NumPy-backed data). ``False`` skips the scan.
     device : {"cpu", "cuda"}, default "cpu"
         Where the kernels run. ``"cuda"``: the iid bootstrap of the moment statistics (``mse
-        rmse mv rmv zm zms zv rce nll``) and of the binned ones (``ence uce zmse``) of a
-        binning variable without ties runs on an NVIDIA GPU (:mod:`xuqcal.core.gpu`, the extra
-        ``xuqcal[gpu]``; ``cc`` and the bins of tied data on the CPU, in the same tasks), with
+        rmse mv rmv zm zms zv rce nll``), of ``cc`` and of the binned ones (``ence uce
+        zmse``) of a binning variable without ties runs on an NVIDIA GPU
+        (:mod:`xuqcal.core.gpu`, the extra ``xuqcal[gpu]``; the bins of tied data on the CPU,
+        in the same tasks), with
         the same streams: replicate ``r`` draws the same points and adds its sums in the CPU's
         order, so its values are the CPU's bit for bit.
         The simulated references (:func:`xuqcal.simulate`, and those of ``validate``) of every

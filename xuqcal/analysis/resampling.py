@@ -111,9 +111,10 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
 def _replicate_block_gpu(prepared: PreparedData, codes: np.ndarray, key: np.uint64,
                          start: int, stop: int) -> np.ndarray:
     """:func:`_replicate_block` with the statistics the GPU computes for these data on the GPU
-    (moment statistics, and binned ones of a binning variable without ties:
-    :func:`xuqcal.core.gpu.gpu_bootstrap_codes`) and the others on the CPU, in the same task:
-    each statistic's replicates are the CPU kernel's, whichever other statistics are asked."""
+    (moment statistics, cc, and binned ones of a binning variable without ties:
+    :func:`xuqcal.core.gpu.gpu_bootstrap_codes`) and the binned ones of tied data on the CPU,
+    in the same task: each statistic's replicates are the CPU kernel's, whichever other
+    statistics are asked."""
     from xuqcal.core.gpu import bootstrap_statistics_gpu, gpu_bootstrap_codes
 
     on_device = gpu_bootstrap_codes(codes, prepared)
@@ -126,9 +127,9 @@ def _replicate_block_gpu(prepared: PreparedData, codes: np.ndarray, key: np.uint
 
 def on_gpu(codes: np.ndarray) -> bool:
     """Whether the iid bootstrap of the statistics ``codes`` goes to the GPU: the option
-    ``device="cuda"`` (:func:`xuqcal.set_options`) and a moment or binned statistic among
-    them (cc, and binned statistics of tied data, are computed by the CPU in the same task)."""
-    return OPTIONS["device"] == "cuda" and bool(np.any(np.asarray(codes) < K.CC))
+    ``device="cuda"`` (:func:`xuqcal.set_options`) and a statistic (binned statistics of tied
+    data are computed by the CPU in the same task)."""
+    return OPTIONS["device"] == "cuda" and np.asarray(codes).size > 0
 
 
 def bootstrap_replicates(prepared, codes: np.ndarray, n_boot: int, seed: int,
@@ -491,8 +492,8 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     attrs = bootstrap_attrs(stats, method=method, level=level, n_boot=n_boot, seed=seed,
                             n_bins=n_bins, by=by, m=m)
     if dependence is None and method != "student" and on_gpu(codes):
-        attrs["device"] = ("cuda (moment statistics, and binned ones of a binning variable "
-                           "without ties, on the GPU; the same streams)")
+        attrs["device"] = ("cuda (moment statistics, cc, and binned ones of a binning "
+                           "variable without ties, on the GPU; the same streams)")
     coords = statistic_coords(stats)
     if method == "student":
         return _student(ds, stats, level, coords, attrs, E=E, uE=uE)

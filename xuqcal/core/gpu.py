@@ -58,10 +58,19 @@ walks the points with their counts (``kernels._bin_sums``: ``_add_run``, ``_add_
 ``_store_bin``), and the GPU's :data:`COUNTED` launch, after the counts, has one thread walk
 them with the same functions compiled for the GPU (:func:`_device_twin`), so a bin's sums are
 the CPU's bits. Only for a binning variable without ties (:func:`gpu_bootstrap_codes`): the CPU
-adds the copies of tied points in the order they were drawn, which counts do not keep. cc
-(ranks with multiplicities) stays on the CPU, in the same Dask task as the GPU's statistics
-(``analysis.resampling._replicate_block_gpu``). The walk reads the counts and the data from
-device memory, one thread per replicate; its cost on a GPU is not measured yet.
+adds the copies of tied points in the order they were drawn, which counts do not keep; those
+bins are made by the CPU in the same Dask task (``analysis.resampling._replicate_block_gpu``).
+The walk reads the counts and the data from device memory, one thread per replicate.
+
+**cc** (Spearman's correlation of |E| and uE with multiplicities,
+:func:`bootstrap_statistics_gpu`). The CPU's average ranks (``kernels._average_ranks``) walk the sorted points with a running count;
+the block makes the same numbers from prefix sums of the counts in sorted order (integers:
+exact in any order; :func:`_block_average_ranks`), a tie group's rank being
+``below + 0.5 (group + 1)`` of the same two integers. The Spearman sums are exact up to
+``kernels._EXACT_RANK_SUMS`` weighted points, so the block adds them in a tree; above, one
+thread adds them in point order from staged chunks (:func:`_block_spearman_sums`). The rows of
+prefixes and ranks (24 bytes a point) limit the replicates in flight. The costs of the bin walk
+and of the ranks on a GPU are not measured yet (``benchmarks/gpu_bootstrap.py``).
 
 **Simulated references.** Replicate ``r`` of :func:`simulate_statistics_gpu` draws the same
 synthetic errors ``eps`` as the CPU kernel (:func:`xuqcal.core.kernels.simulate_block`, which
@@ -187,6 +196,8 @@ cuda = None
 _bin_start_device = None
 _bin_store_device = None
 _add_run_device = None
+_block_average_ranks_device = None
+_block_spearman_sums_device = None
 # the device twins of the stream primitives of xuqcal.core.kernels, bound by _kernels()
 _stream_start = None
 _next_u64 = None
@@ -286,7 +297,8 @@ def lemire_threshold(bound: int) -> np.uint64:
 
 
 def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, width, sums, draws,
-                    n_record, order, counts, e2, u2, z2, n_bins, bins):
+                    n_record, order, counts, e2, u2, z2, n_bins, bins, want_cc, order_u,
+                    starts_u, ends_u, order_e, starts_e, ends_e, ranks, cc_sums):
     """Kernel: ``sums[r, c]``, the sum of ``columns[j, c]`` (``c < width``) over the ``m``
     indices ``j`` below ``bound`` (``m`` in a bootstrap) drawn by replicate ``first + r`` (one
     block per replicate, looping with the grid's stride).
@@ -307,7 +319,11 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
       and ``e2``, ``u2``, ``z2`` (points in binning order, no ties: the draw order of tied
       points does not matter) into ``bins[r, 0..3, b]`` (counts, E², uE², Z² of bin ``b``)
       with the CPU's own ``kernels._add_run`` and ``kernels._store_bin`` (device twins), in
-      point order as :func:`xuqcal.core.kernels._bin_sums`.
+      point order as :func:`xuqcal.core.kernels._bin_sums`. With ``want_cc`` the block then
+      makes the sums of cc's Spearman correlation, ``cc_sums[r] = (sab, saa, sbb)``, as
+      :func:`xuqcal.core.kernels._spearman` (:func:`_block_average_ranks`,
+      :func:`_block_spearman_sums`), in the rows ``ranks[row]`` (prefix counts, uE ranks,
+      E ranks).
     - :data:`IN_A_TREE`: each thread adds its draws with Neumaier's compensation, and the
       threads' sums are added in a tree (the CPU's sums to rounding).
 
@@ -488,6 +504,17 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                         pos, b, next_start, s_n, s_e2, s_u2, s_z2)
                 _bin_store_device(b, b_n, b_e2, b_u2, b_z2, s_n, s_e2, s_u2, s_z2)
             cuda.syncthreads()
+            if want_cc != 0:
+                weights = counts[row]
+                prefix = ranks[row, 0]
+                rank_u = ranks[row, 1]
+                rank_e = ranks[row, 2]
+                _block_average_ranks_device(order_u, starts_u, ends_u, weights, prefix, rank_u,
+                                            partial, tid, n_threads)
+                _block_average_ranks_device(order_e, starts_e, ends_e, weights, prefix, rank_e,
+                                            partial, tid, n_threads)
+                _block_spearman_sums_device(weights, prefix[m - 1], rank_u, rank_e, partial,
+                                            staged, cc_sums, r, tid, n_threads)
             r += cuda.gridDim.x
             continue
         for c in range(width):
@@ -511,11 +538,145 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
         r += cuda.gridDim.x
 
 
+def _block_average_ranks(order, starts, ends, counts, prefix, rank, segment, tid, n_threads):
+    """The average ranks of :func:`xuqcal.core.kernels._average_ranks` made by a whole block:
+    ``rank[order[k]]`` for the sorted positions ``k`` (``starts[k]``, ``ends[k]``: the first and
+    the end of ``k``'s tie group) of the sample weighted by ``counts``.
+
+    ``prefix[k]``, the counts of the sorted positions up to ``k``, is a prefix sum of integers
+    (exact in doubles below 2^53, so the same whatever the order of its additions), made as
+    segments of ``ceil(M / blockDim)`` positions, a scan of the segments' totals by thread 0
+    (in ``segment``, shared) and the segments' running sums; then a group's count and the
+    counts below it are differences of prefixes, exact too, and each rank is the CPU's
+    ``below + 0.5 * (group + 1.0)`` of the same two numbers: the same bits. Every thread of the
+    block calls it (it synchronizes the block)."""
+    m = order.shape[0]
+    length = (m + n_threads - 1) // n_threads
+    lo = min(tid * length, m)
+    hi = min(lo + length, m)
+    total = 0.0
+    for k in range(lo, hi):
+        total += counts[order[k]]
+    segment[tid] = total
+    cuda.syncthreads()
+    if tid == 0:
+        running = 0.0
+        for t in range(n_threads):
+            x = segment[t]
+            segment[t] = running
+            running += x
+    cuda.syncthreads()
+    running = segment[tid]
+    for k in range(lo, hi):
+        running += counts[order[k]]
+        prefix[k] = running
+    cuda.syncthreads()
+    for k in range(lo, hi):
+        first = starts[k]
+        below = prefix[first - 1] if first > 0 else 0.0
+        group = prefix[ends[k] - 1] - below
+        rank[order[k]] = below + 0.5 * (group + 1.0)
+    cuda.syncthreads()
+
+
+def _block_spearman_sums(counts, n, rank_u, rank_e, partial, staged, cc_sums, r, tid,
+                         n_threads):
+    """``cc_sums[r] = (sab, saa, sbb)``, the sums of :func:`xuqcal.core.kernels._spearman` of
+    ``n`` weighted points from their ranks: up to :data:`xuqcal.core.kernels._EXACT_RANK_SUMS`
+    weighted points every partial sum is exact (multiples of 1/4 below 2^51), so the block adds
+    them in a tree, the same numbers as the CPU's in any order; above, thread 0 adds them in
+    point order as ``kernels._spearman_scattered``, from chunks staged in shared memory. Every
+    thread of the block calls it."""
+    m = counts.shape[0]
+    centre = 0.5 * (n + 1.0)
+    if n <= K._EXACT_RANK_SUMS:
+        sab = 0.0
+        saa = 0.0
+        sbb = 0.0
+        for p in range(tid, m, n_threads):
+            c = counts[p]
+            a = rank_u[p] - centre
+            b = rank_e[p] - centre
+            sab += c * a * b
+            saa += c * a * a
+            sbb += c * b * b
+        for s in range(3):
+            partial[tid] = sab if s == 0 else (saa if s == 1 else sbb)
+            cuda.syncthreads()
+            _tree_sum_device(partial, tid, tid, n_threads)
+            if tid == 0:
+                cc_sums[r, s] = partial[0]
+            cuda.syncthreads()
+        return
+    sab = 0.0
+    saa = 0.0
+    sbb = 0.0
+    for c0 in range(0, m, MAX_THREADS):
+        for q in range(tid, MAX_THREADS, n_threads):
+            p = c0 + q
+            if p < m:
+                staged[q, 0] = counts[p]
+                staged[q, 1] = rank_u[p]
+                staged[q, 2] = rank_e[p]
+        cuda.syncthreads()
+        if tid == 0:
+            for q in range(min(MAX_THREADS, m - c0)):
+                c = staged[q, 0]
+                a = staged[q, 1] - centre
+                b = staged[q, 2] - centre
+                sab += c * a * b
+                saa += c * a * a
+                sbb += c * b * b
+        cuda.syncthreads()
+    if tid == 0:
+        cc_sums[r, 0] = sab
+        cc_sums[r, 1] = saa
+        cc_sums[r, 2] = sbb
+    cuda.syncthreads()
+
+
+def spearman_from_sums(cc_sums: np.ndarray) -> np.ndarray:
+    """cc from the sums ``(sab, saa, sbb)`` of :func:`_block_spearman_sums` (``(..., 3)``), as
+    :func:`xuqcal.core.kernels._spearman` finishes: ``sab / sqrt(saa sbb)``, NaN when the
+    denominator is 0 (a constant variable).
+
+    Examples
+    --------
+    >>> spearman_from_sums(np.array([[2.0, 4.0, 1.0], [0.0, 0.0, 3.0]])).tolist()
+    [1.0, nan]
+    """
+    sums = np.asarray(cc_sums, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        denominator = np.sqrt(sums[..., 1] * sums[..., 2])
+        return np.where(denominator > 0.0, sums[..., 0] / denominator, np.nan)
+
+
+def tie_group_bounds(tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted positions with tie flags ``tie`` (``tie[k]``: position ``k`` ties with
+    ``k - 1``): the first position of each position's tie group and the end of the group.
+
+    Examples
+    --------
+    >>> [b.tolist() for b in tie_group_bounds(np.array([False, True, True, False, False]))]
+    [[0, 0, 0, 3, 4], [3, 3, 3, 4, 5]]
+    """
+    tie = np.asarray(tie, dtype=bool)
+    m = tie.shape[0]
+    first = np.flatnonzero(~tie) if m else np.zeros(0, dtype=np.int64)
+    if m and tie[0]:  # (the first position never ties; a flag there starts a group anyway)
+        first = np.concatenate([[0], first])
+    sizes = np.diff(np.append(first, m))
+    starts = np.repeat(first, sizes).astype(np.int64)
+    ends = np.repeat(first + sizes, sizes).astype(np.int64)
+    return starts, ends
+
+
 @functools.cache
 def _kernels():
     """Compile (once) the device twins of the stream primitives and the kernel."""
     global cuda, _stream_start, _next_u64, _accept, _add, _tree_sum_device
     global _bin_start_device, _bin_store_device, _add_run_device
+    global _block_average_ranks_device, _block_spearman_sums_device
     if not cuda_available():
         raise RuntimeError("no CUDA GPU is available: install numba-cuda "
                            "(pip install 'xuqcal[gpu]') on a machine with an NVIDIA GPU, or set "
@@ -536,6 +697,8 @@ def _kernels():
     add_copies = device(_device_twin(K._add_copies, bin_start=_bin_start_device))
     _add_run_device = device(_device_twin(K._add_run, _store_bin=_bin_store_device,
                                           _add_copies=add_copies))
+    _block_average_ranks_device = device(_block_average_ranks)
+    _block_spearman_sums_device = device(_block_spearman_sums)
     return _jit_exact(_bootstrap_sums)  # count * value, never fused (COUNTED)
 
 
@@ -567,7 +730,8 @@ def cpu_order(m: int) -> int:
 
 def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws, n_record: int,
                threads: int = THREADS, *, bound: int | None = None,
-               width: int | None = None, order: int | None = None, binned=None) -> None:
+               width: int | None = None, order: int | None = None, binned=None,
+               ranked=None) -> None:
     """Launch the bootstrap kernel on device arrays: ``sums[r, c]`` (``(n_replicates, w)``)
     receives the sum of ``columns[j, c]`` (``(m, w)``, ``w <= 6``; ``w = 0``: no sums) over
     the ``m`` indices drawn by replicate ``start + r``; ``draws`` (``(n_replicates,
@@ -579,7 +743,10 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     block in device memory, so fewer blocks run at once (:func:`exact_order_rows`).
     ``binned``, ``(e2, u2, z2, n_bins, bins)`` (device arrays of the points in binning order,
     without ties, and ``(n_replicates, 4, n_bins)`` zeros), adds the equal-count bins of each
-    resample too (:data:`COUNTED` only). Asynchronous, as any launch."""
+    resample too (:data:`COUNTED` only); ``ranked``, ``(order_u, starts_u, ends_u, order_e,
+    starts_e, ends_e, cc_sums)`` (the sorted orders of uE and |E| and their tie groups,
+    :func:`tie_group_bounds`, and ``(n_replicates, 3)``), the sums of cc
+    (:func:`_block_spearman_sums`). Asynchronous, as any launch."""
     kernel = _kernels()
     if n_replicates <= 0:
         return
@@ -593,12 +760,21 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     if order not in (IN_DRAW_ORDER, COUNTED, IN_A_TREE):
         raise ValueError(f"run_kernel: order must be IN_DRAW_ORDER, COUNTED or IN_A_TREE "
                          f"(order = {order})")
-    if binned is not None and (order != COUNTED or bound != m):
-        raise ValueError("run_kernel: bins are added from counts (order COUNTED, bound = m)")
+    if (binned is not None or ranked is not None) and (order != COUNTED or bound != m):
+        raise ValueError("run_kernel: bins and ranks are made from counts (order COUNTED, "
+                         "bound = m)")
     blocks = min(n_replicates, _MAX_BLOCKS)
-    if order == COUNTED:
-        blocks = exact_order_rows(m, 1, blocks, _free_device_bytes(), itemsize=4)
+    if order == COUNTED:  # a row of counts per block (and of prefixes and ranks for cc)
+        blocks = exact_order_rows(m, 1, blocks, _free_device_bytes(),
+                                  itemsize=4 if ranked is None else 28)
     counts = cuda.device_array((blocks, m) if order == COUNTED else (1, 1), dtype=np.int32)
+    want_cc = np.int64(ranked is not None)
+    if ranked is None:
+        no_order = cuda.device_array(1, dtype=np.int64)
+        ranked = (no_order,) * 6 + (cuda.device_array((1, 3), dtype=np.float64),)
+        ranks = cuda.device_array((1, 3, 1), dtype=np.float64)
+    else:
+        ranks = cuda.device_array((blocks, 3, m), dtype=np.float64)
     if binned is None:
         no_points = cuda.device_array(1, dtype=np.float64)
         binned = (no_points, no_points, no_points, 0,
@@ -607,7 +783,7 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     arguments = (np.uint64(key), np.int64(start), np.int64(n_replicates), np.int64(m),
                  np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
                  draws, np.int64(n_record), np.int64(order), counts, e2, u2, z2,
-                 np.int64(n_bins), bins)
+                 np.int64(n_bins), bins, want_cc, *ranked[:6], ranks, ranked[6])
     launch = kernel[blocks, _check_threads(threads)]
     with _NoContraction(), (_quiet_launch() if _simulated() else contextlib.nullcontext()):
         launch(*arguments)
@@ -777,9 +953,9 @@ def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepare
 
 def gpu_bootstrap_codes(codes, prepared) -> np.ndarray:
     """Which of the statistics ``codes`` :func:`bootstrap_statistics_gpu` computes for
-    ``prepared``: a boolean mask, the moment statistics always, the binned ones when the binning
-    variable has no ties (with ties the CPU adds the tied points' copies in the order they
-    were drawn, :func:`xuqcal.core.kernels._bin_sums_in_draw_order`), never cc (ranks).
+    ``prepared``: a boolean mask, the moment statistics and cc always, the binned ones when the
+    binning variable has no ties (with ties the CPU adds the tied points' copies in the order
+    they were drawn, :func:`xuqcal.core.kernels._bin_sums_in_draw_order`).
 
     Examples
     --------
@@ -789,26 +965,31 @@ def gpu_bootstrap_codes(codes, prepared) -> np.ndarray:
     >>> prepared = PreparedData.from_arrays(uE * rng.standard_normal(300), uE, n_bins=5)
     >>> codes = np.array([STATISTICS[k].code for k in ("zms", "ence", "cc")])
     >>> gpu_bootstrap_codes(codes, prepared).tolist()
-    [True, True, False]
+    [True, True, True]
+    >>> tied = PreparedData.from_arrays(uE * rng.standard_normal(300), uE.round(1), n_bins=5)
+    >>> gpu_bootstrap_codes(codes, tied).tolist()
+    [True, False, True]
     """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1)
     binned = np.isin(codes, list(K.BIN_TERMS))
     tie_free = not bool(np.any(prepared.tie_bin))
-    return (codes < K.N_MOMENT) | (binned & tie_free)
+    return (codes < K.N_MOMENT) | (binned & tie_free) | (codes == K.CC)
 
 
 def bootstrap_statistics_gpu(key, start: int, stop: int, codes: np.ndarray, prepared, *,
                              threads: int = THREADS, order: int | None = None) -> np.ndarray:
-    """Bootstrap replicates ``start .. stop - 1`` of moment and binned statistics on the GPU:
-    ``(stop - start, len(codes))``, the values of the CPU kernel bit for bit (the same draws;
-    the moment sums in the CPU's order, :func:`cpu_order`; the bins of each resample from its
-    counts by the CPU's own bin walk, compiled for the GPU; the same finishers).
+    """Bootstrap replicates ``start .. stop - 1`` of moment, binned and rank statistics on the
+    GPU: ``(stop - start, len(codes))``, the values of the CPU kernel bit for bit (the same
+    draws; the moment sums in the CPU's order, :func:`cpu_order`; the bins of each resample
+    from its counts by the CPU's own bin walk, compiled for the GPU; cc from the same average
+    ranks and the same sums, :func:`_block_average_ranks`, :func:`_block_spearman_sums`; the
+    same finishers).
 
-    Binned statistics need a binning variable without ties (:func:`gpu_bootstrap_codes`); cc
-    and binned statistics of tied data are refused with a ``ValueError`` (the CPU computes
-    them). From :data:`xuqcal.core.kernels._COUNTED_SUMS_FROM` points one launch counts each
-    resample once for its moment sums and its bins; below, the moment sums are added in draw
-    order by a launch of their own. ``order`` (default the CPU's, :func:`cpu_order`) sets the
+    Binned statistics need a binning variable without ties (:func:`gpu_bootstrap_codes`);
+    those of tied data are refused with a ``ValueError`` (the CPU computes them). From
+    :data:`xuqcal.core.kernels._COUNTED_SUMS_FROM` points one launch counts each resample once
+    for its moment sums, bins and ranks; below, the moment sums are added in draw order by a
+    launch of their own. ``order`` (default the CPU's, :func:`cpu_order`) sets the
     order of the moment sums (tests force :data:`COUNTED`, hence one launch, on small data).
 
     Examples
@@ -825,31 +1006,35 @@ def bootstrap_statistics_gpu(key, start: int, stop: int, codes: np.ndarray, prep
     """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1)
     if not np.all(gpu_bootstrap_codes(codes, prepared)):
-        raise ValueError("the GPU bootstrap computes moment statistics, and binned ones of a "
-                         "binning variable without ties; cc and binned statistics of tied data "
-                         "are computed by the CPU kernels")
+        raise ValueError("the GPU bootstrap computes moment statistics, cc, and binned ones of "
+                         "a binning variable without ties; binned statistics of tied data are "
+                         "computed by the CPU kernels")
     m = int(prepared.size)
     _check_size(m)
     n = max(int(stop) - int(start), 0)
     moment = [k for k, c in enumerate(codes.tolist()) if c < K.N_MOMENT]
     binned = [k for k, c in enumerate(codes.tolist()) if c in K.BIN_TERMS]
+    ranked = [k for k, c in enumerate(codes.tolist()) if c == K.CC]
     out = np.empty((n, codes.shape[0]))
     if n == 0:
         return out
     moment_codes = codes[moment]
     used = K._moment_columns(moment_codes) if moment else np.zeros(0, dtype=np.int64)
     order = cpu_order(m) if order is None else int(order)
-    together = bool(binned) and order == COUNTED
+    counted = bool(binned or ranked)
+    together = counted and order == COUNTED
     if moment and not together:
         sums = moment_column_sums_gpu(key, start, stop, moment_codes, prepared.packed,
                                       threads=threads, order=order)
         out[:, moment] = finish_moments(moment_codes, m, sums, prepared.z_shift)
-    if binned:
-        n_bins = int(prepared.n_bins)
+    if counted:
+        n_bins = int(prepared.n_bins) if binned else 0
         with _GPU_LOCK:
-            column_sums, bins = _binned_launch_locked(
+            column_sums, bins, cc_sums = _counted_launch_locked(
                 key, int(start), int(stop), m, prepared.packed[:, used] if together else
-                np.zeros((m, 0)), prepared, n_bins, threads)
+                np.zeros((m, 0)), prepared, n_bins, bool(ranked), threads)
+        for k in ranked:
+            out[:, k] = spearman_from_sums(cc_sums)
         if together:
             full = np.zeros((n, len(K.COLUMNS)))
             full[:, used] = column_sums
@@ -862,10 +1047,12 @@ def bootstrap_statistics_gpu(key, start: int, stop: int, codes: np.ndarray, prep
     return prepared.unscale(codes, out)
 
 
-def _binned_launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, prepared,
-                          n_bins: int, threads: int) -> tuple[np.ndarray, np.ndarray]:
+def _counted_launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, prepared,
+                           n_bins: int, cc: bool, threads: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One :data:`COUNTED` launch that adds the moment ``columns`` (``(m, w)``, ``w`` may be
-    0) and the bins of each resample: ``(sums (n, w), bins (n, 4, n_bins))``."""
+    0), the bins of each resample (``n_bins`` may be 0) and, with ``cc``, the sums of its
+    Spearman correlation: ``(sums (n, w), bins (n, 4, n_bins), cc_sums (n, 3))``."""
     _check_threads(threads)
     _kernels()
     n = stop - start
@@ -874,12 +1061,23 @@ def _binned_launch_locked(key, start: int, stop: int, m: int, columns: np.ndarra
                                                     dtype=np.float64))
     d_sums = cuda.device_array((n, max(width, 1)), dtype=np.float64)
     d_draws = cuda.to_device(np.full((1, 1), -2, dtype=np.int64))
-    d_bins = cuda.to_device(np.zeros((n, 4, n_bins)))
-    binned = tuple(cuda.to_device(np.ascontiguousarray(a, dtype=np.float64))
-                   for a in (prepared.e2, prepared.u2, prepared.z2))
+    d_bins = cuda.to_device(np.zeros((n, 4, max(n_bins, 1))))
+    binned = None
+    if n_bins:
+        binned = (*(cuda.to_device(np.ascontiguousarray(a, dtype=np.float64))
+                    for a in (prepared.e2, prepared.u2, prepared.z2)), n_bins, d_bins)
+    d_cc = cuda.to_device(np.zeros((n, 3)))
+    ranked = None
+    if cc:
+        sides = []
+        for order, tie in ((prepared.order_u, prepared.tie_u),
+                           (prepared.order_e, prepared.tie_e)):
+            sides += [np.asarray(order, dtype=np.int64), *tie_group_bounds(tie)]
+        ranked = (*(cuda.to_device(np.ascontiguousarray(a)) for a in sides), d_cc)
     run_kernel(key, start, n, m, d_columns, d_sums, d_draws, 0, threads, width=width,
-               order=COUNTED, binned=(*binned, n_bins, d_bins))
-    return d_sums.copy_to_host()[:, :width], d_bins.copy_to_host()
+               order=COUNTED, binned=binned, ranked=ranked)
+    return (d_sums.copy_to_host()[:, :width], d_bins.copy_to_host()[:, :, :n_bins],
+            d_cc.copy_to_host())
 
 
 def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None = None,
