@@ -59,7 +59,7 @@ if [[ " $STAGES " == *" exact "* ]]; then
     # the sums in the CPU's order (the default since 2026-11-27, third session) against the
     # tree: the bootstrap (identical replicates at M = 2e5; kernel times at 2e6, B = 1e4), then
     # the split simulation (identical statistics; 500 and 1e4 sets of 2e6 points)
-    timeout 150 python3 benchmarks/gpu_bootstrap.py --out "$OUT/gpu-bootstrap.json" \
+    timeout 240 python3 benchmarks/gpu_bootstrap.py --out "$OUT/gpu-bootstrap.json" \
         > "$OUT/gpu-bootstrap.log" 2>&1
     echo "gpu_bootstrap.py exit $?"; tail -n 12 "$OUT/gpu-bootstrap.log"
     timeout $((LIMIT - SECONDS - 10)) python3 benchmarks/gpu_split.py \

@@ -13,6 +13,9 @@
     time is extrapolated to B per draw. The GPU's
     replicates of that subset are compared with the CPU's too (agreement at the size of (b)).
 (c) The results go to a JSON file (``--out``).
+(d) zms, cc, ence and zmse (20 bins) at M = 2·10^6 (``--m-four``): ``bootstrap_statistics_gpu``
+    (counts, the CPU's bin walk, the block's ranks) for ``--b-four`` replicates against the CPU
+    kernel on ``--b-four-cpu``: identical replicates, and ns per draw on each side.
 
 Only NumPy, SciPy, Numba and numba-cuda are needed: the script imports the core modules of
 xuqcal without the package's ``__init__`` (which imports Dask, numbagg, ...). Small sizes run
@@ -188,6 +191,38 @@ def time_cpu(prepared, key, b_cpu: int, b: int, threads: int) -> dict:
     }, values[:, 0]
 
 
+def four_statistics(m: int, b: int, b_cpu: int, threads: int) -> dict:
+    """(d) zms, cc, ence and zmse (20 bins; NIG data: no ties of uE) on the GPU
+    (``bootstrap_statistics_gpu``: counts, bins, ranks) against the CPU kernel: identical
+    replicates, and times (the CPU on ``b_cpu`` replicates, extrapolated per draw)."""
+    E, uE = nig_data(m, 3)
+    prepared = PreparedData.from_arrays(E, uE, n_bins=20)
+    codes = np.array([STATISTICS[k].code for k in ("zms", "cc", "ence", "zmse")])
+    key = stream_key(11, "bootstrap")
+    t = time.perf_counter()
+    gpu.bootstrap_statistics_gpu(key, 0, 4, codes, prepared)  # compile, warm up
+    warm_up = time.perf_counter() - t
+    t = time.perf_counter()
+    on_gpu = gpu.bootstrap_statistics_gpu(key, 0, b, codes, prepared)
+    gpu_seconds = time.perf_counter() - t
+    cpu_replicates(prepared, codes, key, 0, min(b_cpu, threads), threads)  # warm up
+    t = time.perf_counter()
+    on_cpu = cpu_replicates(prepared, codes, key, 0, b_cpu, threads)
+    cpu_seconds = time.perf_counter() - t
+    draws_gpu, draws_cpu = float(b) * m, float(b_cpu) * m
+    return {
+        "M": m, "B": b, "B_cpu": b_cpu, "statistics": ["zms", "cc", "ence", "zmse"],
+        "n_bins": 20, "ties_of_uE": bool(prepared.tie_bin.any()),
+        "identical_to_cpu": bool(np.array_equal(on_gpu[:b_cpu], on_cpu, equal_nan=True)),
+        "max_relative_difference": relative(on_gpu[:b_cpu], on_cpu),
+        "gpu_warm_up_seconds_with_compile": warm_up, "gpu_seconds": gpu_seconds,
+        "gpu_ns_per_draw": gpu_seconds / draws_gpu * 1e9,
+        "cpu_threads": threads, "cpu_seconds": cpu_seconds,
+        "cpu_ns_per_draw": cpu_seconds / draws_cpu * 1e9,
+        "speedup_gpu_vs_cpu": (cpu_seconds / draws_cpu) / (gpu_seconds / draws_gpu),
+    }
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
@@ -197,6 +232,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--b", type=int, default=10_000)
     parser.add_argument("--b-cpu", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--m-four", type=int, default=2_000_000,
+                        help="(d): points of the bootstrap of zms, cc, ence and zmse")
+    parser.add_argument("--b-four", type=int, default=500, help="(d): GPU replicates")
+    parser.add_argument("--b-four-cpu", type=int, default=16, help="(d): CPU replicates")
     args = parser.parse_args(argv)
     results, threads, started = start_run()
 
@@ -228,6 +267,12 @@ def main(argv=None) -> dict:
           f"{c['extrapolated_seconds_for_B']:.1f} s); GPU/CPU speed-up "
           f"{results['speedup_gpu_call_vs_cpu']:.1f}x; zms GPU vs CPU on those replicates: "
           f"{results['agreement_large']['zms_max_relative_difference']:.2e}", flush=True)
+    results["four_statistics"] = four = four_statistics(args.m_four, args.b_four,
+                                                        args.b_four_cpu, threads)
+    print(f"(d) zms, cc, ence, zmse M = {args.m_four}: GPU B = {args.b_four} in "
+          f"{four['gpu_seconds']:.2f} s ({four['gpu_ns_per_draw']:.3f} ns/draw), CPU B = "
+          f"{args.b_four_cpu} in {four['cpu_seconds']:.2f} s ({four['cpu_ns_per_draw']:.3f} "
+          f"ns/draw on {threads} threads); identical {four['identical_to_cpu']}", flush=True)
     return write_results(results, args.out, started)
 
 
