@@ -62,10 +62,11 @@ adds the copies of tied points in the order they were drawn, which counts do not
 bins are made by the CPU in the same Dask task (``analysis.resampling._replicate_block_gpu``).
 The walk reads the counts and the data from device memory, one thread per replicate.
 
-**cc** (Spearman's correlation of |E| and uE with multiplicities,
-:func:`bootstrap_statistics_gpu`). The CPU's average ranks (``kernels._average_ranks``) walk the sorted points with a running count;
-the block makes the same numbers from prefix sums of the counts in sorted order (integers:
-exact in any order; :func:`_block_average_ranks`), a tie group's rank being
+**cc** (Spearman's correlation of ``|E|`` and uE with multiplicities,
+:func:`bootstrap_statistics_gpu`). The CPU's average ranks (``kernels._average_ranks``) walk the
+sorted points with a running count; the block makes the same numbers from prefix sums of the
+counts in sorted order (integers: exact in any order; :func:`_block_average_ranks`), a tie
+group's rank being
 ``below + 0.5 (group + 1)`` of the same two integers. The Spearman sums are exact up to
 ``kernels._EXACT_RANK_SUMS`` weighted points, so the block adds them in a tree; above, one
 thread adds them in point order from staged chunks (:func:`_block_spearman_sums`). The rows of
@@ -744,7 +745,7 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
     ``binned``, ``(e2, u2, z2, n_bins, bins)`` (device arrays of the points in binning order,
     without ties, and ``(n_replicates, 4, n_bins)`` zeros), adds the equal-count bins of each
     resample too (:data:`COUNTED` only); ``ranked``, ``(order_u, starts_u, ends_u, order_e,
-    starts_e, ends_e, cc_sums)`` (the sorted orders of uE and |E| and their tie groups,
+    starts_e, ends_e, cc_sums)`` (the sorted orders of uE and ``|E|`` and their tie groups,
     :func:`tie_group_bounds`, and ``(n_replicates, 3)``), the sums of cc
     (:func:`_block_spearman_sums`). Asynchronous, as any launch."""
     kernel = _kernels()
