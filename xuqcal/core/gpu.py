@@ -54,12 +54,12 @@ both).
 
 **Binned statistics** (:func:`bootstrap_statistics_gpu`, since the session of 2026-11-27,
 third). The bins of a resample are equal-count bins of its copies in binning order; the CPU
-walks the points with their counts (``kernels._bin_sums``: ``_add_run``, ``_add_copies``,
-``_store_bin``), and the GPU's :data:`COUNTED` launch, after the counts, has one thread walk
-them with the same functions compiled for the GPU (:func:`_device_twin`), so a bin's sums are
-the CPU's bits. Only for a binning variable without ties (:func:`gpu_bootstrap_codes`): the CPU
-adds the copies of tied points in the order they were drawn, which counts do not keep; those
-bins are made by the CPU in the same Dask task (``analysis.resampling._replicate_block_gpu``).
+walks the points with their counts (``kernels._bin_sums``), and the GPU's :data:`COUNTED`
+launch, after the counts, has one thread run the same function and its callees compiled for
+the GPU (:func:`_device_twin`), so a bin's sums are the CPU's bits. Only for a binning
+variable without ties (:func:`gpu_bootstrap_codes`): the CPU adds the copies of tied points
+in the order they were drawn, which counts do not keep; those bins are made by the CPU in the
+same Dask task (``analysis.resampling._replicate_block_gpu``).
 The walk reads the counts and the data from device memory, one thread per replicate.
 
 **cc** (Spearman's correlation of ``|E|`` and uE with multiplicities,
@@ -194,9 +194,7 @@ _MAX_BLOCKS = 65535
 # module global, which the simulator swaps for its own while a kernel runs
 cuda = None
 # the device twins of the CPU's bin walk, bound by _kernels
-_bin_start_device = None
-_bin_store_device = None
-_add_run_device = None
+_bin_sums_device = None
 _block_average_ranks_device = None
 _block_spearman_sums_device = None
 # the device twins of the stream primitives of xuqcal.core.kernels, bound by _kernels()
@@ -317,10 +315,9 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
       ``j = k mod 4`` in point order, and thread 0 adds the four partial sums as
       ``(s0 + s1) + (s2 + s3)`` and the last ``m mod 4`` points one by one. With
       ``n_bins > 0`` thread 0 then adds the equal-count bins of the resample from the counts
-      and ``e2``, ``u2``, ``z2`` (points in binning order, no ties: the draw order of tied
-      points does not matter) into ``bins[r, 0..3, b]`` (counts, E², uE², Z² of bin ``b``)
-      with the CPU's own ``kernels._add_run`` and ``kernels._store_bin`` (device twins), in
-      point order as :func:`xuqcal.core.kernels._bin_sums`. With ``want_cc`` the block then
+      and ``e2``, ``u2``, ``z2`` (points in binning order, without ties) into
+      ``bins[r, 0..3, b]`` (counts, E², uE², Z² of bin ``b``) with the CPU's own
+      :func:`xuqcal.core.kernels._bin_sums` (its device twin). With ``want_cc`` the block then
       makes the sums of cc's Spearman correlation, ``cc_sums[r] = (sab, saa, sbb)``, as
       :func:`xuqcal.core.kernels._spearman` (:func:`_block_average_ranks`,
       :func:`_block_spearman_sums`), in the rows ``ranks[row]`` (prefix counts, uE ranks,
@@ -483,27 +480,9 @@ def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, widt
                     for j in range(head, m):
                         total += np.float64(counts[row, j]) * columns[j, c]
                     sums[r, c] = total
-            if tid == 0 and n_bins > 0:
-                # kernels._bin_sums, its loop over the points in binning order
-                n_total = 0
-                for p in range(m):
-                    n_total += counts[row, p]
-                b_n = bins[r, 0]
-                b_e2 = bins[r, 1]
-                b_u2 = bins[r, 2]
-                b_z2 = bins[r, 3]
-                b = 0
-                pos = 0
-                next_start = _bin_start_device(1, n_total, n_bins)
-                s_n = 0.0
-                s_e2 = 0.0
-                s_u2 = 0.0
-                s_z2 = 0.0
-                for p in range(m):
-                    pos, b, next_start, s_n, s_e2, s_u2, s_z2 = _add_run_device(
-                        p, counts[row, p], e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2,
-                        pos, b, next_start, s_n, s_e2, s_u2, s_z2)
-                _bin_store_device(b, b_n, b_e2, b_u2, b_z2, s_n, s_e2, s_u2, s_z2)
+            if tid == 0 and n_bins > 0:  # the CPU's kernels._bin_sums, compiled for the GPU
+                _bin_sums_device(counts[row], e2, u2, z2, n_bins, bins[r, 0], bins[r, 1],
+                                 bins[r, 2], bins[r, 3])
             cuda.syncthreads()
             if want_cc != 0:
                 weights = counts[row]
@@ -676,7 +655,7 @@ def tie_group_bounds(tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _kernels():
     """Compile (once) the device twins of the stream primitives and the kernel."""
     global cuda, _stream_start, _next_u64, _accept, _add, _tree_sum_device
-    global _bin_start_device, _bin_store_device, _add_run_device
+    global _bin_sums_device
     global _block_average_ranks_device, _block_spearman_sums_device
     if not cuda_available():
         raise RuntimeError("no CUDA GPU is available: install numba-cuda "
@@ -693,11 +672,12 @@ def _kernels():
     _add = device(_neumaier)
     _tree_sum_device = device(_tree_sum)
     # the CPU's bin walk (kernels._bin_sums' steps), compiled from the same source
-    _bin_start_device = device(_device_twin(K.bin_start))
-    _bin_store_device = device(_device_twin(K._store_bin))
-    add_copies = device(_device_twin(K._add_copies, bin_start=_bin_start_device))
-    _add_run_device = device(_device_twin(K._add_run, _store_bin=_bin_store_device,
-                                          _add_copies=add_copies))
+    bin_start = device(_device_twin(K.bin_start))
+    store_bin = device(_device_twin(K._store_bin))
+    add_copies = device(_device_twin(K._add_copies, bin_start=bin_start))
+    add_run = device(_device_twin(K._add_run, _store_bin=store_bin, _add_copies=add_copies))
+    _bin_sums_device = device(_device_twin(K._bin_sums, _clear_bins=device(_device_twin(
+        K._clear_bins)), bin_start=bin_start, _add_run=add_run, _store_bin=store_bin))
     _block_average_ranks_device = device(_block_average_ranks)
     _block_spearman_sums_device = device(_block_spearman_sums)
     return _jit_exact(_bootstrap_sums)  # count * value, never fused (COUNTED)
@@ -896,6 +876,28 @@ def finish_moments(codes: np.ndarray, size: float, sums: np.ndarray,
     return out
 
 
+def finish_binned(codes, n_bins: int, b_n, b_e2, b_u2, b_z2) -> np.ndarray:
+    """Binned statistics from bin sums (each ``(..., n_bins)``, broadcast together):
+    ``(..., len(codes))``, the terms of :data:`xuqcal.core.kernels.BIN_TERMS` added in bin
+    order and divided by the number of bins, as :func:`xuqcal.core.kernels._finalize_binned`
+    (NumPy semantics: inf or NaN, no error, for an empty bin).
+
+    Examples
+    --------
+    >>> b = np.array([[10.0, 10.0]]), np.array([[10.0, 40.0]]), np.array([[10.0, 10.0]])
+    >>> finish_binned(np.array([K.ENCE]), 2, b[0], b[1], b[2], b[0]).tolist()
+    [[0.5]]
+    """
+    codes = np.asarray(codes).reshape(-1)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (b_n, b_e2, b_u2, b_z2)))
+    out = np.empty((*shape[:-1], codes.shape[0]))
+    with np.errstate(all="ignore"):
+        for k, code in enumerate(codes.tolist()):
+            terms = K.BIN_TERMS[code].py_func(b_n, b_e2, b_u2, b_z2)
+            out[..., k] = _sequential_sum(terms) / n_bins
+    return out
+
+
 def bootstrap_moments_gpu(key, start: int, stop: int, codes: np.ndarray, prepared, *,
                           threads: int = THREADS, order: int | None = None) -> np.ndarray:
     """Bootstrap replicates ``start .. stop - 1`` of moment statistics on the GPU:
@@ -1040,11 +1042,9 @@ def bootstrap_statistics_gpu(key, start: int, stop: int, codes: np.ndarray, prep
             full = np.zeros((n, len(K.COLUMNS)))
             full[:, used] = column_sums
             out[:, moment] = finish_moments(moment_codes, m, full, prepared.z_shift)
-        with np.errstate(all="ignore"):
-            for k in binned:
-                terms = K.BIN_TERMS[int(codes[k])].py_func(bins[:, 0], bins[:, 1], bins[:, 2],
-                                                           bins[:, 3])
-                out[:, k] = _sequential_sum(terms) / n_bins
+        if binned:
+            out[:, binned] = finish_binned(codes[binned], n_bins, bins[:, 0], bins[:, 1],
+                                           bins[:, 2], bins[:, 3])
     return prepared.unscale(codes, out)
 
 
@@ -1725,8 +1725,8 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
     --------
     >>> exact_order_rows(2_000_000, 1, 500), exact_order_rows(2_000_000, 1, 500, free=1 << 30)
     (500, 33)
-    >>> exact_order_rows(2_000_000, 1, 10_000, itemsize=4)
-    1073
+    >>> exact_order_rows(2_000_000, 1, 10_000), exact_order_rows(2_000_000, 1, 10_000, itemsize=4)
+    (536, 1073)
     """
     budget = EXACT_ORDER_BYTES if free is None else min(EXACT_ORDER_BYTES, free // 2)
     rows = budget // (int(itemsize) * max(int(m), 1))
@@ -1877,11 +1877,9 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
         b_n = (ends - begins).astype(np.float64)
         b_u2 = np.array([_sequential_sum(prepared.u2[lo:hi]) for lo, hi in zip(begins, ends,
                                                                                  strict=True)])
-        with np.errstate(all="ignore"):
-            for k, code in enumerate(codes.tolist()):
-                if code in K.BIN_TERMS:
-                    terms = K.BIN_TERMS[code].py_func(b_n, bins[:, :, 0], b_u2, bins[:, :, 1])
-                    out[:, k] = _sequential_sum(terms) / n_bins
+        where = [k for k, code in enumerate(codes.tolist()) if code in K.BIN_TERMS]
+        out[:, where] = finish_binned(codes[where], n_bins, b_n, bins[:, :, 0], b_u2,
+                                      bins[:, :, 1])
     return prepared.unscale(codes, out)
 
 
