@@ -798,6 +798,15 @@ def _launch(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: i
         return _launch_locked(key, start, stop, m, columns, n_record, threads, bound, order)
 
 
+def _column_arrays(columns: np.ndarray, n_replicates: int) -> tuple:
+    """The device arrays of a launch's moment ``columns`` (``(m, w)``) and of its sums
+    (``(n_replicates, w)``); one element each without columns (never read or written)."""
+    width = columns.shape[1]
+    d_columns = cuda.to_device(np.ascontiguousarray(columns if width else np.zeros((1, 1)),
+                                                    dtype=np.float64))
+    return d_columns, cuda.device_array((n_replicates, max(width, 1)), dtype=np.float64)
+
+
 def _launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, n_record: int,
                    threads: int, bound: int | None, order: int | None
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -810,9 +819,7 @@ def _launch_locked(key, start: int, stop: int, m: int, columns: np.ndarray, n_re
     draws = np.full((n_replicates, n_record) if n_record else (1, 1), -2, dtype=np.int64)
     if n_replicates <= 0:
         return np.empty((0, width)), draws[:0]
-    d_columns = cuda.to_device(np.ascontiguousarray(columns if width else np.zeros((1, 1)),
-                                                    dtype=np.float64))
-    d_sums = cuda.device_array((n_replicates, max(width, 1)), dtype=np.float64)
+    d_columns, d_sums = _column_arrays(columns, n_replicates)
     d_draws = cuda.to_device(draws)
     run_kernel(key, start, n_replicates, m, d_columns, d_sums, d_draws, n_record, threads,
                bound=bound, width=width, order=order)
@@ -1058,10 +1065,8 @@ def _counted_launch_locked(key, start: int, stop: int, m: int, columns: np.ndarr
     _kernels()
     n = stop - start
     width = columns.shape[1]
-    d_columns = cuda.to_device(np.ascontiguousarray(columns if width else np.zeros((1, 1)),
-                                                    dtype=np.float64))
-    d_sums = cuda.device_array((n, max(width, 1)), dtype=np.float64)
-    d_draws = cuda.to_device(np.full((1, 1), -2, dtype=np.int64))
+    d_columns, d_sums = _column_arrays(columns, n)
+    d_draws = cuda.to_device(np.full((1, 1), -2, dtype=np.int64))  # no draws recorded
     d_bins = cuda.to_device(np.zeros((n, 4, max(n_bins, 1))))
     binned = None
     if n_bins:
