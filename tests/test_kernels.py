@@ -471,6 +471,61 @@ def test_grouped_counted_replicates_equal_one_by_one(seed, extra, start, n_repli
         np.testing.assert_array_equal(out[i], want)
 
 
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), width=st.sampled_from([2, 4, 8]),
+       count_type=st.sampled_from([np.uint8, np.int32]), lo=st.integers(0, 3),
+       n_steps=st.integers(0, 40))
+def test_vector_tile_sums_are_the_scalar_chains(seed, width, count_type, lo, n_steps):
+    """The vector tile step of the counted sums (an LLVM intrinsic, :func:`kernels.
+    _make_tile_sums`) adds to each row ``k`` of ``partial`` the products of the points
+    ``lo + k, lo + k + 4, ...`` below ``hi`` one after the other, in every column, bit for
+    bit the scalar chains (from NumPy's sequential cumulative sums), starting from the values
+    already in ``partial``; columns beyond ``width`` are left alone; no step is an empty
+    range."""
+    rng = np.random.default_rng(seed)
+    hi = lo + 4 * n_steps
+    m = hi + 3
+    counts = rng.integers(0, 9, m).astype(count_type)
+    flat = rng.normal(size=m * width) * 10.0 ** rng.integers(-3, 4, m * width)
+    start = rng.normal(size=(4, 8))
+    partial = start.copy()
+    tile = {2: K._tile_sums_2, 4: K._tile_sums_4, 8: K._tile_sums_8}[width]
+
+    @numba.njit
+    def run(counts, flat, lo, hi, partial):
+        tile(counts, flat, lo, hi, partial)
+
+    run(counts, flat, lo, hi, partial)
+    rows = flat.reshape(m, width)
+    for k in range(4):
+        for c in range(8):
+            if c >= width or hi <= lo:
+                assert partial[k, c] == start[k, c]
+                continue
+            products = counts[lo + k:hi:4].astype(np.float64) * rows[lo + k:hi:4, c]
+            want = np.add.accumulate(np.concatenate([[start[k, c]], products]))[-1]
+            assert partial[k, c] == want
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 8])
+def test_mean_block_counted_sums_of_several_columns(k):
+    """From ``_COUNTED_SUMS_FROM`` points the means of ``k`` per-point columns are their
+    counted sums over M (rows of 2, 4 and 8 doubles as vectors, 3 by the scalar loop), bit for
+    bit."""
+    from xuqcal.core import random as _random
+
+    m = K._COUNTED_SUMS_FROM + 3
+    values = np.random.default_rng(k).normal(size=(m, k))
+    key = _random.stream_key(k, "bootstrap")
+    means = np.empty((2, k))
+    K.mean_block(key, 5, 7, values, means)
+    counts = np.empty(m, dtype=np.int64)
+    for i, r in enumerate(range(5, 7)):
+        _random.fill_counts(key, r, counts)
+        want = [_counted_sum(counts, values[:, c]) / m for c in range(k)]
+        np.testing.assert_array_equal(means[i], want)
+
+
 @numba.njit
 def _stream_draws(key, replicate, n_draws, bound):
     """``n_draws`` bounded integers of the stream ``(key, replicate)``, in the order drawn."""
