@@ -55,9 +55,12 @@ WORKLOADS = {
     "normal_zms_ence_zmse": (("ZMS", "ENCE", "ZMSE"), 0, 0.0),
     "normal_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 0, 0.0),
     "t6_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 1, 6.0),
+    # tfit's nu on the NIG(6) data of the default validate at 2e6 (a Student-t of other nu)
+    "t8263_zms_cc_ence_zmse": (("ZMS", "CC", "ENCE", "ZMSE"), 1, 8263.0),
     "variates_normal": ((), 0, 0.0),
     "variates_t6": ((), 1, 6.0),
     "variates_t3.5": ((), 1, 3.5),
+    "variates_t8263": ((), 1, 8263.0),
     "variates_laplace": ((), 3, 0.0),
     "draws_only": ((), None, None),
     "bootstrap_zms": (("ZMS",), None, None),

@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_common import K, gpu, stream_key  # xuqcal's core, imported without its __init__
 
 GENERATORS = (("normal", K.NORMAL, 0.0), ("t4", K.STUDENT, 4.0), ("t6", K.STUDENT, 6.0),
-              ("t32", K.STUDENT, 32.0), ("t5", K.STUDENT, 5.0), ("t34", K.STUDENT, 34.0),
+              ("t32", K.STUDENT, 32.0), ("t5", K.STUDENT, 5.0), ("t3.5", K.STUDENT, 3.5),
+              ("t34", K.STUDENT, 34.0), ("t8263", K.STUDENT, 8263.0),
               ("uniform", K.UNIFORM, 0.0), ("laplace", K.LAPLACE, 0.0))
 
 

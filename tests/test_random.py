@@ -21,6 +21,10 @@ KS_ALPHA = 1e-3  # a correct sampler fails one of these KS tests with probabilit
         ("normal", stats.norm()),
         ("t6", stats.t(6, scale=np.sqrt(4 / 6))),
         ("t3.5", stats.t(3.5, scale=np.sqrt(1.5 / 3.5))),
+        # stream version 3: the Student-t of other ν from a normal and a gamma
+        ("t5", stats.t(5, scale=np.sqrt(3 / 5))),
+        ("t40", stats.t(40, scale=np.sqrt(38 / 40))),
+        ("t2.5", stats.t(2.5, scale=np.sqrt(0.5 / 2.5))),
         ("uniform", stats.uniform(-np.sqrt(3), 2 * np.sqrt(3))),
         ("laplace", stats.laplace(scale=1 / np.sqrt(2))),
         ("normp2", stats.norm()),
@@ -34,14 +38,15 @@ def test_generator_matches_distribution(name, reference):
     assert stats.kstest(x, reference.cdf).pvalue > KS_ALPHA
 
 
-@pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "uniform", "laplace", "normp4",
-                                  "normp1.5"])
+@pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "t5", "t40", "uniform", "laplace",
+                                  "normp4", "normp1.5"])
 def test_generators_have_zero_mean_unit_variance(name):
     n = 400_000
     x = get_generator(name).sample(n, seed=5)
-    # 4-sigma bounds from the distribution's own kurtosis (t3.5 has none: looser, via MAD)
+    # 4-sigma bounds from the distribution's own kurtosis (t3.5 has none, and t5's sample
+    # kurtosis has no variance: looser)
     assert abs(x.mean()) < 4 / np.sqrt(n)
-    if name == "t3.5":
+    if name in ("t3.5", "t5"):
         assert abs(np.var(x) - 1) < 0.1
     else:
         se_var = np.sqrt((np.mean(x**4) - 1) / n)
@@ -104,8 +109,8 @@ def test_jitted_streams_live_in_the_kernel_file():
     assert not hasattr(_random, "invalidate_stale_kernel_caches")
 
 
-@pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "uniform", "laplace", "normp4",
-                                  "normp1.5"])
+@pytest.mark.parametrize("name", ["normal", "t6", "t3.5", "t5", "t40", "uniform", "laplace",
+                                  "normp4", "normp1.5"])
 def test_scipy_distribution_matches_the_sampler(name):
     gen = get_generator(name)
     dist = gen.distribution()
@@ -119,13 +124,14 @@ def test_scipy_distribution_matches_the_sampler(name):
 #: reproducibility, so a refactoring must keep them bit for bit. Stream version 2
 #: (:data:`xuqcal.core.random.STREAM_VERSION`) changed the normal (ziggurat instead of the
 #: polar method), the even-ν Student-t (its normal, and χ² from ziggurat exponentials) and
-#: normp (its gamma variates draw normals) on purpose; the other generators keep the digests
-#: of xuqcal 6390fb0 (stream version 1).
+#: normp (its gamma variates draw normals) on purpose, version 3 the Student-t of other ν (a
+#: normal and a Marsaglia-Tsang gamma instead of Bailey's polar t); the uniform and Laplace
+#: generators keep the digests of xuqcal 6390fb0 (stream version 1).
 PINNED_VARIATES = {
     (_random.NORMAL, 0.0): "07a94608c4f2bfae3aa684e7",  # version 2 (1: d3e2f68529d634b5716fa457)
     (_random.STUDENT, 6.0): "c6db3ef2e331294dbbc9907b",  # version 2 (1: 175aec50ede379a0b202572e)
-    (_random.STUDENT, 3.5): "cc19b8b5171cb41d3c8e19e4",  # Bailey's polar t
-    (_random.STUDENT, 40.0): "8deebe14d2599a9ceaf870f5",  # even ν > 32: Bailey's polar t
+    (_random.STUDENT, 3.5): "f79f23580fa3410a4bd53774",  # version 3 (2: cc19b8b5171cb41d3c8e19e4)
+    (_random.STUDENT, 40.0): "20622a64f1c3b100587009ce",  # even ν > 32, version 3 (2: 8deebe14…)
     (_random.UNIFORM, 0.0): "d9298b2522dac20dfafef798",
     (_random.LAPLACE, 0.0): "083927e6781f4c3a84c0eeae",
     (_random.NORMP, 1.5): "1ffdf27dbc50a4422a0e26e0",  # version 2 (1: e592c310e1b2d1b538152877)

@@ -84,8 +84,9 @@ the other. The statistics are finished on the host by the same finishers
 (:data:`xuqcal.core.kernels.FINISHERS`, :data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms
 added in bin order). The variates are made by :func:`xuqcal.core.kernels.next_variate` (the
 step of ``fill_variates``: the ziggurat normal; for a Student-t of even ν ≤ 32 the normal times
-``sqrt(ν / χ²)`` with ``χ²`` from ν/2 ziggurat exponentials, else Bailey's polar t; one uniform
-for the uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
+``sqrt(ν / χ²)`` with ``χ²`` from ν/2 ziggurat exponentials, else the normal times
+``sqrt(ν / (2 G))`` with a Marsaglia-Tsang gamma ``G`` (stream version 3); one uniform for the
+uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
 ``next_normal``, ``next_exponential``, ``_exp_arithmetic`` and ``next_student``, is compiled
 from its ``py_func`` as the stream primitives, with the ziggurat tables of
 :mod:`xuqcal.core.kernels` as constant arrays, and its factors are those of
@@ -93,15 +94,16 @@ from its ``py_func`` as the stream primitives, with the ziggurat tables of
 (checked variate by variate against ``fill_variates`` in ``tests/test_gpu_simulation.py``).
 
 *A replicate split between threads.* The number of raw draws a variate takes depends on the
-rejections of the ziggurat and polar methods, so where variate ``i`` begins in the stream
+rejections of the ziggurat and gamma methods, so where variate ``i`` begins in the stream
 depends on every earlier draw. The raw stream is still random-access (draw ``p`` is
 ``mix64(start + (p + 1) γ)``), and a parse started at an arbitrary raw position soon stands on
 the same positions as the stream's own: thread ``k`` of the ``group`` threads of a replicate
 parses from the start of its segment of raw draws past the next segment's start, until it
 meets the parse of the next thread; the meeting points and the variates counted before them
 place every segment's first variate, and each thread then draws and adds its own points
-(:func:`_simulation_sums`, :func:`split_plan`). The normal, polar-t, uniform and Laplace parses
-meet within a few draws; the chi-square t's within 15 to 25 ``half²`` draws on average, so its
+(:func:`_simulation_sums`, :func:`split_plan`). The normal, uniform and Laplace parses meet
+within a few draws; the chi-square t's within 15 to 25 ``half²`` draws on average and the gamma
+t's within 60 to 145 (``parse-meeting-stream3-issue26-2026-11-27.json``), so their
 segments are longer (``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``). A
 replicate whose parses meet too late to be placed is drawn by one thread (``fallbacks``; none
 in 12 replicates of 2·10^6 points on an H200). A set of fewer than about a thousand points per
@@ -128,7 +130,7 @@ for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
 *Agreement.* Every accept-or-reject decision of the normal, exponential and even-ν Student-t
 variates is made with additions, multiplications and comparisons only (the ziggurats' wedges
 compare with ``_exp_arithmetic``, not libm's ``exp``; the normal's tail uses exponentials, not
-logarithms; Bailey's polar t compares ``u² + v²``), which the GPU computes as the CPU unless a
+logarithms), which the GPU computes as the CPU unless a
 multiply and an add are fused into one FMA (the CPU never fuses them). :class:`_NoContraction`
 stops both compilers from fusing: NVVM compiles with ``-fma=0`` and the double additions and
 multiplications of its PTX get an explicit ``.rn``, which the assembler never fuses; the kernel
@@ -137,12 +139,16 @@ H200 (numba-cuda 0.30.4) the machine code then had no ``DFMA``
 (``benchmarks/measured/gpu-split-issue26-h200-2026-11-27.json``; with ``-fma=0`` alone it had,
 ``fma-check-issue26-h200-2026-11-27.json``). The values then differ only where a libm
 function makes them: ``sqrt`` is correctly rounded on both targets (the normal and even-ν t are
-the same bits); Bailey's ``pow`` and Laplace's ``log`` are within one unit in the last place in
-libdevice, not always the libm's bits. On Numba's simulator the device code runs with NumPy's
+the same bits; so is the gamma t's, formed with ``sqrt`` and a division); Laplace's ``log`` is
+within one unit in the last place in libdevice, not always the libm's bits, and the gamma t's
+tries past the Marsaglia-Tsang squeeze (about 1 in 12) compare
+logarithms: a ``log`` rounded differently could, on a comparison within its last bit, accept
+another try (not measured on a GPU yet). On Numba's simulator the device code runs with NumPy's
 scalar functions; ``tests/test_gpu_simulation.py`` and ``tests/test_gpu_split.py`` bound the
 variates and statistics at 1e-12 relative to the CPU's.
 
-Measured on an H200 (``gpu-split-issue26-h200-2026-11-27.json``): of 2 replicates of 2·10^6
+Measured on an H200 (``gpu-split-issue26-h200-2026-11-27.json``; t5 was then Bailey's polar t,
+stream version 2, whose ``pow`` is within one unit in the last place): of 2 replicates of 2·10^6
 points split between 256 threads, the normal, t4, t6 and uniform variates were the CPU's bit
 for bit (4·10^6 of 4·10^6 each), Laplace's 3 990 443 (the rest one unit in the last place,
 ``log``) and t5's (Bailey's, ``pow``) 3 662 271, at most 3.3e-13 relative apart. Of 100
@@ -1156,16 +1162,18 @@ EXACT_ORDER_BYTES = 8 << 30
 #: ``(state - start) γ^-1`` (the state after ``p`` raw draws is ``start + p γ``).
 _GAMMA_INVERSE = np.uint64(pow(int(K._GAMMA), -1, 1 << 64))
 #: Mean raw draws per variate (measured on the CPU streams, checked in
-#: ``tests/test_gpu_simulation.py``): the ziggurat normal and exponential, Bailey's polar t
-#: (two uniforms a try, ``π / 4`` of the tries accepted); one for the uniform and Laplace.
+#: ``tests/test_gpu_split.py``): the ziggurat normal and exponential; one for the uniform and
+#: Laplace (the gamma Student-t's: :func:`_gamma_student_draws`).
 _NORMAL_DRAWS = 1.0224
 _EXPONENTIAL_DRAWS = 1.0336
-_POLAR_DRAWS = 8.0 / np.pi
-#: Raw draws per thread at the least (times ``half²`` for the chi-square Student-t), so that a
-#: thread's parse meets its neighbour's (see :func:`_simulation_sums`) far inside the
-#: neighbour's segment: the normal, polar t, uniform and Laplace parses meet within a few draws,
-#: the chi-square t's within 15 to 25 ``half²`` draws on average (t6: mean 136, at most 1 161 of
-#: 3 000 starts; t32: mean 6 173; ``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``).
+#: Raw draws per thread at the least (times ``half²`` for the chi-square Student-t, 9 for the
+#: gamma Student-t), so that a thread's parse meets its neighbour's (see
+#: :func:`_simulation_sums`) far inside the neighbour's segment: the normal, uniform and Laplace
+#: parses meet within a few draws, the chi-square t's within 15 to 25 ``half²`` draws on
+#: average (t6: mean 136, at most 1 161 of 3 000 starts; t32: mean 6 173;
+#: ``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``), the gamma t's (stream
+#: version 3) within 60 to 145 (at most 1 875, t34;
+#: ``parse-meeting-stream3-issue26-2026-11-27.json``).
 _SEGMENT_DRAWS = 1024
 
 # the device twins of the variate generators of xuqcal.core.kernels, bound by _simulation_kernel
@@ -1181,7 +1189,7 @@ def variate_constants(generator_code: int, parameter: float) -> tuple[float, int
     """``(scale, half)`` of :func:`xuqcal.core.kernels.fill_variates` for one generator: the
     factor of its unit-variance draws (``sqrt((ν - 2) / ν)`` for Student-t, ``sqrt(3)`` for
     the uniform, ``1 / sqrt(2)`` for Laplace, 1 for the normal) and, for a Student-t of even
-    ν ≤ 32, ``half = ν / 2`` (the chi-square construction; 0 otherwise: Bailey's polar
+    ν ≤ 32, ``half = ν / 2`` (the chi-square construction; 0 otherwise: the gamma
     method). The same IEEE operations as the CPU kernel, so the same bits.
 
     Examples
@@ -1492,7 +1500,8 @@ def _simulation_kernel():
     _normal = device(_device_twin(K.next_normal, next_u64=_next_u64, next_uniform=_next_uniform,
                                   next_exponential=_exponential,
                                   _exp_arithmetic=_exp_arithmetic))
-    _student = device(_device_twin(K.next_student, next_uniform=_next_uniform))
+    _student = device(_device_twin(K.next_student, next_normal=_normal,
+                                   next_uniform=_next_uniform))
     _variate_device = device(_device_twin(K.next_variate, next_normal=_normal,
                                           next_exponential=_exponential,
                                           next_uniform=_next_uniform, next_student=_student))
@@ -1516,8 +1525,8 @@ def _jit_exact(function):
 
 class _NoContraction:
     """While active, no multiply and add is fused into one FMA (the CPU never fuses them). The
-    polar methods accept a pair on ``u * u + v * v < 1``; contracted, the sum could round
-    differently and, near 1, accept another pair: the rest of the replicate would differ.
+    ziggurats accept a draw on comparisons of products and sums; contracted, a sum could round
+    differently and accept another draw: the rest of the replicate would differ.
     numba-cuda has no option for it (NVIDIA/numba-cuda#118): the ``compile_ir`` of its
     ``nvvm`` module is wrapped while a kernel is launched (compiled on its first launch).
 
@@ -1618,6 +1627,32 @@ def _bin_ends(m: int, n_bins: int) -> np.ndarray:
     return np.append(K.bin_start.py_func(b, m, n_bins), np.int64(m)).astype(np.int64)
 
 
+@functools.cache
+def _gamma_student_draws(nu: float) -> float:
+    """Mean raw draws of a Student-t(ν) of :func:`xuqcal.core.kernels.next_student`: its
+    normal, then Marsaglia-Tsang tries of a normal and, when ``v = (1 + c x)³ > 0``, a
+    uniform, until one is accepted. A try with ``d = ν/2 - 1/3``, ``c = 1 / sqrt(9 d)`` is
+    accepted with probability ``∫_{x > -1/c} exp(d (1 - v + ln v)) dx / sqrt(2π)`` (the
+    normal density times the acceptance ratio), integrated here."""
+    from scipy import integrate
+
+    d = 0.5 * nu - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+
+    def accepted(x: float) -> float:
+        v = (1.0 + c * x) ** 3
+        if v <= 0.0:  # at -1/c (rounded): no try accepted there
+            return 0.0
+        return math.exp(d * (1.0 - v + math.log(v))) / math.sqrt(2.0 * math.pi)
+
+    # the integrand is concentrated within a few units of 0 (and 0 at -1/c)
+    head = integrate.quad(accepted, -1.0 / c, -min(1.0 / c, 40.0) / 2.0, limit=200)[0]
+    accept = head + integrate.quad(accepted, -min(1.0 / c, 40.0) / 2.0, math.inf,
+                                   limit=200)[0]
+    positive = 0.5 * math.erfc(-1.0 / c / math.sqrt(2.0))  # P(v > 0): a uniform is drawn
+    return _NORMAL_DRAWS + (_NORMAL_DRAWS + positive) / accept
+
+
 def draws_per_variate(generator_code: int, parameter: float) -> float:
     """The mean number of raw draws of one variate of :func:`xuqcal.core.kernels.next_variate`
     (measured on the CPU's streams; the ziggurats reject about 2 % of their first draws).
@@ -1631,7 +1666,9 @@ def draws_per_variate(generator_code: int, parameter: float) -> float:
     if generator_code == K.NORMAL:
         return _NORMAL_DRAWS
     if generator_code == K.STUDENT:
-        return _NORMAL_DRAWS + half * _EXPONENTIAL_DRAWS if half else _POLAR_DRAWS
+        if half:
+            return _NORMAL_DRAWS + half * _EXPONENTIAL_DRAWS
+        return _gamma_student_draws(float(parameter))
     return 1.0
 
 
@@ -1644,7 +1681,8 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
     :data:`SIMULATION_THREADS`).
 
     A thread takes at least ``segment`` raw draws (by default :data:`_SEGMENT_DRAWS` times
-    ``half²`` for the chi-square Student-t, whose parses take longer to meet); the segments
+    ``half²`` for the chi-square Student-t, and times 9 for the gamma Student-t, whose parses
+    take longer to meet); the segments
     cover 2 % more than the expected raw draws of the replicate (the last thread's segment has
     no end, and the threads past the ``m``-th variate add nothing).
 
@@ -1662,7 +1700,13 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
                          f"block (threads = {threads})")
     _, half = variate_constants(generator_code, parameter)
     raw = 1.02 * m * draws_per_variate(generator_code, parameter) + 64.0
-    least = _SEGMENT_DRAWS * max(half, 1) ** 2 if segment is None else max(int(segment), 2)
+    if segment is None:
+        # the chi-square t's parses meet after about half² times the normal's draws; the
+        # gamma t's (half 0) as late as t6's (half 3)
+        slow = half if half else (3 if generator_code == K.STUDENT else 1)
+        least = _SEGMENT_DRAWS * slow ** 2
+    else:
+        least = max(int(segment), 2)
     group = 1
     while group * 2 <= threads and raw / (group * 2) >= least:
         group *= 2
@@ -1814,8 +1858,8 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU: the same variates,
     the same sums in the same order (``exact``, the default; without, a replicate split
     between threads has its sums added in a tree), finished by the same finishers, so the same
-    bits, except where a GPU ``log``/``pow`` rounds a variate differently in the last bit
-    (Laplace, Bailey's t).
+    bits, except where a GPU ``log`` rounds a variate (Laplace) or a decision (the gamma
+    Student-t's tries past the squeeze) differently in the last bit.
 
     Parameters
     ----------
