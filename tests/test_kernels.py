@@ -527,6 +527,53 @@ def test_mean_block_counted_sums_of_several_columns(k):
 
 
 @numba.njit
+def _accepted_and_scalar_draws(key, bound, n_batches, soon):
+    """The draws of ``n_batches`` calls of :func:`kernels.accepted_below`, one after the
+    other, with the state after them, and as many draws of :func:`kernels.next_below` one by
+    one from the same stream, with the state after the raw numbers the batches used."""
+    raw = np.empty(K._RAW_BATCH, np.uint64)
+    out = np.empty(K._RAW_BATCH, np.int64)
+    batched = np.empty(n_batches * K._RAW_BATCH, np.int64)
+    threshold = K.below_threshold(bound)
+    state = K.stream_start(key, np.uint64(3))
+    done = 0
+    for _ in range(n_batches):
+        n, state = K.accepted_below(state, bound, threshold, raw, out, soon)
+        batched[done:done + n] = out[:n]
+        done += n
+    scalar = np.empty(done, np.int64)
+    other = K.stream_start(key, np.uint64(3))
+    for i in range(done):
+        scalar[i], other = K.next_below(other, bound)
+    return batched[:done], scalar, state, other
+
+
+@pytest.mark.parametrize("bound", [1, 3, 1000, 2**31 + 1, 2**32 - 1])
+def test_batched_bounded_draws_are_next_below_s(bound):
+    """``accepted_below`` gives the draws of ``next_below``, in order, batch after batch, and
+    leaves the stream's state after its raw numbers (with a bound of 2^31 + 1 about half the raw
+    numbers are rejected: batches of about 32 draws); ``next_below``'s state after as many
+    draws is at or before it (only rejected raw numbers between)."""
+    n_batches = 9
+    soon = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(bound,),
+                                           strides=(0,))
+    batched, scalar, state, other = _accepted_and_scalar_draws(np.uint64(17), bound, n_batches,
+                                                               soon)
+    np.testing.assert_array_equal(batched, scalar)
+    assert batched.min() >= 0 and batched.max() < bound
+    inverse = pow(int(K._GAMMA), -1, 2**64)
+    start = int(K.stream_start(np.uint64(17), np.uint64(3)))
+    raw_used = (int(state) - start) * inverse % 2**64
+    scalar_used = (int(other) - start) * inverse % 2**64
+    assert raw_used == n_batches * K._RAW_BATCH
+    assert batched.size <= scalar_used <= raw_used
+    if bound == 2**31 + 1:
+        assert 0.4 < batched.size / raw_used < 0.6
+    else:
+        assert batched.size >= raw_used - 2
+
+
+@numba.njit
 def _stream_draws(key, replicate, n_draws, bound):
     """``n_draws`` bounded integers of the stream ``(key, replicate)``, in the order drawn."""
     state = K.stream_start(key, replicate)

@@ -138,6 +138,50 @@ def next_below(state, bound):
             return np.int64(m >> _S32), state
 
 
+#: Raw numbers drawn at once by :func:`accepted_below`.
+_RAW_BATCH = 64
+
+
+@nb.njit(inline="always")
+def accepted_below(state, bound, threshold, raw, out, soon):
+    """The draws of :func:`next_below` (``bound``; ``threshold = (2**32 - bound) % bound``)
+    that the next :data:`_RAW_BATCH` raw numbers of the stream give: ``(n, new_state)``, the
+    ``n`` draws in ``out[:n]`` in order (``out`` holds at least ``_RAW_BATCH``) and the state
+    after those raw numbers. Calls one after the other give ``next_below``'s draws, in order;
+    a caller that needs fewer uses the first ones and drops the stream (the end of a
+    replicate's draws). ``soon[j]`` is prefetched for writing as draw ``j`` is accepted (the
+    counts the caller increments: issued there, the loads overlap more than from a loop of
+    their own after this one, which was slower in a trial).
+
+    The raw numbers are made into ``raw`` (uint64 scratch) from their counters,
+    ``mix64(state + (t + 1) γ)``: a loop without a dependence from one number to the next,
+    which LLVM vectorizes (``_mix64``'s 64-bit multiplications eight at a time with AVX-512),
+    where ``next_below`` makes them one after the other; Lemire's test then keeps the accepted
+    ones. The bootstrap of zms at M = 2·10⁶ (:func:`moment_replicates_block`): 2.13 → 1.78 ns
+    per draw, of five moment statistics 2.59 → 2.22, one thread
+    (``benchmarks/measured/ab-kernels-raw-batch-*``)."""
+    for t in range(_RAW_BATCH):
+        raw[t] = _mix64(state + np.uint64(t + 1) * _GAMMA)
+    b = np.uint64(bound)
+    n = 0
+    for t in range(_RAW_BATCH):
+        product = (raw[t] & _LOW32) * b
+        # next_below accepts low >= b or low >= threshold: the same, as threshold < b
+        if (product & _LOW32) >= threshold:
+            j = np.int64(product >> _S32)
+            out[n] = j
+            _prefetch_write(soon, j)
+            n += 1
+    return n, state + np.uint64(_RAW_BATCH) * _GAMMA
+
+
+@nb.njit(inline="always")
+def below_threshold(bound):
+    """Lemire's rejection threshold ``(2**32 - bound) % bound`` of :func:`next_below`."""
+    b = np.uint64(bound)
+    return (_TWO32 - b) % b
+
+
 @nb.njit(inline="always")
 def _exp_arithmetic(t):
     """``exp(t)`` for ``-43 < t <= 0`` with IEEE additions, multiplications and one rounding
@@ -266,9 +310,16 @@ def fill_counts(key, replicate, counts):
     n = counts.shape[0]
     counts[:] = 0
     state = stream_start(key, replicate)
-    for _ in range(n):
-        j, state = next_below(state, n)
-        counts[j] += 1
+    raw = np.empty(_RAW_BATCH, np.uint64)
+    batch = np.empty(_RAW_BATCH, np.int64)
+    threshold = below_threshold(n)
+    done = 0
+    while done < n:  # the draws of next_below, a batch of raw numbers at a time
+        k, state = accepted_below(state, n, threshold, raw, batch, counts)
+        k = min(k, n - done)
+        for t in range(k):
+            counts[batch[t]] += 1
+        done += k
 
 
 @nb.njit(nogil=True, cache=True)
@@ -1475,12 +1526,11 @@ def _count_draws_u8(key, replicate, n_draws, counts, batch):
     counts[:] = 0
     wrapped = False
     done = 0
+    raw = np.empty(_RAW_BATCH, np.uint64)
+    threshold = below_threshold(m)
     while done < n_draws:
-        n = min(_BATCH, n_draws - done)
-        for t in range(n):
-            j, state = next_below(state, m)
-            batch[t] = j
-            _prefetch_write(counts, j)
+        n, state = accepted_below(state, m, threshold, raw, batch, counts)
+        n = min(n, n_draws - done)
         for t in range(n):
             j = batch[t]
             c = counts[j] + np.uint8(1)
