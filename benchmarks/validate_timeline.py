@@ -1,0 +1,105 @@
+"""Where the thread time of one default ``xuqcal.validate`` goes, kernel by kernel: every call
+of the bootstrap, simulation and jackknife kernels timed in the thread that runs it.
+
+The kernels of :mod:`xuqcal.core.kernels` that the analysis layer calls by attribute
+(``moment_replicates_block``, ``bootstrap_block``, ``simulate_block`` and the jackknife
+kernels) are wrapped for the run: each call's thread, start, end, replicates and generator are
+recorded. Written to JSON: the wall time, the thread-seconds in each kernel (and per generator
+for the simulation), their share of ``threads × wall``, and every call. cProfile
+(``profile_validate.py``) sees only the caller's waits; this sees the work.
+
+    python benchmarks/validate_timeline.py --m 2000000 --out timeline.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+#: kernel -> how to read (replicates, generator) from its positional arguments
+KERNELS = {
+    "moment_replicates_block": lambda a: (int(a[2] - a[1]), None),
+    "bootstrap_block": lambda a: (int(a[2] - a[1]), None),
+    "simulate_block": lambda a: (int(a[4] - a[3]), f"{int(a[1])}:{float(a[2]):.6g}"),
+    "jackknife_moments": lambda a: (0, None),
+    "jackknife_binned": lambda a: (0, None),
+    "jackknife_spearman": lambda a: (0, None),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="path of the JSON results")
+    parser.add_argument("--m", type=int, default=2_000_000)
+    args = parser.parse_args()
+
+    import xuqcal
+    from xuqcal.core import kernels as K
+
+    calls = []
+    lock = threading.Lock()
+    started = None
+
+    def wrapped(name, kernel, describe):
+        def call(*arguments):
+            begin = time.perf_counter()
+            result = kernel(*arguments)
+            end = time.perf_counter()
+            replicates, generator = describe(arguments)
+            with lock:
+                calls.append({"kernel": name, "thread": threading.get_ident(),
+                              "start": begin - started, "end": end - started,
+                              "replicates": replicates, "generator": generator})
+            return result
+        return call
+
+    small = xuqcal.synthetic.nig(3000, nu=6, seed=1).compute()
+    xuqcal.validate(small, n_boot=200, n_mc=200)  # compile or load every kernel (not timed)
+    originals = {name: getattr(K, name) for name in KERNELS}
+    for name, describe in KERNELS.items():
+        setattr(K, name, wrapped(name, originals[name], describe))
+    ds = xuqcal.synthetic.nig(args.m, nu=6, seed=0).compute()
+    try:
+        started = time.perf_counter()
+        result = xuqcal.validate(ds)
+        wall = time.perf_counter() - started
+    finally:
+        for name, kernel in originals.items():
+            setattr(K, name, kernel)
+    threads = os.cpu_count()
+    per_kernel = defaultdict(float)
+    per_generator = defaultdict(lambda: [0.0, 0])
+    for c in calls:
+        seconds = c["end"] - c["start"]
+        per_kernel[c["kernel"]] += seconds
+        if c["generator"] is not None:
+            per_generator[c["generator"]][0] += seconds
+            per_generator[c["generator"]][1] += c["replicates"]
+    record = {
+        "issue": 26, "M": args.m, "threads": threads, "wall_seconds": wall,
+        "revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
+                                   capture_output=True, cwd=Path(__file__).parent).stdout.strip(),
+        "platform": platform.platform(),
+        "n_boot": int(result.attrs["n_boot"]), "n_mc": int(result.attrs["n_mc"]),
+        "nu_tfit": float(result["nu_tfit"]) if "nu_tfit" in result else None,
+        "kernel_thread_seconds": dict(per_kernel),
+        "kernel_share_of_threads_x_wall": sum(per_kernel.values()) / (threads * wall),
+        "simulation_by_generator": {
+            g: {"thread_seconds": s, "replicates": n,
+                "ns_per_point_per_thread": s / (n * args.m) * 1e9 if n else None}
+            for g, (s, n) in per_generator.items()},
+        "calls": calls,
+    }
+    Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in record.items() if k != "calls"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
