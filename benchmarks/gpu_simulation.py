@@ -2,7 +2,8 @@
 and timings.
 
 (a) Agreement at M = 2·10^5, n_mc = 100 for every generator the GPU draws (normal, t6 of the
-    chi-square construction, t5 of Bailey's, uniform, Laplace): the largest relative
+    chi-square construction, t5 of a normal and a gamma (Bailey's before stream version 3),
+    uniform, Laplace): the largest relative
     difference between the GPU's and the CPU's replicates of every moment and binned
     statistic, and of the first ``--m-variates`` variates of ``--n-variates`` replicates
     against ``kernels.fill_variates`` (how many are bit-identical: a GPU ``log``/``sqrt``/

@@ -10,7 +10,8 @@ against one thread per replicate, side by side in one process, and the FMA check
 (c) Timings at M = 2·10^6 (``--m``), zms + ence + zmse (``--n-bins`` bins): one call of
     ``simulate_statistics_gpu`` per row (uE to the GPU, kernel, sums back, finishing) after a
     warm-up call that compiles, for the generators normal, t6 (chi-square construction) and t5
-    (Bailey's), n_mc = 500 (the first round of ``n_mc="auto"``) and 10^4: split (the
+    (a normal and a gamma since stream version 3; Bailey's polar t before), n_mc = 500 (the
+    first round of ``n_mc="auto"``) and 10^4: split (the
     default plan) and one thread per replicate (``threads=32``, a segment longer than any
     replicate: the launch of the kernel before the split; at n_mc = 500 only, but for the
     normal generator, as it takes about as long for any n_mc up to a full GPU); the split's
