@@ -2191,27 +2191,43 @@ def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
     if first:  # all high keys equal (or one point): the identity, then the fix-up
         for i in range(m):
             source_order[i] = i
-    # runs of equal high keys: sorted on the full keys (only when bits were dropped), ties
+    # runs of equal high keys: flagged in one pass without a branch; when bits were dropped,
+    # each run is then sorted on the full keys and flagged from them
     tie[0] = False
+    n_equal = 0
+    for k in range(1, m):
+        equal = source_keys[k] == source_keys[k - 1]
+        tie[k] = equal
+        n_equal += equal
+    if n_equal > 0 and drop != np.uint64(0):
+        _fix_runs(keys, source_order, tie)
+    return source_order
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _fix_runs(keys, order, tie):
+    """Each run of ``order`` flagged equal on the high keys (``tie[k]``: position ``k`` equals
+    ``k - 1``) sorted on the full ``keys`` (:func:`_fix_run`) and flagged from them.
+
+    The argsorts flag the runs in a pass without a branch and call this only when a run exists
+    and bits were dropped, instead of walking the runs with a branch at every position. A
+    simulated set of zms, cc, ence and zmse, one thread: at M = 2·10⁶ normal 19.69 → 19.01 ns
+    per point (t6 27.13 → 27.60, noise); at QM9's size normal 8.49 → 7.95, t6 15.86 → 15.29
+    (``benchmarks/measured/ab-kernels-tie-pass-*``)."""
+    m = order.shape[0]
     k = 1
     while k < m:
-        if source_keys[k] != source_keys[k - 1]:
-            tie[k] = False
+        if not tie[k]:
             k += 1
             continue
         start = k - 1
         stop = k + 1
-        while stop < m and source_keys[stop] == source_keys[start]:
+        while stop < m and tie[stop]:
             stop += 1
-        if drop != np.uint64(0):
-            _fix_run(keys, source_order, start, stop)
-            for j in range(start + 1, stop):
-                tie[j] = keys[source_order[j]] == keys[source_order[j - 1]]
-        else:
-            for j in range(start + 1, stop):
-                tie[j] = True
+        _fix_run(keys, order, start, stop)
+        for j in range(start + 1, stop):
+            tie[j] = keys[order[j]] == keys[order[j - 1]]
         k = stop
-    return source_order
 
 
 #: Sets of up to this many points are sorted by :func:`_packed_argsort` (their arrays stay in
@@ -2269,24 +2285,13 @@ def _packed_argsort(keys, packed, buffer, histogram, order, tie):
     for i in range(m):
         order[i] = np.int32(source[i] & _LOW_32)
     tie[0] = False
-    k = 1
-    while k < m:
-        if (source[k] >> np.uint64(32)) != (source[k - 1] >> np.uint64(32)):
-            tie[k] = False
-            k += 1
-            continue
-        start = k - 1
-        stop = k + 1
-        while stop < m and (source[stop] >> np.uint64(32)) == (source[start] >> np.uint64(32)):
-            stop += 1
-        if drop != np.uint64(0):
-            _fix_run(keys, order, start, stop)
-            for j in range(start + 1, stop):
-                tie[j] = keys[order[j]] == keys[order[j - 1]]
-        else:
-            for j in range(start + 1, stop):
-                tie[j] = True
-        k = stop
+    n_equal = 0
+    for k in range(1, m):
+        equal = (source[k] >> np.uint64(32)) == (source[k - 1] >> np.uint64(32))
+        tie[k] = equal
+        n_equal += equal
+    if n_equal > 0 and drop != np.uint64(0):
+        _fix_runs(keys, order, tie)
     return order
 
 
