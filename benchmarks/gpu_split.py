@@ -6,7 +6,7 @@ against one thread per replicate, side by side in one process, and the FMA check
     bit-identical), and the replicates that fell back to one thread.
 (b) The statistics of ``--n-check`` replicates of M = 2·10^5 (zms, zm, rce, ence, zmse, ...):
     the split kernel (its sums in the CPU's order, the default, and added in a tree,
-    ``exact=False``) against the CPU kernel and against one thread per replicate.
+    ``order=IN_A_TREE``) against the CPU kernel and against one thread per replicate.
 (c) Timings at M = 2·10^6 (``--m``), zms + ence + zmse (``--n-bins`` bins): one call of
     ``simulate_statistics_gpu`` per row (uE to the GPU, kernel, sums back, finishing) after a
     warm-up call that compiles, for the generators normal, t6 (chi-square construction) and t5
@@ -62,7 +62,7 @@ def variates(m: int) -> dict:
         key = stream_key(2027, f"reference:{name}")
         info: dict = {}
         _, _, eps = gpu.simulation_sums_gpu(key, 0, 2, code, parameter, np.ones(m), 0,
-                                            n_record=m, exact=False, info=info)
+                                            n_record=m, order=gpu.IN_A_TREE, info=info)
         cpu = np.empty((2, m))
         for r in range(2):
             K.fill_variates(key, r, code, parameter, cpu[r])
@@ -81,7 +81,7 @@ def statistics(m: int, n: int, n_bins: int, threads: int) -> dict:
         key = stream_key(2028, f"reference:{name}")
         split = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared)
         tree = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared,
-                                           exact=False)
+                                           order=gpu.IN_A_TREE)
         whole = gpu.simulate_statistics_gpu(key, 0, n, codes, code, parameter, prepared,
                                             threads=32, segment=WHOLE)
         cpu = cpu_simulation(prepared, codes, code, parameter, key, 0, n, threads)
@@ -109,7 +109,7 @@ def timings(m: int, counts: list[int], n_bins: int, budget: float, started: floa
     for name, code, parameter in (g for g in GENERATORS if g[0] in ("normal", "t6", "t5")):
         key = stream_key(7, f"reference:{name}")
         for n in counts:
-            for label, options in (("split", {}), ("split_tree", {"exact": False}),
+            for label, options in (("split", {}), ("split_tree", {"order": gpu.IN_A_TREE}),
                                    ("one_thread", {"threads": 32, "segment": WHOLE})):
                 if label == "one_thread" and n != counts[0] and name != "normal":
                     continue  # one thread per replicate: about as long for any n_mc

@@ -102,11 +102,11 @@ for name in %(generators)r:
                 np.array_equal(whole, eps) and np.array_equal(one_sums, sums)
                 and np.array_equal(one_bins, bins))
         if m == 203 and n_bins == 7:
-            # the threads' sums added in a tree (exact=False): the CPU's to rounding
+            # the threads' sums added in a tree (order=IN_A_TREE): the CPU's to rounding
             info_tree = {}
             tree, tree_bins, _ = gpu.simulation_sums_gpu(
                 key, 2, 4, g.code, g.parameter, u, n_bins, threads=threads, segment=segment,
-                exact=False, info=info_tree)
+                order=gpu.IN_A_TREE, info=info_tree)
             row["tree_sums"] = float(np.max(np.abs(tree - expected) / scale))
             with np.errstate(all="ignore"):
                 row["tree_bins"] = float(np.max(np.where(
@@ -161,7 +161,7 @@ def test_split_sums_are_added_in_the_cpu_s_order(split):
 
 
 def test_split_sums_in_a_tree_equal_the_cpu_s_to_rounding(split):
-    """``exact=False``: the threads' sums added in a tree, the CPU's to rounding but in
+    """``order=IN_A_TREE``: the threads' sums added in a tree, the CPU's to rounding but in
     another order (which these sets show: not every sum is the in-order one)."""
     rows = [r for r in split if "tree_sums" in r]
     assert rows and all(r["tree_group"] > 1 for r in rows)

@@ -109,12 +109,12 @@ replicate whose parses meet too late to be placed is drawn by one thread (``fall
 in 12 replicates of 2·10^6 points on an H200). A set of fewer than about a thousand points per
 thread is drawn by one thread, as before the split. The variates are the
 CPU's whatever the split (tested on the simulator with segments of a few draws, and on an
-H200). The sums are then the CPU's additions in the CPU's order (``exact``, the default since
+H200). The sums are then the CPU's additions in the CPU's order (the default since
 the session of 2026-11-27, third): the threads write their variates to a row of device memory
 per replicate, and the replicate's threads copy the row chunk by chunk into shared memory,
 where its first thread adds the points one after the other as the CPU's loop does. Rows of
 at most :data:`EXACT_ORDER_BYTES` are held at once (at M = 2·10^6, 536 replicates in flight
-instead of up to 65 535). With ``exact=False`` a thread adds its own points, the threads' sums
+instead of up to 65 535). With ``order=IN_A_TREE`` a thread adds its own points, the threads' sums
 are added in a tree and a bin split between threads in thread order: the CPU's additions in
 another order (the figures below were measured so), in fewer steps in one thread. The time
 the ordered additions cost on a GPU is not measured yet (``benchmarks/gpu_split.py`` times
@@ -185,9 +185,10 @@ from xuqcal.core import kernels as K
 
 #: Most threads per block (the size of the kernel's shared arrays).
 MAX_THREADS = 512
-#: How the bootstrap kernel adds a replicate's sums (:func:`_bootstrap_sums`): one after the
-#: other in the order of the draws, or counted in point order (the CPU's two orders), or in a
-#: tree of compensated thread sums.
+#: How a kernel adds a replicate's sums (the parameter ``order``): one after the other in the
+#: order of the draws, or counted in point order (the CPU's two orders for a bootstrap,
+#: :func:`_bootstrap_sums`; a simulation adds its variates in draw order), or in a tree of the
+#: threads' sums.
 IN_DRAW_ORDER = 0
 COUNTED = 1
 IN_A_TREE = 2
@@ -1150,8 +1151,8 @@ SPLIT_THREADS = 256
 #: Sums of one simulated set kept per replicate: ``sum E~²``, ``sum eps²``, ``sum eps``.
 _SIM_SUMS = 3
 #: Variates (and as many uncertainties) each thread copies into shared memory per chunk of the
-#: additions in the CPU's order (:func:`_simulation_sums` with ``exact``): 1 024 of each
-#: (16 KiB) for a whole block, so that the adding thread reads no global memory.
+#: additions in the CPU's order (:func:`_simulation_sums` with ``cpu_order_sums``): 1 024 of
+#: each (16 KiB) for a whole block, so that the adding thread reads no global memory.
 _CHUNK_PER_THREAD = 4
 #: Device memory for the rows of variates of the replicates in flight when a split replicate's
 #: sums are made in the CPU's order: a launch holds at most this many bytes of rows (at
@@ -1234,8 +1235,8 @@ def _store_bin(bins, edge_bin, edge_sum, r, tid, slot, b, whole, b_e2, b_z2):
 
 
 def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
-                     n_bins, group, segment, sums, bins, variates, n_record, fallbacks, exact,
-                     buffer):
+                     n_bins, group, segment, sums, bins, variates, n_record, fallbacks,
+                     cpu_order_sums, buffer):
     """Kernel: ``group`` threads draw replicate ``first + r`` together (a block holds
     ``blockDim / group`` replicates and loops with the grid's stride); its ``M`` variates
     ``eps`` are the CPU's (:func:`xuqcal.core.kernels.next_variate` from the same stream), and
@@ -1260,7 +1261,8 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     own variates with their uncertainties. Where ``m_k > m_{k+1}`` (parses that met late), the
     replicate is drawn by its first thread alone, as with ``group = 1``.
 
-    **The sums.** With ``exact`` (and ``group > 1``), the CPU's additions in the CPU's order:
+    **The sums.** With ``cpu_order_sums`` (and ``group > 1``; the public ``order`` None or
+    :data:`IN_DRAW_ORDER`), the CPU's additions in the CPU's order:
     each thread writes its variates to its replicate's row of ``buffer`` (global memory, one
     row of ``M`` per replicate in flight: row ``blockIdx * (blockDim / group) + tid // group``),
     then the replicate's threads copy the row, a chunk of ``4 group`` variates and their
@@ -1268,10 +1270,10 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     one after the other as
     :func:`xuqcal.core.kernels._fused_synthetic_set` does (the sums and each bin's sums from
     0.0, in point order): the same bits as the CPU where the variates are the same. Without
-    ``exact`` a thread adds its points one after the other, the threads' sums are added in a
-    tree and the sums of a bin split between threads in thread order (other roundings, fewer
-    steps in one thread). With ``group = 1`` a thread draws and adds in the CPU's order
-    either way.
+    (:data:`IN_A_TREE`) a thread adds its points one after the other, the threads' sums are
+    added in a tree and the sums of a bin split between threads in thread order (other
+    roundings, fewer steps in one thread). With ``group = 1`` a thread draws and adds in the
+    CPU's order either way.
     """
     tid = cuda.threadIdx.x
     per_block = cuda.blockDim.x // group
@@ -1287,7 +1289,7 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
     chunk = cuda.shared.array(SPLIT_THREADS * _CHUNK_PER_THREAD, np.float64)
     chunk_u = cuda.shared.array(SPLIT_THREADS * _CHUNK_PER_THREAD, np.float64)
     m = u.shape[0]
-    in_order = exact != 0 and group > 1
+    in_order = cpu_order_sums != 0 and group > 1
     row = cuda.blockIdx.x * per_block + tid // group  # this replicate's row of ``buffer``
     block_first = cuda.blockIdx.x * per_block
     while block_first < n_replicates:
@@ -1718,7 +1720,7 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
 def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
                         u: np.ndarray, n_bins: int, *, n_record: int = 0,
                         threads: int | None = None, segment: int | None = None,
-                        exact: bool = True, info: dict | None = None
+                        order: int | None = None, info: dict | None = None
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sums of the synthetic sets ``E~ = u eps`` of replicates ``start .. stop - 1`` drawn
     on the GPU: ``(sums, bins, variates)`` with ``sums`` ``(n, 3)`` (``sum E~²``,
@@ -1726,14 +1728,15 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     equal-count bin of positions; ``(n, 0, 2)`` for ``n_bins = 0``) and ``variates``
     ``(n, n_record)`` (the first ``eps``; debug and tests). The variates are those of
     :func:`xuqcal.core.kernels.simulate_block`; a replicate of many points is split between
-    threads (:func:`split_plan`, with ``threads`` and ``segment``). With ``exact`` (the
-    default) its sums are then made by one thread in the CPU's order from the variates written
-    to device memory (at most :data:`EXACT_ORDER_BYTES` of them at a time: fewer replicates in
-    flight), so they are the CPU's bit for bit wherever the variates are; without, the
-    threads' sums are added in a tree (equal to the CPU's to rounding, in fewer steps).
-    ``info``, a dict, receives the plan (``group``, ``draws``, ``block``), ``fallbacks``,
-    the replicates whose parses did not meet in order and that one thread drew alone, and
-    ``in_flight``, the replicates drawn at once (``exact``: the rows of variates held).
+    threads (:func:`split_plan`, with ``threads`` and ``segment``). In the CPU's order
+    (``order`` None or :data:`IN_DRAW_ORDER`, the default) its sums are then made by one thread
+    from the variates written to device memory (at most :data:`EXACT_ORDER_BYTES` of them at a
+    time: fewer replicates in flight), so they are the CPU's bit for bit wherever the variates
+    are; with :data:`IN_A_TREE` the threads' sums are added in a tree (equal to the CPU's to
+    rounding, in fewer steps). ``info``, a dict, receives the plan (``group``, ``draws``,
+    ``block``), ``fallbacks``, the replicates whose parses did not meet in order and that one
+    thread drew alone, and ``in_flight``, the replicates drawn at once (in the CPU's order: the
+    rows of variates held).
 
     Examples
     --------
@@ -1745,12 +1748,36 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     ((4, 3), (4, 5, 2))
     """
     variate_constants(generator_code, parameter)  # refuses normp
+    in_order = _simulation_in_order(order)
     u = np.ascontiguousarray(u, dtype=np.float64)
     plan = split_plan(generator_code, parameter, u.shape[0], threads=threads, segment=segment)
     with _GPU_LOCK:
         return _simulation_sums_locked(key, int(start), int(stop), int(generator_code),
                                        float(parameter), u, int(n_bins), int(n_record), plan,
-                                       bool(exact), info)
+                                       in_order, info)
+
+
+def _simulation_in_order(order: int | None) -> bool:
+    """Whether a simulation's ``order`` adds the sums in the CPU's order (None or
+    :data:`IN_DRAW_ORDER`) rather than in a tree (:data:`IN_A_TREE`); :data:`COUNTED`, an order
+    of the bootstrap's sums, is refused.
+
+    Examples
+    --------
+    >>> _simulation_in_order(None), _simulation_in_order(IN_A_TREE)
+    (True, False)
+    >>> _simulation_in_order(COUNTED)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: order: a simulation adds its variates in draw order (IN_DRAW_ORDER = 0, ...
+    """
+    if order is None or order == IN_DRAW_ORDER:
+        return True
+    if order == IN_A_TREE:
+        return False
+    raise ValueError(f"order: a simulation adds its variates in draw order (IN_DRAW_ORDER = "
+                     f"{IN_DRAW_ORDER}, the CPU's) or in a tree (IN_A_TREE = {IN_A_TREE}); got "
+                     f"{order!r} (COUNTED = {COUNTED} is an order of the bootstrap's sums)")
 
 
 def _free_device_bytes() -> int | None:
@@ -1783,7 +1810,7 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
 
 
 def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
-                            plan, exact, info):
+                            plan, cpu_order_sums, info):
     kernel = _simulation_kernel()
     scale, half = variate_constants(generator_code, parameter)
     group, draws, block = plan
@@ -1802,7 +1829,7 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     d_fallbacks = cuda.to_device(np.zeros(n, dtype=np.int64))
     per_block = block // group
     blocks = min((n + per_block - 1) // per_block, _MAX_BLOCKS)
-    in_order = exact and group > 1
+    in_order = cpu_order_sums and group > 1
     if in_order:
         blocks = exact_order_rows(m, per_block, blocks, _free_device_bytes())
     d_buffer = cuda.device_array((blocks * per_block, m) if in_order else (1, 1),
@@ -1852,11 +1879,11 @@ def _sequential_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
 def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: int,
                             parameter: float, prepared, *,
                             threads: int | None = None, segment: int | None = None,
-                            exact: bool = True) -> np.ndarray:
+                            order: int | None = None) -> np.ndarray:
     """Statistics of the synthetic sets ``E~ = uE eps`` of replicates ``start .. stop - 1``
     drawn on the GPU: ``(stop - start, len(codes))``, what
     ``xuqcal.analysis.simulation._simulation_block`` returns on the CPU: the same variates,
-    the same sums in the same order (``exact``, the default; without, a replicate split
+    the same sums in the same order (the default; with ``order=IN_A_TREE``, a replicate split
     between threads has its sums added in a tree), finished by the same finishers, so the same
     bits, except where a GPU ``log`` rounds a variate (Laplace) or a decision (the gamma
     Student-t's tries past the squeeze) differently in the last bit.
@@ -1877,8 +1904,9 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     threads, segment : int, optional
         Threads per block (a power of two up to :data:`SPLIT_THREADS`) and the least raw draws
         per thread (:func:`split_plan`).
-    exact : bool, default True
-        Sums of a split replicate in the CPU's order (:func:`simulation_sums_gpu`).
+    order : int, optional
+        How a split replicate's sums are added: None or :data:`IN_DRAW_ORDER`, the CPU's order
+        (the default); :data:`IN_A_TREE`, a tree (:func:`simulation_sums_gpu`).
 
     Examples
     --------
@@ -1908,7 +1936,7 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     n_bins = int(prepared.n_bins) if binned else 0
     sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
                                         prepared.u, n_bins, threads=threads, segment=segment,
-                                        exact=exact)
+                                        order=order)
     n = sums.shape[0]
     out = np.empty((n, codes.shape[0]))
     # the sums of the uncertainties, one after the other as the CPU kernel's loops
@@ -1949,5 +1977,5 @@ def variates_gpu(key, start: int, stop: int, generator_code: int, parameter: flo
     """
     _, _, variates = simulation_sums_gpu(key, start, stop, generator_code, parameter,
                                          np.ones(int(m)), 0, n_record=int(m), threads=threads,
-                                         segment=segment, exact=False)  # sums not used
+                                         segment=segment, order=IN_A_TREE)  # sums not used
     return variates
