@@ -84,8 +84,10 @@ def main() -> None:
             per_generator[c["generator"]][1] += c["replicates"]
     record = {
         "issue": 26, "M": args.m, "threads": threads, "wall_seconds": wall,
+        # the checkout of the xuqcal that ran (PYTHONPATH may name another worktree)
         "revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
-                                   capture_output=True, cwd=Path(__file__).parent).stdout.strip(),
+                                   capture_output=True,
+                                   cwd=Path(xuqcal.__file__).parent).stdout.strip(),
         "platform": platform.platform(),
         "n_boot": int(result.attrs["n_boot"]), "n_mc": int(result.attrs["n_mc"]),
         "nu_tfit": float(result["nu_tfit"]) if "nu_tfit" in result else None,
