@@ -273,19 +273,19 @@ def test_no_replicates(simulated):
 def test_lemire_threshold_matches_next_below():
     """The acceptance threshold is the one ``next_below`` tests: ``(2^32 - M) mod M``."""
     for bound in (1, 2, 3, 7, 1000, 2_000_000, 2**31 + 1, 2**32 - 1):
-        assert int(gpu.lemire_threshold(bound)) == (2**32 - bound) % bound
+        assert int(K.lemire_threshold.py_func(bound)) == (2**32 - bound) % bound
     # on the host, the one-draw test accepts exactly the raw draws next_below keeps
     key = np.uint64(0x1234_5678_9ABC_DEF0)
     bound = 2**31 + 1  # about half of the raw draws are rejected
     state = np.uint64(K.stream_start(key, 2))
-    threshold = gpu.lemire_threshold(bound)
+    threshold = K.lemire_threshold.py_func(bound)
     with np.errstate(over="ignore"):
         accepted = []
         raw = state
         while len(accepted) < 50:
             bits = K._mix64.py_func(raw + K._GAMMA)
             raw = raw + K._GAMMA
-            ok, j = gpu._lemire(bits, np.uint64(bound), threshold)
+            ok, j = K.lemire_accept.py_func(bits, np.uint64(bound), threshold)
             if ok:
                 accepted.append(int(j))
     expected = []

@@ -534,7 +534,7 @@ def _accepted_and_scalar_draws(key, bound, n_batches, soon):
     raw = np.empty(K._RAW_BATCH, np.uint64)
     out = np.empty(K._RAW_BATCH, np.int64)
     batched = np.empty(n_batches * K._RAW_BATCH, np.int64)
-    threshold = K.below_threshold(bound)
+    threshold = K.lemire_threshold(bound)
     state = K.stream_start(key, np.uint64(3))
     done = 0
     for _ in range(n_batches):

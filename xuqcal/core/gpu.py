@@ -29,11 +29,10 @@ handles at most about ``M² / 2^32`` ≈ 930 draws on average and a third almost
 **One definition.** The stream primitives are not written again: ``_mix64``, ``stream_start``
 and ``next_u64`` of :mod:`xuqcal.core.kernels` are compiled for the GPU from their own Python
 source (``py_func``; the callee ``_mix64`` rebound to its device twin), with the constants of
-that module. Lemire's acceptance test is the one exception (:func:`_lemire`): on the CPU it is
-inside the rejection loop of ``next_below``, which cannot be compiled draw by draw; the
-threshold ``(2^32 - M) mod M`` is computed once on the host from the constants of
-:mod:`xuqcal.core.kernels`. The statistics are finished on the host from the column sums by the
-same finishers as on the CPU (their ``py_func`` on arrays, as
+that module, and so is Lemire's test on one raw number (``kernels.lemire_accept``, which the
+CPU's batched draws call too); its threshold ``(2^32 - M) mod M`` is computed once on the host
+(``kernels.lemire_threshold``). The statistics are finished on the host from the column sums by
+the same finishers as on the CPU (their ``py_func`` on arrays, as
 :meth:`xuqcal.core.statistics.Statistic.from_sums`).
 
 **Sums.** In the CPU's order (:func:`cpu_order`, since the session of 2026-11-27, third).
@@ -254,18 +253,6 @@ def _device_twin(function, **callees):
     return twin
 
 
-def _lemire(bits, bound, threshold):
-    """Lemire's test on one raw draw, as in :func:`xuqcal.core.kernels.next_below`: the draw is
-    accepted when the low 32 bits of ``(bits mod 2^32) * bound`` are at least
-    ``threshold = (2^32 - bound) mod bound``; returns ``(accepted, index)``.
-
-    (``next_below`` tests ``low >= bound or low >= threshold``: the same, since
-    ``threshold < bound``.)
-    """
-    product = (bits & K._LOW32) * bound
-    return (product & K._LOW32) >= threshold, np.int64(product >> K._S32)
-
-
 def _tree_sum(buffer, tid, k, n_threads):
     """The sum of the ``n_threads`` entries of shared ``buffer`` from ``tid - k`` (``n_threads``
     a power of two) into ``buffer[tid - k]``, in a tree, by the group of threads whose ``k``
@@ -287,19 +274,6 @@ def _neumaier(total, compensation, x):
     else:
         compensation += (x - t) + total
     return t, compensation
-
-
-def lemire_threshold(bound: int) -> np.uint64:
-    """``(2^32 - bound) mod bound``: the smallest accepted low word of Lemire's test for
-    indices below ``bound`` (``0 < bound < 2^32``).
-
-    Examples
-    --------
-    >>> int(lemire_threshold(3)), int(lemire_threshold(1 << 31))
-    (1, 0)
-    """
-    b = np.uint64(bound)
-    return (K._TWO32 - b) % b
 
 
 def _bootstrap_sums(key, first, n_replicates, m, bound, threshold, columns, width, sums, draws,
@@ -675,7 +649,7 @@ def _kernels():
     mix64 = device(_device_twin(K._mix64))
     _stream_start = device(_device_twin(K.stream_start, _mix64=mix64))
     _next_u64 = device(_device_twin(K.next_u64, _mix64=mix64))
-    _accept = device(_lemire)
+    _accept = device(_device_twin(K.lemire_accept))
     _add = device(_neumaier)
     _tree_sum_device = device(_tree_sum)
     # the CPU's bin walk (kernels._bin_sums' steps), compiled from the same source
@@ -769,9 +743,9 @@ def run_kernel(key, start: int, n_replicates: int, m: int, columns, sums, draws,
                   cuda.device_array((1, 4, 1), dtype=np.float64))
     e2, u2, z2, n_bins, bins = binned
     arguments = (np.uint64(key), np.int64(start), np.int64(n_replicates), np.int64(m),
-                 np.uint64(bound), lemire_threshold(bound), columns, np.int64(width), sums,
-                 draws, np.int64(n_record), np.int64(order), counts, e2, u2, z2,
-                 np.int64(n_bins), bins, want_cc, *ranked[:6], ranks, ranked[6])
+                 np.uint64(bound), K.lemire_threshold.py_func(bound), columns,
+                 np.int64(width), sums, draws, np.int64(n_record), np.int64(order), counts, e2,
+                 u2, z2, np.int64(n_bins), bins, want_cc, *ranked[:6], ranks, ranked[6])
     launch = kernel[blocks, _check_threads(threads)]
     with _NoContraction(), (_quiet_launch() if _simulated() else contextlib.nullcontext()):
         launch(*arguments)
@@ -1119,7 +1093,7 @@ def drawn_indices_gpu(key, start: int, stop: int, m: int, *, bound: int | None =
     _check_size(bound)
     # raw positions recorded: the expected number of raw draws for m accepted ones, with a
     # margin of many standard deviations
-    rejected = float(lemire_threshold(bound)) / 2.0**32
+    rejected = float(K.lemire_threshold.py_func(bound)) / 2.0**32
     width = int(1.5 * m / (1.0 - rejected)) + 64
     _, draws = _launch(key, int(start), int(stop), m, np.zeros((m, 0)), width, threads, bound)
     out = np.empty((draws.shape[0], m), dtype=np.int64)

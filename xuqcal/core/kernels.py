@@ -127,6 +127,26 @@ def next_uniform(state):
 
 
 @nb.njit(inline="always")
+def lemire_threshold(bound):
+    """``(2**32 - bound) % bound``: the smallest low word that Lemire's test accepts for
+    indices below ``bound`` (``0 < bound < 2**32``), uint64."""
+    b = np.uint64(bound)
+    return (_TWO32 - b) % b
+
+
+@nb.njit(inline="always")
+def lemire_accept(bits, bound, threshold):
+    """Lemire's test on one raw number ``bits`` (``bound``, ``threshold`` uint64, the latter
+    :func:`lemire_threshold`): ``(accepted, index)``, the draw accepted when the low 32 bits of
+    ``(bits mod 2**32) * bound`` are at least ``threshold``. :func:`next_below` makes the same
+    decision (it tests ``low >= bound`` first, which implies the rest as ``threshold <
+    bound``, and computes the threshold only when that fails); the batched draws
+    (:func:`accepted_below`) and the GPU's (:mod:`xuqcal.core.gpu`) call this."""
+    product = (bits & _LOW32) * bound
+    return (product & _LOW32) >= threshold, np.int64(product >> _S32)
+
+
+@nb.njit(inline="always")
 def next_below(state, bound):
     """Uniform integer in ``[0, bound)`` for ``0 < bound < 2**32`` (Lemire, exact)."""
     b = np.uint64(bound)
@@ -134,7 +154,7 @@ def next_below(state, bound):
         bits, state = next_u64(state)
         m = (bits & _LOW32) * b
         low = m & _LOW32
-        if low >= b or low >= (_TWO32 - b) % b:
+        if low >= b or low >= lemire_threshold(b):
             return np.int64(m >> _S32), state
 
 
@@ -144,7 +164,7 @@ _RAW_BATCH = 64
 
 @nb.njit(inline="always")
 def accepted_below(state, bound, threshold, raw, out, soon):
-    """The draws of :func:`next_below` (``bound``; ``threshold = (2**32 - bound) % bound``)
+    """The draws of :func:`next_below` (``bound``; ``threshold``: :func:`lemire_threshold`)
     that the next :data:`_RAW_BATCH` raw numbers of the stream give: ``(n, new_state)``, the
     ``n`` draws in ``out[:n]`` in order (``out`` holds at least ``_RAW_BATCH``) and the state
     after those raw numbers. Calls one after the other give ``next_below``'s draws, in order;
@@ -165,21 +185,12 @@ def accepted_below(state, bound, threshold, raw, out, soon):
     b = np.uint64(bound)
     n = 0
     for t in range(_RAW_BATCH):
-        product = (raw[t] & _LOW32) * b
-        # next_below accepts low >= b or low >= threshold: the same, as threshold < b
-        if (product & _LOW32) >= threshold:
-            j = np.int64(product >> _S32)
+        accepted, j = lemire_accept(raw[t], b, threshold)
+        if accepted:
             out[n] = j
             _prefetch_write(soon, j)
             n += 1
     return n, state + np.uint64(_RAW_BATCH) * _GAMMA
-
-
-@nb.njit(inline="always")
-def below_threshold(bound):
-    """Lemire's rejection threshold ``(2**32 - bound) % bound`` of :func:`next_below`."""
-    b = np.uint64(bound)
-    return (_TWO32 - b) % b
 
 
 @nb.njit(inline="always")
@@ -312,7 +323,7 @@ def fill_counts(key, replicate, counts):
     state = stream_start(key, replicate)
     raw = np.empty(_RAW_BATCH, np.uint64)
     batch = np.empty(_RAW_BATCH, np.int64)
-    threshold = below_threshold(n)
+    threshold = lemire_threshold(n)
     done = 0
     while done < n:  # the draws of next_below, a batch of raw numbers at a time
         k, state = accepted_below(state, n, threshold, raw, batch, counts)
@@ -1527,7 +1538,7 @@ def _count_draws_u8(key, replicate, n_draws, counts, batch):
     wrapped = False
     done = 0
     raw = np.empty(_RAW_BATCH, np.uint64)
-    threshold = below_threshold(m)
+    threshold = lemire_threshold(m)
     while done < n_draws:
         n, state = accepted_below(state, m, threshold, raw, batch, counts)
         n = min(n, n_draws - done)
@@ -2236,7 +2247,6 @@ def _fix_runs(keys, order, tie):
 _PACKED_SORT_MAX = 2**17
 #: Bits of the span that :func:`_packed_argsort` sorts on (3 passes of 8-bit digits).
 _PACKED_KEY_BITS = 24
-_LOW_32 = np.uint64(0xFFFFFFFF)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2283,7 +2293,7 @@ def _packed_argsort(keys, packed, buffer, histogram, order, tie):
             position[digit] = p + _ONE
         source, target = target, source
     for i in range(m):
-        order[i] = np.int32(source[i] & _LOW_32)
+        order[i] = np.int32(source[i] & _LOW32)
     tie[0] = False
     n_equal = 0
     for k in range(1, m):
