@@ -735,6 +735,16 @@ def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b
 
 
 @nb.njit(inline="always", error_model="numpy")
+def _group_end(tie, k, m):
+    """The end (exclusive) of the tie group that begins at sorted position ``k`` of ``m``: the
+    positions after ``k`` flagged (``tie[j]``) as tied with the one before."""
+    end = k + 1
+    while end < m and tie[end]:
+        end += 1
+    return end
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _average_ranks(order, tie, counts, rank):
     """Average ranks (1-based) of the weighted sample; ``tie[k]`` marks ``order[k]`` as tied
     with ``order[k - 1]``. Points of zero weight get a rank too; it is never used.
@@ -745,9 +755,7 @@ def _average_ranks(order, tie, counts, rank):
     below = 0.0
     k = 0
     while k < m:
-        end = k + 1
-        while end < m and tie[end]:
-            end += 1
+        end = _group_end(tie, k, m)
         group = 0.0
         for j in range(k, end):
             if j + _AHEAD < m:
@@ -774,9 +782,7 @@ def _average_unit_ranks(order, tie, rank):
     below = 0.0
     k = 0
     while k < m:
-        end = k + 1
-        while end < m and tie[end]:
-            end += 1
+        end = _group_end(tie, k, m)
         group = np.float64(end - k)
         value = below + 0.5 * (group + 1.0)
         for j in range(k, end):
@@ -873,9 +879,7 @@ def _spearman_unit_sorted(centred_u, saa, order_e, tie_e):
     sbb = 0.0
     k = 0
     while k < m:
-        end = k + 1
-        while end < m and tie_e[end]:
-            end += 1
+        end = _group_end(tie_e, k, m)
         group = np.float64(end - k)
         b = (below + 0.5 * (group + 1.0)) - centre
         for j in range(k, end):
@@ -908,9 +912,7 @@ def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
     sbb = 0.0
     k = 0
     while k < m:
-        end = k + 1
-        while end < m and tie_e[end]:
-            end += 1
+        end = _group_end(tie_e, k, m)
         group = 0.0
         for j in range(k, end):
             if j + _AHEAD < m:
@@ -2104,6 +2106,22 @@ _INSERTION_RUN = 16
 
 
 @nb.njit(inline="always", error_model="numpy")
+def _digit_offsets(position, first, m):
+    """Turn ``position``, the counts of one digit's values over ``m`` keys, into the first
+    target position of each value (the prefix sums before it), for a counting pass; returns
+    False, leaving the counts, when every key has the first key's digit ``first``: the pass
+    would move nothing."""
+    if position[first] == np.uint64(m):
+        return False
+    total = np.uint64(0)
+    for v in range(_RADIX_SIZE):
+        count = position[v]
+        position[v] = total
+        total += count
+    return True
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _radix_pass(source_keys, source_order, first, target_keys, target_order, position, shift):
     """One stable counting pass on the digit ``key >> shift`` (uint32 keys); ``position`` holds
     the next target position of each digit value. The first pass takes the indices
@@ -2187,13 +2205,8 @@ def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
     for d in range(n_digits):
         shift = np.uint32(d * _RADIX_BITS)
         position = histogram[d]
-        if position[(h0 >> shift) & _RADIX_MASK] == np.uint64(m):
-            continue  # every key has this digit: the pass would not move anything
-        total = np.uint64(0)
-        for v in range(_RADIX_SIZE):
-            c = position[v]
-            position[v] = total
-            total += c
+        if not _digit_offsets(position, (h0 >> shift) & _RADIX_MASK, m):
+            continue
         _radix_pass(source_keys, source_order, first, target_keys, target_order, position,
                     shift)
         first = False
@@ -2232,9 +2245,7 @@ def _fix_runs(keys, order, tie):
             k += 1
             continue
         start = k - 1
-        stop = k + 1
-        while stop < m and tie[stop]:
-            stop += 1
+        stop = _group_end(tie, k, m)
         _fix_run(keys, order, start, stop)
         for j in range(start + 1, stop):
             tie[j] = keys[order[j]] == keys[order[j - 1]]
@@ -2278,13 +2289,9 @@ def _packed_argsort(keys, packed, buffer, histogram, order, tie):
     for d in range(n_digits):
         shift = np.uint64(32 + d * _RADIX_BITS)
         position = histogram[d]
-        if position[np.uint32(h0 >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK] == np.uint64(m):
-            continue  # every key has this digit: the pass would not move anything
-        total = np.uint64(0)
-        for v in range(_RADIX_SIZE):
-            c = position[v]
-            position[v] = total
-            total += c
+        if not _digit_offsets(position, np.uint32(h0 >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK,
+                              m):
+            continue
         for i in range(m):
             x = source[i]
             digit = np.uint32(x >> shift) & _RADIX_MASK
