@@ -140,7 +140,7 @@ H200 (numba-cuda 0.30.4) the machine code then had no ``DFMA``
 function makes them: ``sqrt`` is correctly rounded on both targets (the normal and even-ν t are
 the same bits; so is the gamma t's, formed with ``sqrt`` and a division); Laplace's ``log`` is
 within one unit in the last place in libdevice, not always the libm's bits, and the gamma t's
-tries past the Marsaglia-Tsang squeeze (about 1 in 12) compare
+tries past the Marsaglia-Tsang squeeze (``u >= 1 - 0.0331 x⁴``) compare
 logarithms: a ``log`` rounded differently could, on a comparison within its last bit, accept
 another try (not measured on a GPU yet). On Numba's simulator the device code runs with NumPy's
 scalar functions; ``tests/test_gpu_simulation.py`` and ``tests/test_gpu_split.py`` bound the

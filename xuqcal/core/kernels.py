@@ -276,8 +276,8 @@ def next_student(state, nu):
     tfit's ν on NIG(6) data, and 39.25 → 27.84 ns per point of a simulated set of zms, cc, ence
     and zmse; ``benchmarks/measured/ab-kernels-student-gamma-issue26-2026-11-27.json``).
     The variate is formed with multiplications, a division and ``sqrt`` (correctly rounded on
-    every target); only the tries past the squeeze (about 1 in 12) compare logarithms. Scalar
-    functions from :mod:`math`, for the GPU (:func:`next_variate`)."""
+    every target); only the tries past the squeeze (``u >= 1 - 0.0331 x⁴``) compare
+    logarithms. Scalar functions from :mod:`math`, for the GPU (:func:`next_variate`)."""
     z, state = next_normal(state)
     d = 0.5 * nu - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * d)
