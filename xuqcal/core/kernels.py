@@ -735,6 +735,17 @@ def _add_copies(p, c, e2, u2, z2, n_bins, n_total, b_n, b_e2, b_u2, b_z2, pos, b
 
 
 @nb.njit(inline="always", error_model="numpy")
+def finish_spearman(sab, saa, sbb):
+    """Spearman's correlation from the sums of products of centred ranks: ``sab / sqrt(saa
+    sbb)``, NaN when a variable is constant (the denominator is 0: undefined). The one
+    finisher of cc's walks (:func:`_spearman`, :func:`_spearman_unit` and their sorted forms),
+    of its jackknife (:func:`jackknife_spearman`) and of the GPU's
+    (:func:`xuqcal.core.gpu.spearman_from_sums`)."""
+    denominator = np.sqrt(saa * sbb)
+    return sab / denominator if denominator > 0.0 else np.nan
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _group_end(tie, k, m):
     """The end (exclusive) of the tie group that begins at sorted position ``k`` of ``m``: the
     positions after ``k`` flagged (``tie[j]``) as tied with the one before."""
@@ -827,8 +838,7 @@ def _spearman_scattered(counts, n, order_e, tie_e, rank_u, rank_e):
         sab += c * a * b
         saa += c * a * a
         sbb += c * b * b
-    denominator = np.sqrt(saa * sbb)
-    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+    return finish_spearman(sab, saa, sbb)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -854,8 +864,7 @@ def _spearman_unit(centred_u, saa, order_e, tie_e, rank_e):
         b = rank_e[p] - centre
         sab += centred_u[p] * b
         sbb += b * b
-    denominator = np.sqrt(saa * sbb)
-    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+    return finish_spearman(sab, saa, sbb)
 
 
 #: Points up to which the rank sums of a unit-weight Spearman correlation are exact in any
@@ -887,8 +896,7 @@ def _spearman_unit_sorted(centred_u, saa, order_e, tie_e):
             sbb += b * b
         below += group
         k = end
-    denominator = np.sqrt(saa * sbb)
-    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+    return finish_spearman(sab, saa, sbb)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -930,8 +938,7 @@ def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
             sbb += c * b * b
         below += group
         k = end
-    denominator = np.sqrt(saa * sbb)
-    return sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+    return finish_spearman(sab, saa, sbb)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2075,8 +2082,7 @@ def jackknife_spearman(group_u, group_e, rank_u, rank_e, out):
         sab -= a_i * b_i
         saa -= a_i * a_i
         sbb -= b_i * b_i
-        denominator = np.sqrt(saa * sbb)
-        out[i] = sab / denominator if denominator > 0.0 else np.nan  # constant: undefined
+        out[i] = finish_spearman(sab, saa, sbb)
 
 
 # ----------------------------------------------------------------------- simulated references
