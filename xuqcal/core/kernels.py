@@ -1485,41 +1485,43 @@ def _counted_sums(counts, flat, stride, n_columns, partial, out):
     :func:`_compact_rows`) are added as vectors (:func:`_make_tile_sums`: the same sums)."""
     m = counts.shape[0]
     quarter = m // 4
-    if n_columns == 1:  # one column (zms, mse, ... alone): the partial sums in registers
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for q in range(quarter):
-            j = 4 * q
-            s0 += np.float64(counts[j]) * flat[np.uint64(j) * stride]
-            s1 += np.float64(counts[j + 1]) * flat[np.uint64(j + 1) * stride]
-            s2 += np.float64(counts[j + 2]) * flat[np.uint64(j + 2) * stride]
-            s3 += np.float64(counts[j + 3]) * flat[np.uint64(j + 3) * stride]
-        total = (s0 + s1) + (s2 + s3)
-        for j in range(4 * quarter, m):
-            total += np.float64(counts[j]) * flat[np.uint64(j) * stride]
-        out[0] = total
-        return
     partial[:, :] = 0.0
-    width = np.int64(stride)
-    if width == 2:
-        _tile_sums_2(counts, flat, 0, 4 * quarter, partial)
-    elif width == 4:
-        _tile_sums_4(counts, flat, 0, 4 * quarter, partial)
-    elif width == 8:
-        _tile_sums_8(counts, flat, 0, 4 * quarter, partial)
-    else:
-        for q in range(quarter):
+    if not _add_tile(counts, flat, 0, 4 * quarter, partial, np.int64(stride)):
+        for q in range(quarter):  # rows of another width (mean_block's columns)
             for k in range(4):
                 j = 4 * q + k
                 count = np.float64(counts[j])
                 row = np.uint64(j) * stride
                 for c in range(n_columns):
                     partial[k, c] += count * flat[row + np.uint64(c)]
+    _finish_counted(counts, flat, stride, n_columns, partial, out)
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _add_tile(counts, flat, lo, hi, partial, width):
+    """The tile step (:func:`_tile_sums_1`, :func:`_make_tile_sums`) for rows of ``width``
+    doubles, 1, 2, 4 or 8; returns False, adding nothing, for another width."""
+    if width == 1:
+        _tile_sums_1(counts, flat, lo, hi, partial)
+    elif width == 2:
+        _tile_sums_2(counts, flat, lo, hi, partial)
+    elif width == 4:
+        _tile_sums_4(counts, flat, lo, hi, partial)
+    elif width == 8:
+        _tile_sums_8(counts, flat, lo, hi, partial)
+    else:
+        return False
+    return True
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _finish_counted(counts, flat, stride, n_columns, partial, out):
+    """``out[c]`` of the counted sums from the four chains in ``partial``: ``(s_0 + s_1) +
+    (s_2 + s_3)``, then the last ``M mod 4`` points one by one (rows of ``stride``)."""
+    m = counts.shape[0]
     for c in range(n_columns):
         total = (partial[0, c] + partial[1, c]) + (partial[2, c] + partial[3, c])
-        for j in range(4 * quarter, m):
+        for j in range(4 * (m // 4), m):
             total += np.float64(counts[j]) * flat[np.uint64(j) * stride + np.uint64(c)]
         out[c] = total
 
@@ -1667,20 +1669,9 @@ def _group_counted_sums(counts, n_group, flat, stride, n_columns, partial, out):
     for lo in range(0, head, _COUNTED_TILE):
         hi = min(lo + _COUNTED_TILE, head)
         for q in range(n_group):
-            if width == 1:
-                _tile_sums_1(counts[q], flat, lo, hi, partial[q])
-            elif width == 2:
-                _tile_sums_2(counts[q], flat, lo, hi, partial[q])
-            elif width == 4:
-                _tile_sums_4(counts[q], flat, lo, hi, partial[q])
-            else:
-                _tile_sums_8(counts[q], flat, lo, hi, partial[q])
+            _add_tile(counts[q], flat, lo, hi, partial[q], width)
     for q in range(n_group):
-        for c in range(n_columns):
-            total = (partial[q, 0, c] + partial[q, 1, c]) + (partial[q, 2, c] + partial[q, 3, c])
-            for j in range(head, m):
-                total += np.float64(counts[q, j]) * flat[j * width + c]
-            out[q, c] = total
+        _finish_counted(counts[q], flat, stride, n_columns, partial[q], out[q])
 
 
 @nb.njit(error_model="numpy")
