@@ -756,6 +756,26 @@ def _group_end(tie, k, m):
 
 
 @nb.njit(inline="always", error_model="numpy")
+def _group_weight(order, counts, k, end, other, write_other):
+    """The weight of the tie group at sorted positions ``k .. end - 1``: the sum, in order, of
+    ``counts[order[j]]``. ``counts`` and ``other`` (the array the caller then reads, or writes
+    with ``write_other``, at the same points) are prefetched :data:`_AHEAD` positions ahead:
+    random accesses when ``order`` is a sort permutation."""
+    m = order.shape[0]
+    group = 0.0
+    for j in range(k, end):
+        if j + _AHEAD < m:
+            ahead = order[j + _AHEAD]
+            _prefetch(counts, ahead)
+            if write_other:
+                _prefetch_write(other, ahead)
+            else:
+                _prefetch(other, ahead)
+        group += counts[order[j]]
+    return group
+
+
+@nb.njit(inline="always", error_model="numpy")
 def _average_ranks(order, tie, counts, rank):
     """Average ranks (1-based) of the weighted sample; ``tie[k]`` marks ``order[k]`` as tied
     with ``order[k - 1]``. Points of zero weight get a rank too; it is never used.
@@ -767,13 +787,7 @@ def _average_ranks(order, tie, counts, rank):
     k = 0
     while k < m:
         end = _group_end(tie, k, m)
-        group = 0.0
-        for j in range(k, end):
-            if j + _AHEAD < m:
-                ahead = order[j + _AHEAD]
-                _prefetch(counts, ahead)
-                _prefetch_write(rank, ahead)
-            group += counts[order[j]]
+        group = _group_weight(order, counts, k, end, rank, True)
         value = below + 0.5 * (group + 1.0)
         for j in range(k, end):
             rank[order[j]] = value
@@ -921,13 +935,7 @@ def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
     k = 0
     while k < m:
         end = _group_end(tie_e, k, m)
-        group = 0.0
-        for j in range(k, end):
-            if j + _AHEAD < m:
-                ahead = order_e[j + _AHEAD]
-                _prefetch(counts, ahead)
-                _prefetch(rank_u, ahead)
-            group += counts[order_e[j]]
+        group = _group_weight(order_e, counts, k, end, rank_u, False)
         b = (below + 0.5 * (group + 1.0)) - centre
         for j in range(k, end):
             p = order_e[j]
