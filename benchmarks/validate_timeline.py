@@ -9,6 +9,7 @@ for the simulation), their share of ``threads × wall``, and every call. cProfil
 (``profile_validate.py``) sees only the caller's waits; this sees the work.
 
     python benchmarks/validate_timeline.py --m 2000000 --out timeline.json
+    python benchmarks/validate_timeline.py --nine-sets --out nine-sets-timeline.json
 """
 
 from __future__ import annotations
@@ -23,14 +24,15 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-#: kernel -> how to read (replicates, generator) from its positional arguments
+#: kernel -> how to read (replicates, generator, points or None) from its positional arguments
 KERNELS = {
-    "moment_replicates_block": lambda a: (int(a[2] - a[1]), None),
-    "bootstrap_block": lambda a: (int(a[2] - a[1]), None),
-    "simulate_block": lambda a: (int(a[4] - a[3]), f"{int(a[1])}:{float(a[2]):.6g}"),
-    "jackknife_moments": lambda a: (0, None),
-    "jackknife_binned": lambda a: (0, None),
-    "jackknife_spearman": lambda a: (0, None),
+    "moment_replicates_block": lambda a: (int(a[2] - a[1]), None, None),
+    "bootstrap_block": lambda a: (int(a[2] - a[1]), None, None),
+    "simulate_block": lambda a: (int(a[4] - a[3]), f"{int(a[1])}:{float(a[2]):.6g}",
+                                 int(a[7].shape[0])),
+    "jackknife_moments": lambda a: (0, None, None),
+    "jackknife_binned": lambda a: (0, None, None),
+    "jackknife_spearman": lambda a: (0, None, None),
 }
 
 
@@ -38,6 +40,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
     parser.add_argument("--m", type=int, default=2_000_000)
+    parser.add_argument("--nine-sets", action="store_true",
+                        help="time the nine-set one call of rows/nine_sets.py (fixed counts) "
+                             "instead of a default validate of --m NIG points")
     args = parser.parse_args()
 
     import xuqcal
@@ -52,11 +57,12 @@ def main() -> None:
             begin = time.perf_counter()
             result = kernel(*arguments)
             end = time.perf_counter()
-            replicates, generator = describe(arguments)
+            replicates, generator, points = describe(arguments)
             with lock:
                 calls.append({"kernel": name, "thread": threading.get_ident(),
                               "start": begin - started, "end": end - started,
-                              "replicates": replicates, "generator": generator})
+                              "replicates": replicates, "generator": generator,
+                              "points": points})
             return result
         return call
 
@@ -65,25 +71,39 @@ def main() -> None:
     originals = {name: getattr(K, name) for name in KERNELS}
     for name, describe in KERNELS.items():
         setattr(K, name, wrapped(name, originals[name], describe))
-    ds = xuqcal.synthetic.nig(args.m, nu=6, seed=0).compute()
+    if args.nine_sets:
+        import xarray as xr
+        from harness import FOUR_STATISTICS, GENERATORS, N_BINS, read_shared_sets
+
+        sets = read_shared_sets()
+        ds = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
+            dataset=[f"set{k}" for k in sets])
+        arguments = (list(FOUR_STATISTICS),)
+        options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "seed": 0,
+                   "generators": GENERATORS}
+    else:
+        ds = xuqcal.synthetic.nig(args.m, nu=6, seed=0).compute()
+        arguments, options = (), {}
     try:
         started = time.perf_counter()
-        result = xuqcal.validate(ds)
+        result = xuqcal.validate(ds, *arguments, **options)
         wall = time.perf_counter() - started
     finally:
         for name, kernel in originals.items():
             setattr(K, name, kernel)
     threads = os.cpu_count()
     per_kernel = defaultdict(float)
-    per_generator = defaultdict(lambda: [0.0, 0])
+    per_generator = defaultdict(lambda: [0.0, 0, 0])
     for c in calls:
         seconds = c["end"] - c["start"]
         per_kernel[c["kernel"]] += seconds
         if c["generator"] is not None:
             per_generator[c["generator"]][0] += seconds
             per_generator[c["generator"]][1] += c["replicates"]
+            per_generator[c["generator"]][2] += c["replicates"] * c["points"]
     record = {
-        "issue": 26, "M": args.m, "threads": threads, "wall_seconds": wall,
+        "issue": 26, "data": "nine shared sets, one call" if args.nine_sets else "NIG(6)",
+        "M": None if args.nine_sets else args.m, "threads": threads, "wall_seconds": wall,
         # the checkout of the xuqcal that ran (PYTHONPATH may name another worktree)
         "revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
                                    capture_output=True,
@@ -94,9 +114,9 @@ def main() -> None:
         "kernel_thread_seconds": dict(per_kernel),
         "kernel_share_of_threads_x_wall": sum(per_kernel.values()) / (threads * wall),
         "simulation_by_generator": {
-            g: {"thread_seconds": s, "replicates": n,
-                "ns_per_point_per_thread": s / (n * args.m) * 1e9 if n else None}
-            for g, (s, n) in per_generator.items()},
+            g: {"thread_seconds": s, "replicates": n, "points": p,
+                "ns_per_point_per_thread": s / p * 1e9 if p else None}
+            for g, (s, n, p) in per_generator.items()},
         "calls": calls,
     }
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
