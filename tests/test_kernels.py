@@ -264,7 +264,8 @@ def _stable_radix_argsort(values):
     np.testing.assert_array_equal(keys, before)
     packed_tie = np.ones(m, np.bool_)
     packed_order = K._packed_argsort(keys, np.empty(m, np.uint64), np.empty(m, np.uint64),
-                                     histogram, np.empty(m, np.int32), packed_tie)
+                                     np.empty((3, 1 << K._WIDE_BITS), np.uint32),
+                                     np.empty(m, np.int32), packed_tie)
     np.testing.assert_array_equal(keys, before)
     np.testing.assert_array_equal(packed_order, order)
     np.testing.assert_array_equal(packed_tie, tie)
@@ -326,6 +327,30 @@ def test_radix_argsort_fixes_up_runs_of_equal_high_keys(seed, run, n_runs, low_b
     # vary the lowest bits only, with repeats
     bits = bits + rng.integers(0, 2 ** low_bits, bits.shape[0], dtype=np.uint64) // 4 * 4
     values = bits.view(np.float64)
+    order, tie = _stable_radix_argsort(values)
+    np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
+    _check_ties(values, order, tie)
+
+
+@pytest.mark.parametrize("m", [K._WIDE_DIGITS_FROM - 1, K._WIDE_DIGITS_FROM, 20_000])
+@pytest.mark.parametrize("kind", ["spread", "ties", "narrow", "shared_low_digit"])
+def test_packed_argsort_with_either_digit_width(m, kind):
+    """Below ``_WIDE_DIGITS_FROM`` points the packed sort passes 8-bit digits, from there
+    12-bit digits: both give the stable argsort and its tie flags, with spans of every width
+    (24 bits and more; a few bits: one pass; keys that share their lowest digit: a pass
+    skipped)."""
+    rng = np.random.default_rng(m)
+    if kind == "spread":  # |E~| of QM9-like uncertainties
+        values = np.abs(np.round(np.exp(rng.normal(-3, 0.5, m)), 3) * rng.standard_normal(m))
+    elif kind == "ties":
+        values = rng.integers(0, 40, m) * 0.01
+    elif kind == "narrow":  # a span of about 10 bits of the patterns
+        values = (np.float64(1.0).view(np.uint64) + rng.integers(0, 1000, m, dtype=np.uint64)
+                  ).view(np.float64)
+    else:  # a span of about 22 bits whose lowest 12 are 0 in every key: a pass skipped
+        values = (np.float64(1.0).view(np.uint64)
+                  + rng.integers(0, 1000, m, dtype=np.uint64) * np.uint64(1 << 12)
+                  ).view(np.float64)
     order, tie = _stable_radix_argsort(values)
     np.testing.assert_array_equal(order, np.argsort(values, kind="stable"))
     _check_ties(values, order, tie)

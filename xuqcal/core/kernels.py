@@ -2112,14 +2112,14 @@ _INSERTION_RUN = 16
 
 @nb.njit(inline="always", error_model="numpy")
 def _digit_offsets(position, first, m):
-    """Turn ``position``, the counts of one digit's values over ``m`` keys, into the first
-    target position of each value (the prefix sums before it), for a counting pass; returns
-    False, leaving the counts, when every key has the first key's digit ``first``: the pass
-    would move nothing."""
-    if position[first] == np.uint64(m):
+    """Turn ``position``, the counts of one digit's values over ``m`` keys (one count per
+    digit value, unsigned integers), into the first target position of each value (the
+    prefix sums before it), for a counting pass; returns False, leaving the counts, when
+    every key has the first key's digit ``first``: the pass would move nothing."""
+    if position[first] == m:
         return False
-    total = np.uint64(0)
-    for v in range(_RADIX_SIZE):
+    total = position[first] - position[first]  # 0 of the counts' type
+    for v in range(position.shape[0]):
         count = position[v]
         position[v] = total
         total += count
@@ -2261,8 +2261,45 @@ def _fix_runs(keys, order, tie):
 #: the L2 cache, where the passes cost instructions rather than memory traffic); larger ones by
 #: :func:`_radix_argsort`.
 _PACKED_SORT_MAX = 2**17
-#: Bits of the span that :func:`_packed_argsort` sorts on (3 passes of 8-bit digits).
+#: Bits of the span that :func:`_packed_argsort` sorts on (3 passes of 8-bit digits, or 2 of
+#: 12-bit digits).
 _PACKED_KEY_BITS = 24
+#: Digit bits of :func:`_packed_argsort` from :data:`_WIDE_DIGITS_FROM` points on: from about
+#: 2 500 points 2 passes of 12-bit digits took less time than 3 of 8-bit digits, one thread
+#: (``benchmarks/measured/ab-kernels-wide-digits-*``).
+_WIDE_BITS = 12
+_WIDE_DIGITS_FROM = 3000
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _packed_passes(keys, lowest, drop, width, packed, buffer, histogram, bits):
+    """The counting passes of :func:`_packed_argsort` on digits of ``bits`` bits: the points
+    ``hi << 32 | index`` sorted on ``hi``, in ``packed`` or ``buffer`` (returned)."""
+    m = keys.shape[0]
+    size = 1 << bits
+    mask = np.uint32(size - 1)
+    n_digits = (min(width, _PACKED_KEY_BITS) + bits - 1) // bits
+    histogram[:n_digits, :size] = 0
+    for i in range(m):
+        h = (keys[i] - lowest) >> drop
+        packed[i] = (h << np.uint64(32)) | np.uint64(i)
+        for d in range(n_digits):
+            histogram[d, np.uint32(h >> np.uint64(d * bits)) & mask] += np.uint32(1)
+    h0 = packed[0] >> np.uint64(32)
+    source, target = packed, buffer
+    for d in range(n_digits):
+        shift = np.uint64(32 + d * bits)
+        position = histogram[d, :size]
+        if not _digit_offsets(position, np.uint32(h0 >> np.uint64(d * bits)) & mask, m):
+            continue
+        for i in range(m):
+            x = source[i]
+            digit = np.uint32(x >> shift) & mask
+            p = position[digit]
+            target[p] = x
+            position[digit] = p + np.uint32(1)
+        source, target = target, source
+    return source
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2272,38 +2309,28 @@ def _packed_argsort(keys, packed, buffer, histogram, order, tie):
 
     Each point is one uint64 ``hi << 32 | index`` (``packed``, ``buffer``: uint64 of the
     length of ``keys``), ``hi`` the :data:`_PACKED_KEY_BITS` highest bits of the span
-    ``key - lowest``: each pass reads and writes one array instead of two, and 3 passes of
-    8-bit digits replace 4. Runs of equal ``hi`` (two values agreeing to about 19 significant
-    bits, or repeated) are ordered on the full keys and flagged as in :func:`_radix_argsort`:
-    with a few thousand points such runs are few and short. Measured side by side:
-    ``benchmarks/measured/ab-kernels-packed-sort-*``."""
+    ``key - lowest``: each pass reads and writes one array instead of two. From
+    :data:`_WIDE_DIGITS_FROM` points the 24 bits are sorted in 2 passes of 12-bit digits,
+    below in 3 passes of 8-bit digits (``histogram``: uint32, ``(3, 2**12)``; a 12-bit pass
+    clears and sums 4 096 counts, which the fewer points of a smaller set do not repay).
+    Runs of equal ``hi`` (two values agreeing to about 19 significant bits, or repeated) are
+    ordered on the full keys and flagged as in :func:`_radix_argsort`: with a few thousand
+    points such runs are few and short. Measured side by side:
+    ``benchmarks/measured/ab-kernels-packed-sort-*`` (3 passes against 4) and
+    ``ab-kernels-wide-digits-*`` (2 against 3)."""
     m = keys.shape[0]
     if m == 0:
         return order
     lowest, width = _key_span(keys)
     drop = np.uint64(max(width - _PACKED_KEY_BITS, 0))
-    n_digits = (min(width, _PACKED_KEY_BITS) + _RADIX_BITS - 1) // _RADIX_BITS
-    histogram[:n_digits] = 0
-    for i in range(m):
-        h = (keys[i] - lowest) >> drop
-        packed[i] = (h << np.uint64(32)) | np.uint64(i)
-        for d in range(n_digits):
-            histogram[d, np.uint32(h >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK] += _ONE
-    h0 = packed[0] >> np.uint64(32)
-    source, target = packed, buffer
-    for d in range(n_digits):
-        shift = np.uint64(32 + d * _RADIX_BITS)
-        position = histogram[d]
-        if not _digit_offsets(position, np.uint32(h0 >> np.uint64(d * _RADIX_BITS)) & _RADIX_MASK,
-                              m):
-            continue
-        for i in range(m):
-            x = source[i]
-            digit = np.uint32(x >> shift) & _RADIX_MASK
-            p = position[digit]
-            target[p] = x
-            position[digit] = p + _ONE
-        source, target = target, source
+    # the digit width a constant in each inlined copy (a width known only at run time made
+    # every pass slower)
+    if m >= _WIDE_DIGITS_FROM:
+        source = _packed_passes(keys, lowest, drop, width, packed, buffer, histogram,
+                                _WIDE_BITS)
+    else:
+        source = _packed_passes(keys, lowest, drop, width, packed, buffer, histogram,
+                                _RADIX_BITS)
     for i in range(m):
         order[i] = np.int32(source[i] & _LOW32)
     tie[0] = False
@@ -2333,8 +2360,9 @@ def _make_synthetic_scratch(m, need_cc):
     tie_e = np.zeros(n, np.bool_)
     packed = np.empty(n if small else 0, np.uint64)
     packed_buffer = np.empty(n if small else 0, np.uint64)
+    packed_histogram = np.empty((3 if small else 0, 1 << _WIDE_BITS), np.uint32)
     return (e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed,
-            packed_buffer)
+            packed_buffer, packed_histogram)
 
 
 @nb.njit(inline="always", error_model="numpy")
@@ -2356,14 +2384,14 @@ def _synthetic_cc(centred_u, saa, need_cc, scratch, work):
     """``(order_e, cc)`` of a synthetic set whose ``|E~|`` is in ``scratch``: the stable
     argsort of ``|E~|`` (its tie flags in ``scratch``) and Spearman's correlation with the
     fixed ranks of uE (``centred_u``, ``saa``); NaN when cc is not asked."""
-    _, _, _, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed, packed_buffer = (
-        scratch)
+    (_, _, _, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed, packed_buffer,
+     packed_histogram) = scratch
     if not need_cc:
         return order_a, np.nan
     # non-negative doubles sort like their bit patterns; the sort sets the tie flags
     if abs_e.shape[0] <= _PACKED_SORT_MAX:
-        order_e = _packed_argsort(abs_e.view(np.uint64), packed, packed_buffer, histogram,
-                                  order_a, tie_e)
+        order_e = _packed_argsort(abs_e.view(np.uint64), packed, packed_buffer,
+                                  packed_histogram, order_a, tie_e)
     else:
         order_e = _radix_argsort(abs_e.view(np.uint64), hi, hi_buffer, order_a, order_b,
                                  histogram, tie_e)
