@@ -10,7 +10,8 @@ cannot load. Each workload calls
 ``simulate_block`` (or ``bootstrap_block``) of both versions alternately,
 ``--rounds`` times, after an untimed call (Numba compile or cache load), on the same arrays:
 QM9-like uncertainties (log-normal, rounded to 3 decimals: ties) at ``--points`` points, normal
-or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals),
+or Student-t(6) synthetic errors (the bootstrap: errors ``uE * N(0, 1)`` rounded to 4 decimals,
+or not with ``--continuous-errors``),
 20 bins. ``draws_only`` times ``fill_draws`` (the stream and Lemire's bounded integers written
 to an array), the floor of a bootstrap walk. The JSON holds every time in ns per simulated (or
 drawn) point, the best of each side, their ratio, and whether the two versions' outputs are
@@ -87,7 +88,7 @@ def _inputs(m: int):
     return uE, u2, np.log(u2), np.arange(m), tie
 
 
-def _run(kernels, codes, generator, parameter, replicates, arrays, threads=1):
+def _run(kernels, codes, generator, parameter, replicates, arrays, threads=1, decimals=4):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
     if generator is None and codes.shape[0] == 0:  # the draws alone
@@ -97,7 +98,7 @@ def _run(kernels, codes, generator, parameter, replicates, arrays, threads=1):
             kernels.fill_draws(np.uint64(7), r, out)
         return (time.perf_counter() - start) / (replicates * m) * 1e9, out
     if generator is None:
-        return _run_bootstrap(kernels, codes, replicates, arrays, threads)
+        return _run_bootstrap(kernels, codes, replicates, arrays, threads, decimals)
     if codes.shape[0] == 0:  # the variates alone (fill_variates), as many as the other rows
         out = np.empty(replicates * m)
         start = time.perf_counter()
@@ -127,10 +128,12 @@ def _threaded(part, replicates: int, m: int, threads: int) -> float:
     return (time.perf_counter() - start) * threads / (replicates * m) * 1e9
 
 
-def _run_bootstrap(kernels, codes, replicates, arrays, threads):
+def _run_bootstrap(kernels, codes, replicates, arrays, threads, decimals):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
-    errors = np.round(uE * np.random.default_rng(1).normal(size=m), 4)
+    errors = uE * np.random.default_rng(1).normal(size=m)
+    if decimals is not None:
+        errors = np.round(errors, decimals)
     z = errors / uE
     e2 = errors * errors
     z2 = z * z
@@ -162,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                              "and bootstrap workloads (times are then per point per thread)")
     parser.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), default=None,
                         help="run these workloads only")
+    parser.add_argument("--continuous-errors", action="store_true",
+                        help="the bootstrap's errors not rounded to 4 decimals: no ties in |E| "
+                             "(as in QM9's errors; rounded, about a third of the sorted |E| "
+                             "at QM9's size are tied with the one before)")
     args = parser.parse_args(argv)
     source = subprocess.run(["git", "show", f"{args.before}:xuqcal/core/kernels.py"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
@@ -180,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                    "after": f"{head} (working tree)", "points": args.points,
                    "replicates_per_call": replicates, "rounds": args.rounds,
                    "threads": args.threads,
+                   "bootstrap_errors": ("uE * N(0, 1), not rounded" if args.continuous_errors
+                                        else "uE * N(0, 1) rounded to 4 decimals"),
                    "cpu_count": os.cpu_count(), "load_average": os.getloadavg(),
                    "unit": "ns per simulated (or drawn) point per thread: wall time x threads / "
                            "(replicates x points)", "workloads": {}}
@@ -197,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.rounds):
                 for side, kernels in sides.items():
                     seconds, outputs[side] = _run(kernels, codes[side], generator, parameter,
-                                                  replicates, arrays, args.threads)
+                                                  replicates, arrays, args.threads,
+                                                  None if args.continuous_errors else 4)
                     times[side].append(seconds)
             best = {side: min(t) for side, t in times.items()}
             identical = bool(np.array_equal(outputs["before"], outputs["after"], equal_nan=True))

@@ -756,21 +756,18 @@ def _group_end(tie, k, m):
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _group_weight(order, counts, k, end, other, write_other):
+def _group_weight(order, counts, k, end, rank):
     """The weight of the tie group at sorted positions ``k .. end - 1``: the sum, in order, of
-    ``counts[order[j]]``. ``counts`` and ``other`` (the array the caller then reads, or writes
-    with ``write_other``, at the same points) are prefetched :data:`_AHEAD` positions ahead:
-    random accesses when ``order`` is a sort permutation."""
+    ``counts[order[j]]``. ``counts`` and ``rank`` (which the caller then writes at the same
+    points) are prefetched :data:`_AHEAD` positions ahead: random accesses when ``order`` is
+    a sort permutation."""
     m = order.shape[0]
     group = 0.0
     for j in range(k, end):
         if j + _AHEAD < m:
             ahead = order[j + _AHEAD]
             _prefetch(counts, ahead)
-            if write_other:
-                _prefetch_write(other, ahead)
-            else:
-                _prefetch(other, ahead)
+            _prefetch_write(rank, ahead)
         group += counts[order[j]]
     return group
 
@@ -787,7 +784,7 @@ def _average_ranks(order, tie, counts, rank):
     k = 0
     while k < m:
         end = _group_end(tie, k, m)
-        group = _group_weight(order, counts, k, end, rank, True)
+        group = _group_weight(order, counts, k, end, rank)
         value = below + 0.5 * (group + 1.0)
         for j in range(k, end):
             rank[order[j]] = value
@@ -829,7 +826,7 @@ def _spearman(counts, order_u, tie_u, order_e, tie_e, rank_u, rank_e):
     for p in range(counts.shape[0]):
         n += counts[p]
     if n <= _EXACT_RANK_SUMS:
-        return _spearman_sorted(counts, n, order_e, tie_e, rank_u)
+        return _spearman_sorted(counts, n, order_e, tie_e, rank_u, rank_e)
     return _spearman_scattered(counts, n, order_e, tie_e, rank_u, rank_e)
 
 
@@ -949,10 +946,23 @@ def _spearman_unit_sorted(centred_u, saa, order_e, tie_e):
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
+def _sorted_lane(counts, order_e, rank_u, prefix, j, below, centre):
+    """One sorted position ``j`` of :func:`_spearman_sorted`'s first pass, ranked as a group
+    of its own: ``(c a b, c a a, c b b, below + c)``, its weight before it written to
+    ``prefix[j]``."""
+    p = order_e[j]
+    c = np.float64(counts[p])
+    a = rank_u[p] - centre
+    b = (below + 0.5 * (c + 1.0)) - centre
+    prefix[j] = below
+    ca = c * a
+    return ca * b, ca * a, c * b * b, below + c
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _spearman_sorted(counts, n, order_e, tie_e, rank_u, prefix):
     """The weighted :func:`_spearman` (``n`` weighted points, ``rank_u`` the uE ranks) walked
-    in the sorted order of E: each tie group's average rank is formed from its gathered counts
-    and used at once with the gathered count and uE rank of each of its points, instead of
+    in the sorted order of E, gathering the count and uE rank of each point, instead of
     scattering the E ranks and summing in point order (one random pass and one pass over
     three arrays fewer).
 
@@ -960,26 +970,68 @@ def _spearman_sorted(counts, n, order_e, tie_e, rank_u):
     centred ranks are multiples of 1/2 of magnitude below n/2 and the counts integers adding
     to n, so every product ``c a b`` is a multiple of 1/4 and every partial sum one of
     magnitude at most n³/4, which a double holds exactly while n³ <= 2^53: no addition
-    rounds, and the sums do not depend on their order."""
+    rounds, and the sums do not depend on their order.
+
+    So, as there, each sorted position is first ranked as a group of its own (its rank from
+    the weight before it, ``prefix``: float64 scratch of the length of ``order_e``), in four
+    interleaved chains; then each tie group adds the difference its average rank makes
+    (terms of the same kind, partial sums below n³). The bootstrap of cc at QM9's size, one
+    thread: ``benchmarks/measured/ab-kernels-weighted-rank-chains-*``."""
     m = order_e.shape[0]
     centre = 0.5 * (n + 1.0)
     below = 0.0
-    sab = 0.0
-    saa = 0.0
-    sbb = 0.0
-    k = 0
-    while k < m:
+    sab0, sab1, sab2, sab3 = 0.0, 0.0, 0.0, 0.0
+    saa0, saa1, saa2, saa3 = 0.0, 0.0, 0.0, 0.0
+    sbb0, sbb1, sbb2, sbb3 = 0.0, 0.0, 0.0, 0.0
+    n_tied = 0
+    j = 0
+    while j + 4 <= m:
+        x, y, z, below = _sorted_lane(counts, order_e, rank_u, prefix, j, below, centre)
+        sab0 += x
+        saa0 += y
+        sbb0 += z
+        x, y, z, below = _sorted_lane(counts, order_e, rank_u, prefix, j + 1, below, centre)
+        sab1 += x
+        saa1 += y
+        sbb1 += z
+        x, y, z, below = _sorted_lane(counts, order_e, rank_u, prefix, j + 2, below, centre)
+        sab2 += x
+        saa2 += y
+        sbb2 += z
+        x, y, z, below = _sorted_lane(counts, order_e, rank_u, prefix, j + 3, below, centre)
+        sab3 += x
+        saa3 += y
+        sbb3 += z
+        n_tied += tie_e[j] + tie_e[j + 1] + tie_e[j + 2] + tie_e[j + 3]
+        j += 4
+    while j < m:
+        x, y, z, below = _sorted_lane(counts, order_e, rank_u, prefix, j, below, centre)
+        sab0 += x
+        saa0 += y
+        sbb0 += z
+        n_tied += tie_e[j]
+        j += 1
+    sab = (sab0 + sab1) + (sab2 + sab3)
+    saa = (saa0 + saa1) + (saa2 + saa3)
+    sbb = (sbb0 + sbb1) + (sbb2 + sbb3)
+    k = 1
+    while n_tied > 0 and k < m:  # the tie groups: positions start .. end - 1 share one rank
+        if not tie_e[k]:
+            k += 1
+            continue
+        start = k - 1
         end = _group_end(tie_e, k, m)
-        group = _group_weight(order_e, counts, k, end, rank_u, False)
-        b = (below + 0.5 * (group + 1.0)) - centre
-        for j in range(k, end):
-            p = order_e[j]
-            c = counts[p]
-            a = rank_u[p] - centre
-            sab += c * a * b
-            saa += c * a * a
-            sbb += c * b * b
-        below += group
+        group = 0.0
+        for i in range(start, end):
+            group += counts[order_e[i]]
+        b = (prefix[start] + 0.5 * (group + 1.0)) - centre
+        for i in range(start, end):
+            p = order_e[i]
+            c = np.float64(counts[p])
+            own = (prefix[i] + 0.5 * (c + 1.0)) - centre
+            sab += c * (rank_u[p] - centre) * (b - own)
+            sbb += c * (b * b - own * own)
+        n_tied -= end - k
         k = end
     return finish_spearman(sab, saa, sbb)
 
