@@ -778,7 +778,53 @@ def _average_ranks(order, tie, counts, rank):
     with ``order[k - 1]``. Points of zero weight get a rank too; it is never used.
 
     ``counts[order[j]]`` and ``rank[order[j]]`` are random accesses when ``order`` is a sort
-    permutation: both are prefetched :data:`_AHEAD` positions ahead."""
+    permutation: both are prefetched :data:`_AHEAD` positions ahead.
+
+    With at most a quarter of the positions tied, each position is first ranked as a group of
+    its own (the weight before it an integer: no chain of floating-point additions), then each
+    tie group is given its average rank; with more ties, group after group. The ranks are
+    multiples of 1/2 below 2^52, exact either way: the same values. One thread, 13 885
+    points: 2.40 → 0.78 ns per point without ties; 2·10⁶ points in a random order 4.47 → 2.58
+    (``benchmarks/measured/ab-kernels-rank-prefix-*``)."""
+    m = order.shape[0]
+    n_tied = 0
+    for j in range(m):
+        n_tied += tie[j]
+    if 4 * n_tied > m:
+        _average_ranks_by_group(order, tie, counts, rank)
+        return
+    below = 0
+    for j in range(m):
+        if j + _AHEAD < m:
+            ahead = order[j + _AHEAD]
+            _prefetch(counts, ahead)
+            _prefetch_write(rank, ahead)
+        p = order[j]
+        c = counts[p]
+        rank[p] = np.float64(below) + 0.5 * (c + 1.0)
+        below += c
+    k = 1
+    while n_tied > 0 and k < m:  # the tie groups: positions start .. end - 1 share one rank
+        if not tie[k]:
+            k += 1
+            continue
+        start = k - 1
+        end = _group_end(tie, k, m)
+        first = order[start]
+        before = rank[first] - 0.5 * (counts[first] + 1.0)
+        group = 0.0
+        for i in range(start, end):
+            group += counts[order[i]]
+        value = before + 0.5 * (group + 1.0)
+        for i in range(start, end):
+            rank[order[i]] = value
+        n_tied -= end - k
+        k = end
+
+
+@nb.njit(inline="always", error_model="numpy")
+def _average_ranks_by_group(order, tie, counts, rank):
+    """:func:`_average_ranks` group after group (many ties)."""
     m = order.shape[0]
     below = 0.0
     k = 0
