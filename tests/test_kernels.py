@@ -707,6 +707,29 @@ def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
     np.testing.assert_array_equal(got, want)
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), m=st.integers(0, 400), levels=st.integers(1, 800),
+       zeros=st.booleans())
+def test_weighted_average_ranks_either_walk(seed, m, levels, zeros):
+    """The weighted average ranks (by prefix weights with few ties, group by group with
+    more than a quarter of the positions tied) are the average ranks of the expanded sample
+    (each point repeated by its count) bit for bit; points of zero weight are not checked."""
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, levels, m).astype(np.float64)
+    order = np.argsort(values, kind="stable")
+    tie = np.zeros(m, np.bool_)
+    tie[1:] = values[order][1:] == values[order][:-1]
+    counts = (rng.integers(0, 3, m) if zeros else rng.integers(1, 4, m)).astype(np.int32)
+    rank = np.full(m, np.nan)
+    K._average_ranks(order, tie, counts, rank)
+    expanded = rankdata(np.repeat(values, counts))
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    weighted = counts > 0
+    np.testing.assert_array_equal(rank[weighted], expanded[first[weighted]])
+
+
 def _both_unit_spearman_walks(u, e):
     """cc of the simulated sets (unit weights; ``u`` sorted) by the sorted walk and by the
     point-order sums: ``(sorted, point order)``."""
