@@ -108,14 +108,20 @@ def lazy_result(body: Callable[..., xr.Dataset], inputs: Any, layout: xr.Dataset
     (True, True)
     """
     task = dask.delayed(body, pure=True)(inputs, **kwargs)
-    result = layout.copy()
+    parts = {}
     for name, variable in layout.variables.items():
         if name in layout.indexes or variable.chunks is None:  # known in advance
             continue
         part = dask.delayed(_part, pure=True)(task, name, variable.dtype)
-        result[name] = xr.Variable(variable.dims, da.from_delayed(part, variable.shape,
-                                                                  dtype=variable.dtype),
-                                   variable.attrs)
+        parts[name] = da.from_delayed(part, variable.shape, dtype=variable.dtype)
+    # the data variables replaced in one copy of the layout (its dimensions and attributes
+    # kept): one assignment per variable merged the Dataset again each time, 6 ms of a
+    # slice's 45 ms of graph building (a validate of zms, cc, ence and zmse)
+    result = layout.copy(data={name: parts.get(name, variable.data)
+                               for name, variable in layout.data_vars.items()})
+    for name in parts.keys() - layout.data_vars.keys():  # a lazy non-index coordinate
+        variable = layout.variables[name]
+        result[name] = xr.Variable(variable.dims, parts[name], variable.attrs)
     return result
 
 
