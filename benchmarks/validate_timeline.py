@@ -113,6 +113,8 @@ def main() -> None:
         "nu_tfit": float(result["nu_tfit"]) if "nu_tfit" in result else None,
         "kernel_thread_seconds": dict(per_kernel),
         "kernel_share_of_threads_x_wall": sum(per_kernel.values()) / (threads * wall),
+        # the serial start: the graph built and the first tasks scheduled, no kernel running
+        "first_kernel_start_seconds": min((c["start"] for c in calls), default=None),
         "simulation_by_generator": {
             g: {"thread_seconds": s, "replicates": n, "points": p,
                 "ns_per_point_per_thread": s / p * 1e9 if p else None}
