@@ -845,19 +845,45 @@ def _average_unit_ranks(order, tie, rank):
     Bit-identical: there the size of a tie group is a float sum of ones, which is exact (an
     integer below 2**53), i.e. ``float(end - k)``; ``below`` and the ranks are then the same
     sums of the same integers. Only the scattered ``rank[order[j]]`` is a random access (one
-    gather fewer than with an array of ones), prefetched :data:`_AHEAD` positions ahead."""
+    gather fewer than with an array of ones), prefetched :data:`_AHEAD` positions ahead.
+
+    As there, with at most a quarter of the positions tied each position first gets its own
+    rank ``j + 1``, then each tie group its average ``(start + end + 1) / 2``; with more ties
+    the group walk. One thread, no ties: 13 885 points 1.92 → 0.65 ns per point, 2·10⁶
+    points 2.04 → 1.45 (``benchmarks/measured/ab-kernels-rank-prefix-*``)."""
     m = order.shape[0]
-    below = 0.0
-    k = 0
-    while k < m:
+    n_tied = 0
+    for j in range(m):
+        n_tied += tie[j]
+    if 4 * n_tied > m:
+        below = 0.0
+        k = 0
+        while k < m:
+            end = _group_end(tie, k, m)
+            group = np.float64(end - k)
+            value = below + 0.5 * (group + 1.0)
+            for j in range(k, end):
+                if j + _AHEAD < m:
+                    _prefetch_write(rank, order[j + _AHEAD])
+                rank[order[j]] = value
+            below += group
+            k = end
+        return
+    for j in range(m):
+        if j + _AHEAD < m:
+            _prefetch_write(rank, order[j + _AHEAD])
+        rank[order[j]] = j + 1.0
+    k = 1
+    while n_tied > 0 and k < m:  # the tie groups: positions start .. end - 1 share one rank
+        if not tie[k]:
+            k += 1
+            continue
+        start = k - 1
         end = _group_end(tie, k, m)
-        group = np.float64(end - k)
-        value = below + 0.5 * (group + 1.0)
-        for j in range(k, end):
-            if j + _AHEAD < m:
-                _prefetch_write(rank, order[j + _AHEAD])
-            rank[order[j]] = value
-        below += group
+        value = 0.5 * (start + end + 1.0)
+        for i in range(start, end):
+            rank[order[i]] = value
+        n_tied -= end - k
         k = end
 
 
