@@ -713,7 +713,8 @@ def test_unit_ranks_and_branch_free_spearman_are_bit_identical(seed, m, levels):
 def test_weighted_average_ranks_either_walk(seed, m, levels, zeros):
     """The weighted average ranks (by prefix weights with few ties, group by group with
     more than a quarter of the positions tied) are the average ranks of the expanded sample
-    (each point repeated by its count) bit for bit; points of zero weight are not checked."""
+    (each point repeated by its count) bit for bit; points of zero weight are not checked.
+    The same for the unit ranks of the simulated sets."""
     from scipy.stats import rankdata
 
     rng = np.random.default_rng(seed)
@@ -728,6 +729,9 @@ def test_weighted_average_ranks_either_walk(seed, m, levels, zeros):
     first = np.concatenate([[0], np.cumsum(counts)[:-1]])
     weighted = counts > 0
     np.testing.assert_array_equal(rank[weighted], expanded[first[weighted]])
+    unit = np.full(m, np.nan)  # every count 1
+    K._average_unit_ranks(order, tie, unit)
+    np.testing.assert_array_equal(unit, rankdata(values))
 
 
 def _both_unit_spearman_walks(u, e):
