@@ -264,7 +264,7 @@ def _stable_radix_argsort(values):
     np.testing.assert_array_equal(keys, before)
     packed_tie = np.ones(m, np.bool_)
     packed_order = K._packed_argsort(keys, np.empty(m, np.uint64), np.empty(m, np.uint64),
-                                     np.empty((3, 1 << K._WIDE_BITS), np.uint32),
+                                     np.empty((K._RADIX_DIGITS, 1 << K._WIDE_BITS), np.uint32),
                                      np.empty(m, np.int32), packed_tie)
     np.testing.assert_array_equal(keys, before)
     np.testing.assert_array_equal(packed_order, order)
@@ -332,11 +332,13 @@ def test_radix_argsort_fixes_up_runs_of_equal_high_keys(seed, run, n_runs, low_b
     _check_ties(values, order, tie)
 
 
-@pytest.mark.parametrize("m", [K._WIDE_DIGITS_FROM - 1, K._WIDE_DIGITS_FROM, 20_000])
+@pytest.mark.parametrize("m", [K._WIDE_DIGITS_FROM - 1, K._WIDE_DIGITS_FROM, 20_000,
+                               K._SHORT_KEYS_MAX, K._SHORT_KEYS_MAX + 1])
 @pytest.mark.parametrize("kind", ["spread", "ties", "narrow", "shared_low_digit"])
 def test_packed_argsort_with_either_digit_width(m, kind):
     """Below ``_WIDE_DIGITS_FROM`` points the packed sort passes 8-bit digits, from there
-    12-bit digits: both give the stable argsort and its tie flags, with spans of every width
+    12-bit digits, and above ``_SHORT_KEYS_MAX`` points 8-bit digits of 32-bit keys: each
+    gives the stable argsort and its tie flags (as the radix argsort), with spans of every width
     (24 bits and more; a few bits: one pass; keys that share their lowest digit: a pass
     skipped)."""
     rng = np.random.default_rng(m)

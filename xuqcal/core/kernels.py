@@ -2416,13 +2416,19 @@ def _fix_runs(keys, order, tie):
         k = stop
 
 
-#: Sets of up to this many points are sorted by :func:`_packed_argsort` (their arrays stay in
-#: the L2 cache, where the passes cost instructions rather than memory traffic); larger ones by
-#: :func:`_radix_argsort`.
-_PACKED_SORT_MAX = 2**17
-#: Bits of the span that :func:`_packed_argsort` sorts on (3 passes of 8-bit digits, or 2 of
-#: 12-bit digits).
+#: Simulated sets of up to this many points are sorted by :func:`_packed_argsort` (one array
+#: read and written per pass; up to 2^17 points 24-bit keys, whose arrays stay in the L2
+#: cache, where the passes cost instructions rather than memory traffic); larger ones by
+#: :func:`_radix_argsort`. From 2^17 to 1.5·10⁶ points the packed passes on 32-bit keys took
+#: 20-25 % less time than the radix argsort's two arrays, and as long at 2·10⁶, where the
+#: arrays outgrow the L3 cache (``benchmarks/measured/ab-kernels-packed-32-*``).
+_PACKED_SORT_MAX = 2**21
+#: Bits of the span that :func:`_packed_argsort` sorts on up to :data:`_SHORT_KEYS_MAX`
+#: points (3 passes of 8-bit digits, or 2 of 12-bit digits); above, 32 bits (4 passes of
+#: 8-bit digits), as :func:`_radix_argsort`: with more points, more values share shorter keys
+#: and are sorted again on the full keys.
 _PACKED_KEY_BITS = 24
+_SHORT_KEYS_MAX = 2**17
 #: Digit bits of :func:`_packed_argsort` from :data:`_WIDE_DIGITS_FROM` points on: from about
 #: 2 500 points 2 passes of 12-bit digits took less time than 3 of 8-bit digits, one thread
 #: (``benchmarks/measured/ab-kernels-wide-digits-*``).
@@ -2431,13 +2437,14 @@ _WIDE_DIGITS_FROM = 3000
 
 
 @nb.njit(inline="always", error_model="numpy")
-def _packed_passes(keys, lowest, drop, width, packed, buffer, histogram, bits):
+def _packed_passes(keys, lowest, drop, width, packed, buffer, histogram, bits, key_bits):
     """The counting passes of :func:`_packed_argsort` on digits of ``bits`` bits: the points
-    ``hi << 32 | index`` sorted on ``hi``, in ``packed`` or ``buffer`` (returned)."""
+    ``hi << 32 | index`` (``hi`` the ``key_bits`` highest bits of the span) sorted on ``hi``,
+    in ``packed`` or ``buffer`` (returned)."""
     m = keys.shape[0]
     size = 1 << bits
     mask = np.uint32(size - 1)
-    n_digits = (min(width, _PACKED_KEY_BITS) + bits - 1) // bits
+    n_digits = (min(width, key_bits) + bits - 1) // bits
     histogram[:n_digits, :size] = 0
     for i in range(m):
         h = (keys[i] - lowest) >> drop
@@ -2463,33 +2470,38 @@ def _packed_passes(keys, lowest, drop, width, packed, buffer, histogram, bits):
 
 @nb.njit(inline="always", error_model="numpy")
 def _packed_argsort(keys, packed, buffer, histogram, order, tie):
-    """:func:`_radix_argsort` for small sets (``len(keys) <= _PACKED_SORT_MAX``): the same
+    """:func:`_radix_argsort` for sets of up to :data:`_PACKED_SORT_MAX` points: the same
     stable argsort into ``order`` and the same tie flags, from other passes.
 
     Each point is one uint64 ``hi << 32 | index`` (``packed``, ``buffer``: uint64 of the
-    length of ``keys``), ``hi`` the :data:`_PACKED_KEY_BITS` highest bits of the span
-    ``key - lowest``: each pass reads and writes one array instead of two. From
-    :data:`_WIDE_DIGITS_FROM` points the 24 bits are sorted in 2 passes of 12-bit digits,
-    below in 3 passes of 8-bit digits (``histogram``: uint32, ``(3, 2**12)``; a 12-bit pass
-    clears and sums 4 096 counts, which the fewer points of a smaller set do not repay).
-    Runs of equal ``hi`` (two values agreeing to about 19 significant bits, or repeated) are
-    ordered on the full keys and flagged as in :func:`_radix_argsort`: with a few thousand
-    points such runs are few and short. Measured side by side:
-    ``benchmarks/measured/ab-kernels-packed-sort-*`` (3 passes against 4) and
-    ``ab-kernels-wide-digits-*`` (2 against 3)."""
+    length of ``keys``), ``hi`` the highest bits of the span ``key - lowest``: each pass reads
+    and writes one array instead of two. Up to :data:`_SHORT_KEYS_MAX` points ``hi`` has
+    :data:`_PACKED_KEY_BITS` bits, sorted from :data:`_WIDE_DIGITS_FROM` points in 2 passes of
+    12-bit digits, below in 3 passes of 8-bit digits (a 12-bit pass clears and sums 4 096
+    counts, which the fewer points of a smaller set do not repay); above, 32 bits in 4 passes
+    of 8-bit digits, the radix argsort's keys (``histogram``: uint32, ``(4, 2**12)``).
+    Runs of equal ``hi`` (up to 2^17 points two values agreeing to about 19 significant bits,
+    or repeated) are ordered on the full keys and flagged as in :func:`_radix_argsort`: such
+    runs are few and short. Measured side by side:
+    ``benchmarks/measured/ab-kernels-packed-sort-*`` (3 passes against 4),
+    ``ab-kernels-wide-digits-*`` (2 against 3) and ``ab-kernels-packed-32-*`` (larger sets)."""
     m = keys.shape[0]
     if m == 0:
         return order
     lowest, width = _key_span(keys)
-    drop = np.uint64(max(width - _PACKED_KEY_BITS, 0))
+    key_bits = _PACKED_KEY_BITS if m <= _SHORT_KEYS_MAX else 32
+    drop = np.uint64(max(width - key_bits, 0))
     # the digit width a constant in each inlined copy (a width known only at run time made
     # every pass slower)
-    if m >= _WIDE_DIGITS_FROM:
+    if m > _SHORT_KEYS_MAX:
         source = _packed_passes(keys, lowest, drop, width, packed, buffer, histogram,
-                                _WIDE_BITS)
+                                _RADIX_BITS, 32)
+    elif m >= _WIDE_DIGITS_FROM:
+        source = _packed_passes(keys, lowest, drop, width, packed, buffer, histogram,
+                                _WIDE_BITS, _PACKED_KEY_BITS)
     else:
         source = _packed_passes(keys, lowest, drop, width, packed, buffer, histogram,
-                                _RADIX_BITS)
+                                _RADIX_BITS, _PACKED_KEY_BITS)
     for i in range(m):
         order[i] = np.int32(source[i] & _LOW32)
     tie[0] = False
@@ -2519,7 +2531,7 @@ def _make_synthetic_scratch(m, need_cc):
     tie_e = np.zeros(n, np.bool_)
     packed = np.empty(n if small else 0, np.uint64)
     packed_buffer = np.empty(n if small else 0, np.uint64)
-    packed_histogram = np.empty((3 if small else 0, 1 << _WIDE_BITS), np.uint32)
+    packed_histogram = np.empty((_RADIX_DIGITS if small else 0, 1 << _WIDE_BITS), np.uint32)
     return (e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed,
             packed_buffer, packed_histogram)
 
