@@ -598,8 +598,9 @@ def _block_spearman_sums(counts, n, rank_u, rank_e, partial, staged, cc_sums, r,
 
 def spearman_from_sums(cc_sums: np.ndarray) -> np.ndarray:
     """cc from the sums ``(sab, saa, sbb)`` of :func:`_block_spearman_sums` (``(..., 3)``), by
-    the CPU's finisher :func:`xuqcal.core.kernels.finish_spearman` (its Python source, sum by
-    sum): ``sab / sqrt(saa sbb)``, NaN when the denominator is 0 (a constant variable).
+    the CPU's finisher :func:`xuqcal.core.kernels.finish_spearman` (compiled, over the rows:
+    :func:`~xuqcal.core.kernels.finish_spearman_rows`): ``sab / sqrt(saa sbb)``, NaN when the
+    denominator is 0 (a constant variable).
 
     Examples
     --------
@@ -607,11 +608,10 @@ def spearman_from_sums(cc_sums: np.ndarray) -> np.ndarray:
     [1.0, nan]
     """
     sums = np.asarray(cc_sums, dtype=np.float64)
-    finish = K.finish_spearman.py_func
-    flat = sums.reshape(-1, 3)
-    with np.errstate(all="ignore"):
-        values = [finish(sab, saa, sbb) for sab, saa, sbb in flat]
-    return np.array(values, dtype=np.float64).reshape(sums.shape[:-1])
+    flat = np.ascontiguousarray(sums.reshape(-1, 3))
+    values = np.empty(flat.shape[0])
+    K.finish_spearman_rows(flat, values)
+    return values.reshape(sums.shape[:-1])
 
 
 def tie_group_bounds(tie: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -745,6 +745,15 @@ def finish_spearman(sab, saa, sbb):
     return sab / denominator if denominator > 0.0 else np.nan
 
 
+@nb.njit(nogil=True, cache=True, error_model="numpy")
+def finish_spearman_rows(sums, out):
+    """:func:`finish_spearman` of each row ``(sab, saa, sbb)`` of ``sums`` (``(n, 3)``) into
+    ``out[i]``: the GPU's sums finished on the host (:func:`xuqcal.core.gpu.spearman_from_sums`)
+    by the CPU's finisher, compiled, not called from Python once per replicate."""
+    for i in range(sums.shape[0]):
+        out[i] = finish_spearman(sums[i, 0], sums[i, 1], sums[i, 2])
+
+
 @nb.njit(inline="always", error_model="numpy")
 def _group_end(tie, k, m):
     """The end (exclusive) of the tie group that begins at sorted position ``k`` of ``m``: the
