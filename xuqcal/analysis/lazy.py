@@ -118,7 +118,7 @@ def lazy_result(body: Callable[..., xr.Dataset], inputs: Any, layout: xr.Dataset
     # kept): one assignment per variable merged the Dataset again each time
     result = layout.copy(data={name: parts.get(name, variable.data)
                                for name, variable in layout.data_vars.items()})
-    for name in parts.keys() - layout.data_vars.keys():  # a lazy non-index coordinate
+    for name in [name for name in parts if name not in layout.data_vars]:  # a lazy coordinate
         variable = layout.variables[name]
         result[name] = xr.Variable(variable.dims, parts[name], variable.attrs)
     return result
