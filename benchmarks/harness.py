@@ -590,3 +590,12 @@ def read_shared_sets() -> dict[int, xr.Dataset]:
     """The nine shared sets of :data:`SHARED_SETS`, read as input Datasets."""
     return {k: xuqcal.read_csv(data_file(path), E=E, uE=uE, where=where)
             for k, (path, E, uE, where) in SHARED_SETS.items()}
+
+
+def stacked_shared_sets() -> tuple[dict[str, xr.Dataset], xr.Dataset]:
+    """The nine shared sets labelled ``set1`` .. ``set9``, and the same sets stacked along
+    ``dataset`` (NaN-padded to the longest): the input of the nine-set one call."""
+    sets = {f"set{k}": ds for k, ds in read_shared_sets().items()}
+    stacked = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
+        dataset=list(sets))
+    return sets, stacked

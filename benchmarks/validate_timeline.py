@@ -72,12 +72,9 @@ def main() -> None:
     for name, describe in KERNELS.items():
         setattr(K, name, wrapped(name, originals[name], describe))
     if args.nine_sets:
-        import xarray as xr
-        from harness import FOUR_STATISTICS, GENERATORS, N_BINS, read_shared_sets
+        from harness import FOUR_STATISTICS, GENERATORS, N_BINS, stacked_shared_sets
 
-        sets = read_shared_sets()
-        ds = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
-            dataset=[f"set{k}" for k in sets])
+        _, ds = stacked_shared_sets()
         arguments = (list(FOUR_STATISTICS),)
         options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "seed": 0,
                    "generators": GENERATORS}

@@ -23,6 +23,7 @@ from harness import (
     Measurement,
     read_shared_sets,
     register,
+    stacked_shared_sets,
     time_runs,
 )
 
@@ -114,9 +115,7 @@ def bench_nine_sets_validation(cfg: Config) -> Measurement:
 def bench_nine_sets_one_call(cfg: Config) -> Measurement:
     statistics = list(FOUR_STATISTICS)
     n_boot, n_mc = (300, 300) if cfg.quick else (5000, 10_000)
-    sets = {f"set{k}": ds for k, ds in read_shared_sets().items()}
-    stacked = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
-        dataset=list(sets))
+    sets, stacked = stacked_shared_sets()
     options = {"n_boot": n_boot, "n_mc": n_mc, "n_bins": N_BINS, "seed": cfg.seed,
                "generators": GENERATORS}
 
