@@ -88,7 +88,7 @@ def _inputs(m: int):
     return uE, u2, np.log(u2), np.arange(m), tie
 
 
-def _run(kernels, codes, generator, parameter, replicates, arrays, threads=1, decimals=4):
+def _run(kernels, codes, generator, parameter, replicates, arrays, threads, decimals):
     uE, u2, lnu2, order_u, tie_u = arrays
     m = uE.shape[0]
     if generator is None and codes.shape[0] == 0:  # the draws alone
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                    "unit": "ns per simulated (or drawn) point per thread: wall time x threads / "
                            "(replicates x points)", "workloads": {}}
         sides = {"before": before, "after": after}
+        decimals = None if args.continuous_errors else 4  # of the bootstrap's errors
         for name, (statistics, generator, parameter) in WORKLOADS.items():
             if args.only and name not in args.only:
                 continue
@@ -202,12 +203,11 @@ def main(argv: list[str] | None = None) -> int:
             times = {"before": [], "after": []}
             outputs = {}
             for side, kernels in sides.items():  # compile or cache load
-                _run(kernels, codes[side], generator, parameter, 2, arrays)
+                _run(kernels, codes[side], generator, parameter, 2, arrays, 1, decimals)
             for _ in range(args.rounds):
                 for side, kernels in sides.items():
                     seconds, outputs[side] = _run(kernels, codes[side], generator, parameter,
-                                                  replicates, arrays, args.threads,
-                                                  None if args.continuous_errors else 4)
+                                                  replicates, arrays, args.threads, decimals)
                     times[side].append(seconds)
             best = {side: min(t) for side, t in times.items()}
             identical = bool(np.array_equal(outputs["before"], outputs["after"], equal_nan=True))
