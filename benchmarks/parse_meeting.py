@@ -25,8 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_common import K, gpu, stream_key  # xuqcal's core, imported without its __init__
 
-GENERATORS = (("normal", K.NORMAL, 0.0), ("t4", K.STUDENT, 4.0), ("t6", K.STUDENT, 6.0),
-              ("t32", K.STUDENT, 32.0), ("t5", K.STUDENT, 5.0), ("t3.5", K.STUDENT, 3.5),
+GENERATORS = (("normal", K.NORMAL, 0.0), ("t3", K.STUDENT, 3.0), ("t4", K.STUDENT, 4.0),
+              ("t5", K.STUDENT, 5.0), ("t6", K.STUDENT, 6.0), ("t8", K.STUDENT, 8.0),
+              ("t32", K.STUDENT, 32.0), ("t3.5", K.STUDENT, 3.5),
               ("t34", K.STUDENT, 34.0), ("t8263", K.STUDENT, 8263.0),
               ("uniform", K.UNIFORM, 0.0), ("laplace", K.LAPLACE, 0.0))
 
@@ -38,28 +39,28 @@ _position = nb.njit(gpu._position)  # the GPU kernel's raw position of a state, 
 def meetings(key, code, parameter, n_variates, starts, distances):
     """The raw draws of ``n_variates`` variates of stream ``(key, 0)``; ``distances[t]``
     receives the meeting distance from ``starts[t]`` (sorted)."""
-    scale, half = K.variate_constants(code, parameter)
+    scale, form = K.variate_constants(code, parameter)
     first = K.stream_start(key, np.uint64(0))
     state = first
     for _ in range(n_variates):
-        _, state = K.next_variate(state, code, parameter, scale, half)
+        _, state = K.next_variate(state, code, parameter, scale, form)
     total = _position(state, first)
     true_state = first
     a = np.int64(0)
     for t in range(starts.shape[0]):
         s = starts[t]
         while a < s:  # the stream's own parse, up to s
-            _, true_state = K.next_variate(true_state, code, parameter, scale, half)
+            _, true_state = K.next_variate(true_state, code, parameter, scale, form)
             a = _position(true_state, first)
         sa, pa = true_state, a
         sb = first + np.uint64(s) * K._GAMMA
         pb = s
         while pa != pb:
             if pa < pb:
-                _, sa = K.next_variate(sa, code, parameter, scale, half)
+                _, sa = K.next_variate(sa, code, parameter, scale, form)
                 pa = _position(sa, first)
             else:
-                _, sb = K.next_variate(sb, code, parameter, scale, half)
+                _, sb = K.next_variate(sb, code, parameter, scale, form)
                 pb = _position(sb, first)
         distances[t] = pa - s
     return total
@@ -90,8 +91,7 @@ def main() -> None:
             "meeting_p999": float(np.quantile(distances, 0.999)),
             "meeting_max": int(distances.max()),
             # the least raw draws per thread of split_plan
-            "least_segment_draws": gpu._SEGMENT_DRAWS
-            * max(gpu.variate_constants(code, parameter)[1], 1) ** 2,
+            "least_segment_draws": gpu.least_segment_draws(code, parameter),
         }
         print(name, rows[name], flush=True)
     results = {"issue": 26, "variates": args.variates, "starts": args.starts,

@@ -28,14 +28,16 @@ TOLERANCE = 1e-12
 #: Every statistic the GPU simulates (moment and binned; cc stays on the CPU).
 KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse")
 #: The generators and the branch of ``fill_variates`` each takes: normal (ziggurat),
-#: Student-t of even nu <= 32 (chi-square construction from ziggurat exponentials: t4, t6,
-#: t32), of other nu (a normal and a Marsaglia-Tsang gamma, stream version 3: t5, t3.5, t34
-#: whose half 17 exceeds 16), uniform, Laplace.
+#: Student-t of integer nu from 3 to 6 (its own ziggurat, stream version 4: t4 and t6, whose
+#: density takes a sqrt, and t5, whose does not), of another even nu <= 32 (chi-square
+#: construction from ziggurat exponentials: t32), of other nu (a normal and a Marsaglia-Tsang
+#: gamma, stream version 3: t3.5, t34 whose nu / 2 = 17 exceeds 16), uniform, Laplace.
 GENERATORS = ("normal", "t4", "t6", "t32", "t5", "t3.5", "t34", "uniform", "laplace")
 #: The generators whose variates involve no libm function (stream version 2: the ziggurats'
-#: decisions use arithmetic only, the values ``sqrt``, correctly rounded everywhere): the GPU's
-#: variates are the CPU's bit for bit.
-EXACT = ("normal", "t4", "t6", "t32", "uniform")
+#: decisions use arithmetic only, the values ``sqrt``, correctly rounded everywhere; stream
+#: version 4: the Student-t ziggurat's also divisions): the GPU's variates are the CPU's bit
+#: for bit.
+EXACT = ("normal", "t4", "t5", "t6", "t32", "uniform")
 #: Those whose statistics are also checked with a replicate split between threads (t32's
 #: parses meet after thousands of draws, which the simulator would run as Python for long).
 SPLIT = ("normal", "t4", "t6", "uniform")
@@ -108,6 +110,13 @@ long_cpu = np.empty(20_000)
 K.fill_variates(key, 0, K.NORMAL, 0.0, long_cpu)
 result["long_normal_identical"] = bool(np.array_equal(long_gpu, long_cpu))
 result["long_normal_tail_draws"] = int(np.sum(np.abs(long_cpu) > K._ZN_R))
+# and t3's ziggurat (stream version 4: about 2 %% of draws in a wedge, 1e-3 in the tail beyond
+# R, drawn by rejection from a Pareto density)
+key = stream_key(6, "reference:t3")
+long_gpu = gpu.variates_gpu(key, 0, 1, K.STUDENT, 3.0, 20_000, threads=1)[0]
+K.fill_variates(key, 0, K.STUDENT, 3.0, long_cpu)
+result["long_t3_identical"] = bool(np.array_equal(long_gpu, long_cpu))
+result["long_t3_tail_draws"] = int(np.sum(np.abs(long_cpu) / np.sqrt(1.0 / 3.0) > K._ZT_R[0]))
 exact = {}
 for name in %(exact)r:
     g = get_generator(name)
@@ -262,11 +271,14 @@ def test_variates_are_the_cpu_s(simulated):
 
 def test_ziggurat_variates_are_the_cpu_s_bit_for_bit(simulated):
     """No libm function decides or makes a normal, even-nu Student-t or uniform variate
-    (stream version 2), so the device code draws the CPU's bits: 2 x 2001 variates of each,
-    and 20 000 normals taking the ziggurat's wedges and tail (at least one tail draw here)."""
+    (stream version 2), nor a Student-t of nu from 3 to 6 (version 4), so the device code
+    draws the CPU's bits: 2 x 2001 variates of each, and 20 000 normals and 20 000 t3 taking
+    the ziggurats' wedges and tails (at least one tail draw each here)."""
     assert simulated["exact"] == dict.fromkeys(EXACT, True)
     assert simulated["long_normal_tail_draws"] >= 1
     assert simulated["long_normal_identical"] is True
+    assert simulated["long_t3_tail_draws"] >= 1
+    assert simulated["long_t3_identical"] is True
 
 
 def test_statistics_equal_the_cpu_replicate_by_replicate(simulated):
@@ -405,16 +417,21 @@ def test_nothing_imports_numba_cuda_on_the_cpu_and_the_fma_switch():
 
 
 def test_variate_constants_are_fill_variates():
-    """The factors and the even-nu switch of ``fill_variates`` (sqrt((nu - 2) / nu), sqrt(3),
-    1 / sqrt(2); half = nu / 2 for even nu <= 32)."""
+    """The factors and the Student-t's construction in ``fill_variates`` (sqrt((nu - 2) / nu),
+    sqrt(3), 1 / sqrt(2); the ziggurat for integer nu from 3 to 6, nu / 2 exponentials for
+    another even nu <= 32, else 0: the gamma)."""
     assert gpu.variate_constants(K.NORMAL, 0.0) == (1.0, 0)
     assert gpu.variate_constants(K.UNIFORM, 0.0) == (np.sqrt(3.0), 0)
     assert gpu.variate_constants(K.LAPLACE, 0.0) == (1.0 / np.sqrt(2.0), 0)
-    assert gpu.variate_constants(K.STUDENT, 6.0) == (np.sqrt(4.0 / 6.0), 3)
+    assert gpu.variate_constants(K.STUDENT, 6.0) == (np.sqrt(4.0 / 6.0), K.STUDENT_ZIGGURAT)
+    for nu in (3.0, 4.0, 5.0):
+        assert gpu.variate_constants(K.STUDENT, nu)[1] == K.STUDENT_ZIGGURAT
+    assert gpu.variate_constants(K.STUDENT, 8.0)[1] == 4
     assert gpu.variate_constants(K.STUDENT, 32.0)[1] == 16
     assert gpu.variate_constants(K.STUDENT, 34.0)[1] == 0
-    assert gpu.variate_constants(K.STUDENT, 5.0)[1] == 0
+    assert gpu.variate_constants(K.STUDENT, 7.0)[1] == 0
     assert gpu.variate_constants(K.STUDENT, 3.5)[1] == 0
+    assert gpu.variate_constants(K.STUDENT, 2.5)[1] == 0
 
 
 def test_normp_and_cc_are_refused_before_any_work():

@@ -7,8 +7,8 @@ split: a wrong meeting point would shift every later variate to another point (a
 order 1), a wrong count would leave points out or count them twice. The configurations split
 a few hundred points between 4 to 16 threads (tiny segments, as the simulator runs every thread
 as Python): several replicates per block, bins smaller and larger than a segment, bins without
-points, sets of 2 to 5 points, and the chi-square Student-t, whose parses often meet too late in
-such segments, so that the replicate falls back to one thread. As in
+points, sets of 2 to 5 points, and the chi-square and gamma Student-t, whose parses often meet
+too late in such segments, so that the replicate falls back to one thread. As in
 ``tests/test_gpu_simulation.py``, the checks run in a subprocess with the simulator on.
 """
 
@@ -27,11 +27,12 @@ from xuqcal.core.random import stream_key
 TOLERANCE = 1e-12
 #: (t32, whose parses meet after thousands of draws, would run its meeting searches through
 #: the simulator's Python for most of this module's time: its plan is checked below.)
-GENERATORS = ("normal", "t4", "t6", "t5", "uniform", "laplace")
+GENERATORS = ("normal", "t4", "t6", "t8", "t3.5", "uniform", "laplace")
 #: No libm function makes these variates: the device code gives the CPU's bits.
-EXACT = ("normal", "t4", "t6", "uniform")
-#: Parses that meet within a few draws: split without a fallback even in tiny segments.
-QUICK = ("normal", "uniform", "laplace")
+EXACT = ("normal", "t4", "t6", "t8", "uniform")
+#: Parses that meet within a few draws (the ziggurats', stream version 4 for t4 and t6): split
+#: without a fallback even in tiny segments.
+QUICK = ("normal", "t4", "t6", "uniform", "laplace")
 #: (m, n_bins, threads, segment): one block per replicate (threads = group) or several
 #: (threads > group), bins of 29 points against segments of about 36 draws, 12 bins of 10
 #: points (some without points), no bins, and tiny sets.
@@ -92,8 +93,8 @@ for name in %(generators)r:
                "in_flight": info["in_flight"],
                "sums_in_order": bool(np.array_equal(sums, in_order)),
                "bins_in_order": bool(np.array_equal(bins, in_order_bins))}
-        if name in ("t5", "laplace") and m == 203:
-            # libm's functions make (Laplace) or decide (the gamma t5) these variates: the split
+        if name in ("t3.5", "laplace") and m == 203:
+            # libm's functions make (Laplace) or decide (the gamma t3.5) these variates: the split
             # draws the unsplit kernel's bits,
             # and adds them as the unsplit kernel does
             one_sums, one_bins, whole = gpu.simulation_sums_gpu(
@@ -171,9 +172,10 @@ def test_split_sums_in_a_tree_equal_the_cpu_s_to_rounding(split):
 
 
 def test_quick_parses_split_without_a_fallback_and_slow_ones_fall_back(split):
-    """The normal, uniform and Laplace parses meet within a few draws: no replicate falls
-    back. The chi-square and gamma t's take tens to thousands of draws: in these tiny segments
-    some replicates fall back to one thread, and their values are still right (above)."""
+    """The normal, ziggurat Student-t (t4, t6), uniform and Laplace parses meet within a few
+    draws: no replicate falls back. The chi-square and gamma t's take tens to thousands of
+    draws: in these tiny segments some replicates fall back to one thread, and their values
+    are still right (above)."""
     quick = [r for r in split if r["generator"] in QUICK and r["group"] > 1]
     assert quick and all(r["fallbacks"] == 0 for r in quick)
     assert sum(r["fallbacks"] for r in split if r["generator"] not in QUICK) > 0
@@ -185,14 +187,14 @@ _position = numba.njit(gpu._position)
 @numba.njit(cache=False)
 def _raw_draws(key, code, parameter, n):
     """The raw position of stream ``(key, 0)`` after ``n`` variates of ``next_variate``."""
-    scale, half = K.variate_constants(code, parameter)
+    scale, form = K.variate_constants(code, parameter)
     state = first = K.stream_start(key, np.uint64(0))
     for _ in range(n):
-        _, state = K.next_variate(state, code, parameter, scale, half)
+        _, state = K.next_variate(state, code, parameter, scale, form)
     return _position(state, first)
 
 
-@pytest.mark.parametrize("name", (*GENERATORS, "t32"))
+@pytest.mark.parametrize("name", (*GENERATORS, "t3", "t5", "t32"))
 def test_draws_per_variate_is_the_streams_mean(name):
     """The plan's mean raw draws per variate, against the position the CPU's own stream
     reaches after 20 000 variates (the plan's segments cover 2 % more: an error of a few
@@ -208,8 +210,11 @@ def test_split_plan():
     assert (group, block) == (gpu.SPLIT_THREADS, gpu.SPLIT_THREADS)
     assert draws % 2 == 0 and group * draws >= 1.02 * 2_000_000 * gpu.draws_per_variate(
         K.NORMAL, 0.0)
-    # the chi-square t takes longer segments; small sets stay with one thread per replicate
-    assert gpu.split_plan(K.STUDENT, 6.0, 20_000)[0] < gpu.split_plan(K.NORMAL, 0.0, 20_000)[0]
+    # the chi-square and gamma t take longer segments, the ziggurat t (stream version 4) the
+    # normal's; small sets stay with one thread per replicate
+    for nu in (8.0, 3.5):
+        assert gpu.split_plan(K.STUDENT, nu, 20_000)[0] < gpu.split_plan(K.NORMAL, 0.0, 20_000)[0]
+    assert gpu.split_plan(K.STUDENT, 6.0, 20_000)[0] == gpu.split_plan(K.NORMAL, 0.0, 20_000)[0]
     assert gpu.split_plan(K.NORMAL, 0.0, 300) == (1, 378, gpu.SIMULATION_THREADS)
     # t32's parses meet after about 6 000 draws: its threads take at least 1024 * 16² draws
     assert gpu.split_plan(K.STUDENT, 32.0, 2_000_000)[1] >= gpu._SEGMENT_DRAWS * 16 ** 2

@@ -19,10 +19,14 @@ KS_ALPHA = 1e-3  # a correct sampler fails one of these KS tests with probabilit
     ("name", "reference"),
     [
         ("normal", stats.norm()),
+        # stream version 4: the Student-t of integer ν from 3 to 6 by its own ziggurat
         ("t6", stats.t(6, scale=np.sqrt(4 / 6))),
+        ("t4", stats.t(4, scale=np.sqrt(2 / 4))),
+        ("t3", stats.t(3, scale=np.sqrt(1 / 3))),
+        ("t8", stats.t(8, scale=np.sqrt(6 / 8))),
         ("t3.5", stats.t(3.5, scale=np.sqrt(1.5 / 3.5))),
-        # stream version 3: the Student-t of other ν from a normal and a gamma
         ("t5", stats.t(5, scale=np.sqrt(3 / 5))),
+        # stream version 3: the Student-t of other ν from a normal and a gamma
         ("t40", stats.t(40, scale=np.sqrt(38 / 40))),
         ("t2.5", stats.t(2.5, scale=np.sqrt(0.5 / 2.5))),
         ("uniform", stats.uniform(-np.sqrt(3), 2 * np.sqrt(3))),
@@ -125,11 +129,15 @@ def test_scipy_distribution_matches_the_sampler(name):
 #: (:data:`xuqcal.core.random.STREAM_VERSION`) changed the normal (ziggurat instead of the
 #: polar method), the even-ν Student-t (its normal, and χ² from ziggurat exponentials) and
 #: normp (its gamma variates draw normals) on purpose, version 3 the Student-t of other ν (a
-#: normal and a Marsaglia-Tsang gamma instead of Bailey's polar t); the uniform and Laplace
-#: generators keep the digests of xuqcal 6390fb0 (stream version 1).
+#: normal and a Marsaglia-Tsang gamma instead of Bailey's polar t), version 4 the Student-t of
+#: integer ν from 3 to 6 (a ziggurat of its own); the uniform and Laplace generators keep the
+#: digests of xuqcal 6390fb0 (stream version 1).
 PINNED_VARIATES = {
     (_random.NORMAL, 0.0): "07a94608c4f2bfae3aa684e7",  # version 2 (1: d3e2f68529d634b5716fa457)
-    (_random.STUDENT, 6.0): "c6db3ef2e331294dbbc9907b",  # version 2 (1: 175aec50ede379a0b202572e)
+    (_random.STUDENT, 6.0): "b60e478c49c65826d60fe7e9",  # version 4 (3: c6db3ef2e331294dbbc9907b)
+    (_random.STUDENT, 3.0): "5bfa139531f878b28f14cdfd",  # version 4 (3: 3d6c5b5ab51031aabd843b36)
+    (_random.STUDENT, 5.0): "833d2ee581dc8909054fb949",  # version 4 (3: 64f8d589460c182410421f35)
+    (_random.STUDENT, 8.0): "63a37d6fa2bd0afc3e1e5a14",  # even ν 8 to 32: as since version 2
     (_random.STUDENT, 3.5): "f79f23580fa3410a4bd53774",  # version 3 (2: cc19b8b5171cb41d3c8e19e4)
     (_random.STUDENT, 40.0): "20622a64f1c3b100587009ce",  # even ν > 32, version 3 (2: 8deebe14…)
     (_random.UNIFORM, 0.0): "d9298b2522dac20dfafef798",
@@ -159,25 +167,43 @@ def _layer_edges(r, w, bits):
     return x
 
 
+def _student_density(nu):
+    return lambda x: (1 + x * x / nu) ** (-(nu + 1) / 2)
+
+
+def _student_tail(nu):
+    """The tail area beyond r of the unnormalised density (1 at 0)."""
+    return lambda r: stats.t(nu).sf(r) / stats.t(nu).pdf(0.0)
+
+
 @pytest.mark.parametrize(
     ("name", "density", "tail", "bits"),
     [
         ("NORMAL", lambda x: np.exp(-x * x / 2),
          lambda r: np.sqrt(2 * np.pi) * stats.norm.sf(r), 52),
         ("EXPONENTIAL", lambda x: np.exp(-x), lambda r: np.exp(-r), 53),
+        *((f"STUDENT:{nu}", _student_density(nu), _student_tail(nu), 52) for nu in (3, 4, 5, 6)),
     ],
 )
 def test_ziggurat_tables_are_layers_of_equal_area(name, density, tail, bits):
     """Each of the 256 layers has the base layer's area v (the defining recursion of
     Marsaglia & Tsang), K[i] = floor(x[i-1] / x[i] 2**bits), F[i] = f(x[i]); the digest in
-    kernels.py is the tables'. A wrong edge, a shifted table or a stale digest fails."""
+    kernels.py is the tables'. A wrong edge, a shifted table or a stale digest fails. The
+    Student-t tables (stream version 4) hold one row per ν of ``STUDENT_NU``."""
     from xuqcal.core import kernels
     from xuqcal.core import ziggurat_tables as zt
 
-    r = getattr(zt, f"{name}_R")
-    k = np.array(getattr(zt, f"{name}_K"), dtype=np.uint64)
-    w = np.array(getattr(zt, f"{name}_W"))
-    f = np.array(getattr(zt, f"{name}_F"))
+    prefix, _, nu = name.partition(":")
+    row = zt.STUDENT_NU.index(int(nu)) if nu else None
+
+    def table(suffix):
+        values = getattr(zt, f"{prefix}_{suffix}")
+        return values if row is None else values[row]
+
+    r = table("R")
+    k = np.array(table("K"), dtype=np.uint64)
+    w = np.array(table("W"))
+    f = np.array(table("F"))
     assert k.shape == w.shape == f.shape == (256,)
     x = _layer_edges(r, w, bits)
     v = r * density(r) + tail(r)
@@ -196,8 +222,9 @@ def test_ziggurat_tables_are_layers_of_equal_area(name, density, tail, bits):
     assert abs(float(k[0]) - np.floor(r / (w[0] * 2.0**bits) * 2.0**bits)) <= slack
     assert zt.digest() == kernels._ZIGGURAT_SHA256
     # the fraction of draws accepted on their first 64-bit number, quoted in the docstrings
-    # of next_normal / next_exponential and in docs/design.md
-    fast = {"NORMAL": 0.985, "EXPONENTIAL": 0.978}[name]
+    # of next_normal / next_exponential / next_student_ziggurat and in docs/design.md
+    fast = {"NORMAL": 0.985, "EXPONENTIAL": 0.978, "STUDENT:3": 0.979, "STUDENT:4": 0.981,
+            "STUDENT:5": 0.982, "STUDENT:6": 0.982}[name]
     assert abs(np.mean(k.astype(float)) / 2.0**bits - fast) < 5e-4
 
 
@@ -220,39 +247,61 @@ def _ziggurat_fill():
     from xuqcal.core import kernels
 
     @nb.njit
-    def fill(key, replicate, out, exponential):
+    def fill(key, replicate, out, nu):
+        """``nu`` < 0: exponentials; 0: normals; > 0: the Student-t(ν) ziggurat."""
         state = kernels.stream_start(key, replicate)
         for i in range(out.shape[0]):
-            if exponential:
+            if nu < 0.0:
                 out[i], state = kernels.next_exponential(state)
-            else:
+            elif nu == 0.0:
                 out[i], state = kernels.next_normal(state)
+            else:
+                out[i], state = kernels.next_student_ziggurat(state, nu)
 
     return fill
 
 
 def _draw(kind, n, replicate):
     out = np.empty(n)
-    _ziggurat_fill()(_random.stream_key(0, "ziggurat-test"), replicate, out,
-                     kind == "exponential")
+    nu = {"exponential": -1.0, "normal": 0.0}.get(kind)
+    nu = float(kind.removeprefix("t")) if nu is None else nu
+    _ziggurat_fill()(_random.stream_key(0, "ziggurat-test"), replicate, out, nu)
     return out
 
 
-@pytest.mark.parametrize("kind", ["normal", "exponential"])
+class _HalfStudent:
+    """|T| for T ~ Student-t(ν): its cdf."""
+
+    def __init__(self, nu):
+        self.t = stats.t(nu)
+
+    def cdf(self, x):
+        return 2.0 * self.t.cdf(x) - 1.0
+
+
+@pytest.mark.parametrize("kind", ["normal", "exponential", "t3", "t6"])
 def test_ziggurat_tails_and_wedges(kind):
     """The rare paths have the probabilities of the distribution: the tail beyond R (normal:
-    Marsaglia's from two exponentials; exponential: R plus a new draw), counted in three
+    Marsaglia's from two exponentials; exponential: R plus a new draw; Student-t, stream
+    version 4: rejection from the Pareto density 2 R² / x³), counted in three
     regions, and the wedges, by a chi-square over the two halves of every layer's edge interval
     [x[i-1], x[i]] (where a wedge's accepted draws lie) with 16e6 draws. A sampler that drops
     the tail, or accepts or rejects every wedge draw, fails (checked by mutation)."""
     from xuqcal.core import ziggurat_tables as zt
 
     n = 16_000_000
-    x = np.abs(_draw(kind, n, 1)) if kind == "normal" else _draw(kind, n, 1)
-    dist = stats.halfnorm() if kind == "normal" else stats.expon()
-    r = zt.NORMAL_R if kind == "normal" else zt.EXPONENTIAL_R
-    bits = 52 if kind == "normal" else 53
-    edges = np.array(zt.NORMAL_W if kind == "normal" else zt.EXPONENTIAL_W) * 2.0**bits
+    x = _draw(kind, n, 1)
+    if kind == "exponential":
+        dist, r, bits, widths = stats.expon(), zt.EXPONENTIAL_R, 53, zt.EXPONENTIAL_W
+    elif kind == "normal":
+        x = np.abs(x)
+        dist, r, bits, widths = stats.halfnorm(), zt.NORMAL_R, 52, zt.NORMAL_W
+    else:
+        x = np.abs(x)
+        row = zt.STUDENT_NU.index(int(kind[1:]))
+        dist, r, bits = _HalfStudent(int(kind[1:])), zt.STUDENT_R[row], 52
+        widths = zt.STUDENT_W[row]
+    edges = np.array(widths) * 2.0**bits
     edges[0] = 0.0  # x[0] = 0 < x[1] < ... < x[255] = R
     for low, high in [(r, np.inf), (r, 1.5 * r), (1.5 * r, np.inf)]:
         p = dist.cdf(high) - dist.cdf(low)
@@ -263,6 +312,6 @@ def test_ziggurat_tails_and_wedges(kind):
     expected = n * np.diff(dist.cdf(cuts))
     chi2 = float(np.sum((observed - expected) ** 2 / expected))
     assert stats.chi2.sf(chi2, cuts.size - 2) > KS_ALPHA
-    if kind == "normal":
+    if kind != "exponential":
         signs = _draw(kind, 400_000, 2)
         assert abs(np.mean(signs > 0) - 0.5) < 4 * 0.5 / np.sqrt(signs.size)

@@ -45,8 +45,12 @@ def _edges(density, inverse, tail_area, guess):
         v, edges = walk(r)
         return v / edges[-1] + density(edges[-1]) - 1
 
-    r = mp.findroot(closing, mp.mpf(guess))
+    # the secant steps may pass through edges where the inverse is complex (a density above
+    # its maximum): the root is real, and only its real part is kept
+    r = mp.re(mp.findroot(closing, mp.mpf(guess)))
     v, edges = walk(r)
+    if any(mp.im(edge) != 0 for edge in edges):
+        raise ValueError(f"the layers from r = {r} are not real: another guess is needed")
     return r, v, [mp.mpf(0), *edges[::-1]]
 
 
@@ -63,6 +67,34 @@ def tables(density, inverse, tail_area, guess, bits):
     k += [int(mp.floor(x[i - 1] / x[i] * scale)) for i in range(2, LAYERS)]
     f = [mp.mpf(1)] + [density(x[i]) for i in range(1, LAYERS)]
     return float(r), k, [float(value) for value in w], [float(value) for value in f]
+
+
+#: The degrees of freedom ν of the Student-t ziggurats (stream version 4), and the guesses
+#: of their base layer's edge for the root finder.
+STUDENT_NU = (3, 4, 5, 6)
+_STUDENT_GUESS = {3: "12.9403", 4: "9.0872", 5: "7.4253", 6: "6.5215"}
+
+
+def student_tables(nu: int):
+    """``(r, k, w, f)`` of the Student-t(ν) ziggurat: 52 bits and a sign bit, the density
+    ``(1 + x²/ν)^(-(ν+1)/2)`` (1 at 0), its inverse ``sqrt(ν (y^(-2/(ν+1)) - 1))`` and its
+    tail area ``B(ν/2, 1/2) I_{ν/(ν+r²)}(ν/2, 1/2) sqrt(ν) / 2`` (the regularised incomplete
+    beta function: half the two-sided tail of the t distribution, over its density's
+    normalising constant ``1 / (sqrt(ν) B(ν/2, 1/2))``)."""
+    n = mp.mpf(nu)
+    half_power = -(n + 1) / 2
+
+    def density(x):
+        return (1 + x * x / n) ** half_power
+
+    def inverse(y):
+        return mp.sqrt(n * (y ** (-2 / (n + 1)) - 1))
+
+    def tail_area(r):
+        return (mp.betainc(n / 2, mp.mpf(1) / 2, 0, n / (n + r * r), regularized=True)
+                * mp.beta(n / 2, mp.mpf(1) / 2) * mp.sqrt(n) / 2)
+
+    return tables(density, inverse, tail_area, _STUDENT_GUESS[nu], 52)
 
 
 def _lines(name: str, values, per_line: int) -> list[str]:
@@ -91,7 +123,9 @@ def module_text() -> str:
         "accepted at once when ``j < K[i]``; ``F[i]`` is the unnormalised density at the layer's",
         "outer edge (``F[0] = 1``: the top), ``R`` the edge of the base layer, beyond which lies",
         "the tail.",
-        "Normal: 52 bits, density ``exp(-x²/2)``; exponential: 53 bits, density ``exp(-x)``.",
+        "Normal: 52 bits, density ``exp(-x²/2)``; exponential: 53 bits, density ``exp(-x)``;",
+        "Student-t(ν) for ν in ``STUDENT_NU`` (row ``i`` of each ``STUDENT_`` table is",
+        "``STUDENT_NU[i]``): 52 bits, density ``(1 + x²/ν)^(-(ν+1)/2)``.",
         '"""',
         "",
         "from __future__ import annotations",
@@ -105,6 +139,16 @@ def module_text() -> str:
         out += _lines(f"{prefix}_W", w, 3)
         out += _lines(f"{prefix}_F", f, 3)
         out.append("")
+    student = [student_tables(nu) for nu in STUDENT_NU]
+    out.append(f"STUDENT_NU = {STUDENT_NU!r}")
+    out.append(f"STUDENT_R = {tuple(table[0] for table in student)!r}")
+    for name, column, per_line in (("K", 1, 5), ("W", 2, 3), ("F", 3, 3)):
+        out.append(f"STUDENT_{name} = (")
+        for table in student:
+            rows = _lines("", table[column], per_line)[1:-1]
+            out += ["    (", *("    " + row for row in rows), "    ),"]
+        out.append(")")
+    out.append("")
     out += [
         "",
         "def digest() -> str:",
@@ -117,7 +161,10 @@ def module_text() -> str:
         "    64",
         '    """',
         "    values = (NORMAL_R, *NORMAL_K, *NORMAL_W, *NORMAL_F,",
-        "              EXPONENTIAL_R, *EXPONENTIAL_K, *EXPONENTIAL_W, *EXPONENTIAL_F)",
+        "              EXPONENTIAL_R, *EXPONENTIAL_K, *EXPONENTIAL_W, *EXPONENTIAL_F,",
+        "              *STUDENT_NU, *STUDENT_R,",
+        "              *(value for table in (STUDENT_K, STUDENT_W, STUDENT_F)",
+        "                for row in table for value in row))",
         '    return hashlib.sha256(" ".join(map(repr, values)).encode()).hexdigest()',
         "",
     ]

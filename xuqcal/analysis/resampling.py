@@ -74,7 +74,8 @@ RNG_DESCRIPTION = (
     "SplitMix64 stream per replicate r, started from mix(key, r) with "
     "key = SeedSequence(seed, spawn_key=(crc32(purpose),)); independent of chunking and "
     f"scheduler; variates of stream version {_random.STREAM_VERSION} (ziggurat normal and "
-    "exponential; Student-t of nu other than an even integer <= 32 from a normal and a gamma)"
+    "exponential; Student-t of integer nu from 3 to 6 by its own ziggurat, of another even "
+    "nu <= 32 from a normal and exponentials, of other nu from a normal and a gamma)"
 )
 
 

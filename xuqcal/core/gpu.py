@@ -82,13 +82,16 @@ and ``ln uE²`` (whole and per bin) do not depend on ``eps`` and are added on th
 the other. The statistics are finished on the host by the same finishers
 (:data:`xuqcal.core.kernels.FINISHERS`, :data:`xuqcal.core.kernels.BIN_TERMS`, the bin terms
 added in bin order). The variates are made by :func:`xuqcal.core.kernels.next_variate` (the
-step of ``fill_variates``: the ziggurat normal; for a Student-t of even ν ≤ 32 the normal times
-``sqrt(ν / χ²)`` with ``χ²`` from ν/2 ziggurat exponentials, else the normal times
-``sqrt(ν / (2 G))`` with a Marsaglia-Tsang gamma ``G`` (stream version 3); one uniform for the
-uniform and Laplace generators). ``next_variate``, with ``next_uniform``,
-``next_normal``, ``next_exponential``, ``_exp_arithmetic`` and ``next_student``, is compiled
+step of ``fill_variates``: the ziggurat normal; for a Student-t of integer ν from 3 to 6 its own
+ziggurat (stream version 4), of another even ν ≤ 32 the normal times ``sqrt(ν / χ²)`` with
+``χ²`` from ν/2 ziggurat exponentials, else the normal times ``sqrt(ν / (2 G))`` with a
+Marsaglia-Tsang gamma ``G`` (stream version 3); one uniform for the uniform and Laplace
+generators). ``next_variate``, with ``next_uniform``, ``next_normal``, ``next_exponential``,
+``_exp_arithmetic``, ``next_student`` and ``next_student_ziggurat``, is compiled
 from its ``py_func`` as the stream primitives, with the ziggurat tables of
-:mod:`xuqcal.core.kernels` as constant arrays, and its factors are those of
+:mod:`xuqcal.core.kernels` as constant arrays (the Student-t tables, 24 KiB, are named once
+in their function, so that they are placed once; not compiled on a GPU yet), and its factors
+are those of
 ``kernels.variate_constants``: the formulas of a variate are written once, for both targets
 (checked variate by variate against ``fill_variates`` in ``tests/test_gpu_simulation.py``).
 
@@ -100,8 +103,9 @@ the same positions as the stream's own: thread ``k`` of the ``group`` threads of
 parses from the start of its segment of raw draws past the next segment's start, until it
 meets the parse of the next thread; the meeting points and the variates counted before them
 place every segment's first variate, and each thread then draws and adds its own points
-(:func:`_simulation_sums`, :func:`split_plan`). The normal, uniform and Laplace parses meet
-within a few draws; the chi-square t's within 15 to 25 ``half²`` draws on average and the gamma
+(:func:`_simulation_sums`, :func:`split_plan`). The normal, uniform, Laplace and ziggurat
+Student-t parses meet within a few draws (``parse-meeting-stream4-issue26-2026-11-27.json``);
+the chi-square t's within 15 to 25 ``(ν/2)²`` draws on average and the gamma
 t's within 60 to 145 (``parse-meeting-stream3-issue26-2026-11-27.json``), so their
 segments are longer (``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``). A
 replicate whose parses meet too late to be placed is drawn by one thread (``fallbacks``; none
@@ -129,7 +133,9 @@ for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
 *Agreement.* Every accept-or-reject decision of the normal, exponential and even-ν Student-t
 variates is made with additions, multiplications and comparisons only (the ziggurats' wedges
 compare with ``_exp_arithmetic``, not libm's ``exp``; the normal's tail uses exponentials, not
-logarithms), which the GPU computes as the CPU unless a
+logarithms), and those of the ziggurat Student-t (ν from 3 to 6) with divisions and ``sqrt``
+as well (its density, :func:`xuqcal.core.kernels._student_density`), all correctly rounded on
+both targets, which the GPU computes as the CPU unless a
 multiply and an add are fused into one FMA (the CPU never fuses them). :class:`_NoContraction`
 stops both compilers from fusing: NVVM compiles with ``-fma=0`` and the double additions and
 multiplications of its PTX get an explicit ``.rn``, which the assembler never fuses; the kernel
@@ -1143,14 +1149,17 @@ _GAMMA_INVERSE = np.uint64(pow(int(K._GAMMA), -1, 1 << 64))
 #: Laplace (the gamma Student-t's: :func:`_gamma_student_draws`).
 _NORMAL_DRAWS = 1.0224
 _EXPONENTIAL_DRAWS = 1.0336
-#: Raw draws per thread at the least (times ``half²`` for the chi-square Student-t, 9 for the
-#: gamma Student-t), so that a thread's parse meets its neighbour's (see
-#: :func:`_simulation_sums`) far inside the neighbour's segment: the normal, uniform and Laplace
-#: parses meet within a few draws, the chi-square t's within 15 to 25 ``half²`` draws on
-#: average (t6: mean 136, at most 1 161 of 3 000 starts; t32: mean 6 173;
-#: ``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``), the gamma t's (stream
-#: version 3) within 60 to 145 (at most 1 875, t34;
-#: ``parse-meeting-stream3-issue26-2026-11-27.json``).
+#: ... and the Student-t ziggurats' (stream version 4), by ν (4·10⁷ variates each).
+_STUDENT_ZIGGURAT_DRAWS = {3: 1.0321, 4: 1.0302, 5: 1.0290, 6: 1.0283}
+#: Raw draws per thread at the least (times ``(ν/2)²`` for the chi-square Student-t, 9 for the
+#: gamma Student-t: :func:`least_segment_draws`), so that a thread's parse meets its
+#: neighbour's (see :func:`_simulation_sums`) far inside the neighbour's segment: the normal,
+#: uniform, Laplace and ziggurat Student-t (stream version 4: t3 to t6, at most 10 draws of
+#: 3 000 starts; ``parse-meeting-stream4-issue26-2026-11-27.json``) parses meet within a few
+#: draws, the chi-square t's within 15 to 25 ``(ν/2)²`` draws on average (t8: mean 254, at
+#: most 2 475; t32: mean 6 173; ``benchmarks/measured/parse-meeting-issue26-2026-11-27.json``
+#: and the stream-4 record), the gamma t's (stream version 3) within 60 to 145 (at most
+#: 1 875, t34; ``parse-meeting-stream3-issue26-2026-11-27.json``).
 _SEGMENT_DRAWS = 1024
 
 # the device twins of the variate generators of xuqcal.core.kernels, bound by _simulation_kernel
@@ -1163,23 +1172,24 @@ _store_bin_device = None
 
 
 def variate_constants(generator_code: int, parameter: float) -> tuple[float, int]:
-    """``(scale, half)`` of :func:`xuqcal.core.kernels.fill_variates` for one generator: the
+    """``(scale, form)`` of :func:`xuqcal.core.kernels.fill_variates` for one generator: the
     factor of its unit-variance draws (``sqrt((ν - 2) / ν)`` for Student-t, ``sqrt(3)`` for
-    the uniform, ``1 / sqrt(2)`` for Laplace, 1 for the normal) and, for a Student-t of even
-    ν ≤ 32, ``half = ν / 2`` (the chi-square construction; 0 otherwise: the gamma
-    method). The same IEEE operations as the CPU kernel, so the same bits.
+    the uniform, ``1 / sqrt(2)`` for Laplace, 1 for the normal) and the construction of a
+    Student-t (:data:`xuqcal.core.kernels.STUDENT_ZIGGURAT` for an integer ν from 3 to 6,
+    ``ν / 2`` for the chi-square of another even ν ≤ 32, 0 for the gamma method and the other
+    generators). The same IEEE operations as the CPU kernel, so the same bits.
 
     Examples
     --------
-    >>> variate_constants(K.STUDENT, 6.0), variate_constants(K.STUDENT, 5.0)[1]
-    ((0.816496580927726, 3), 0)
+    >>> variate_constants(K.STUDENT, 6.0), variate_constants(K.STUDENT, 8.0)[1]
+    ((0.816496580927726, -1), 4)
     """
     if generator_code not in SIMULATION_GENERATORS:
         raise ValueError(f"the GPU simulation draws from the generators with codes "
                          f"{list(SIMULATION_GENERATORS)} (normal, Student-t, uniform, Laplace); "
                          f"code {generator_code} (normp) is drawn on the CPU")
-    scale, half = K.variate_constants.py_func(generator_code, np.float64(parameter))
-    return float(scale), int(half)
+    scale, form = K.variate_constants.py_func(generator_code, np.float64(parameter))
+    return float(scale), int(form)
 
 
 def _position(state, start):
@@ -1188,10 +1198,10 @@ def _position(state, start):
     return np.int64((state - start) * _GAMMA_INVERSE)
 
 
-def _skip(state, start, code, parameter, scale, half):
+def _skip(state, start, code, parameter, scale, form):
     """One variate drawn and dropped: ``(state, position)``, the state after it and its raw
     position (a step of the parses of :func:`_simulation_sums`)."""
-    _, state = _variate_device(state, code, parameter, scale, half)
+    _, state = _variate_device(state, code, parameter, scale, form)
     return state, _raw_position(state, start)
 
 
@@ -1210,7 +1220,7 @@ def _store_bin(bins, edge_bin, edge_sum, r, tid, slot, b, whole, b_e2, b_z2):
     return slot + 1
 
 
-def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, bin_ends,
+def _simulation_sums(key, first, n_replicates, code, parameter, scale, form, u, bin_ends,
                      n_bins, group, segment, sums, bins, variates, n_record, fallbacks,
                      cpu_order_sums, buffer):
     """Kernel: ``group`` threads draw replicate ``first + r`` together (a block holds
@@ -1282,17 +1292,17 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
             state_a = start + np.uint64(a) * K._GAMMA
             counted = np.int64(0)
             while a < following:
-                state_a, a = _skip_device(state_a, start, code, parameter, scale, half)
+                state_a, a = _skip_device(state_a, start, code, parameter, scale, form)
                 counted += 1
             b = following
             state_b = start + np.uint64(b) * K._GAMMA
             behind = np.int64(0)
             while a != b:
                 if a < b:
-                    state_a, a = _skip_device(state_a, start, code, parameter, scale, half)
+                    state_a, a = _skip_device(state_a, start, code, parameter, scale, form)
                     counted += 1
                 else:
-                    state_b, b = _skip_device(state_b, start, code, parameter, scale, half)
+                    state_b, b = _skip_device(state_b, start, code, parameter, scale, form)
                     behind += 1
             at[tid + 1] = a
             skipped[tid + 1] = behind
@@ -1344,7 +1354,7 @@ def _simulation_sums(key, first, n_replicates, code, parameter, scale, half, u, 
             b_z2 = 0.0
             slot = 0
             for i in range(low, high):
-                x, state = _variate_device(state, code, parameter, scale, half)
+                x, state = _variate_device(state, code, parameter, scale, form)
                 if i < n_record:
                     variates[r, i] = x
                 if in_order:  # added below, in point order
@@ -1480,9 +1490,13 @@ def _simulation_kernel():
                                   _exp_arithmetic=_exp_arithmetic))
     _student = device(_device_twin(K.next_student, next_normal=_normal,
                                    next_uniform=_next_uniform))
+    _student_ziggurat = device(_device_twin(
+        K.next_student_ziggurat, next_u64=_next_u64, next_uniform=_next_uniform,
+        _student_density=device(_device_twin(K._student_density))))
     _variate_device = device(_device_twin(K.next_variate, next_normal=_normal,
                                           next_exponential=_exponential,
-                                          next_uniform=_next_uniform, next_student=_student))
+                                          next_uniform=_next_uniform, next_student=_student,
+                                          next_student_ziggurat=_student_ziggurat))
     _skip_device = device(_skip)
     return _jit_exact(_simulation_sums)
 
@@ -1637,17 +1651,39 @@ def draws_per_variate(generator_code: int, parameter: float) -> float:
 
     Examples
     --------
-    >>> round(draws_per_variate(K.STUDENT, 6.0), 3), draws_per_variate(K.UNIFORM, 0.0)
-    (4.123, 1.0)
+    >>> round(draws_per_variate(K.STUDENT, 6.0), 3), round(draws_per_variate(K.STUDENT, 8.0), 3)
+    (1.028, 5.157)
+    >>> draws_per_variate(K.UNIFORM, 0.0)
+    1.0
     """
-    _, half = variate_constants(generator_code, parameter)
+    _, form = variate_constants(generator_code, parameter)
     if generator_code == K.NORMAL:
         return _NORMAL_DRAWS
     if generator_code == K.STUDENT:
-        if half:
-            return _NORMAL_DRAWS + half * _EXPONENTIAL_DRAWS
+        if form == K.STUDENT_ZIGGURAT:
+            return _STUDENT_ZIGGURAT_DRAWS[int(parameter)]
+        if form:
+            return _NORMAL_DRAWS + form * _EXPONENTIAL_DRAWS
         return _gamma_student_draws(float(parameter))
     return 1.0
+
+
+def least_segment_draws(generator_code: int, parameter: float) -> int:
+    """The least raw draws of a thread's segment in :func:`split_plan`: :data:`_SEGMENT_DRAWS`
+    times ``(ν/2)²`` for the chi-square Student-t, whose parses meet after about ``(ν/2)²``
+    times the normal's draws, times 9 for the gamma Student-t (they meet as late as the
+    chi-square t6's), times 1 for the others (the ziggurats' and one-uniform variates).
+
+    Examples
+    --------
+    >>> least_segment_draws(K.NORMAL, 0.0), least_segment_draws(K.STUDENT, 8.0)
+    (1024, 16384)
+    """
+    _, form = variate_constants(generator_code, parameter)
+    slow = 1
+    if generator_code == K.STUDENT and form != K.STUDENT_ZIGGURAT:
+        slow = form if form > 0 else 3
+    return _SEGMENT_DRAWS * slow ** 2
 
 
 def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | None = None,
@@ -1658,9 +1694,9 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
     threads per block (``threads``, by default ``group`` but at least
     :data:`SIMULATION_THREADS`).
 
-    A thread takes at least ``segment`` raw draws (by default :data:`_SEGMENT_DRAWS` times
-    ``half²`` for the chi-square Student-t, and times 9 for the gamma Student-t, whose parses
-    take longer to meet); the segments
+    A thread takes at least ``segment`` raw draws (by default
+    :func:`least_segment_draws`: more for the Student-t constructions whose parses take longer
+    to meet); the segments
     cover 2 % more than the expected raw draws of the replicate (the last thread's segment has
     no end, and the threads past the ``m``-th variate add nothing).
 
@@ -1668,21 +1704,17 @@ def split_plan(generator_code: int, parameter: float, m: int, *, threads: int | 
     --------
     >>> split_plan(K.NORMAL, 0.0, 2_000_000), split_plan(K.NORMAL, 0.0, 300)
     ((256, 8148, 256), (1, 378, 32))
-    >>> split_plan(K.STUDENT, 6.0, 20_000, threads=64)
-    (8, 10524, 64)
+    >>> split_plan(K.STUDENT, 8.0, 20_000, threads=64)
+    (4, 26316, 64)
     """
     given = threads is not None
     threads = _check_threads(threads) if given else SPLIT_THREADS
     if threads > SPLIT_THREADS:
         raise ValueError(f"the simulation kernel takes at most {SPLIT_THREADS} threads per "
                          f"block (threads = {threads})")
-    _, half = variate_constants(generator_code, parameter)
     raw = 1.02 * m * draws_per_variate(generator_code, parameter) + 64.0
     if segment is None:
-        # the chi-square t's parses meet after about half² times the normal's draws; the
-        # gamma t's (half 0) as late as t6's (half 3)
-        slow = half if half else (3 if generator_code == K.STUDENT else 1)
-        least = _SEGMENT_DRAWS * slow ** 2
+        least = least_segment_draws(generator_code, parameter)
     else:
         least = max(int(segment), 2)
     group = 1
@@ -1788,7 +1820,7 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
 def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
                             plan, cpu_order_sums, info):
     kernel = _simulation_kernel()
-    scale, half = variate_constants(generator_code, parameter)
+    scale, form = variate_constants(generator_code, parameter)
     group, draws, block = plan
     m = u.shape[0]
     n = max(stop - start, 0)
@@ -1813,7 +1845,7 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     if info is not None:
         info["in_flight"] = min(n, blocks * per_block)
     arguments = (np.uint64(key), np.int64(start), np.int64(n), np.int64(generator_code),
-                 np.float64(parameter), np.float64(scale), np.int64(half), d_u, d_ends,
+                 np.float64(parameter), np.float64(scale), np.int64(form), d_u, d_ends,
                  np.int64(n_bins), np.int64(group), np.int64(draws), d_sums, d_bins, d_variates,
                  np.int64(min(n_record, m)), d_fallbacks, np.int64(in_order), d_buffer)
     launch = kernel[blocks, block]

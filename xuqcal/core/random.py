@@ -13,12 +13,14 @@ the replicate index is mixed into that key to start the replicate's own stream.
 
 Bounded integers use Lemire's multiply-shift with rejection (exactly uniform). Variates
 (stream version :data:`STREAM_VERSION`): normal and exponential by the ziggurat of Marsaglia &
-Tsang (2000, 256 layers, one 64-bit number for 98.5 % of the normal draws), Student-t of even
-integer ν ≤ 32 as ``Z sqrt(ν / χ²_ν)`` with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from
-exponentials, ``Z sqrt(ν / (2 G))`` with a Marsaglia & Tsang gamma ``G ~ Gamma(ν/2)`` for any
-other ν, and Marsaglia & Tsang (gamma). Version 1 (xuqcal before issue 26) drew normals by
-Marsaglia's polar method and the chi-square as ``-2 ln(U_1 ... U_{ν/2})``; version 2 drew the
-Student-t of other ν by Bailey's polar method: the same distributions, other draws.
+Tsang (2000, 256 layers, one 64-bit number for 98.5 % of the normal draws), Student-t of
+integer ν from 3 to 6 by a ziggurat of its own (the same layout), of another even integer
+ν ≤ 32 as ``Z sqrt(ν / χ²_ν)`` with ``χ²_ν = 2 (E_1 + ... + E_{ν/2})`` from exponentials,
+``Z sqrt(ν / (2 G))`` with a Marsaglia & Tsang gamma ``G ~ Gamma(ν/2)`` for any other ν, and
+Marsaglia & Tsang (gamma). Version 1 (xuqcal before issue 26) drew normals by Marsaglia's
+polar method and the chi-square as ``-2 ln(U_1 ... U_{ν/2})``; version 2 drew the Student-t
+of ν other than an even integer ≤ 32 by Bailey's polar method; version 3 drew t4 and t6 from
+exponentials and t3 and t5 from a gamma, as other ν: the same distributions, other draws.
 See ``docs/design.md``.
 """
 
@@ -46,16 +48,18 @@ from xuqcal.core.kernels import (  # noqa: F401  (re-exported: the public names 
     next_gamma,
     next_normal,
     next_student,
+    next_student_ziggurat,
     next_u64,
     next_uniform,
     stream_start,
 )
 
 #: Version of the variate streams: 2 = ziggurat normal and exponential, 3 = the Student-t of
-#: ν other than an even integer ≤ 32 from a normal and a gamma (see the module's text).
+#: ν other than an even integer ≤ 32 from a normal and a gamma, 4 = the Student-t of integer ν
+#: from 3 to 6 by its own ziggurat (see the module's text).
 #: Results name it in their ``random_streams`` attribute; a cube checkpoint or an extended cube
 #: made under another version is refused rather than mixed.
-STREAM_VERSION = 3
+STREAM_VERSION = 4
 
 
 def stream_key(seed: int, purpose: str, *extra: int) -> np.uint64:
