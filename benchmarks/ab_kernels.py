@@ -79,6 +79,15 @@ def _load(path: Path, name: str):
     return module
 
 
+#: How kernels.py imports its ziggurat tables: each side's import is pointed at its own copy.
+_TABLES_IMPORT = "from xuqcal.core import ziggurat_tables as _ziggurat"
+
+
+def _git_show(revision: str, path: str) -> str:
+    return subprocess.run(["git", "show", f"{revision}:{path}"], cwd=REPO, capture_output=True,
+                          text=True, check=True).stdout
+
+
 def _inputs(m: int):
     rng = np.random.default_rng(0)
     uE = np.round(np.sort(np.exp(rng.normal(size=m))), 3) + 1e-3
@@ -170,17 +179,24 @@ def main(argv: list[str] | None = None) -> int:
                              "(as in QM9's errors; rounded, about a third of the sorted |E| "
                              "at QM9's size are tied with the one before)")
     args = parser.parse_args(argv)
-    source = subprocess.run(["git", "show", f"{args.before}:xuqcal/core/kernels.py"], cwd=REPO,
-                            capture_output=True, text=True, check=True).stdout
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
                           capture_output=True, check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as folder:
-        old_path = Path(folder) / "kernels_before.py"
-        old_path.write_text(source)
-        new_path = Path(folder) / "kernels_after.py"
-        new_path.write_text((REPO / "xuqcal" / "core" / "kernels.py").read_text())
-        before = _load(old_path, "kernels_before")
-        after = _load(new_path, "kernels_after")
+        sys.path.insert(0, folder)  # each side's own ziggurat tables (they may differ)
+        sides_files = {}
+        for side, read in (("before", lambda path: _git_show(args.before, path)),
+                           ("after", lambda path: (REPO / path).read_text())):
+            tables = f"ziggurat_tables_{side}"
+            (Path(folder) / f"{tables}.py").write_text(read("xuqcal/core/ziggurat_tables.py"))
+            kernels = read("xuqcal/core/kernels.py")
+            if _TABLES_IMPORT not in kernels:
+                raise SystemExit(f"{side}: kernels.py no longer imports its tables as "
+                                 f"{_TABLES_IMPORT!r}")
+            path = Path(folder) / f"kernels_{side}.py"
+            path.write_text(kernels.replace(_TABLES_IMPORT, f"import {tables} as _ziggurat"))
+            sides_files[side] = path
+        before = _load(sides_files["before"], "kernels_before")
+        after = _load(sides_files["after"], "kernels_after")
         arrays = _inputs(args.points)
         replicates = args.replicates or max(4, int(4e6 // args.points))
         results = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "before": args.before,

@@ -9,8 +9,9 @@ against one thread per replicate, side by side in one process, and the FMA check
     ``order=IN_A_TREE``) against the CPU kernel and against one thread per replicate.
 (c) Timings at M = 2·10^6 (``--m``), zms + ence + zmse (``--n-bins`` bins): one call of
     ``simulate_statistics_gpu`` per row (uE to the GPU, kernel, sums back, finishing) after a
-    warm-up call that compiles, for the generators normal, t6 (chi-square construction) and t5
-    (a normal and a gamma since stream version 3; Bailey's polar t before), n_mc = 500 (the
+    warm-up call that compiles, for the generators normal, t6 (its own ziggurat since stream
+    version 4; the chi-square construction before) and t3.5 (a normal and a gamma since stream
+    version 3; Bailey's polar t before), n_mc = 500 (the
     first round of ``n_mc="auto"``) and 10^4: split (the
     default plan) and one thread per replicate (``threads=32``, a segment longer than any
     replicate: the launch of the kernel before the split; at n_mc = 500 only, but for the
@@ -49,7 +50,8 @@ from gpu_common import (  # xuqcal's core, imported without its __init__
 from gpu_simulation import cpu_simulation, fma_check
 
 GENERATORS = (("normal", K.NORMAL, 0.0), ("t4", K.STUDENT, 4.0), ("t6", K.STUDENT, 6.0),
-              ("t5", K.STUDENT, 5.0), ("uniform", K.UNIFORM, 0.0), ("laplace", K.LAPLACE, 0.0))
+              ("t8", K.STUDENT, 8.0), ("t3.5", K.STUDENT, 3.5), ("uniform", K.UNIFORM, 0.0),
+              ("laplace", K.LAPLACE, 0.0))
 KEYS = ("mse", "zm", "zms", "rce", "nll", "ence", "zmse")
 TIMED = ("zms", "ence", "zmse")
 #: A segment longer than any replicate: one thread per replicate.
@@ -106,7 +108,7 @@ def timings(m: int, counts: list[int], n_bins: int, budget: float, started: floa
     prepared = PreparedData.from_arrays(E, uE, n_bins=n_bins)
     codes = np.array([STATISTICS[k].code for k in TIMED])
     rows = []
-    for name, code, parameter in (g for g in GENERATORS if g[0] in ("normal", "t6", "t5")):
+    for name, code, parameter in (g for g in GENERATORS if g[0] in ("normal", "t6", "t3.5")):
         key = stream_key(7, f"reference:{name}")
         for n in counts:
             for label, options in (("split", {}), ("split_tree", {"order": gpu.IN_A_TREE}),

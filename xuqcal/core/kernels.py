@@ -298,10 +298,11 @@ def next_student_ziggurat(state, nu):
     version 4; Marsaglia & Tsang 2000, 256 layers, the normal's layout: 52 random bits and a
     sign bit per draw, the tables of ``tools/ziggurat_tables.py``); returns ``(t, new_state)``.
 
-    98.5 % of the draws take one 64-bit number and no function call (t6; the tables' mean of
-    ``K / 2**52``), where the construction of version 3, ``Z sqrt(ν / χ²)`` from a normal and
-    ν/2 exponentials, took ``1 + ν/2`` ziggurat draws: at M = 2·10⁶, one thread, t6 10.4 →
-    2.0 ns per variate (``benchmarks/measured/ab-kernels-student-ziggurat-*``). A draw in a
+    98.2 % of the draws take one 64-bit number and no function call (t6; 97.9 % for t3; the
+    tables' mean of ``K / 2**52``), where the construction of version 3, ``Z sqrt(ν / χ²)``
+    from a normal and ν/2 exponentials, took ``1 + ν/2`` ziggurat draws: one thread, t6 10.09
+    → 2.01 ns per variate at M = 13 885, 10.63 → 2.40 at M = 2·10⁶
+    (``benchmarks/measured/ab-kernels-student-ziggurat-*``). A draw in a
     wedge is accepted against the density (:func:`_student_density`). The tail beyond ``R``
     (about 0.06 % of the draws for t6) is drawn by rejection from the Pareto density
     ``2 R² / x³`` (``x = R / sqrt(u)``), accepted with probability ``f(x) x³ / (f(R) R³)``:
