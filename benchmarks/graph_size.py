@@ -1,0 +1,93 @@
+"""The graph of the nine-set one call (fixed counts, as ``rows/nine_sets.py``): how long the
+call takes to hand its graph to Dask's scheduler, how many tasks the scheduler runs, and what
+they are, by layer (the key's name without its token).
+
+The serial start of the call (the nine slices' graphs built, then Dask's optimisation) bounds
+its speed-up on many threads, and on a ``dask.distributed`` cluster every task costs the
+scheduler about a millisecond: this records both for the work on them. A ``dask.callbacks``
+callback records when the threaded scheduler receives the optimised graph (its ``start``) and
+when the first task starts; the call itself runs as usual (``--repeat`` times, the first
+excluded as a warm-up).
+
+    python benchmarks/graph_size.py --out graph.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from dask.callbacks import Callback
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import FOUR_STATISTICS, GENERATORS, N_BINS, stacked_shared_sets
+
+import xuqcal
+
+
+def _layer(key) -> str:
+    """A task key's layer name: the key's name without its token."""
+    name = str(key[0] if isinstance(key, tuple) else key)
+    return name.rsplit("-", 1)[0]
+
+
+class _Moments(Callback):
+    """When the scheduler starts (with the optimised graph) and when its first task starts."""
+
+    def __init__(self):
+        super().__init__()
+        self.started = None
+        self.first_task = None
+        self.layers = collections.Counter()
+
+    def _start(self, dsk):
+        if self.started is None:
+            self.started = time.perf_counter()
+            self.layers.update(_layer(key) for key in dsk)
+
+    def _pretask(self, key, dsk, state):
+        if self.first_task is None:
+            self.first_task = time.perf_counter()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="path of the JSON results")
+    parser.add_argument("--repeat", type=int, default=4, help="calls (the first is a warm-up)")
+    args = parser.parse_args(argv)
+    _, stacked = stacked_shared_sets()
+    options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
+               "seed": 0}
+    runs = []
+    for _ in range(args.repeat):
+        moments = _Moments()
+        with warnings.catch_warnings(), moments:
+            warnings.simplefilter("ignore")
+            called = time.perf_counter()
+            xuqcal.validate(stacked, list(FOUR_STATISTICS), **options)
+            ended = time.perf_counter()
+        runs.append({"wall_seconds": ended - called,
+                     "scheduler_start_seconds": moments.started - called,
+                     "first_task_seconds": moments.first_task - called,
+                     "tasks": sum(moments.layers.values()),
+                     "layers": dict(moments.layers.most_common())})
+        print({k: v for k, v in runs[-1].items() if k != "layers"}, flush=True)
+    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
+                              capture_output=True, cwd=Path(__file__).resolve().parent).stdout
+    results = {"issue": 26, "data": "nine shared sets stacked along 'dataset', one call",
+               "statistics": list(FOUR_STATISTICS), **options, "revision": revision.strip(),
+               "platform": platform.platform(), "warm_up": runs[0], "runs": runs[1:]}
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
