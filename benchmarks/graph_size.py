@@ -7,7 +7,9 @@ its speed-up on many threads, and on a ``dask.distributed`` cluster every task c
 scheduler about a millisecond: this records both for the work on them. A ``dask.callbacks``
 callback records when the threaded scheduler receives the optimised graph (its ``start``) and
 when the first task starts; the call itself runs as usual (``--repeat`` times, the first
-excluded as a warm-up).
+excluded as a warm-up). Python's full garbage collections (generation 2) during each call
+are recorded too: when each started, how long it took, and whether it ran before the scheduler
+started (in the serial start).
 
     python benchmarks/graph_size.py --out graph.json
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import json
 import platform
 import subprocess
@@ -57,6 +60,23 @@ class _Moments(Callback):
             self.first_task = time.perf_counter()
 
 
+class _FullCollections:
+    """The full collections (generation 2) of Python's garbage collector: start and length."""
+
+    def __init__(self):
+        self.collections = []
+        self._started = None
+
+    def __call__(self, phase, info):
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.collections.append((self._started, time.perf_counter() - self._started))
+            self._started = None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
@@ -66,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
                "seed": 0}
     runs = []
+    full = _FullCollections()
+    gc.callbacks.append(full)
     for _ in range(args.repeat):
         moments = _Moments()
+        full.collections.clear()
         with warnings.catch_warnings(), moments:
             warnings.simplefilter("ignore")
             called = time.perf_counter()
@@ -77,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
                      "scheduler_start_seconds": moments.started - called,
                      "first_task_seconds": moments.first_task - called,
                      "tasks": sum(moments.layers.values()),
+                     "full_collections": [
+                         {"started_seconds": start - called, "seconds": length,
+                          "in_the_serial_start": start < moments.started}
+                         for start, length in full.collections],
                      "layers": dict(moments.layers.most_common())})
         print({k: v for k, v in runs[-1].items() if k != "layers"}, flush=True)
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
