@@ -299,9 +299,10 @@ def next_student_ziggurat(state, nu):
     sign bit per draw, the tables of ``tools/ziggurat_tables.py``); returns ``(t, new_state)``.
 
     98.2 % of the draws take one 64-bit number and no function call (t6; 97.9 % for t3; the
-    tables' mean of ``K / 2**52``), where the construction of version 3, ``Z sqrt(ν / χ²)``
-    from a normal and ν/2 exponentials, took ``1 + ν/2`` ziggurat draws: one thread, t6 10.09
-    → 2.01 ns per variate at M = 13 885, 10.63 → 2.40 at M = 2·10⁶
+    tables' mean of ``K / 2**52``), where version 3 drew t4 and t6 as ``Z sqrt(ν / χ²)`` from
+    a normal and ν/2 exponentials (``1 + ν/2`` ziggurat draws) and t3 and t5 from a normal and
+    a gamma (about 3 raw draws): one thread, t6 10.09 → 2.01 ns per variate at M = 13 885,
+    10.63 → 2.40 at M = 2·10⁶
     (``benchmarks/measured/ab-kernels-student-ziggurat-*``). A draw in a
     wedge is accepted against the density (:func:`_student_density`). The tail beyond ``R``
     (about 0.06 % of the draws for t6) is drawn by rejection from the Pareto density
