@@ -11,6 +11,11 @@ excluded as a warm-up). Python's full garbage collections (generation 2) during 
 are recorded too: when each started, how long it took, and whether it ran before the scheduler
 started (in the serial start).
 
+With ``--cluster W,T`` the calls run on a ``dask.distributed.LocalCluster`` of W worker
+processes of T threads instead, and each call's task stream is summarised: the span from the
+first task's start to the last one's end, the workers' compute time by layer and their time
+transferring data (the threaded scheduler's callbacks do not run there).
+
     python benchmarks/graph_size.py --out graph.json
 """
 
@@ -81,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
     parser.add_argument("--repeat", type=int, default=4, help="calls (the first is a warm-up)")
+    parser.add_argument("--cluster", help="W,T: a LocalCluster of W processes of T threads")
     args = parser.parse_args(argv)
+    if args.cluster:
+        return _on_a_cluster(args)
     _, stacked = stacked_shared_sets()
     options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
                "seed": 0}
@@ -106,14 +114,62 @@ def main(argv: list[str] | None = None) -> int:
                          for start, length in full.collections],
                      "layers": dict(moments.layers.most_common())})
         print({k: v for k, v in runs[-1].items() if k != "layers"}, flush=True)
-    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
-                              capture_output=True, cwd=Path(__file__).resolve().parent).stdout
     results = {"issue": 26, "data": "nine shared sets stacked along 'dataset', one call",
-               "statistics": list(FOUR_STATISTICS), **options, "revision": revision.strip(),
+               "statistics": list(FOUR_STATISTICS), **options, "revision": _revision(),
                "platform": platform.platform(), "warm_up": runs[0], "runs": runs[1:]}
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print(f"written {args.out}")
     return 0
+
+
+def _on_a_cluster(args) -> int:
+    """The calls on a LocalCluster, each summarised from its task stream."""
+    from dask.distributed import Client, LocalCluster, get_task_stream
+
+    workers, threads = (int(part) for part in args.cluster.split(","))
+    _, stacked = stacked_shared_sets()
+    options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
+               "seed": 0}
+    runs = []
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        for _ in range(args.repeat):
+            with warnings.catch_warnings(), get_task_stream(client) as stream:
+                warnings.simplefilter("ignore")
+                called = time.perf_counter()
+                xuqcal.validate(stacked, list(FOUR_STATISTICS), **options)
+                ended = time.perf_counter()
+            compute, other = collections.Counter(), collections.Counter()
+            starts, stops = [], []
+            for task in stream.data:
+                for step in task["startstops"]:
+                    starts.append(step["start"])
+                    stops.append(step["stop"])
+                    if step["action"] == "compute":
+                        compute[_layer(task["key"])] += step["stop"] - step["start"]
+                    else:
+                        other[step["action"]] += step["stop"] - step["start"]
+            runs.append({"wall_seconds": ended - called, "tasks": len(stream.data),
+                         "span_seconds": max(stops) - min(starts),
+                         "compute_seconds": sum(compute.values()),
+                         "other_worker_seconds": dict(other),
+                         "compute_seconds_by_layer": dict(compute.most_common())})
+            print({k: v for k, v in runs[-1].items() if k != "compute_seconds_by_layer"},
+                  flush=True)
+    results = {"issue": 26, "data": "nine shared sets stacked along 'dataset', one call",
+               "cluster": f"LocalCluster of {workers} processes x {threads} threads",
+               "statistics": list(FOUR_STATISTICS), **options,
+               "revision": _revision(), "platform": platform.platform(),
+               "warm_up": runs[0], "runs": runs[1:]}
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(f"written {args.out}")
+    return 0
+
+
+def _revision() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
+                          capture_output=True, cwd=Path(__file__).resolve().parent
+                          ).stdout.strip()
 
 
 if __name__ == "__main__":
