@@ -523,34 +523,34 @@ def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[
                                                 E=simulate_arguments["E"],
                                                 uE=simulate_arguments["uE"],
                                                 simulation=True)}
-        return _over_every_statistic(simulate_checked(ds, simulated, gens, **arguments),
-                                     stats)
+        return _over_statistics(simulate_checked(ds, simulated, gens, **arguments), stats)
     return _no_reference(stats, gens)
 
 
-def _over_every_statistic(reference: xr.Dataset, stats: Sequence[Statistic]) -> xr.Dataset:
-    """The simulated references of some statistics laid out over all of ``stats`` (NaN for
-    the others): ``reference.reindex(statistic=keys).assign_coords(statistic_coords(stats))``,
-    the same values, variables and coordinates, built with one graph layer per Dask-backed
-    variable (:func:`_rows_at` per block) where xarray's reindex made two (a take and a masked
-    ``where``) and computed its masks with Dask operations: a tenth of the graph of the
-    nine-set one call (``benchmarks/graph_size.py``). Variables of other dtypes than float64
-    (none in a reference) take xarray's reindex."""
-    if reference.sizes["statistic"] == len(stats):
-        return reference
+def _over_statistics(result: xr.Dataset, stats: Sequence[Statistic]) -> xr.Dataset:
+    """A result over some statistics (the simulated references of the simulated ones, the
+    bootstrap of the kernel statistics) laid out over all of ``stats``, NaN for the others:
+    ``result.reindex(statistic=keys).assign_coords(statistic_coords(stats))``, the same
+    values, variables and coordinates, built with one graph layer per Dask-backed variable
+    (:func:`_rows_at` per block) where xarray's reindex made two (a take and a masked
+    ``where``) and computed its masks with Dask operations: the nine-set one call's graph
+    1 563 → 1 265 tasks (``benchmarks/measured/graph-nine-sets-*``). Variables of other
+    dtypes than float64 take xarray's reindex."""
+    if result.sizes["statistic"] == len(stats):
+        return result
     keys = [s.key for s in stats]
-    on_statistic = {name: variable for name, variable in reference.data_vars.items()
+    on_statistic = {name: variable for name, variable in result.data_vars.items()
                     if "statistic" in variable.dims}
     if any(v.dtype != np.float64 for v in on_statistic.values()) or any(
-            c.chunks is not None for c in reference.coords.values()):
-        return reference.reindex(statistic=keys).assign_coords(statistic_coords(stats))
-    positions = reference.indexes["statistic"].get_indexer(keys)
+            c.chunks is not None for c in result.coords.values()):
+        return result.reindex(statistic=keys).assign_coords(statistic_coords(stats))
+    positions = result.indexes["statistic"].get_indexer(keys)
     # the layout (variables, coordinates, attributes) from a reindex of NumPy placeholders
-    placeholders = reference.copy(data={name: np.zeros(v.shape, v.dtype) if name in on_statistic
-                                        else v.data for name, v in reference.data_vars.items()})
+    placeholders = result.copy(data={name: np.zeros(v.shape, v.dtype) if name in on_statistic
+                                     else v.data for name, v in result.data_vars.items()})
     laid_out = placeholders.reindex(statistic=keys).assign_coords(statistic_coords(stats))
     data = {}
-    for name, variable in reference.data_vars.items():
+    for name, variable in result.data_vars.items():
         if name not in on_statistic:
             data[name] = variable.data
             continue
@@ -592,8 +592,6 @@ def _over_all_statistics(bootstrap_result: xr.Dataset | None, stats: Sequence[St
     the coverage statistics, whose Wilson intervals :func:`_validate_body` fills in);
     ``None`` (coverage statistics only: nothing is bootstrapped) gives NaN everywhere and
     ``n_boot = 0``."""
-    if bootstrap_result is not None and bootstrap_result.sizes["statistic"] == len(stats):
-        return bootstrap_result
     if bootstrap_result is None:
         b = bootstrap_arguments
         nan = np.full(len(stats), np.nan)
@@ -604,8 +602,7 @@ def _over_all_statistics(bootstrap_result: xr.Dataset | None, stats: Sequence[St
             attrs={**bootstrap_attrs(stats, method="bca", level=b["level"], n_boot=0,
                                      seed=b["seed"], n_bins=b["n_bins"], by=b["by"], m=m),
                    **(b["dependence"].attrs() if b.get("dependence") is not None else {})})
-    return bootstrap_result.reindex(statistic=[s.key for s in stats]).assign_coords(
-        statistic_coords(stats))
+    return _over_statistics(bootstrap_result, stats)
 
 
 def _with_coverage_rows(bootstrap_result: xr.Dataset, stats: Sequence[Statistic]
@@ -785,7 +782,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     if sims is None:
         reference, n_mc, mc_worst = _no_reference(all_stats, gens), 0, 0.0
     else:
-        reference = _over_every_statistic(reference, all_stats)
+        reference = _over_statistics(reference, all_stats)
         n_mc, mc_worst = sims.n, sims.worst
     return _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc,
                            max(boot.worst, mc_worst), gens=gens, names=names, schemes=schemes,
