@@ -47,10 +47,8 @@ WORKLOADS = {
     # the row nine_sets_one_call (issue 13/26): the nine shared sets stacked along 'dataset',
     # validated in one call (benchmarks.harness of the same tree reads and stacks them)
     "validate_nine_sets_one_call": (
-        "import xarray as xr; from benchmarks.harness import read_shared_sets; "
-        "sets = {f'set{k}': d for k, d in read_shared_sets().items()}; "
-        "ds = xr.concat(list(sets.values()), dim='dataset', join='outer')"
-        ".assign_coords(dataset=list(sets))",
+        "from benchmarks.harness import read_shared_sets; "
+        "ds = xuqcal.stack_datasets({f'set{k}': d for k, d in read_shared_sets().items()})",
         'xuqcal.validate(ds, ["zms", "cc", "ence", "zmse"], n_boot=5000, n_mc=10_000, '
         'n_bins=20, generators=["normal", "t6"])',
     ),

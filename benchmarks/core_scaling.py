@@ -101,14 +101,13 @@ def nine_sets(record: Record, threads: list[int], repeat: int, cluster: tuple[in
               n_boot: int, n_mc: int) -> None:
     import dask
     import xarray as xr
-    from harness import FOUR_STATISTICS, GENERATORS, N_BINS, read_shared_sets
+    from harness import FOUR_STATISTICS, nine_set_options, stacked_shared_sets
 
     import xuqcal
     from xuqcal.testing import assert_results_identical
 
-    stacked = xuqcal.stack_datasets({f"set{k}": ds for k, ds in read_shared_sets().items()})
-    options = {"n_boot": n_boot, "n_mc": n_mc, "n_bins": N_BINS, "seed": 0,
-               "generators": GENERATORS}
+    _, stacked = stacked_shared_sets()
+    options = nine_set_options(n_boot, n_mc)
     reference = None
 
     def one_call() -> xr.Dataset:

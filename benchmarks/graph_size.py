@@ -26,7 +26,6 @@ import collections
 import gc
 import json
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -35,7 +34,7 @@ from pathlib import Path
 from dask.callbacks import Callback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import FOUR_STATISTICS, GENERATORS, N_BINS, stacked_shared_sets
+from harness import FOUR_STATISTICS, nine_set_options, revision, stacked_shared_sets
 
 import xuqcal
 
@@ -91,8 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cluster:
         return _on_a_cluster(args)
     _, stacked = stacked_shared_sets()
-    options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
-               "seed": 0}
+    options = nine_set_options()
     runs = []
     full = _FullCollections()
     gc.callbacks.append(full)
@@ -115,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                      "layers": dict(moments.layers.most_common())})
         print({k: v for k, v in runs[-1].items() if k != "layers"}, flush=True)
     results = {"issue": 26, "data": "nine shared sets stacked along 'dataset', one call",
-               "statistics": list(FOUR_STATISTICS), **options, "revision": _revision(),
+               "statistics": list(FOUR_STATISTICS), **options, "revision": revision(),
                "platform": platform.platform(), "warm_up": runs[0], "runs": runs[1:]}
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print(f"written {args.out}")
@@ -128,8 +126,7 @@ def _on_a_cluster(args) -> int:
 
     workers, threads = (int(part) for part in args.cluster.split(","))
     _, stacked = stacked_shared_sets()
-    options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "generators": GENERATORS,
-               "seed": 0}
+    options = nine_set_options()
     runs = []
     with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
@@ -159,17 +156,11 @@ def _on_a_cluster(args) -> int:
     results = {"issue": 26, "data": "nine shared sets stacked along 'dataset', one call",
                "cluster": f"LocalCluster of {workers} processes x {threads} threads",
                "statistics": list(FOUR_STATISTICS), **options,
-               "revision": _revision(), "platform": platform.platform(),
+               "revision": revision(), "platform": platform.platform(),
                "warm_up": runs[0], "runs": runs[1:]}
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     print(f"written {args.out}")
     return 0
-
-
-def _revision() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
-                          capture_output=True, cwd=Path(__file__).resolve().parent
-                          ).stdout.strip()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import gc
 import inspect
 import math
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -592,10 +593,23 @@ def read_shared_sets() -> dict[int, xr.Dataset]:
             for k, (path, E, uE, where) in SHARED_SETS.items()}
 
 
+def nine_set_options(n_boot: int = 5000, n_mc: int = 10_000, seed: int = 0) -> dict[str, Any]:
+    """The options of the nine-set validation (issue 13's rows, issue 26's goal): fixed counts,
+    :data:`N_BINS` bins, the :data:`GENERATORS`; with :data:`FOUR_STATISTICS`."""
+    return {"n_boot": n_boot, "n_mc": n_mc, "n_bins": N_BINS, "seed": seed,
+            "generators": GENERATORS}
+
+
+def revision() -> str:
+    """The short commit of the checkout of the imported xuqcal (``PYTHONPATH`` may name
+    another worktree than this script's)."""
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
+                          capture_output=True, cwd=Path(xuqcal.__file__).parent).stdout.strip()
+
+
 def stacked_shared_sets() -> tuple[dict[str, xr.Dataset], xr.Dataset]:
     """The nine shared sets labelled ``set1`` .. ``set9``, and the same sets stacked along
-    ``dataset`` (NaN-padded to the longest): the input of the nine-set one call."""
+    ``dataset`` by :func:`xuqcal.stack_datasets` (NaN-padded to the longest): the input of
+    the nine-set one call."""
     sets = {f"set{k}": ds for k, ds in read_shared_sets().items()}
-    stacked = xr.concat(list(sets.values()), dim="dataset", join="outer").assign_coords(
-        dataset=list(sets))
-    return sets, stacked
+    return sets, xuqcal.stack_datasets(sets)

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -72,12 +71,11 @@ def main() -> None:
     for name, describe in KERNELS.items():
         setattr(K, name, wrapped(name, originals[name], describe))
     if args.nine_sets:
-        from harness import FOUR_STATISTICS, GENERATORS, N_BINS, stacked_shared_sets
+        from harness import FOUR_STATISTICS, nine_set_options, stacked_shared_sets
 
         _, ds = stacked_shared_sets()
         arguments = (list(FOUR_STATISTICS),)
-        options = {"n_boot": 5000, "n_mc": 10_000, "n_bins": N_BINS, "seed": 0,
-                   "generators": GENERATORS}
+        options = nine_set_options()
     else:
         ds = xuqcal.synthetic.nig(args.m, nu=6, seed=0).compute()
         arguments, options = (), {}
@@ -98,13 +96,12 @@ def main() -> None:
             per_generator[c["generator"]][0] += seconds
             per_generator[c["generator"]][1] += c["replicates"]
             per_generator[c["generator"]][2] += c["replicates"] * c["points"]
+    from harness import revision
+
     record = {
         "issue": 26, "data": "nine shared sets, one call" if args.nine_sets else "NIG(6)",
         "M": None if args.nine_sets else args.m, "threads": threads, "wall_seconds": wall,
-        # the checkout of the xuqcal that ran (PYTHONPATH may name another worktree)
-        "revision": subprocess.run(["git", "rev-parse", "--short", "HEAD"], text=True,
-                                   capture_output=True,
-                                   cwd=Path(xuqcal.__file__).parent).stdout.strip(),
+        "revision": revision(),  # of the xuqcal that ran
         "platform": platform.platform(),
         "n_boot": int(result.attrs["n_boot"]), "n_mc": int(result.attrs["n_mc"]),
         "nu_tfit": float(result["nu_tfit"]) if "nu_tfit" in result else None,

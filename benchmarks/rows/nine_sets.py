@@ -21,6 +21,7 @@ from harness import (
     SHARED_SETS,
     Config,
     Measurement,
+    nine_set_options,
     read_shared_sets,
     register,
     stacked_shared_sets,
@@ -116,8 +117,7 @@ def bench_nine_sets_one_call(cfg: Config) -> Measurement:
     statistics = list(FOUR_STATISTICS)
     n_boot, n_mc = (300, 300) if cfg.quick else (5000, 10_000)
     sets, stacked = stacked_shared_sets()
-    options = {"n_boot": n_boot, "n_mc": n_mc, "n_bins": N_BINS, "seed": cfg.seed,
-               "generators": GENERATORS}
+    options = nine_set_options(n_boot, n_mc, cfg.seed)
 
     def one_call() -> xr.Dataset:
         return xuqcal.validate(stacked, statistics, **options)
@@ -172,8 +172,10 @@ def bench_nine_sets_one_call(cfg: Config) -> Measurement:
         notes=[
             "cpu_seconds: user + system CPU time of the process during each run (both cores "
             "busy: about twice the wall time)",
-            "timed: xuqcal.validate(stacked, ...) on the nine sets stacked with xr.concat along "
-            "'dataset' (NaN-padded to 13 885 points), one Dask graph of slices x replicate "
+            "timed: xuqcal.validate(stacked, ...) on the nine sets stacked with "
+            "xuqcal.stack_datasets along 'dataset' (NaN-padded to 13 885 points; xr.concat "
+            "before the review of 2026-11-27, the same E and uE), one Dask graph of slices x "
+            "replicate "
             "chunks computed once; the baseline is the loop of nine calls (each its own graph) "
             "in the same process, the runs of both sides alternated; Dask's threaded scheduler "
             "(2 cores)",
