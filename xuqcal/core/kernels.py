@@ -2627,11 +2627,13 @@ def _make_synthetic_scratch(m, need_cc):
     hi_buffer = np.empty(0 if small else n, np.uint32)
     order_a = np.empty(n, np.int32)
     order_b = np.empty(0 if small else n, np.int32)
-    histogram = np.empty((_RADIX_DIGITS, _RADIX_SIZE), np.uint64)
+    # each sort's counts only where that sort runs (the packed sort's 64 KiB, the radix's 8)
+    histogram = np.empty((0 if small else _RADIX_DIGITS, _RADIX_SIZE), np.uint64)
     tie_e = np.zeros(n, np.bool_)
     packed = np.empty(n if small else 0, np.uint64)
     packed_buffer = np.empty(n if small else 0, np.uint64)
-    packed_histogram = np.empty((_RADIX_DIGITS if small else 0, 1 << _WIDE_BITS), np.uint32)
+    packed_histogram = np.empty((_RADIX_DIGITS if small and need_cc else 0, 1 << _WIDE_BITS),
+                                np.uint32)
     return (e2, z2, counts, abs_e, hi, hi_buffer, order_a, order_b, histogram, tie_e, packed,
             packed_buffer, packed_histogram)
 
