@@ -303,6 +303,10 @@ def test_ziggurat_tails_and_wedges(kind):
         widths = zt.STUDENT_W[row]
     edges = np.array(widths) * 2.0**bits
     edges[0] = 0.0  # x[0] = 0 < x[1] < ... < x[255] = R
+    # the share of the draws beyond R quoted in docs/design.md (stream version 4)
+    quoted = {"t3": 0.0010, "t6": 0.0006}.get(kind)
+    if quoted is not None:
+        assert round(1.0 - float(dist.cdf(r)), 4) == quoted
     for low, high in [(r, np.inf), (r, 1.5 * r), (1.5 * r, np.inf)]:
         p = dist.cdf(high) - dist.cdf(low)
         count = np.count_nonzero((x > low) & (x <= high))
