@@ -19,7 +19,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import check_n_bins, n_bins_for
-from xuqcal.analysis.lazy import shared
+from xuqcal.analysis.lazy import blocks_along, delayed_call, shared
 from xuqcal.analysis.replicates import (  # noqa: F401 (importable from here)
     COUNTS_BLOCK,
     count_blocks,
@@ -98,15 +98,13 @@ def blocks_along_replicate(function, prepared, n_replicates: int, chunks,
     shared by all tasks. The replicates are ``first .. first + n_replicates - 1`` (a later
     round of a precision-driven run, :mod:`xuqcal.analysis.precision`).
     """
-    prepared = _as_delayed(prepared)
     tail = (width,) if isinstance(width, int | np.integer) else tuple(width)
-    blocks = []
+    bounds = []
     start = first
     for size in replicate_chunks(n_replicates, chunks, name=name):
-        block = dask.delayed(function, pure=True)(prepared, *args, start, start + size)
-        blocks.append(da.from_delayed(block, shape=(size, *tail), dtype=np.float64))
+        bounds.append((start, start + size))
         start += size
-    return da.concatenate(blocks, axis=0)
+    return blocks_along(function, _as_delayed(prepared), args, bounds, tail)
 
 
 def _replicate_block_gpu(prepared: PreparedData, codes: np.ndarray, key: np.uint64,
@@ -201,27 +199,45 @@ def _jackknife_block(prepared: PreparedData, codes: np.ndarray, start: int, stop
     return p.unscale(codes, out)
 
 
+def _jackknife_shared(prepared, codes: np.ndarray) -> tuple:
+    """What the blocks of leave-one-out values share, as Delayed (``None`` where no statistic
+    of ``codes`` needs it): the data, cc's leave-one-out values, the binned statistics' prefix
+    sums and the moment statistics' totals."""
+    prepared = _as_delayed(prepared)
+    spearman = (delayed_call(_spearman_jackknife, prepared)
+                if np.any(codes == K.CC) else None)
+    prefix = (delayed_call(_binned_prefix_sums, prepared)
+              if np.any(np.isin(codes, K.BINNED_CODES)) else None)
+    totals = (delayed_call(_moment_totals, prepared)
+              if np.any(codes < K.N_MOMENT) else None)
+    return prepared, spearman, prefix, totals
+
+
+def _jackknife_bounds(m: int) -> list[tuple[int, int]]:
+    """The points ``start .. stop - 1`` of each block of leave-one-out values."""
+    size = OPTIONS["jackknife_chunk"]
+    return [(start, min(m, start + size)) for start in range(0, m, size)]
+
+
 def _jackknife_tasks(prepared, codes: np.ndarray, m: int, *,
                      persist: bool = False) -> list[tuple[int, int, Delayed]]:
     """The Delayed blocks of leave-one-out values, ``(start, stop, block)``. With ``persist``,
-    what the blocks share (the data, cc's leave-one-out values, the binned prefix sums, the
-    moment totals) is computed now, once (:func:`dask.persist`), for blocks that are computed
-    in several calls (:func:`jackknife_values`): each call would compute it again."""
-    prepared = _as_delayed(prepared)
-    spearman = (dask.delayed(_spearman_jackknife, pure=True)(prepared)
-                if np.any(codes == K.CC) else None)
-    prefix = (dask.delayed(_binned_prefix_sums, pure=True)(prepared)
-              if np.any(np.isin(codes, K.BINNED_CODES)) else None)
-    totals = (dask.delayed(_moment_totals, pure=True)(prepared)
-              if np.any(codes < K.N_MOMENT) else None)
+    what the blocks share (:func:`_jackknife_shared`) is computed now, once
+    (:func:`dask.persist`), for blocks that are computed in several calls
+    (:func:`jackknife_values`): each call would compute it again."""
+    prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
     if persist:
         prepared, spearman, prefix, totals = dask.persist(prepared, spearman, prefix, totals)
-    size = OPTIONS["jackknife_chunk"]
-    return [(start, min(m, start + size),
-             dask.delayed(_jackknife_block, pure=True)(prepared, codes, start,
-                                                       min(m, start + size), spearman, prefix,
-                                                       totals))
-            for start in range(0, m, size)]
+    return [(start, stop, delayed_call(_jackknife_block, prepared, codes, start, stop,
+                                       spearman, prefix, totals))
+            for start, stop in _jackknife_bounds(m)]
+
+
+def _jackknife_rows(prepared: PreparedData, codes: np.ndarray, spearman, prefix, totals,
+                    start: int, stop: int) -> np.ndarray:
+    """:func:`_jackknife_block` with the points last (a task of
+    :func:`~xuqcal.analysis.lazy.blocks_along`)."""
+    return _jackknife_block(prepared, codes, start, stop, spearman, prefix, totals)
 
 
 def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
@@ -231,10 +247,9 @@ def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
     (O(N) each), ``cc`` from the full-data ranks and tie groups (O(M log M) for all points, in
     one task that the blocks share; exact with ties).
     """
-    return da.concatenate([da.from_delayed(block, shape=(stop - start, codes.shape[0]),
-                                           dtype=np.float64)
-                           for start, stop, block in _jackknife_tasks(prepared, codes, m)],
-                          axis=0)
+    prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
+    return blocks_along(_jackknife_rows, prepared, (codes, spearman, prefix, totals),
+                        _jackknife_bounds(m), (codes.shape[0],))
 
 
 def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
@@ -284,7 +299,7 @@ def prepare_lazily(ds: xr.Dataset, statistics: Sequence[Statistic], *, n_bins: i
     if needs_bins:
         check_n_bins(ds.sizes["sample"], n_bins, variable=by)
     by_values = None if by == uE else shared(ds[by].data)
-    return dask.delayed(PreparedData.from_arrays, pure=True)(
+    return delayed_call(PreparedData.from_arrays,
         shared(ds[E].data), shared(ds[uE].data), by_values=by_values, by=by, n_bins=n_bins,
         needs_bins=needs_bins,
     )
@@ -515,7 +530,7 @@ def bootstrap_checked(ds: xr.Dataset, stats: Sequence[Statistic], *, n_boot: int
     prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
                               jackknife=method == "bca")
     estimate = xr.DataArray(
-        da.from_delayed(dask.delayed(PreparedData.evaluate, pure=True)(prepared, codes),
+        da.from_delayed(delayed_call(PreparedData.evaluate, prepared, codes),
                         shape=(len(stats),), dtype=np.float64),
         dims=("statistic",),
     )

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-import dask
 import dask.array as da
 import numpy as np
 import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import n_bins_for
-from xuqcal.analysis.lazy import is_lazy
+from xuqcal.analysis.lazy import delayed_call, is_lazy
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
@@ -268,7 +267,7 @@ def fitted_nu_of(ds: xr.Dataset, E: str, uE: str):
     Delayed for Dask-backed data (computed with the simulations that draw from it)."""
     if not is_lazy(ds, [E, uE]):
         return fitted_nu(ds[E].values, ds[uE].values)
-    return dask.delayed(fitted_nu, pure=True)(ds[E].data, ds[uE].data)
+    return delayed_call(fitted_nu, ds[E].data, ds[uE].data)
 
 
 #: Attributes of the variable ``nu_tfit`` (ν of the data-informed generator).
