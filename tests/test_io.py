@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -394,6 +394,33 @@ def test_validate_dataset_lazy_messages_equal_the_eager_ones():
         with pytest.raises(ValueError) as info:
             lazy.compute()
         assert str(info.value) == str(expected.value)
+
+
+_SPECIAL = st.sampled_from([0.0, -0.0, 1.0, -2.5, 1e-200, -1e-300, 1e200, 1e300, 3e-310,
+                            np.nan, np.inf, -np.inf])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_SPECIAL, _SPECIAL, _SPECIAL), min_size=1, max_size=6),
+       st.sampled_from([np.float64, np.float32]))
+@example([(1e200, 1.0, 0.0)], np.float64)  # z finite, z² not
+@example([(0.0, 1e-200, 0.0), (0.0, 1e200, 0.0)], np.float64)  # the span only
+def test_the_fast_value_test_passes_exactly_the_data_the_checks_pass(rows, dtype):
+    """In-memory data skip the masks of the value checks when their raw arrays pass
+    (schema._values_pass): they must pass exactly when the checks find nothing."""
+    from xuqcal.io import schema
+
+    with np.errstate(over="ignore"):  # float32: 1e200 and 1e300 are inf
+        E, uE, X = (np.asarray(column, dtype=dtype) for column in zip(*rows, strict=True))
+    ds = xr.Dataset({"E": ("sample", E), "uE": ("sample", uE), "X": ("sample", X)})
+    names = ["E", "uE", "X"]
+    checks, totals = schema._value_checks(ds, names, "E", "uE")
+    try:
+        schema.check_points(ds, checks, totals=totals)
+        found = False
+    except ValueError:
+        found = True
+    assert schema._values_pass(ds, names, "E", "uE") is not found
 
 
 def test_validate_dataset_lazy_good_data_unchanged():

@@ -260,7 +260,6 @@ def _names_list(features: object) -> list:
 def _check_structure(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec) -> list[str]:
     """The structural checks (they raise at once, reading no value); the names of the variables
     whose values are to be checked: ``E``, ``uE`` and the features."""
-    """Structural checks raise at once; value problems are collected and returned."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds: expected an xarray.Dataset, got {type(ds).__name__}")
     variables = [str(v) for v in ds.data_vars]
@@ -576,8 +575,34 @@ def _check_dataset(ds: xr.Dataset, E: str, uE: str, features: FeatureSpec, *,
     :func:`check_points`) at once for NumPy-backed variables and in the graph for Dask-backed
     ones; ``ds`` or its lazily checked copy."""
     names = _check_structure(ds, E, uE, features)
+    if _values_pass(ds, names, E, uE):
+        return ds
     checks, totals = _value_checks(ds, names, E, uE)
     return check_points(ds, checks, prefix=prefix, hint=hint, totals=totals, guard=names)
+
+
+def _values_pass(ds: xr.Dataset, names: Sequence[str], E: str, uE: str) -> bool:
+    """Whether NumPy-backed values pass every check of :func:`_value_checks` (finite, ``uE >
+    0``, no overflow of ``z²``, the span), tested on the raw arrays: ``False`` as soon as one
+    might not, and for Dask-backed variables or ``E`` and ``uE`` over different dimensions,
+    whose checks then run as they are (they build the messages). Checking the nine slices of
+    the nine-set one call through the masks took 41 ms of its serial start."""
+    if any(_is_dask(ds[name].data) for name in names) or ds[E].dims != ds[uE].dims:
+        return False
+    with np.errstate(all="ignore"):
+        for name in names:
+            values = np.asarray(ds[name].values)
+            if values.dtype == np.bool_:
+                continue
+            if not np.isfinite(values).all() or (name == uE and not (values > 0).all()):
+                return False
+        e, u = np.asarray(ds[E].values), np.asarray(ds[uE].values)
+        if e.dtype == np.bool_ or u.dtype == np.bool_:
+            return True
+        z = e / u
+        if not np.isfinite(z * z).all():
+            return False
+        return _span_problem(E, uE)(e.size, np.abs(e).max(), u.max(), u.min()) is None
 
 
 def validate_dataset(
