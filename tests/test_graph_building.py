@@ -142,3 +142,44 @@ def test_replicates_and_jackknife_are_one_task_per_block():
     with xuqcal.set_options(jackknife_chunk=500):
         whole = jackknife(prepared, codes, 500).compute()
     np.testing.assert_array_equal(leave_one_out.compute(), whole)
+
+
+@pytest.mark.parametrize("chunks", [None, 64, 97])
+def test_simulated_summaries_are_those_of_the_kept_replicates(chunks):
+    """The summaries gather each generator's blocks in one task (summarized_lazily): the
+    same numbers as the summaries of the kept replicates, whatever the chunks."""
+    from xuqcal.analysis.simulation import reference_result
+    from xuqcal.core.generators import get_generator
+
+    ds = xuqcal.synthetic.nig(400, nu=6, seed=4)
+    stats = get_statistics(["zms", "cc", "ence"])
+    result = xuqcal.simulate(ds, [s.key for s in stats], generators=["normal", "t6"],
+                             n_mc=300, seed=9, chunks=chunks, keep_replicates=True).compute()
+    again = reference_result(result.replicates, stats,
+                             [get_generator("normal"), get_generator("t6")], n_mc=300, seed=9,
+                             n_bins=5, by="uE", m=400, keep_replicates=False,
+                             warn_undefined=True)
+    for name in ("mean", "se", "q025", "q975"):
+        np.testing.assert_array_equal(result[name].values, again[name].values)
+
+
+def test_simulated_summaries_laid_out_over_more_statistics():
+    from xuqcal.analysis.simulation import simulate_checked
+    from xuqcal.core.generators import get_generator
+
+    ds = xuqcal.synthetic.nig(400, nu=6, seed=4)
+    simulated = get_statistics(["ence", "cc"])
+    every = get_statistics(["zms", "cc", "nll", "ence"])
+    arguments = dict(n_mc=200, seed=3, n_bins=5, by="uE", chunks=50, keep_replicates=False,
+                     E="E", uE="uE")
+    gens = [get_generator("normal"), get_generator("t6")]
+    alone = simulate_checked(ds, simulated, gens, **arguments)
+    laid_out = simulate_checked(ds, simulated, gens, laid_out=every, **arguments)
+    assert laid_out.statistic.values.tolist() == ["zms", "cc", "nll", "ence"]
+    expected = alone.reindex(statistic=["zms", "cc", "nll", "ence"])
+    for name in ("mean", "se", "q025", "q975"):
+        np.testing.assert_array_equal(laid_out[name].values, expected[name].values)
+    assert laid_out.attrs == alone.attrs
+    # one task per generator gathers the blocks (four blocks each here)
+    keys = laid_out["mean"].data.__dask_graph__().keys()
+    assert sum(1 for k in keys if str(k).startswith("summarize_replicates-")) == 2

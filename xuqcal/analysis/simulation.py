@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import dask
 import dask.array as da
 import numpy as np
+import pandas as pd
 import xarray as xr
+from dask.base import tokenize
 from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
+from dask.task_spec import List, Task, TaskRef
 
 from xuqcal.analysis.binning import n_bins_for
 from xuqcal.analysis.lazy import delayed_call, is_lazy
@@ -237,28 +242,90 @@ def simulate(
 def simulate_checked(ds: xr.Dataset, stats: Sequence[Statistic], gens: Sequence[Generator], *,
                      n_mc: int, seed: int, n_bins: int, by: str, chunks, keep_replicates: bool,
                      E: str, uE: str, warn_undefined: bool = True,
-                     prepared=None) -> xr.Dataset:
+                     prepared=None, laid_out: Sequence[Statistic] | None = None) -> xr.Dataset:
     """:func:`simulate` of arguments already checked and normalised by ``_simulate_iv`` (for
     callers that check their arguments once, such as :func:`xuqcal.validate`). ``prepared``
-    is the (Delayed) :class:`PreparedData` of ``ds`` when the caller has one already."""
+    is the (Delayed) :class:`PreparedData` of ``ds`` when the caller has one already.
+    ``laid_out`` (statistics among which ``stats`` are, in any order) gives the summaries over
+    all of them, NaN for the others (:func:`xuqcal.validate`'s layout, made in the summaries'
+    tasks: the same values and attributes as a reindex of the result)."""
     codes = codes_of(stats)
     if prepared is None:
         prepared = prepare_lazily(ds, stats, n_bins=n_bins, by=by, E=E, uE=uE,
                                   analysis="simulate", simulation=True)
     gens = fit_generators(gens, fitted_nu_of(ds, E, uE)) if any(g.fitted for g in gens) \
         else gens
-    replicates = xr.DataArray(
-        da.stack([simulated_replicates(prepared, codes, g, n_mc, seed, chunks).T for g in gens],
-                 axis=1),
-        dims=("statistic", "generator", "replicate"),
-    )
-    result = reference_result(replicates, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
-                              by=by, m=ds.sizes["sample"], keep_replicates=keep_replicates,
-                              warn_undefined=warn_undefined)
+    values = [simulated_replicates(prepared, codes, g, n_mc, seed, chunks) for g in gens]
+    keys = [s.key for s in stats]
+    rows = None if laid_out is None else pd.Index(keys).get_indexer([s.key for s in laid_out])
+    summaries = summarized_lazily(values, keys if warn_undefined else None, rows)
+    replicates = (xr.DataArray(da.stack([v.T for v in values], axis=1),
+                               dims=("statistic", "generator", "replicate"))
+                  if keep_replicates else None)
+    result = reference_dataset(summaries, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
+                               by=by, m=ds.sizes["sample"], replicates=replicates,
+                               laid_out=laid_out)
     device = simulation_device(codes, gens)
     if device is not None:
         result.attrs["device"] = device
     return result
+
+
+def _summary_of_blocks(blocks: list[np.ndarray], names: list[str] | None) -> tuple:
+    """:func:`~xuqcal.core.summaries.summarize_replicates` of one generator's ``(replicate,
+    statistic)`` blocks, over the replicates (one task per generator)."""
+    return summarize_replicates(np.concatenate(blocks, axis=0).T, names)
+
+
+def _summary_rows(summary: tuple, which: int, rows: np.ndarray | None) -> np.ndarray:
+    """One summary (0 mean, 1 se, 2 q025, 3 q975) of a generator as a column, laid out on
+    ``rows`` (positions among the simulated statistics, -1: NaN) when given."""
+    values = summary[which]
+    if rows is not None:
+        values = _rows_at(values, rows)
+    return values[:, np.newaxis]
+
+
+def _rows_at(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    out = np.full(rows.shape[0], np.nan)
+    present = np.flatnonzero(rows >= 0)
+    out[present] = values[rows[present]]
+    return out
+
+
+def summarized_lazily(values: Sequence[da.Array], names: list[str] | None,
+                      rows: np.ndarray | None = None) -> list[da.Array]:
+    """The mean, standard error and 2.5/97.5 % quantiles (:func:`summarize_replicates`) of the
+    simulated values of each generator (``values``: one ``(replicate, statistic)`` Dask array
+    each), as four ``(statistic, generator)`` Dask arrays: one task per generator gathers its
+    blocks and summarises them, one per summary and generator takes its column (laid out on
+    ``rows`` when given). Dask's stack, transposition and rechunk of the replicates made four
+    layers more of the same values.
+
+    Examples
+    --------
+    >>> parts = [da.from_array(np.arange(8.0).reshape(4, 2), chunks=(2, 2))]
+    >>> mean, se, q025, q975 = summarized_lazily(parts, None)
+    >>> mean.compute().tolist()
+    [[3.0], [4.0]]
+    """
+    width = values[0].shape[1] if rows is None else rows.shape[0]
+    summaries = []
+    for array in values:
+        name = f"summarize_replicates-{tokenize(array.name, names)}"
+        blocks = List(*(TaskRef(key) for key in dask.core.flatten(array.__dask_keys__())))
+        layer = {name: Task(name, _summary_of_blocks, blocks, names)}
+        summaries.append(Delayed(name, HighLevelGraph.from_collections(
+            name, layer, dependencies=[array])))
+    arrays = []
+    for which in range(4):
+        name = f"summary-{which}-{tokenize([d.key for d in summaries], which, rows)}"
+        layer = {(name, 0, j): Task((name, 0, j), _summary_rows, TaskRef(d.key), which, rows)
+                 for j, d in enumerate(summaries)}
+        graph = HighLevelGraph.from_collections(name, layer, dependencies=summaries)
+        arrays.append(da.Array(graph, name, chunks=((width,), (1,) * len(summaries)),
+                               dtype=np.float64))
+    return arrays
 
 
 def fitted_nu_of(ds: xr.Dataset, E: str, uE: str):
@@ -281,25 +348,34 @@ NU_TFIT_ATTRS = {
 def reference_result(replicates: xr.DataArray, stats: Sequence[Statistic],
                      gens: Sequence[Generator], *, n_mc: int, seed: int, n_bins: int, by: str,
                      m: int, keep_replicates: bool, warn_undefined: bool) -> xr.Dataset:
-    """The :func:`simulate` result from the simulated values (``statistic × generator ×
-    replicate``): lazy for Dask-backed values, computed for NumPy-backed ones (those of a
-    precision-driven simulation, :mod:`xuqcal.analysis.precision`), the same summaries."""
-    gathered = (replicates.chunk({"replicate": -1}) if replicates.chunks is not None
-                else replicates)
-    mean, se, q025, q975 = xr.apply_ufunc(
-        summarize_replicates, gathered,
-        kwargs={"names": [s.key for s in stats] if warn_undefined else None},
-        input_core_dims=[["replicate"]], output_core_dims=[[], [], [], []],
-        dask="parallelized", output_dtypes=[np.float64] * 4,
-    )
+    """The :func:`simulate` result from computed simulated values (``statistic × generator ×
+    replicate``, those of a precision-driven simulation, :mod:`xuqcal.analysis.precision`):
+    the summaries of :func:`summarize_replicates`, as :func:`summarized_lazily` gives them
+    lazily."""
+    summaries = summarize_replicates(np.asarray(replicates.values),
+                                     [s.key for s in stats] if warn_undefined else None)
+    return reference_dataset(summaries, stats, gens, n_mc=n_mc, seed=seed, n_bins=n_bins,
+                             by=by, m=m, replicates=replicates if keep_replicates else None)
+
+
+def reference_dataset(summaries: Sequence, stats: Sequence[Statistic],
+                      gens: Sequence[Generator], *, n_mc: int, seed: int, n_bins: int, by: str,
+                      m: int, replicates: xr.DataArray | None = None,
+                      laid_out: Sequence[Statistic] | None = None) -> xr.Dataset:
+    """The :func:`simulate` result of the ``(statistic, generator)`` summaries (mean, se,
+    q025, q975; NumPy or Dask arrays) of ``stats`` (over ``laid_out`` when given), with its
+    attributes, the fitted ν of ``tfit`` and the ``replicates`` when kept."""
+    mean, se, q025, q975 = summaries
+    dims = ("statistic", "generator")
     result = xr.Dataset(
         {
-            "mean": mean.assign_attrs(long_name="simulated reference value (mean)"),
-            "se": se.assign_attrs(long_name="standard error of the simulated mean"),
-            "q025": q025.assign_attrs(long_name="2.5 % quantile of the simulated values"),
-            "q975": q975.assign_attrs(long_name="97.5 % quantile of the simulated values"),
+            "mean": (dims, mean, {"long_name": "simulated reference value (mean)"}),
+            "se": (dims, se, {"long_name": "standard error of the simulated mean"}),
+            "q025": (dims, q025, {"long_name": "2.5 % quantile of the simulated values"}),
+            "q975": (dims, q975, {"long_name": "97.5 % quantile of the simulated values"}),
         },
-        coords={**statistic_coords(stats), **generator_coords(gens)},
+        coords={**statistic_coords(stats if laid_out is None else laid_out),
+                **generator_coords(gens)},
     )
     attach(result, {
         "method": "simulated reference: E~ = uE * eps, eps ~ generator (METHODS 5)",
@@ -317,6 +393,6 @@ def reference_result(replicates: xr.DataArray, stats: Sequence[Statistic],
         result["nu_tfit"] = xr.DataArray(
             da.from_delayed(nu, shape=(), dtype=np.float64) if isinstance(nu, Delayed)
             else np.float64(nu), attrs=NU_TFIT_ATTRS)
-    if keep_replicates:
+    if replicates is not None:
         result["replicates"] = replicates.assign_attrs(long_name="simulated values")
     return result

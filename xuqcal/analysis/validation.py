@@ -523,7 +523,7 @@ def _references(ds: xr.Dataset, stats: Sequence[Statistic], simulated: Sequence[
                                                 E=simulate_arguments["E"],
                                                 uE=simulate_arguments["uE"],
                                                 simulation=True)}
-        return _over_statistics(simulate_checked(ds, simulated, gens, **arguments), stats)
+        return simulate_checked(ds, simulated, gens, laid_out=stats, **arguments)
     return _no_reference(stats, gens)
 
 
