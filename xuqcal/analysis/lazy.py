@@ -128,11 +128,27 @@ def lazy_result(body: Callable[..., xr.Dataset], inputs: Any, layout: xr.Dataset
 def _part_array(task: Delayed, name: str, shape: tuple[int, ...], dtype: Any) -> da.Array:
     """The variable ``name`` of the Dataset that ``task`` computes, as a one-chunk Dask array
     (one task: :func:`_part` of the task's value)."""
-    key_name = f"part-{tokenize(task.key, name, str(dtype))}"
-    key = (key_name, *(0,) * len(shape))
-    layer = {key: Task(key, _part, TaskRef(task.key), name, np.dtype(dtype))}
-    graph = HighLevelGraph.from_collections(key_name, layer, dependencies=[task])
-    return da.Array(graph, key_name, chunks=tuple((int(s),) for s in shape), dtype=dtype)
+    return part_of(task, _part, (name, np.dtype(dtype)), shape, dtype)
+
+
+def part_of(task: Delayed, function: Callable[..., np.ndarray], args: tuple,
+            shape: tuple[int, ...], dtype: Any = np.float64) -> da.Array:
+    """``function(value, *args)`` of the value that ``task`` computes (a part of it: an item,
+    a variable), as a one-chunk Dask array of ``shape``: one task, where ``from_delayed`` of a
+    Delayed call made two.
+
+    Examples
+    --------
+    >>> import operator
+    >>> pair = dask.delayed(divmod)(7, 2)
+    >>> part_of(pair, operator.getitem, (1,), ()).compute()
+    1
+    """
+    name = f"{funcname(function)}-{tokenize(task.key, function, args)}"
+    key = (name, *(0,) * len(shape))
+    layer = {key: Task(key, function, TaskRef(task.key), *args)}
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[task])
+    return da.Array(graph, name, chunks=tuple((int(s),) for s in shape), dtype=dtype)
 
 
 def delayed_call(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Delayed:

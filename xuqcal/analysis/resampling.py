@@ -10,6 +10,7 @@ chunking and any scheduler.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 
 import dask
@@ -19,7 +20,7 @@ import xarray as xr
 from dask.delayed import Delayed
 
 from xuqcal.analysis.binning import check_n_bins, n_bins_for
-from xuqcal.analysis.lazy import blocks_along, delayed_call, shared
+from xuqcal.analysis.lazy import blocks_along, delayed_call, part_of, shared
 from xuqcal.analysis.replicates import (  # noqa: F401 (importable from here)
     COUNTS_BLOCK,
     count_blocks,
@@ -571,34 +572,34 @@ def bootstrap_result(estimate: xr.DataArray, replicates: xr.DataArray,
     same intervals: the rounds of a precision-driven validate compute them once): lazy for
     Dask-backed inputs, computed for NumPy-backed ones (the replicates of a
     precision-driven bootstrap, :mod:`xuqcal.analysis.precision`), the same summaries."""
-    def gathered(values: xr.DataArray, dim: str) -> xr.DataArray:
-        return values.chunk({dim: -1}) if values.chunks is not None else values
-
-    arguments = [gathered(replicates, "replicate"), estimate]
-    core_dims = [["replicate"], []]
     accelerated = method == "bca" and accelerations is not None
+    arguments = [replicates, estimate]
     if accelerated:
         arguments.append(accelerations)
-        core_dims.append([])
     elif method == "bca":
-        arguments.append(gathered(jack, "jackknife"))
-        core_dims.append(["jackknife"])
-    bias, se, ci_low, ci_high = xr.apply_ufunc(
-        _summarize, *arguments,
-        kwargs={"method": method, "level": level, "names": [s.key for s in stats],
-                "accelerated": accelerated},
-        input_core_dims=core_dims,
-        output_core_dims=[[], [], [], []],
-        dask="parallelized",
-        output_dtypes=[np.float64] * 4,
-    )
+        arguments.append(jack)
+    dims = [("statistic", "replicate"), ("statistic",),
+            ("statistic",) if accelerated else ("statistic", "jackknife")]
+    kwargs = {"method": method, "level": level, "names": [s.key for s in stats],
+              "accelerated": accelerated}
+    if any(a.dims != d for a, d in zip(arguments, dims, strict=False)):
+        raise ValueError(f"bootstrap_result: the dimensions {[a.dims for a in arguments]} "
+                         f"are not {dims[:len(arguments)]}")
+    if any(a.chunks is not None for a in arguments):
+        # one task of the whole arrays (their blocks gathered), as apply_ufunc's one block
+        summary = delayed_call(_summarize, *(a.data for a in arguments), **kwargs)
+        n = estimate.shape[0]
+        bias, se, ci_low, ci_high = (
+            part_of(summary, operator.getitem, (k,), (n,)) for k in range(4))
+    else:
+        bias, se, ci_low, ci_high = _summarize(*(a.values for a in arguments), **kwargs)
     result = xr.Dataset(
         {
             "estimate": estimate,
-            "bias": bias,
-            "se": se,
-            "ci_low": ci_low,
-            "ci_high": ci_high,
+            "bias": ("statistic", bias),
+            "se": ("statistic", se),
+            "ci_low": ("statistic", ci_low),
+            "ci_high": ("statistic", ci_high),
         },
         coords=statistic_coords(stats),
     )
