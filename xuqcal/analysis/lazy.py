@@ -178,13 +178,17 @@ def delayed_call(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     if any(node is _NOT_PLAIN for node in keywords.values()):
         return dask.delayed(function, pure=True)(*args, **kwargs)
     for value in args:
-        if isinstance(value, tuple) and not _is_namedtuple(value) and any(
-                is_dask_collection(v) for v in value):
+        if isinstance(value, tuple) and not _is_namedtuple(value):
             inner = [_node(v, layer, dependencies) for v in value]
             if any(node is _NOT_PLAIN for node in inner):
                 return dask.delayed(function, pure=True)(*args, **kwargs)
-            nodes.append(Task(None, tuple, List(*inner)))
-            tokens.append(tuple(_token_of(v, n) for v, n in zip(value, inner, strict=True)))
+            if any(isinstance(node, TaskRef) for node in inner):  # the tuple of their values
+                nodes.append(Task(None, tuple, List(*inner)))
+                tokens.append(tuple(_token_of(v, n) for v, n in zip(value, inner,
+                                                                    strict=True)))
+            else:
+                nodes.append(value)
+                tokens.append(value)
             continue
         node = _node(value, layer, dependencies)
         if node is _NOT_PLAIN:
