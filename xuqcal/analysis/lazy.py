@@ -159,10 +159,10 @@ def delayed_call(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     argument when the call is built, and again when the result is computed. Here a
     collection (a Dask array, DataArray or Dataset) becomes one task that gathers its
     computed blocks (Dask's own ``__dask_postcompute__``) and a Delayed its key, so that the
-    graph is optimised once, when it is computed: building the nine-set one call's nine
-    validations took a third less time (``benchmarks/measured/graph-nine-sets-*``). Arguments
-    that are neither collections nor plain values (a ``dask.distributed`` Future, a
-    container holding collections) take ``dask.delayed`` itself.
+    graph is optimised once, when it is computed (the serial start of the nine-set one call:
+    ``benchmarks/measured/graph-nine-sets-delayed-call-*``). Arguments that are neither
+    collections nor plain values (a ``dask.distributed`` Future, a container holding
+    collections) take ``dask.delayed`` itself.
 
     Examples
     --------

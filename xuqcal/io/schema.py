@@ -585,8 +585,9 @@ def _values_pass(ds: xr.Dataset, names: Sequence[str], E: str, uE: str) -> bool:
     """Whether NumPy-backed values pass every check of :func:`_value_checks` (finite, ``uE >
     0``, no overflow of ``z²``, the span), tested on the raw arrays: ``False`` as soon as one
     might not, and for Dask-backed variables or ``E`` and ``uE`` over different dimensions,
-    whose checks then run as they are (they build the messages). Checking the nine slices of
-    the nine-set one call through the masks took 41 ms of its serial start."""
+    whose checks then run as they are (they build the messages). The masks are xarray
+    operations, a dozen per data set: for in-memory slices of a stacked data set they were a
+    large part of the serial start of a call (``benchmarks/graph_size.py``)."""
     if any(_is_dask(ds[name].data) for name in names) or ds[E].dims != ds[uE].dims:
         return False
     with np.errstate(all="ignore"):
