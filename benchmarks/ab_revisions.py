@@ -119,6 +119,18 @@ WORKLOADS = {
         "main(['validate', csv, '--E', 'E', '--uE', 'uE', '--no-progress', "
         "'-o', os.path.join(folder, 'out.nc')])",
     ),
+    # a small default validate on the command line, its progress shown (on stderr, a pipe
+    # here: a log, as in CI or `2> log`): the run is a few short computations
+    "cli_validate_nig_1e3": (
+        "import contextlib, io, os, tempfile; import pandas as pd; "
+        "from xuqcal.cli.commands import main; "
+        "ds = xuqcal.synthetic.nig(1000, nu=6, seed=0); "
+        "folder = tempfile.mkdtemp(); csv = os.path.join(folder, 'nig.csv'); "
+        "pd.DataFrame({'E': ds.E.values, 'uE': ds.uE.values}).to_csv(csv, index=False)",
+        "with contextlib.redirect_stdout(io.StringIO()): "
+        "main(['validate', csv, '--E', 'E', '--uE', 'uE', "
+        "'-o', os.path.join(folder, 'out.nc')])",
+    ),
 }
 
 _RUNNER = """
