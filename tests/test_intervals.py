@@ -37,6 +37,28 @@ def test_acceleration_equals_brute_force_jackknife(key):
     assert acceleration(jack) == pytest.approx(brute, rel=1e-10, abs=1e-15)
 
 
+@pytest.mark.parametrize("products", [False, True])
+def test_acceleration_on_the_cores_is_the_same_to_the_bit(monkeypatch, products):
+    """With ``parallel`` the rows (statistics) are computed one a thread: the same values,
+    undefined (NaN), constant and overflowing rows included, for any leading shape."""
+    from xuqcal.core import intervals
+
+    monkeypatch.setattr(intervals, "ACCELERATION_PARALLEL_FROM", 1)
+    monkeypatch.setattr(intervals, "cores", lambda: 2)  # the threads even on one core
+    rng = np.random.default_rng(8)
+    jack = 1.0 + 1e-3 * rng.standard_t(5, (2, 3, 5003))
+    jack[0, 1, 7] = np.nan
+    jack[1, 0] = 2.5  # equal values: a = 0
+    jack[1, 2] *= 1e120  # d³ beyond float64: the scaled sums
+    # the sequential sums, a block of several rows at a time
+    monkeypatch.setattr(intervals, "ACCELERATION_BLOCK", 3 * 5003)
+    expected = acceleration(jack, products=products)
+    assert np.isnan(expected[0, 1]) and expected[1, 0] == 0.0 and np.isfinite(expected[1, 2])
+    got = acceleration(jack, products=products, parallel=True)
+    np.testing.assert_array_equal(got, expected)
+    assert got.shape == (2, 3)
+
+
 def test_bias_correction_counts_ties_as_half():
     reps = np.array([[1.0, 2.0, 2.0, 3.0]])
     assert bias_correction(reps, np.array([2.0]))[0] == pytest.approx(special.ndtri(0.5))

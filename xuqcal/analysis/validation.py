@@ -684,7 +684,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                                                         arranged.rows_of, codes))
         arranged_in_graph = shared(arranged)
     # once, for every round (the rounds' intervals take them instead of the jackknife values)
-    accelerations = acceleration(jack)
+    accelerations = acceleration(jack, parallel=True)
     del jack  # 640 MB for eight statistics at M = 10^7: freed before the rounds
     deciding = deciding_scheme(known_generator, simulated_scheme)
     agreeing = agreement_scheme(simulated_scheme)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -23,6 +22,7 @@ from xuqcal._lazy import lazy_module
 from xuqcal.core.checks import check_level
 from xuqcal.core.intervals import zeta
 from xuqcal.core.scores import student_scale
+from xuqcal.core.threads import cores, numpy_pool
 
 _stats = lazy_module("scipy.stats")
 
@@ -175,7 +175,7 @@ def _scaled_f():
 
     class SharedF(type(_stats.f)):
         def _penalized_nnlf(self, theta, x):
-            shares = min(os.cpu_count() or 1, getattr(x, "size", 0) // LOGPDF_SHARE)
+            shares = min(cores(), getattr(x, "size", 0) // LOGPDF_SHARE)
             if (self._scipy or sum_finite is None or log_xmax is None or shares < 2
                     or type(x) is not np.ndarray or x.ndim != 1 or x.dtype != np.float64):
                 return super()._penalized_nnlf(theta, x)
@@ -224,10 +224,8 @@ def _mirrors_scipy(shared) -> bool:
                                  (1.0, 4000.0, 0.0, 1.0)))
 
 
-@functools.cache
 def _logpdf_pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
-                              thread_name_prefix="xuqcal-fit")
+    return numpy_pool()
 
 
 def ks_distance_scaled_f(z2_sorted: np.ndarray, nu: float, scale: float) -> float:
