@@ -109,6 +109,9 @@ def main() -> None:
         "kernel_share_of_threads_x_wall": sum(per_kernel.values()) / (threads * wall),
         # the serial start: the graph built and the first tasks scheduled, no kernel running
         "first_kernel_start_seconds": min((c["start"] for c in calls), default=None),
+        # every span of at least IDLE_SPAN seconds when no kernel runs (serial work: the data
+        # prepared, the accelerations, a round's summaries), and after the last kernel
+        "spans_without_kernel": _spans_without_kernel(calls, wall),
         "simulation_by_generator": {
             g: {"thread_seconds": s, "replicates": n, "points": p,
                 "ns_per_point_per_thread": s / p * 1e9 if p else None}
@@ -117,6 +120,23 @@ def main() -> None:
     }
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: v for k, v in record.items() if k != "calls"}, indent=1))
+
+
+#: The shortest span without a running kernel that the record lists, in seconds.
+IDLE_SPAN = 0.05
+
+
+def _spans_without_kernel(calls: list[dict], wall: float) -> list[list[float]]:
+    """``[start, end]`` of each span of at least :data:`IDLE_SPAN` s in which no kernel runs,
+    from the call's start to its end."""
+    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls])
+    spans, running, last = [], 0, 0.0
+    for moment, change in [*events, (wall, 0)]:
+        if running == 0 and moment - last >= IDLE_SPAN:
+            spans.append([last, moment])
+        running += change
+        last = moment
+    return spans
 
 
 if __name__ == "__main__":
