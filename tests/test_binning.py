@@ -150,3 +150,38 @@ def test_points_per_bin_are_the_sizes_of_the_equal_count_bounds(m, n_bins):
         return
     sizes = np.diff(binning.equal_count_bounds(m, n_bins))
     assert points_per_bin(m, n_bins) == (int(sizes.min()), int(sizes.max()))
+
+
+_SORT_VALUES = st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.5, 1.0, 1.0 + 2**-52, 2.0, 1e300,
+                                np.inf, np.nan, -1.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_SORT_VALUES, min_size=1, max_size=40))
+def test_stable_argsort_is_numpy_s_stable_argsort(listed):
+    """The radix sort of the data preparation gives NumPy's stable permutation (ties in row
+    order), and NumPy's own sort takes the values it cannot (NaN, negatives, -0.0)."""
+    from xuqcal.core import binning as core_binning
+
+    values = np.array(listed)
+    saved = core_binning.RADIX_ARGSORT_FROM
+    core_binning.RADIX_ARGSORT_FROM = 1  # the radix sort even for a few values
+    try:
+        got = core_binning.stable_argsort(values)
+    finally:
+        core_binning.RADIX_ARGSORT_FROM = saved
+    np.testing.assert_array_equal(got, np.argsort(values, kind="stable"))
+    assert got.dtype == np.int64
+
+
+def test_stable_argsort_of_millions_with_long_runs_of_ties():
+    """Runs of equal keys longer than the radix sort's insertion runs, and keys spanning
+    more than 32 bits (its full-key fix-up of the runs)."""
+    from xuqcal.core.binning import stable_argsort
+
+    rng = np.random.default_rng(5)
+    values = np.concatenate([
+        np.repeat(rng.uniform(0.0, 1.0, 200), 700),  # 200 runs of 700 equal values
+        np.exp(rng.uniform(-700.0, 700.0, 60_000)),  # a span of 2^2000
+        np.zeros(500)])[rng.permutation(200 * 700 + 60_500)]
+    np.testing.assert_array_equal(stable_argsort(values), np.argsort(values, kind="stable"))

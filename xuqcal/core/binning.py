@@ -55,8 +55,33 @@ def equal_count_order(values: np.ndarray, tiebreak: np.ndarray | None = None) ->
     """
     values = np.asarray(values)
     if tiebreak is None:
-        return np.argsort(values, kind="stable")
+        return stable_argsort(values)
     return np.lexsort((np.asarray(tiebreak), values))
+
+
+def stable_argsort(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")``, the same array: by the kernels' radix sort
+    (:func:`xuqcal.core.kernels.stable_order_nonnegative`) for at least
+    :data:`RADIX_ARGSORT_FROM` float64 values that are all ``>= 0`` and none ``-0.0`` (their
+    bit patterns sort as the values), else by NumPy.
+
+    Examples
+    --------
+    >>> stable_argsort(np.array([3.0, 1.0, 3.0, 2.0])).tolist()
+    [1, 3, 0, 2]
+    """
+    values = np.asarray(values)
+    if (values.ndim == 1 and values.dtype == np.float64 and values.size >= RADIX_ARGSORT_FROM
+            and values.size < 2**31 and values.min() >= 0.0 and not np.signbit(values).any()):
+        from xuqcal.core import kernels
+
+        return kernels.stable_order_nonnegative(np.ascontiguousarray(values))
+    return np.argsort(values, kind="stable")
+
+
+#: Values from which :func:`stable_argsort` takes the radix sort
+#: (``benchmarks/prepare_time.py`` times both).
+RADIX_ARGSORT_FROM = 1 << 12
 
 
 def equal_count_bounds(m: int, n_bins: int) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
-from xuqcal.core.binning import check_n_bins, equal_count_order
+from xuqcal.core.binning import check_n_bins, equal_count_order, stable_argsort
 from xuqcal.core.checks import check_level, positions_text, user_stacklevel
 from xuqcal.core.coverage import (
     count_covered,
@@ -795,9 +795,9 @@ class PreparedData:
             E = np.ldexp(E, -k)
             uE = np.ldexp(uE, -k)
         z = E / uE
-        order_u = np.argsort(uE, kind="stable")
+        order_u = stable_argsort(uE)
         absE = np.abs(E)
-        order_e = np.argsort(absE, kind="stable")
+        order_e = stable_argsort(absE)
         columns = point_columns(E, uE, ("e2", "u2", "z2", "lnu2"), z=z)
         e2, u2, z2, lnu2 = (columns[c] for c in ("e2", "u2", "z2", "lnu2"))
         z_shift = float(np.mean(z))
