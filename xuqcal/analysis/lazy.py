@@ -287,6 +287,26 @@ def blocks_along(function: Callable[..., np.ndarray], shared_input: Delayed, arg
     return da.Array(graph, name, chunks=(sizes, *((int(t),) for t in tail)), dtype=np.float64)
 
 
+def rows_at(values: np.ndarray, positions: np.ndarray, axis: int = 0) -> np.ndarray:
+    """``values`` (float64) indexed by ``positions`` along ``axis``, NaN where a position is
+    -1: a result laid out on more labels (a reindex), in a task of its own or of the task
+    that computes the values.
+
+    Examples
+    --------
+    >>> rows_at(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1, -1, 0]), 0).tolist()
+    [[3.0, 4.0], [nan, nan], [1.0, 2.0]]
+    """
+    shape = list(values.shape)
+    shape[axis] = positions.shape[0]
+    out = np.full(shape, np.nan)
+    present = np.flatnonzero(positions >= 0)
+    index = [slice(None)] * values.ndim
+    index[axis] = present
+    out[tuple(index)] = np.take(values, positions[present], axis=axis)
+    return out
+
+
 def analysis(body: Callable[..., xr.Dataset], ds: xr.Dataset, names: Iterable[str],
              layout: Callable[[], xr.Dataset], **kwargs: Any) -> xr.Dataset:
     """``body(ds[names])``: computed for NumPy-backed variables, lazy (:func:`lazy_result`

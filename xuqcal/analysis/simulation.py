@@ -23,7 +23,7 @@ from dask.highlevelgraph import HighLevelGraph
 from dask.task_spec import List, Task, TaskRef
 
 from xuqcal.analysis.binning import n_bins_for
-from xuqcal.analysis.lazy import delayed_call, is_lazy
+from xuqcal.analysis.lazy import delayed_call, is_lazy, rows_at
 from xuqcal.analysis.resampling import (
     RNG_DESCRIPTION,
     blocks_along_replicate,
@@ -282,15 +282,8 @@ def _summary_rows(summary: tuple, which: int, rows: np.ndarray | None) -> np.nda
     ``rows`` (positions among the simulated statistics, -1: NaN) when given."""
     values = summary[which]
     if rows is not None:
-        values = _rows_at(values, rows)
+        values = rows_at(values, rows)
     return values[:, np.newaxis]
-
-
-def _rows_at(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    out = np.full(rows.shape[0], np.nan)
-    present = np.flatnonzero(rows >= 0)
-    out[present] = values[rows[present]]
-    return out
 
 
 def summarized_lazily(values: Sequence[da.Array], names: list[str] | None,

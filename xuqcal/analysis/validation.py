@@ -65,7 +65,7 @@ from xuqcal.analysis.dependent import (
     dependent_mean_intervals,
     resolve_dependence,
 )
-from xuqcal.analysis.lazy import is_lazy, lazy_result, shared, template
+from xuqcal.analysis.lazy import is_lazy, lazy_result, rows_at, shared, template
 from xuqcal.analysis.precision import (
     AUTO,
     Rounds,
@@ -532,10 +532,12 @@ def _over_statistics(result: xr.Dataset, stats: Sequence[Statistic]) -> xr.Datas
     bootstrap of the kernel statistics) laid out over all of ``stats``, NaN for the others:
     ``result.reindex(statistic=keys).assign_coords(statistic_coords(stats))``, the same
     values, variables and coordinates, built with one graph layer per Dask-backed variable
-    (:func:`_rows_at` per block) where xarray's reindex made two (a take and a masked
-    ``where``) and computed its masks with Dask operations: the nine-set one call's graph
-    1 563 → 1 265 tasks (``benchmarks/measured/graph-nine-sets-*``). Variables of other
-    dtypes than float64 take xarray's reindex."""
+    (:func:`~xuqcal.analysis.lazy.rows_at` per block) where xarray's reindex made two (a take
+    and a masked ``where``) and computed its masks with Dask operations: the nine-set one
+    call's graph 1 563 → 1 265 tasks (``benchmarks/measured/graph-nine-sets-*``). Variables
+    of other dtypes than float64 take xarray's reindex. The lazy references are laid out in
+    their summaries' tasks instead (:func:`~xuqcal.analysis.simulation.summarized_lazily`);
+    this lays out the bootstrap, and the references of a precision-driven validate."""
     if result.sizes["statistic"] == len(stats):
         return result
     keys = [s.key for s in stats]
@@ -560,30 +562,11 @@ def _over_statistics(result: xr.Dataset, stats: Sequence[Statistic]) -> xr.Datas
             if len(values.chunks[axis]) > 1:
                 values = values.rechunk({axis: -1})
             chunks = tuple((len(keys),) if a == axis else c for a, c in enumerate(values.chunks))
-            data[name] = values.map_blocks(_rows_at, positions, axis, chunks=chunks,
+            data[name] = values.map_blocks(rows_at, positions, axis, chunks=chunks,
                                            dtype=np.float64)
         else:
-            data[name] = _rows_at(np.asarray(values), positions, axis)
+            data[name] = rows_at(np.asarray(values), positions, axis)
     return laid_out.copy(data=data)
-
-
-def _rows_at(values: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
-    """``values`` (float64) indexed by ``positions`` along ``axis``, NaN where a position is
-    -1 (a reindex to new labels).
-
-    Examples
-    --------
-    >>> _rows_at(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1, -1, 0]), 0).tolist()
-    [[3.0, 4.0], [nan, nan], [1.0, 2.0]]
-    """
-    shape = list(values.shape)
-    shape[axis] = positions.shape[0]
-    out = np.full(shape, np.nan)
-    present = np.flatnonzero(positions >= 0)
-    index = [slice(None)] * values.ndim
-    index[axis] = present
-    out[tuple(index)] = np.take(values, positions[present], axis=axis)
-    return out
 
 
 def _over_all_statistics(bootstrap_result: xr.Dataset | None, stats: Sequence[Statistic],
