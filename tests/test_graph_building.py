@@ -183,3 +183,14 @@ def test_simulated_summaries_laid_out_over_more_statistics():
     # one task per generator gathers the blocks (four blocks each here)
     keys = laid_out["mean"].data.__dask_graph__().keys()
     assert sum(1 for k in keys if str(k).startswith("summarize_replicates-")) == 2
+
+
+def test_blocks_along_takes_collections_once_and_refuses_what_it_cannot():
+    def rows(offset, weights, start, stop):
+        return offset + np.outer(np.arange(start, stop, dtype=float), weights)
+
+    weights = da.from_array(np.array([1.0, 2.0]), chunks=1)  # gathered once, for every block
+    values = blocks_along(rows, dask.delayed(1.0), (weights,), [(0, 3), (3, 4)], (2,))
+    np.testing.assert_array_equal(values.compute(), rows(1.0, np.array([1.0, 2.0]), 0, 4))
+    with pytest.raises(TypeError, match="container of Dask collections"):
+        blocks_along(rows, dask.delayed(1.0), ([weights],), [(0, 4)], (2,))

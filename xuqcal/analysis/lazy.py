@@ -255,8 +255,9 @@ def blocks_along(function: Callable[..., np.ndarray], shared_input: Delayed, arg
                  bounds: Sequence[tuple[int, int]], tail: tuple[int, ...]) -> da.Array:
     """A ``(sum of (stop - start), *tail)`` float64 Dask array of one task per pair of
     ``bounds``: ``function(shared_input, *args, start, stop)``, the ``(stop - start, *tail)``
-    block of rows ``start .. stop - 1``; ``shared_input`` (and any Delayed among ``args``)
-    is computed once for all of them.
+    block of rows ``start .. stop - 1``; ``shared_input`` (and any Delayed or Dask
+    collection among ``args``, as :func:`delayed_call` takes them) is computed once for all
+    of them.
 
     One graph layer of one task per block, where ``dask.delayed`` calls, ``from_delayed`` and
     ``concatenate`` made three (:func:`~xuqcal.analysis.resampling.blocks_along_replicate`).
@@ -267,19 +268,15 @@ def blocks_along(function: Callable[..., np.ndarray], shared_input: Delayed, arg
     >>> blocks_along(rows, dask.delayed(10.0), (), [(0, 2), (2, 5)], (1,)).compute().ravel()
     array([10., 11., 12., 13., 14.])
     """
-    dependencies = [shared_input]
-    nodes = []
-    for value in args:
-        if isinstance(value, Delayed):
-            dependencies.append(value)
-            nodes.append(TaskRef(value.key))
-        else:
-            nodes.append(value)
+    dependencies, layer = [shared_input], {}
+    nodes = [_node(value, layer, dependencies) for value in args]
+    if any(node is _NOT_PLAIN for node in nodes):
+        raise TypeError(f"blocks_along: the arguments {list(args)!r} hold a Future or a "
+                        "container of Dask collections; pass their Delayed instead")
     sizes = tuple(stop - start for start, stop in bounds)
     named_args = [_token_of(v, n) for v, n in zip(args, nodes, strict=True)]
     name = f"{funcname(function)}-{tokenize(function, shared_input.key, named_args, bounds)}"
     zeros = (0,) * len(tail)
-    layer = {}
     for i, (start, stop) in enumerate(bounds):
         key = (name, i, *zeros)
         layer[key] = Task(key, function, TaskRef(shared_input.key), *nodes, start, stop)
