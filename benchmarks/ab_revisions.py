@@ -119,6 +119,13 @@ WORKLOADS = {
         "main(['validate', csv, '--E', 'E', '--uE', 'uE', '--no-progress', "
         "'-o', os.path.join(folder, 'out.nc')])",
     ),
+    # the README's first command: `xuqcal demo` (two synthetic sets of 5 000 points, their
+    # validations, figures and HTML reports), its progress on stderr (a pipe here: a log)
+    "cli_demo": (
+        "import contextlib, io, os, tempfile; from xuqcal.cli.commands import main; "
+        "folder = os.path.join(tempfile.mkdtemp(), 'demo')",
+        "with contextlib.redirect_stdout(io.StringIO()): main(['demo', '-o', folder])",
+    ),
     # a small default validate on the command line, its progress shown (on stderr, a pipe
     # here: a log, as in CI or `2> log`): the run is a few short computations
     "cli_validate_nig_1e3": (
