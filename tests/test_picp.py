@@ -126,7 +126,7 @@ def test_the_shared_fit_is_scipy_s_bit_for_bit(monkeypatch):
     from xuqcal.core import coverage
 
     maps = []
-    pool = coverage._logpdf_pool()
+    pool = coverage.numpy_pool()
 
     class Spy:
         def map(self, function, items):
@@ -134,7 +134,7 @@ def test_the_shared_fit_is_scipy_s_bit_for_bit(monkeypatch):
             maps.append(len(items))
             return pool.map(function, items)
 
-    monkeypatch.setattr(coverage, "_logpdf_pool", lambda: Spy())
+    monkeypatch.setattr(coverage, "numpy_pool", lambda: Spy())
     shared = coverage._scaled_f()
     assert shared._scipy is False  # the mirror matches this scipy
     rng = np.random.default_rng(9)

@@ -112,7 +112,8 @@ def lazy_result(body: Callable[..., xr.Dataset], inputs: Any, layout: xr.Dataset
     (True, True)
     """
     task = delayed_call(body, inputs, **kwargs)
-    parts = {name: _part_array(task, name, variable.shape, variable.dtype)
+    parts = {name: part_of(task, _part, (name, np.dtype(variable.dtype)), variable.shape,
+                           variable.dtype)
              for name, variable in layout.variables.items()
              if name not in layout.indexes and variable.chunks is not None}  # else known
     # the data variables replaced in one copy of the layout (its dimensions and attributes
@@ -123,12 +124,6 @@ def lazy_result(body: Callable[..., xr.Dataset], inputs: Any, layout: xr.Dataset
         variable = layout.variables[name]
         result[name] = xr.Variable(variable.dims, parts[name], variable.attrs)
     return result
-
-
-def _part_array(task: Delayed, name: str, shape: tuple[int, ...], dtype: Any) -> da.Array:
-    """The variable ``name`` of the Dataset that ``task`` computes, as a one-chunk Dask array
-    (one task: :func:`_part` of the task's value)."""
-    return part_of(task, _part, (name, np.dtype(dtype)), shape, dtype)
 
 
 def part_of(task: Delayed, function: Callable[..., np.ndarray], args: tuple,

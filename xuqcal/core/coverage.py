@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import special
@@ -195,7 +194,7 @@ def _scaled_f():
                 density[:] = self._logpdf(part, *args)
                 return outside, density.size - np.count_nonzero(np.isfinite(density))
 
-            counts = list(_logpdf_pool().map(share, range(shares)))
+            counts = list(numpy_pool().map(share, range(shares)))
             if any(outside for outside, _ in counts):  # scipy drops them before the density
                 return super()._penalized_nnlf(theta, x)
             if any(infinite for _, infinite in counts):
@@ -222,10 +221,6 @@ def _mirrors_scipy(shared) -> bool:
         return all(shared._penalized_nnlf(theta, x) == _stats.f._penalized_nnlf(theta, x)
                    for theta in ((1.0, 5.0, 0.0, 3.0), (1.0, 10.0, 0.0, 2.5),
                                  (1.0, 4000.0, 0.0, 1.0)))
-
-
-def _logpdf_pool() -> ThreadPoolExecutor:
-    return numpy_pool()
 
 
 def ks_distance_scaled_f(z2_sorted: np.ndarray, nu: float, scale: float) -> float:
