@@ -3,11 +3,11 @@ side by side in one process (issue 26: the serial start of a default validate of
 where the data are prepared once before any kernel runs).
 
 For each of ``--repeat`` rounds, on the NIG(6) points of ``--m``: NumPy's stable argsort and
-the kernels' radix sort (``xuqcal.core.binning.stable_argsort``, the same permutation, checked)
+the kernels' radix sort (``xuqcal.core.binning.stable_order``, the same permutation, checked)
 of ``|E|`` and of ``uE``, and the whole ``from_arrays`` as it runs now and with NumPy's sorts
-put back (the sorts of ``stable_argsort`` replaced by ``np.argsort(kind="stable")``: the
-preparation before the radix sorts). Each timing is the best of its round's two calls; the
-arrays are made anew for every call.
+put back (``stable_order`` replaced by ``np.argsort(kind="stable")`` and the tie flags of the
+sorted values: the preparation before the radix sorts). Each timing is the best of its round's
+two calls; the arrays are made anew for every call.
 
     python benchmarks/prepare_time.py --out prepare.json
 """
@@ -40,6 +40,13 @@ def _best(function, repeat: int = 2) -> float:
     return min(times)
 
 
+def _numpy_order(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's stable argsort and the tie flags of the sorted values (the preparation's sorts
+    before the radix sort)."""
+    order = np.argsort(values, kind="stable")
+    return order, core_binning.tie_flags(values[order])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="path of the JSON results")
@@ -50,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     E, uE = ds.E.values.copy(), ds.uE.values.copy()
     absE = np.abs(E)
     for values in (absE, uE):  # compile or load the kernel; the same permutation
-        assert np.array_equal(core_binning.stable_argsort(values),
+        assert np.array_equal(core_binning.stable_order(values)[0],
                               np.argsort(values, kind="stable"))
     prepare = core_statistics.PreparedData.from_arrays
     prepare(E[:5000], uE[:5000], n_bins=10)
@@ -61,16 +68,15 @@ def main(argv: list[str] | None = None) -> int:
             row[f"numpy_stable_argsort_{name}"] = _best(
                 lambda v=values: np.argsort(v.copy(), kind="stable"))
             row[f"radix_argsort_{name}"] = _best(
-                lambda v=values: core_binning.stable_argsort(v.copy()))
+                lambda v=values: core_binning.stable_order(v.copy()))
         row["from_arrays"] = _best(lambda: prepare(E.copy(), uE.copy(), n_bins=31))
-        saved = core_binning.stable_argsort, core_statistics.stable_argsort
-        numpy_sort = lambda v: np.argsort(v, kind="stable")  # noqa: E731
-        core_binning.stable_argsort = core_statistics.stable_argsort = numpy_sort
+        saved = core_statistics.stable_order
+        core_statistics.stable_order = _numpy_order
         try:
             row["from_arrays_numpy_sorts"] = _best(
                 lambda: prepare(E.copy(), uE.copy(), n_bins=31))
         finally:
-            core_binning.stable_argsort, core_statistics.stable_argsort = saved
+            core_statistics.stable_order = saved
         rounds.append(row)
         print({k: round(v, 4) for k, v in row.items()}, flush=True)
     results = {"issue": 26, "M": args.m, "data": "NIG(6)", "revision": revision(),

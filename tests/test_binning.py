@@ -156,32 +156,45 @@ _SORT_VALUES = st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 0.5, 1.0, 1.0 + 2**-5
                                 np.inf, np.nan, -1.0])
 
 
+def _numpy_order(values):
+    order = np.argsort(values, kind="stable")
+    tie = np.zeros(values.shape[0], np.bool_)
+    tie[1:] = values[order][1:] == values[order][:-1]
+    return order, tie
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_SORT_VALUES, min_size=1, max_size=40))
-def test_stable_argsort_is_numpy_s_stable_argsort(listed):
+def test_stable_order_is_numpy_s_stable_argsort(listed):
     """The radix sort of the data preparation gives NumPy's stable permutation (ties in row
-    order), and NumPy's own sort takes the values it cannot (NaN, negatives, -0.0)."""
+    order) and the tie flags of the sorted values, and NumPy's own sort takes the values it
+    cannot (NaN, negatives, -0.0)."""
     from xuqcal.core import binning as core_binning
 
     values = np.array(listed)
     saved = core_binning.RADIX_ARGSORT_FROM
     core_binning.RADIX_ARGSORT_FROM = 1  # the radix sort even for a few values
     try:
-        got = core_binning.stable_argsort(values)
+        order, tie = core_binning.stable_order(values)
     finally:
         core_binning.RADIX_ARGSORT_FROM = saved
-    np.testing.assert_array_equal(got, np.argsort(values, kind="stable"))
-    assert got.dtype == np.int64
+    expected_order, expected_tie = _numpy_order(values)
+    np.testing.assert_array_equal(order, expected_order)
+    np.testing.assert_array_equal(tie, expected_tie)
+    assert order.dtype == np.int64
 
 
-def test_stable_argsort_of_millions_with_long_runs_of_ties():
+def test_stable_order_of_millions_with_long_runs_of_ties():
     """Runs of equal keys longer than the radix sort's insertion runs, and keys spanning
     more than 32 bits (its full-key fix-up of the runs)."""
-    from xuqcal.core.binning import stable_argsort
+    from xuqcal.core.binning import stable_order
 
     rng = np.random.default_rng(5)
     values = np.concatenate([
         np.repeat(rng.uniform(0.0, 1.0, 200), 700),  # 200 runs of 700 equal values
         np.exp(rng.uniform(-700.0, 700.0, 60_000)),  # a span of 2^2000
         np.zeros(500)])[rng.permutation(200 * 700 + 60_500)]
-    np.testing.assert_array_equal(stable_argsort(values), np.argsort(values, kind="stable"))
+    order, tie = stable_order(values)
+    expected_order, expected_tie = _numpy_order(values)
+    np.testing.assert_array_equal(order, expected_order)
+    np.testing.assert_array_equal(tie, expected_tie)

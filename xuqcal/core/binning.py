@@ -55,20 +55,23 @@ def equal_count_order(values: np.ndarray, tiebreak: np.ndarray | None = None) ->
     """
     values = np.asarray(values)
     if tiebreak is None:
-        return stable_argsort(values)
+        return stable_order(values)[0]
     return np.lexsort((np.asarray(tiebreak), values))
 
 
-def stable_argsort(values: np.ndarray) -> np.ndarray:
-    """``np.argsort(values, kind="stable")``, the same array: by the kernels' radix sort
-    (:func:`xuqcal.core.kernels.stable_order_nonnegative`) for at least
-    :data:`RADIX_ARGSORT_FROM` float64 values that are all ``>= 0`` and none ``-0.0`` (their
-    bit patterns sort as the values), else by NumPy.
+def stable_order(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, tie)``: ``np.argsort(values, kind="stable")`` (the same array) and the tie
+    flags of the sorted values (``tie[k]``: ``values[order[k]] == values[order[k - 1]]``,
+    ``tie[0]`` False). At least :data:`RADIX_ARGSORT_FROM` float64 values that are all
+    ``>= 0`` and none ``-0.0`` (their bit patterns sort as the values) are sorted by the
+    kernels' radix sort, which flags the ties as it sorts
+    (:func:`xuqcal.core.kernels.stable_order_nonnegative`); others by NumPy.
 
     Examples
     --------
-    >>> stable_argsort(np.array([3.0, 1.0, 3.0, 2.0])).tolist()
-    [1, 3, 0, 2]
+    >>> order, tie = stable_order(np.array([3.0, 1.0, 3.0, 2.0]))
+    >>> order.tolist(), tie.tolist()
+    ([1, 3, 0, 2], [False, False, False, True])
     """
     values = np.asarray(values)
     if (values.ndim == 1 and values.dtype == np.float64 and values.size >= RADIX_ARGSORT_FROM
@@ -76,10 +79,24 @@ def stable_argsort(values: np.ndarray) -> np.ndarray:
         from xuqcal.core import kernels
 
         return kernels.stable_order_nonnegative(np.ascontiguousarray(values))
-    return np.argsort(values, kind="stable")
+    order = np.argsort(values, kind="stable")
+    return order, tie_flags(values[order])
 
 
-#: Values from which :func:`stable_argsort` takes the radix sort
+def tie_flags(sorted_values: np.ndarray) -> np.ndarray:
+    """``tie[k]``: ``sorted_values[k] == sorted_values[k - 1]`` (``tie[0]`` False).
+
+    Examples
+    --------
+    >>> tie_flags(np.array([1.0, 1.0, 2.0])).tolist()
+    [False, True, False]
+    """
+    tie = np.zeros(sorted_values.shape[0], dtype=np.bool_)
+    tie[1:] = sorted_values[1:] == sorted_values[:-1]
+    return tie
+
+
+#: Values from which :func:`stable_order` takes the radix sort
 #: (``benchmarks/prepare_time.py`` times both).
 RADIX_ARGSORT_FROM = 1 << 12
 

@@ -2492,15 +2492,18 @@ def _radix_argsort(keys, hi, hi_buffer, order, buffer, histogram, tie):
 
 @nb.njit(nogil=True, cache=True, error_model="numpy")
 def stable_order_nonnegative(values):
-    """``np.argsort(values, kind="stable")`` of non-negative, non-NaN float64 ``values`` (at
-    most ``2**31 - 1``), by the radix sort of the simulated sets (:func:`_radix_argsort`):
-    a stable sort's permutation is the only one of its keys, so it is the same array (int64).
-    The data preparation sorts two such columns (``|E|``, ``uE``) of every data set.
+    """``(order, tie)``: ``np.argsort(values, kind="stable")`` of non-negative, non-NaN float64
+    ``values`` without ``-0.0`` (at most ``2**31 - 1``), by the radix sort of the simulated
+    sets (:func:`_radix_argsort`): a stable sort's permutation is the only one of its keys, so
+    it is the same array (int64); and the sort's tie flags, ``tie[k]``: the ``k``-th sorted
+    value equals the one before (keys equal exactly when the values are). The data
+    preparation sorts three such columns (the binning variable, ``uE``, ``|E|``).
 
     Examples
     --------
-    >>> stable_order_nonnegative(np.array([2.0, 0.5, 2.0, 0.0])).tolist()
-    [3, 1, 0, 2]
+    >>> order, tie = stable_order_nonnegative(np.array([2.0, 0.5, 2.0, 0.0]))
+    >>> order.tolist(), tie.tolist()
+    ([3, 1, 0, 2], [False, False, False, True])
     """
     m = values.shape[0]
     keys = values.view(np.uint64)
@@ -2512,7 +2515,7 @@ def stable_order_nonnegative(values):
     out = np.empty(m, np.int64)
     for i in range(m):
         out[i] = sorted_order[i]
-    return out
+    return out, tie
 
 
 @nb.njit(inline="always", error_model="numpy")

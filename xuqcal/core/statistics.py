@@ -23,7 +23,7 @@ import numpy as np
 
 from xuqcal.core import defaults
 from xuqcal.core import kernels as K
-from xuqcal.core.binning import check_n_bins, equal_count_order, stable_argsort
+from xuqcal.core.binning import check_n_bins, stable_order
 from xuqcal.core.checks import check_level, positions_text, user_stacklevel
 from xuqcal.core.coverage import (
     count_covered,
@@ -708,12 +708,6 @@ def check_values(E: np.ndarray, uE: np.ndarray) -> int:
     return k
 
 
-def _tie_flags(sorted_values: np.ndarray) -> np.ndarray:
-    tie = np.zeros(sorted_values.shape[0], dtype=np.bool_)
-    tie[1:] = sorted_values[1:] == sorted_values[:-1]
-    return tie
-
-
 @dataclass(frozen=True)
 class PreparedData:
     """One data set arranged for the kernels; arrays are in the order of the binning variable.
@@ -788,16 +782,15 @@ class PreparedData:
                 raise ValueError(f"by: the binning variable {by!r} has {int(bad.sum())} of "
                                  f"{bad.size} values NaN or infinite ({_positions(bad)}); "
                                  "bin on a variable with finite values")
-        order = equal_count_order(binning_values)
+        order, tie_bin = stable_order(binning_values)
         E = np.ascontiguousarray(E[order])
         uE = np.ascontiguousarray(uE[order])
         if k:
             E = np.ldexp(E, -k)
             uE = np.ldexp(uE, -k)
         z = E / uE
-        order_u = stable_argsort(uE)
-        absE = np.abs(E)
-        order_e = stable_argsort(absE)
+        order_u, tie_u = stable_order(uE)
+        order_e, tie_e = stable_order(np.abs(E))
         columns = point_columns(E, uE, ("e2", "u2", "z2", "lnu2"), z=z)
         e2, u2, z2, lnu2 = (columns[c] for c in ("e2", "u2", "z2", "lnu2"))
         z_shift = float(np.mean(z))
@@ -812,10 +805,10 @@ class PreparedData:
             lnu2=lnu2,
             z_shift=z_shift,
             order_u=order_u,
-            tie_u=_tie_flags(uE[order_u]),
+            tie_u=tie_u,
             order_e=order_e,
-            tie_e=_tie_flags(absE[order_e]),
-            tie_bin=_tie_flags(binning_values[order]),
+            tie_e=tie_e,
+            tie_bin=tie_bin,
             # unused by statistics without bins: at most m (a huge value is not allocated)
             n_bins=int(n_bins) if needs_bins else min(int(n_bins), max(m, 1)),
             by=by,
