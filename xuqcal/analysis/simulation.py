@@ -292,8 +292,8 @@ def summarized_lazily(values: Sequence[da.Array], names: list[str] | None,
     simulated values of each generator (``values``: one ``(replicate, statistic)`` Dask array
     each), as four ``(statistic, generator)`` Dask arrays: one task per generator gathers its
     blocks and summarises them, one per summary and generator takes its column (laid out on
-    ``rows`` when given). Dask's stack, transposition and rechunk of the replicates made four
-    layers more of the same values.
+    ``rows`` when given), where Dask's stack, transposition and rechunk of the replicates and
+    ``apply_ufunc`` each made layers of their own over the same values.
 
     Examples
     --------

@@ -586,8 +586,8 @@ def _values_pass(ds: xr.Dataset, names: Sequence[str], E: str, uE: str) -> bool:
     0``, no overflow of ``z²``, the span), tested on the raw arrays: ``False`` as soon as one
     might not, and for Dask-backed variables or ``E`` and ``uE`` over different dimensions,
     whose checks then run as they are (they build the messages). The masks are xarray
-    operations, a dozen per data set: for in-memory slices of a stacked data set they were a
-    large part of the serial start of a call (``benchmarks/graph_size.py``)."""
+    operations, a dozen per data set, made for every in-memory slice of a stacked data set
+    before the slices' graphs are built."""
     if any(_is_dask(ds[name].data) for name in names) or ds[E].dims != ds[uE].dims:
         return False
     with np.errstate(all="ignore"):
