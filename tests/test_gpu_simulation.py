@@ -25,8 +25,10 @@ from xuqcal.core.generators import get_generator
 from xuqcal.core.statistics import STATISTICS
 
 TOLERANCE = 1e-12
-#: Every statistic the GPU simulates (moment and binned; cc stays on the CPU).
-KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse")
+#: Every statistic the GPU simulates: moment, binned and cc (a sort per set on the device;
+#: its kernel's branches are checked on made keys in ``tests/test_gpu_ranks.py``).
+KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse",
+        "cc")
 #: The generators and the branch of ``fill_variates`` each takes: normal (ziggurat),
 #: Student-t of integer nu from 3 to 6 (its own ziggurat, stream version 4: t4 and t6, whose
 #: density takes a sqrt, and t5, whose does not), of another even nu <= 32 (chi-square
@@ -241,6 +243,14 @@ result["validate_identical"] = all(
     if np.issubdtype(cpu[v].dtype, np.floating))
 result["validate_device"] = on_gpu.attrs.get("simulation_device")
 result["validate_cpu_device"] = cpu.attrs.get("simulation_device")
+# with cc: its bootstrap and its simulated sets on the GPU too
+cpu = xuqcal.validate(ds, ["zms", "cc"], **arguments).compute()
+with xuqcal.set_options(device="cuda"):
+    on_gpu = xuqcal.validate(ds, ["zms", "cc"], **arguments).compute()
+result["validate_cc_identical"] = all(
+    np.array_equal(on_gpu[v].values, cpu[v].values, equal_nan=True) for v in cpu.data_vars
+    if np.issubdtype(cpu[v].dtype, np.floating))
+result["validate_cc_device"] = on_gpu.attrs.get("simulation_device")
 print(json.dumps(result))
 """
 
@@ -324,9 +334,9 @@ def test_device_option_routes_simulate_to_the_gpu(simulated):
     assert simulated["summaries_relative"] <= TOLERANCE
     # normal and t6: the CPU's variates, summed in its order, so its replicates and summaries
     assert simulated["simulate_identical"] is True
-    # one launch per GPU generator (all 6 sets), re-chunked as asked, in each of the two
-    # simulations (chunks 2 and [1, 5]); normp on the CPU, and nothing for the one with cc
-    assert simulated["launches"] == [6, 6, 6, 6]
+    # one launch per GPU generator (all 6 sets), re-chunked as asked, in each of the three
+    # simulations (chunks 2 and [1, 5], and the one with cc); normp on the CPU
+    assert simulated["launches"] == [6, 6, 6, 6, 6, 6]
     assert simulated["chunks"][-1] == [2, 2, 2]
     assert simulated["chunk_independent"] is True
     assert simulated["device"] == ("cuda (synthetic sets of normal, t6 on the GPU, the same "
@@ -334,9 +344,11 @@ def test_device_option_routes_simulate_to_the_gpu(simulated):
     assert simulated["cpu_device"] is None
 
 
-def test_a_request_with_cc_stays_on_the_cpu(simulated):
+def test_a_request_with_cc_runs_on_the_gpu(simulated):
+    """cc's sets sorted and ranked on the device: the CPU's replicates bit for bit."""
     assert simulated["cc_identical"] is True
-    assert simulated["cc_device"] is None
+    assert simulated["cc_device"] == ("cuda (synthetic sets of normal, t6 on the GPU, the same "
+                                      "streams; normp1.5 on the CPU)")
 
 
 def test_validate_simulates_on_the_gpu(simulated):
@@ -348,6 +360,9 @@ def test_validate_simulates_on_the_gpu(simulated):
     # the result says where its simulated references ran (nothing on the CPU)
     assert simulated["validate_device"].startswith("cuda (synthetic sets of normal on the GPU")
     assert simulated["validate_cpu_device"] is None
+    # with cc, every number is the CPU's too, and its sets were drawn on the GPU
+    assert simulated["validate_cc_identical"] is True
+    assert simulated["validate_cc_device"].startswith("cuda (synthetic sets of normal on the GPU")
 
 
 PLAIN = """
@@ -434,20 +449,30 @@ def test_variate_constants_are_fill_variates():
     assert gpu.variate_constants(K.STUDENT, 2.5)[1] == 0
 
 
-def test_normp_and_cc_are_refused_before_any_work():
+def test_normp_and_unknown_codes_are_refused_before_any_work():
     """No GPU needed: the refusals come before the kernel is compiled."""
     with pytest.raises(ValueError, match="code 4 \\(normp\\) is drawn on the CPU"):
         gpu.simulation_sums_gpu(np.uint64(1), 0, 2, K.NORMP, 1.5, np.ones(5), 0)
-    with pytest.raises(ValueError, match=rf"cc \(code {K.CC}\) is a rank statistic"):
-        gpu.simulate_statistics_gpu(np.uint64(1), 0, 2, np.array([K.ZMS, K.CC]), K.NORMAL,
-                                    0.0, None)
+    with pytest.raises(ValueError, match="code 4 \\(normp\\) is drawn on the CPU"):
+        gpu.simulation_cc_sums_gpu(np.uint64(1), 0, 2, K.NORMP, 1.5, np.ones(5), 0,
+                                   np.zeros(5))
+    with pytest.raises(ValueError, match=rf"and cc \(codes 0 to {K.CC}\); got codes"):
+        gpu.simulate_statistics_gpu(np.uint64(1), 0, 2, np.array([K.ZMS, K.CC + 1]),
+                                    K.NORMAL, 0.0, None)
+    with pytest.raises(ValueError, match="centred_u: expected the 5 centred ranks of u"):
+        gpu.simulation_cc_sums_gpu(np.uint64(1), 0, 2, K.NORMAL, 0.0, np.ones(5), 0,
+                                   np.zeros(4))
+    with pytest.raises(ValueError, match="the rank kernel takes at most 256 threads"):
+        gpu.simulation_cc_sums_gpu(np.uint64(1), 0, 2, K.NORMAL, 0.0, np.ones(5), 0,
+                                   np.zeros(5), threads=512)
 
 
 def test_which_simulations_run_on_the_gpu(monkeypatch):
     zms_ence = np.array([STATISTICS["zms"].code, STATISTICS["ence"].code])
     with_cc = np.array([STATISTICS["zms"].code, STATISTICS["cc"].code])
     assert gpu.simulation_on_gpu(zms_ence, K.LAPLACE)
-    assert not gpu.simulation_on_gpu(with_cc, K.NORMAL)
+    assert gpu.simulation_on_gpu(with_cc, K.NORMAL)
+    assert not gpu.simulation_on_gpu(np.array([K.CC + 1]), K.NORMAL)
     assert not gpu.simulation_on_gpu(zms_ence, K.NORMP)
     normal, normp = get_generator("normal"), get_generator("normp1.5")
     # device="cpu" (the default): nothing on the GPU, no attribute
@@ -457,7 +482,8 @@ def test_which_simulations_run_on_the_gpu(monkeypatch):
 
     monkeypatch.setitem(OPTIONS, "device", "cuda")
     assert simulation_on_gpu(zms_ence, normal) and not simulation_on_gpu(zms_ence, normp)
-    assert simulation_device(with_cc, [normal]) is None
+    assert simulation_device(with_cc, [normal]) == (
+        "cuda (synthetic sets of normal on the GPU, the same streams)")
     assert simulation_device(zms_ence, [normal, normp]) == (
         "cuda (synthetic sets of normal on the GPU, the same streams; normp1.5 on the CPU)")
 

@@ -139,8 +139,8 @@ class set_options:
         The simulated references (:func:`xuqcal.simulate`, and those of ``validate``) of every
         moment and binned statistic, generators normal, ``t<ν>``, ``tfit``, uniform and
         Laplace, run there too, the GPU drawing the CPU's variates, a large synthetic set
-        split between threads, its sums added in the CPU's order (``normp`` and requests with
-        ``cc`` stay on the CPU; the result's
+        split between threads, its sums added in the CPU's order, and ``cc``, each set
+        sorted and ranked on the device (``normp`` stays on the CPU; the result's
         attribute ``device`` says where each generator ran). Refused when no GPU (or
         numba-cuda) is found.
     conventions : {"xuqcal", "errviewlib"}, default "xuqcal"

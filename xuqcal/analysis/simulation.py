@@ -100,11 +100,10 @@ GPU_SIMULATION_CHUNK = 1 << 17
 
 def simulation_on_gpu(codes: np.ndarray, generator: Generator) -> bool:
     """Whether the simulations of the statistics ``codes`` with ``generator`` run on the GPU:
-    the option ``device="cuda"`` (:func:`xuqcal.set_options`), no rank statistic ``cc`` (a
-    request with cc runs wholly on the CPU: the CPU draws the sets for cc's sort anyway, the
-    other statistics cost little more there) and a generator the GPU draws
-    (:data:`xuqcal.core.gpu.SIMULATION_GENERATORS`: not ``normp``). Decided when the graph is
-    built.
+    the option ``device="cuda"`` (:func:`xuqcal.set_options`), statistics the GPU computes
+    (moment, binned and ``cc``, whose sets are sorted and ranked on the device) and a generator
+    the GPU draws (:data:`xuqcal.core.gpu.SIMULATION_GENERATORS`: not ``normp``). Decided when
+    the graph is built.
 
     Examples
     --------

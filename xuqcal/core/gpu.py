@@ -124,11 +124,13 @@ the ordered additions cost on a GPU is not measured yet (``benchmarks/gpu_split.
 both).
 
 *Supported:* every moment and binned statistic; the generators normal, ``t<ν>`` (and
-``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`). *On the CPU:* ``normp<p>``,
-whose gamma variates accept or reject a draw on a comparison of logarithms (a GPU ``log``
-rounding differently in the last bit could accept another draw: the rest of the replicate
-would differ), and the rank statistic ``cc`` (a sort per replicate; a simulation that asks
-for cc runs wholly on the CPU, which draws the sets for cc's sort anyway).
+``tfit``), uniform and Laplace (:data:`SIMULATION_GENERATORS`), and the rank statistic ``cc``:
+the simulation kernel leaves each set's variates in device memory, where :func:`_rank_sums`
+sorts its ``|E~|`` and ranks it, a block per set, and adds the Spearman sums as the CPU does
+(:func:`simulation_cc_sums_gpu`; the CPU's bits, on the simulator; not timed on a GPU yet).
+*On the CPU:* ``normp<p>``, whose gamma variates accept or reject a draw on a comparison of
+logarithms (a GPU ``log`` rounding differently in the last bit could accept another draw: the
+rest of the replicate would differ).
 
 *Agreement.* Every accept-or-reject decision of the normal, exponential and even-ν Student-t
 variates is made with additions, multiplications and comparisons only (the ziggurats' wedges
@@ -1818,7 +1820,10 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
 
 
 def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bins, n_record,
-                            plan, cpu_order_sums, info):
+                            plan, cpu_order_sums, info, keep_variates=False):
+    """:func:`simulation_sums_gpu`, the GPU lock held. With ``keep_variates`` every variate
+    is recorded (``n_record`` is ``M``) and the third item is the device array of them, not
+    copied to the host (a simulation with cc ranks them on the device)."""
     kernel = _simulation_kernel()
     scale, form = variate_constants(generator_code, parameter)
     group, draws, block = plan
@@ -1833,7 +1838,11 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     d_sums = cuda.device_array((n, _SIM_SUMS), dtype=np.float64)
     # bins without points keep 0; never an empty device array
     d_bins = cuda.to_device(np.zeros((n, max(n_bins, 1), 2)))
-    d_variates = cuda.to_device(np.full((n, max(n_record, 1)), np.nan))
+    if keep_variates:  # every variate is written: no host array of n M NaN to copy
+        n_record = m
+        d_variates = cuda.device_array((n, max(m, 1)), dtype=np.float64)
+    else:
+        d_variates = cuda.to_device(np.full((n, max(n_record, 1)), np.nan))
     d_fallbacks = cuda.to_device(np.zeros(n, dtype=np.int64))
     per_block = block // group
     blocks = min((n + per_block - 1) // per_block, _MAX_BLOCKS)
@@ -1855,24 +1864,350 @@ def _simulation_sums_locked(key, start, stop, generator_code, parameter, u, n_bi
     if info is not None:
         info["fallbacks"] = int(d_fallbacks.copy_to_host().sum())
     return (sums, d_bins.copy_to_host()[:, :n_bins],
-            d_variates.copy_to_host()[:, :n_record])
+            d_variates if keep_variates else d_variates.copy_to_host()[:, :n_record])
+
+
+# ------------------------------------------------- the simulated sets' cc (a sort per set)
+
+#: Threads per block of the rank kernel of simulated sets (:func:`_rank_sums`), at most (the
+#: size of its shared arrays).
+RANK_THREADS = 256
+#: Bits of a digit of the rank kernel's radix sort: 8 (256 counts per thread and pass).
+_RANK_BITS = 8
+_RANK_DIGITS = 1 << _RANK_BITS
+#: Rows of ``M`` doubles held on the device per replicate of a simulation with cc: its
+#: variates (then its ``|E~|``), the two buffers of the sort and its ranks.
+_CC_ROWS = 4
+
+
+def _absolute_errors(values, u):
+    """Kernel: ``values[r, i] = |u[i] values[r, i]|`` (a replicate's variates become its
+    ``|E~|``, computed as :func:`xuqcal.core.kernels._fused_synthetic_set` does: the product,
+    then its absolute value)."""
+    n = values.shape[0]
+    m = values.shape[1]
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n * m:
+        r = i // m
+        p = i - r * m
+        values[r, p] = abs(u[p] * values[r, p])
+        i += stride
+
+
+def _rank_sums(keys, centred_u, packed, buffer, histogram, rank, sums, sequential):
+    """Kernel: cc's sums ``sums[r] = (sab, sbb)`` of each simulated set ``r`` (a block per set,
+    looping with the grid's stride; block row ``blockIdx`` of the scratch arrays), from
+    ``keys[r]``, the bits of its ``|E~|`` (non-negative doubles order as their bit patterns),
+    and ``centred_u``, the fixed centred average ranks of uE: the sums of
+    :func:`xuqcal.core.kernels._spearman_unit`, the same bits.
+
+    1. The keys are sorted as the CPU's :func:`~xuqcal.core.kernels._packed_argsort` sorts
+       them: ``hi << 32 | i``, ``hi`` the 32 highest bits of the span ``key - lowest``, in
+       passes of 8-bit digits; a pass whose digit is the same for every key is skipped. Each
+       thread counts the digits of its own segment of positions, the counts are scanned in
+       digit-then-thread order, and each thread writes its segment's points in order: every
+       pass is stable.
+    2. The average ranks: a run of positions with the same ``hi`` whose full keys differ is
+       ranked by counting, in the run, the keys below and equal to each (runs are short); a
+       tie group of ``k`` equal keys at sorted positions ``start .. start + k - 1`` gets
+       ``0.5 (start + (start + k) + 1)``, a lone key at ``j`` gets ``j + 1``: the CPU's values
+       (integers and halves, exact).
+    3. The sums. With ``sequential`` 0 (at most :data:`xuqcal.core.kernels._EXACT_RANK_SUMS`
+       points), every product and partial sum is an exact multiple of 1/4, so the threads add
+       their own points and thread 0 their sums: the CPU's exact sums. Else thread 0 adds the
+       points one after the other in point order, as ``_spearman_unit`` does, from chunks that
+       the block stages in shared memory.
+    """
+    tid = cuda.threadIdx.x
+    threads = cuda.blockDim.x
+    low = cuda.shared.array(RANK_THREADS, np.uint64)
+    high = cuda.shared.array(RANK_THREADS, np.uint64)
+    totals = cuda.shared.array(_RANK_DIGITS, np.int64)
+    single = cuda.shared.array(1, np.int64)
+    partial = cuda.shared.array((RANK_THREADS, 2), np.float64)
+    chunk_u = cuda.shared.array(RANK_THREADS * _CHUNK_PER_THREAD, np.float64)
+    chunk_r = cuda.shared.array(RANK_THREADS * _CHUNK_PER_THREAD, np.float64)
+    n = keys.shape[0]
+    m = keys.shape[1]
+    row = cuda.blockIdx.x
+    length = (m + threads - 1) // threads
+    first = min(tid * length, m)
+    last = min(first + length, m)
+    low32 = np.uint64(0xFFFFFFFF)
+    thirty_two = np.uint64(32)
+    digit_mask = np.uint64(_RANK_DIGITS - 1)
+    centre = 0.5 * (m + 1.0)
+    r = cuda.blockIdx.x
+    while r < n:
+        # 1. the span of the keys
+        lo = np.uint64(0xFFFFFFFFFFFFFFFF)
+        hi = np.uint64(0)
+        for i in range(first, last):
+            key = keys[r, i]
+            if key < lo:
+                lo = key
+            if key > hi:
+                hi = key
+        low[tid] = lo
+        high[tid] = hi
+        cuda.syncthreads()
+        if tid == 0:
+            for t in range(1, threads):
+                if low[t] < low[0]:
+                    low[0] = low[t]
+                if high[t] > high[0]:
+                    high[0] = high[t]
+        cuda.syncthreads()
+        lowest = low[0]
+        span = high[0] - lowest
+        width = 0
+        while span > np.uint64(0):
+            span = span >> np.uint64(1)
+            width += 1
+        drop = np.uint64(max(width - 32, 0))
+        n_digits = (min(width, 32) + _RANK_BITS - 1) // _RANK_BITS
+        for i in range(first, last):
+            packed[row, i] = (((keys[r, i] - lowest) >> drop) << thirty_two) | np.uint64(i)
+        cuda.syncthreads()
+        # 2. stable counting passes on hi's digits, packed -> buffer -> packed ...
+        in_packed = True
+        for d in range(n_digits):
+            shift = np.uint64(32 + _RANK_BITS * d)
+            for v in range(_RANK_DIGITS):
+                histogram[row, tid, v] = 0
+            for i in range(first, last):
+                x = packed[row, i] if in_packed else buffer[row, i]
+                histogram[row, tid, np.int64((x >> shift) & digit_mask)] += 1
+            cuda.syncthreads()
+            for v in range(tid, _RANK_DIGITS, threads):
+                running = np.int64(0)
+                for t in range(threads):
+                    count = histogram[row, t, v]
+                    histogram[row, t, v] = running
+                    running += count
+                totals[v] = running
+            cuda.syncthreads()
+            if tid == 0:
+                running = np.int64(0)
+                single[0] = 0
+                for v in range(_RANK_DIGITS):
+                    count = totals[v]
+                    totals[v] = running
+                    running += count
+                    if count == m:
+                        single[0] = 1
+            cuda.syncthreads()
+            if single[0] == 0:
+                for v in range(tid, _RANK_DIGITS, threads):
+                    for t in range(threads):
+                        histogram[row, t, v] += totals[v]
+                cuda.syncthreads()
+                for i in range(first, last):
+                    x = packed[row, i] if in_packed else buffer[row, i]
+                    v = np.int64((x >> shift) & digit_mask)
+                    position = histogram[row, tid, v]
+                    histogram[row, tid, v] = position + 1
+                    if in_packed:
+                        buffer[row, position] = x
+                    else:
+                        packed[row, position] = x
+                in_packed = not in_packed
+            cuda.syncthreads()
+        # 3. the average ranks, each run of equal hi by the thread of its first position
+        for j in range(first, last):
+            x = packed[row, j] if in_packed else buffer[row, j]
+            h = x >> thirty_two
+            if j > 0:
+                before = packed[row, j - 1] if in_packed else buffer[row, j - 1]
+                if (before >> thirty_two) == h:
+                    continue  # inside a run that an earlier position starts
+            end = j + 1
+            while end < m:
+                after = packed[row, end] if in_packed else buffer[row, end]
+                if (after >> thirty_two) != h:
+                    break
+                end += 1
+            if end == j + 1:
+                rank[row, np.int64(x & low32)] = j + 1.0
+                continue
+            for q in range(j, end):
+                xq = packed[row, q] if in_packed else buffer[row, q]
+                key = keys[r, np.int64(xq & low32)]
+                below = 0
+                equal = 0
+                for w in range(j, end):
+                    xw = packed[row, w] if in_packed else buffer[row, w]
+                    other = keys[r, np.int64(xw & low32)]
+                    if other < key:
+                        below += 1
+                    elif other == key:
+                        equal += 1
+                start = j + below
+                rank[row, np.int64(xq & low32)] = 0.5 * (start + (start + equal) + 1.0)
+        cuda.syncthreads()
+        # 4. the sums
+        sab = 0.0
+        sbb = 0.0
+        if sequential == 0:
+            for p in range(first, last):
+                b = rank[row, p] - centre
+                sab += centred_u[p] * b
+                sbb += b * b
+            partial[tid, 0] = sab
+            partial[tid, 1] = sbb
+            cuda.syncthreads()
+            if tid == 0:
+                sab = 0.0
+                sbb = 0.0
+                for t in range(threads):
+                    sab += partial[t, 0]
+                    sbb += partial[t, 1]
+        else:
+            width_chunk = _CHUNK_PER_THREAD * threads
+            for c0 in range(0, m, width_chunk):
+                for k in range(_CHUNK_PER_THREAD):
+                    i = c0 + tid + k * threads
+                    if i < m:
+                        chunk_u[tid + k * threads] = centred_u[i]
+                        chunk_r[tid + k * threads] = rank[row, i]
+                cuda.syncthreads()
+                if tid == 0:
+                    for q in range(min(width_chunk, m - c0)):
+                        b = chunk_r[q] - centre
+                        sab += chunk_u[q] * b
+                        sbb += b * b
+                cuda.syncthreads()
+        if tid == 0:
+            sums[r, 0] = sab
+            sums[r, 1] = sbb
+        cuda.syncthreads()
+        r += cuda.gridDim.x
+
+
+@functools.cache
+def _rank_kernels():
+    """Compile (once) the kernels of the simulated sets' cc."""
+    _kernels()  # binds cuda
+    return _jit_exact(_absolute_errors), _jit_exact(_rank_sums)
+
+
+def centred_unit_ranks(order_u: np.ndarray, tie_u: np.ndarray) -> tuple[np.ndarray, float]:
+    """The centred average ranks of the uncertainties (points in binning order; ``order_u``
+    and ``tie_u`` their sort and tie flags) and the sum of their squares, ``saa``: what
+    :func:`xuqcal.core.kernels.simulate_block` computes once for every synthetic set, by the
+    same function.
+
+    Examples
+    --------
+    >>> centred, saa = centred_unit_ranks(np.array([1, 0, 2]), np.array([False, True, False]))
+    >>> centred.tolist(), saa
+    ([-0.5, -0.5, 1.0], 1.5)
+    """
+    centred = np.empty(np.asarray(order_u).shape[0])
+    saa = K._centred_unit_ranks(np.asarray(order_u), np.asarray(tie_u, dtype=np.bool_),
+                                centred)
+    return centred, float(saa)
+
+
+def _rank_sums_locked(d_values, d_u, d_centred_u, sequential: bool, threads: int
+                      ) -> np.ndarray:
+    """``(n, 2)`` cc sums ``(sab, sbb)`` of the simulated sets whose variates are the rows of
+    the device array ``d_values`` (which become their ``|E~|``); the caller holds the GPU lock."""
+    absolute, ranks = _rank_kernels()
+    n, m = d_values.shape
+    d_sums = cuda.device_array((n, 2), dtype=np.float64)
+    blocks = min(n, _MAX_BLOCKS)
+    d_packed = cuda.device_array((blocks, m), dtype=np.uint64)
+    d_buffer = cuda.device_array((blocks, m), dtype=np.uint64)
+    d_rank = cuda.device_array((blocks, m), dtype=np.float64)
+    d_histogram = cuda.device_array((blocks, threads, _RANK_DIGITS), dtype=np.int64)
+    with _NoContraction(), _quiet_launch(small_grid=True):
+        absolute[min(_MAX_BLOCKS, max(1, (n * m + THREADS - 1) // THREADS)), THREADS](
+            d_values, d_u)
+        ranks[blocks, threads](d_values.view(np.uint64), d_centred_u, d_packed, d_buffer,
+                               d_histogram, d_rank, d_sums, np.int64(sequential))
+        return d_sums.copy_to_host()
+
+
+def simulation_cc_sums_gpu(key, start: int, stop: int, generator_code: int, parameter: float,
+                           u: np.ndarray, n_bins: int, centred_u: np.ndarray, *,
+                           threads: int | None = None, segment: int | None = None,
+                           order: int | None = None, sequential: bool | None = None
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`simulation_sums_gpu` with cc's sums as well: ``(sums, bins, cc_sums)``, with
+    ``cc_sums`` ``(n, 2)``, the sums ``(sab, sbb)`` of
+    :func:`xuqcal.core.kernels._spearman_unit` of each set's ``|E~|`` against the centred
+    uE ranks ``centred_u`` (:func:`centred_unit_ranks`), made on the device by
+    :func:`_rank_sums` from the variates the simulation kernel leaves there: the CPU's bits.
+
+    The replicates are drawn and ranked in batches whose rows (:data:`_CC_ROWS` of ``M``
+    doubles each) take at most :data:`EXACT_ORDER_BYTES` and half the free device memory.
+    ``sequential`` (default: above :data:`xuqcal.core.kernels._EXACT_RANK_SUMS` points, as the
+    CPU) adds the sums in point order by one thread; else in any order (exact).
+    ``threads``: of the simulation kernel (:func:`split_plan`) and of the rank kernel (at most
+    :data:`RANK_THREADS`, its default).
+
+    Examples
+    --------
+    >>> from xuqcal.core.random import stream_key
+    >>> centred, saa = centred_unit_ranks(np.arange(100), np.zeros(100, dtype=bool))
+    >>> sums, bins, cc = simulation_cc_sums_gpu(stream_key(0, "reference:normal"), 0, 4,
+    ...                                         K.NORMAL, 0.0, np.linspace(0.5, 2.0, 100), 5,
+    ...                                         centred)  # doctest: +SKIP
+    >>> cc.shape  # doctest: +SKIP
+    (4, 2)
+    """
+    variate_constants(generator_code, parameter)  # refuses normp
+    in_order = _simulation_in_order(order)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    centred_u = np.ascontiguousarray(centred_u, dtype=np.float64)
+    m = u.shape[0]
+    if centred_u.shape != (m,):
+        raise ValueError(f"centred_u: expected the {m} centred ranks of u, got shape "
+                         f"{centred_u.shape}")
+    if not 0 < m <= K._MAX_SORTED:
+        raise ValueError(f"cc of simulated sets needs 0 < M <= 2**31 - 1 points (M = {m})")
+    rank_threads = RANK_THREADS if threads is None else _check_threads(threads)
+    if rank_threads > RANK_THREADS:
+        raise ValueError(f"the rank kernel takes at most {RANK_THREADS} threads per block "
+                         f"(threads = {rank_threads})")
+    sequential = m > K._EXACT_RANK_SUMS if sequential is None else bool(sequential)
+    plan = split_plan(generator_code, parameter, m, threads=threads, segment=segment)
+    start, stop = int(start), int(stop)
+    parts = []
+    with _GPU_LOCK:
+        _rank_kernels()
+        batch = exact_order_rows(m, _CC_ROWS, max(stop - start, 1), _free_device_bytes())
+        d_u = cuda.to_device(u)
+        d_centred = cuda.to_device(centred_u)
+        for first in range(start, stop, batch):
+            sums, bins, d_values = _simulation_sums_locked(
+                key, first, min(stop, first + batch), int(generator_code), float(parameter),
+                u, int(n_bins), m, plan, in_order, None, keep_variates=True)
+            parts.append((sums, bins, _rank_sums_locked(d_values, d_u, d_centred, sequential,
+                                                        rank_threads)))
+            del d_values
+    if not parts:
+        return np.empty((0, _SIM_SUMS)), np.empty((0, n_bins, 2)), np.empty((0, 2))
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
 def simulation_on_gpu(codes, generator_code: int) -> bool:
     """Whether the GPU can simulate the statistics ``codes`` with the generator
-    ``generator_code``: every statistic but the rank statistic ``cc`` (a sort per set, on the
-    CPU) and every generator of :data:`SIMULATION_GENERATORS`.
+    ``generator_code``: every moment and binned statistic and the rank statistic ``cc``, and
+    every generator of :data:`SIMULATION_GENERATORS`.
 
     Examples
     --------
-    >>> simulation_on_gpu(np.array([K.ZMS, K.ENCE]), K.NORMAL)
+    >>> simulation_on_gpu(np.array([K.ZMS, K.ENCE, K.CC]), K.NORMAL)
     True
-    >>> simulation_on_gpu(np.array([K.ZMS, K.CC]), K.NORMAL), simulation_on_gpu([K.ZMS], K.NORMP)
+    >>> simulation_on_gpu([K.ZMS], K.NORMP), simulation_on_gpu([K.CC + 1], K.NORMAL)
     (False, False)
     """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1)
     return (int(generator_code) in SIMULATION_GENERATORS
-            and bool(np.all((codes >= 0) & (codes < K.CC))))
+            and bool(np.all((codes >= 0) & (codes <= K.CC))))
 
 
 def _sequential_sum(values: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -1903,7 +2238,8 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     start, stop : int
         The replicates.
     codes : array of int
-        Statistic codes: moment and binned statistics (``cc`` is refused: a ``ValueError``).
+        Statistic codes: moment and binned statistics and ``cc`` (its sets sorted and ranked
+        on the device, :func:`simulation_cc_sums_gpu`).
     generator_code, parameter : int, float
         The generator (:data:`SIMULATION_GENERATORS`; ``normp`` is refused) and its parameter
         (ν of a Student-t, > 2).
@@ -1928,25 +2264,34 @@ def simulate_statistics_gpu(key, start: int, stop: int, codes, generator_code: i
     ...                         0.0, prepared).shape  # doctest: +SKIP
     (20, 2)
     >>> simulate_statistics_gpu(stream_key(1, "reference:normal"), 0, 20,
-    ...                         np.array([STATISTICS["cc"].code]), K.NORMAL, 0.0, prepared)
+    ...                         np.array([K.CC + 1]), K.NORMAL, 0.0, prepared)
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the GPU simulation computes moment and binned statistics ...the CPU kernel computes
+    ValueError: the GPU simulation computes moment and binned statistics and cc (codes 0 to 13)...
     """
     codes = np.asarray(codes, dtype=np.int64).reshape(-1)
-    if not np.all((codes >= 0) & (codes < K.CC)):
-        raise ValueError(f"the GPU simulation computes moment and binned statistics (codes "
-                         f"below {K.CC}); cc (code {K.CC}) is a rank statistic, which the CPU "
-                         "kernel computes")
+    if not np.all((codes >= 0) & (codes <= K.CC)):
+        raise ValueError(f"the GPU simulation computes moment and binned statistics and cc "
+                         f"(codes 0 to {K.CC}); got codes {codes.tolist()}")
     m = prepared.size
     binned = [int(c) for c in codes if c in K.BIN_TERMS]
     n_bins = int(prepared.n_bins) if binned else 0
-    sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
-                                        prepared.u, n_bins, threads=threads, segment=segment,
-                                        order=order)
+    ranked = [k for k, c in enumerate(codes.tolist()) if c == K.CC]
+    if ranked:
+        centred_u, saa = centred_unit_ranks(prepared.order_u, prepared.tie_u)
+        sums, bins, cc_sums = simulation_cc_sums_gpu(
+            key, start, stop, generator_code, parameter, prepared.u, n_bins, centred_u,
+            threads=threads, segment=segment, order=order)
+    else:
+        sums, bins, _ = simulation_sums_gpu(key, start, stop, generator_code, parameter,
+                                            prepared.u, n_bins, threads=threads,
+                                            segment=segment, order=order)
     n = sums.shape[0]
     out = np.empty((n, codes.shape[0]))
+    if ranked:
+        out[:, ranked] = spearman_from_sums(np.stack(
+            [cc_sums[:, 0], np.full(n, saa), cc_sums[:, 1]], axis=1))[:, np.newaxis]
     # the sums of the uncertainties, one after the other as the CPU kernel's loops
     s_u2 = _sequential_sum(prepared.u2)
     s_lnu2 = _sequential_sum(prepared.lnu2)
