@@ -9,7 +9,10 @@
 # validate of 2e6 points without cc on 16 threads and on the GPU; "profile" where the GPU
 # validate of 2e6 points spends its time, without and with cc, and the CPU without cc; "exact"
 # the GPU kernels with their sums in the CPU's order against the tree (gpu_bootstrap.py, then
-# gpu_split.py: identical replicates, and what the ordered additions cost).
+# gpu_split.py: identical replicates, and what the ordered additions cost); "ranks" cc of
+# simulated sets on the GPU (gpu_ranks.py: identical replicates at 1e5 and 3e5 points, 500 sets
+# of 2e6 with and without cc), then the default validate of 2e6 points (with cc) on 16 threads
+# and on the GPU.
 #
 # Prepared here, before the call (see the device tool's README):
 #   .whl/      wheels of what the machine's Python 3.12 lacks (dask, distributed, numbagg,
@@ -66,6 +69,17 @@ if [[ " $STAGES " == *" exact "* ]]; then
         --out "$OUT/gpu-split.json" --budget $((LIMIT - SECONDS - 60)) \
         > "$OUT/gpu-split.log" 2>&1
     echo "gpu_split.py exit $?"; tail -n 30 "$OUT/gpu-split.log"
+fi
+if [[ " $STAGES " == *" ranks "* ]]; then
+    timeout 240 python3 benchmarks/gpu_ranks.py --out "$OUT/gpu-ranks.json" \
+        > "$OUT/gpu-ranks.log" 2>&1
+    echo "gpu_ranks.py exit $?"; tail -n 12 "$OUT/gpu-ranks.log"
+    left=$((LIMIT - SECONDS - 20))
+    echo "== validate with cc at ${SECONDS} s, budget ${left} s"
+    timeout $((left + 10)) python3 benchmarks/core_scaling.py --out "$OUT/validate-cc-cuda.json" \
+        --work validate --threads 16 --cuda --validate default --budget "$left" \
+        > "$OUT/validate-cc-cuda.log" 2>&1
+    echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cc-cuda.log"
 fi
 if [[ " $STAGES " == *" profile "* ]]; then
     # where the default validate of 2e6 points spends its wall time on the GPU, without and

@@ -85,7 +85,7 @@ u = rng.uniform(0.5, 2.0, m)
 centred, saa = gpu.centred_unit_ranks(np.argsort(u, kind="stable"), np.zeros(m, dtype=bool))
 key = stream_key(5, "reference:normal")
 whole = gpu.simulation_cc_sums_gpu(key, 2, 9, K.NORMAL, 0.0, u, 3, centred, threads=4)
-gpu.EXACT_ORDER_BYTES = 3 * gpu._CC_ROWS * 8 * m  # 3 replicates a batch
+gpu.CC_BYTES = 3 * gpu._CC_ROWS * 8 * m  # 3 replicates a batch
 batched = gpu.simulation_cc_sums_gpu(key, 2, 9, K.NORMAL, 0.0, u, 3, centred, threads=4)
 result["batches_identical"] = all(np.array_equal(a, b) for a, b in zip(whole, batched))
 result["batch_shapes"] = [list(a.shape) for a in batched]

@@ -1801,11 +1801,12 @@ def _free_device_bytes() -> int | None:
 
 
 def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = None, *,
-                     itemsize: int = 8) -> int:
+                     itemsize: int = 8, budget: int | None = None) -> int:
     """Blocks of a launch that adds its sums in the CPU's order from rows of device memory
     (the split simulation's variates, the bootstrap's counts): at most ``blocks``, and few
     enough that their rows of ``m`` items of ``itemsize`` bytes (``per_block`` rows a block)
-    take at most :data:`EXACT_ORDER_BYTES` and half of ``free`` device bytes; at least one.
+    take at most ``budget`` (default :data:`EXACT_ORDER_BYTES`) and half of ``free`` device
+    bytes; at least one.
 
     Examples
     --------
@@ -1814,7 +1815,8 @@ def exact_order_rows(m: int, per_block: int, blocks: int, free: int | None = Non
     >>> exact_order_rows(2_000_000, 1, 10_000), exact_order_rows(2_000_000, 1, 10_000, itemsize=4)
     (536, 1073)
     """
-    budget = EXACT_ORDER_BYTES if free is None else min(EXACT_ORDER_BYTES, free // 2)
+    budget = EXACT_ORDER_BYTES if budget is None else int(budget)
+    budget = budget if free is None else min(budget, free // 2)
     rows = budget // (int(itemsize) * max(int(m), 1))
     return int(max(1, min(int(blocks), rows // max(int(per_block), 1))))
 
@@ -1878,6 +1880,11 @@ _RANK_DIGITS = 1 << _RANK_BITS
 #: Rows of ``M`` doubles held on the device per replicate of a simulation with cc: its
 #: variates (then its ``|E~|``), the two buffers of the sort and its ranks.
 _CC_ROWS = 4
+#: Device memory for those rows: a batch of replicates drawn and ranked at once holds at most
+#: this many bytes (and half of the free memory). At M = 2·10⁶, 536 sets: the 500 of a default
+#: validate's first round in one batch, one block each (the sort is bound by memory latency,
+#: which more blocks per multiprocessor hide).
+CC_BYTES = 32 << 30
 
 
 def _absolute_errors(values, u):
@@ -2142,7 +2149,7 @@ def simulation_cc_sums_gpu(key, start: int, stop: int, generator_code: int, para
     :func:`_rank_sums` from the variates the simulation kernel leaves there: the CPU's bits.
 
     The replicates are drawn and ranked in batches whose rows (:data:`_CC_ROWS` of ``M``
-    doubles each) take at most :data:`EXACT_ORDER_BYTES` and half the free device memory.
+    doubles each) take at most :data:`CC_BYTES` and half the free device memory.
     ``sequential`` (default: above :data:`xuqcal.core.kernels._EXACT_RANK_SUMS` points, as the
     CPU) adds the sums in point order by one thread; else in any order (exact).
     ``threads``: of the simulation kernel (:func:`split_plan`) and of the rank kernel (at most
@@ -2178,7 +2185,8 @@ def simulation_cc_sums_gpu(key, start: int, stop: int, generator_code: int, para
     parts = []
     with _GPU_LOCK:
         _rank_kernels()
-        batch = exact_order_rows(m, _CC_ROWS, max(stop - start, 1), _free_device_bytes())
+        batch = exact_order_rows(m, _CC_ROWS, max(stop - start, 1), _free_device_bytes(),
+                                 budget=CC_BYTES)
         d_u = cuda.to_device(u)
         d_centred = cuda.to_device(centred_u)
         for first in range(start, stop, batch):
