@@ -2112,8 +2112,8 @@ def centred_unit_ranks(order_u: np.ndarray, tie_u: np.ndarray) -> tuple[np.ndarr
     ([-0.5, -0.5, 1.0], 1.5)
     """
     centred = np.empty(np.asarray(order_u).shape[0])
-    saa = K._centred_unit_ranks(np.asarray(order_u), np.asarray(tie_u, dtype=np.bool_),
-                                centred)
+    saa = K.centred_unit_ranks(np.asarray(order_u), np.asarray(tie_u, dtype=np.bool_),
+                               centred)
     return centred, float(saa)
 
 

@@ -913,8 +913,8 @@ class PreparedData:
             groups.append(g)
         ranks = [np.empty(self.size), np.empty(self.size)]
         ones = np.ones(self.size, dtype=np.int32)
-        K._average_ranks(self.order_u, self.tie_u, ones, ranks[0])
-        K._average_ranks(self.order_e, self.tie_e, ones, ranks[1])
+        K.average_ranks(self.order_u, self.tie_u, ones, ranks[0])
+        K.average_ranks(self.order_e, self.tie_e, ones, ranks[1])
         return groups[0], groups[1], ranks[0], ranks[1]
 
 
