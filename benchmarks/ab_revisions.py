@@ -138,6 +138,17 @@ WORKLOADS = {
         "main(['validate', csv, '--E', 'E', '--uE', 'uE', "
         "'-o', os.path.join(folder, 'out.nc')])",
     ),
+    # the same command as a user runs it: a fresh process (import, the kernels loaded from
+    # Numba's cache, anything compiled on demand, the work), its progress on a pipe
+    "cli_validate_nig_1e3_process": (
+        "import os, subprocess, tempfile; import pandas as pd; "
+        "ds = xuqcal.synthetic.nig(1000, nu=6, seed=0); "
+        "folder = tempfile.mkdtemp(); csv = os.path.join(folder, 'nig.csv'); "
+        "pd.DataFrame({'E': ds.E.values, 'uE': ds.uE.values}).to_csv(csv, index=False)",
+        "subprocess.run([sys.executable, '-m', 'xuqcal.cli', 'validate', csv, '--E', 'E', "
+        "'--uE', 'uE', '-o', os.path.join(folder, 'out.nc')], check=True, "
+        "capture_output=True)",
+    ),
 }
 
 _RUNNER = """
