@@ -178,7 +178,7 @@ def test_cc_jackknife_matches_scipy_with_heavy_ties(seed, m, levels_u, levels_e)
         np.testing.assert_allclose(got[q], want, rtol=1e-10, atol=1e-13)
 
 
-def test_lazy_jackknife_blocks_share_one_cc_task():
+def test_lazy_jackknife_blocks_share_one_cc_task(monkeypatch):
     """Split into many blocks, the lazy jackknife equals the eager one, and the cc values, the
     binned statistics' prefix sums and the moment statistics' totals come each from a single
     task that every block reads."""
@@ -188,6 +188,7 @@ def test_lazy_jackknife_blocks_share_one_cc_task():
     E, uE = _data(11, 400, ties=True)
     prepared = PreparedData.from_arrays(E, uE, n_bins=5)
     codes = codes_of(get_statistics(["zms", "cc", "ence"]))
+    monkeypatch.setattr(resampling, "JACKKNIFE_BATCH_BYTES", 1)  # blocks of the option's size
     with xuqcal.set_options(jackknife_chunk=37):
         lazy = resampling.jackknife(prepared, codes, 400)
     assert len(lazy.chunks[0]) == 11  # 400 values in tasks of 37
@@ -200,7 +201,8 @@ def test_lazy_jackknife_blocks_share_one_cc_task():
 def test_jackknife_values_compute_the_shared_parts_once(monkeypatch):
     """jackknife_values computes its blocks in batches, one Dask call each: the cc values, the
     prefix sums and the totals the blocks share are computed once for all the batches (each
-    batch computed them again: 8 times at M = 2e6), and the values are the lazy jackknife's."""
+    batch computed them again: 8 times at M = 2e6; the cc values now beside the first batch),
+    and the values are the lazy jackknife's."""
     import xuqcal
     from xuqcal.analysis import resampling
 
@@ -216,13 +218,35 @@ def test_jackknife_values_compute_the_shared_parts_once(monkeypatch):
             return _original(p)
 
         monkeypatch.setattr(resampling, name, counted)
-    monkeypatch.setattr(resampling, "JACKKNIFE_BATCH", 4)
-    with xuqcal.set_options(jackknife_chunk=101):  # 30 blocks: 8 batches
+    # no room for larger blocks: 30 blocks of 101 points, a batch of one block per core
+    monkeypatch.setattr(resampling, "JACKKNIFE_BATCH_BYTES", 1)
+    with xuqcal.set_options(jackknife_chunk=101):
+        assert len(resampling._jackknife_bounds(3000, 2)) == 30
         values = resampling.jackknife_values(prepared, codes, 3000)
         lazy = resampling.jackknife(prepared, codes, 3000).compute()
     assert sorted(calls) == sorted(["_spearman_jackknife", "_binned_prefix_sums",
                                     "_moment_totals"] * 2)  # once each, and once for lazy
     np.testing.assert_array_equal(values, lazy.T)
+
+
+def test_jackknife_blocks_are_few_and_bounded(monkeypatch):
+    """The option's blocks are made larger where they would give a core more than
+    JACKKNIFE_TASKS_PER_CORE tasks, but no larger than a core's share of the batch bytes; a
+    larger option is kept."""
+    import xuqcal
+    from xuqcal.analysis import resampling
+
+    monkeypatch.setattr(resampling, "cores", lambda: 2)
+    size = resampling.jackknife_block_size
+    assert size(10_000, 8) == 4096  # the option: 3 blocks
+    assert size(2_000_000, 8) == 250_000  # 8 blocks, 4 per core
+    room = resampling.JACKKNIFE_BATCH_BYTES // (2 * 8 * 8)
+    assert size(10**9, 8) == room  # a core's share of the batch's bytes
+    with xuqcal.set_options(jackknife_chunk=300_000):
+        assert size(2_000_000, 8) == 300_000
+    monkeypatch.setattr(resampling, "cores", lambda: 16)
+    assert size(2_000_000, 8) == 31_250  # 64 blocks
+    assert len(resampling._jackknife_bounds(2_000_000, 8)) == 64
 
 
 def test_jackknife_of_a_dominant_point_does_not_cancel():

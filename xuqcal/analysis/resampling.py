@@ -10,6 +10,7 @@ chunking and any scheduler.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterable, Sequence
 
@@ -65,6 +66,7 @@ from xuqcal.core.statistics import (
     statistic_coords,
 )
 from xuqcal.core.summaries import safe_std
+from xuqcal.core.threads import cores
 from xuqcal.io import by_role
 from xuqcal.options import OPTIONS
 
@@ -214,24 +216,37 @@ def _jackknife_shared(prepared, codes: np.ndarray) -> tuple:
     return prepared, spearman, prefix, totals
 
 
-def _jackknife_bounds(m: int) -> list[tuple[int, int]]:
-    """The points ``start .. stop - 1`` of each block of leave-one-out values."""
-    size = OPTIONS["jackknife_chunk"]
+def _jackknife_bounds(m: int, width: int) -> list[tuple[int, int]]:
+    """The points ``start .. stop - 1`` of each block of leave-one-out values (``width``
+    statistics): :func:`jackknife_block_size` points each."""
+    size = jackknife_block_size(m, width)
     return [(start, min(m, start + size)) for start in range(0, m, size)]
 
 
-def _jackknife_tasks(prepared, codes: np.ndarray, m: int, *,
-                     persist: bool = False) -> list[tuple[int, int, Delayed]]:
-    """The Delayed blocks of leave-one-out values, ``(start, stop, block)``. With ``persist``,
-    what the blocks share (:func:`_jackknife_shared`) is computed now, once
-    (:func:`dask.persist`), for blocks that are computed in several calls
-    (:func:`jackknife_values`): each call would compute it again."""
-    prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
-    if persist:
-        prepared, spearman, prefix, totals = dask.persist(prepared, spearman, prefix, totals)
-    return [(start, stop, delayed_call(_jackknife_block, prepared, codes, start, stop,
-                                       spearman, prefix, totals))
-            for start, stop in _jackknife_bounds(m)]
+#: Bytes of leave-one-out values that :func:`jackknife_values` holds in blocks beside its array
+#: (a batch of blocks computed together), at most; a core's share of it bounds a block.
+JACKKNIFE_BATCH_BYTES = 64 << 20
+#: Blocks of leave-one-out values per core when the option ``jackknife_chunk`` would make more.
+JACKKNIFE_TASKS_PER_CORE = 4
+
+
+def jackknife_block_size(m: int, width: int) -> int:
+    """Points per Dask task of the jackknife of ``m`` points and ``width`` statistics: the option
+    ``jackknife_chunk``, made larger where it would give a core more than
+    :data:`JACKKNIFE_TASKS_PER_CORE` tasks (at M = 2·10⁶ on 2 cores, 489 tasks of 4 096 points
+    spent about as long in Python between the kernels as in them), but no larger than a core's
+    share of :data:`JACKKNIFE_BATCH_BYTES`. No value depends on it: each point's leave-one-out
+    value is computed alone.
+
+    Examples
+    --------
+    >>> jackknife_block_size(10_000, 8)
+    4096
+    """
+    n_cores = cores()
+    few = math.ceil(m / (JACKKNIFE_TASKS_PER_CORE * n_cores))
+    room = JACKKNIFE_BATCH_BYTES // (n_cores * max(int(width), 1) * 8)
+    return max(OPTIONS["jackknife_chunk"], min(few, room))
 
 
 def _jackknife_rows(prepared: PreparedData, codes: np.ndarray, spearman, prefix, totals,
@@ -250,32 +265,41 @@ def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
     """
     prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
     return blocks_along(_jackknife_rows, prepared, (codes, spearman, prefix, totals),
-                        _jackknife_bounds(m), (codes.shape[0],))
+                        _jackknife_bounds(m, codes.shape[0]), (codes.shape[0],))
 
 
 def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
     """The values of :func:`jackknife`, computed now as one C-ordered ``(len(codes), m)`` array.
 
-    Blocks are computed :data:`JACKKNIFE_BATCH` at a time (by the active scheduler) and copied
-    into their columns, so the array is the only copy of the values: no concatenation of the
-    blocks and no transposition (each a second and third copy, 640 MB for eight statistics at
-    M = 10⁷).
+    The blocks of the moment and binned statistics are computed in batches (by the active
+    scheduler) of at most :data:`JACKKNIFE_BATCH_BYTES` (but at least a block per core) and
+    copied into their columns, so the array is the only copy of the values: no concatenation
+    of the blocks and no transposition (each a second and third copy, 640 MB for eight
+    statistics at M = 10⁷). What the blocks share is computed once, before the batches
+    (:func:`dask.persist`). cc's leave-one-out values, one task of all the points (O(M log M),
+    0.4–0.7 s at M = 2·10⁶), are computed beside the first batch and copied into their row:
+    the blocks do not wait for them.
     """
     values = np.empty((codes.shape[0], m))
-    # the batches are computed one after the other: what their blocks share is computed once
-    # (cc's O(M log M) leave-one-out values were computed again in every batch: 8 times at
-    # M = 2e6)
-    tasks = _jackknife_tasks(prepared, codes, m, persist=True)
-    for first in range(0, len(tasks), JACKKNIFE_BATCH):
-        batch = tasks[first:first + JACKKNIFE_BATCH]
-        for (start, stop, _), block in zip(batch, dask.compute(*[t[2] for t in batch]),
-                                           strict=True):
-            values[:, start:stop] = block.T
+    ranked = codes == K.CC
+    others = codes[~ranked]
+    prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
+    prepared, prefix, totals = dask.persist(prepared, prefix, totals)
+    tasks = [(start, stop, delayed_call(_jackknife_block, prepared, others, start, stop, None,
+                                        prefix, totals))
+             for start, stop in (_jackknife_bounds(m, others.shape[0]) if others.size else [])]
+    size = jackknife_block_size(m, others.shape[0])
+    batch = max(cores(), JACKKNIFE_BATCH_BYTES // (size * max(others.shape[0], 1) * 8))
+    for first in range(0, max(len(tasks), 1), batch):
+        blocks = tasks[first:first + batch]
+        with_cc = first == 0 and spearman is not None
+        computed = dask.compute(*([spearman] if with_cc else []), *[t[2] for t in blocks])
+        if with_cc:
+            values[ranked] = computed[0]
+            computed = computed[1:]
+        for (start, stop, _), block in zip(blocks, computed, strict=True):
+            values[~ranked, start:stop] = block.T
     return values
-
-
-#: jackknife blocks computed together by :func:`jackknife_values`
-JACKKNIFE_BATCH = 64
 
 
 def _as_delayed(obj):
