@@ -229,6 +229,26 @@ def test_jackknife_values_compute_the_shared_parts_once(monkeypatch):
     np.testing.assert_array_equal(values, lazy.T)
 
 
+@pytest.mark.parametrize("keys", [["cc"], ["zms", "ence"], ["ence", "cc", "nll"]])
+@pytest.mark.parametrize("room", [1, None])
+def test_jackknife_values_with_and_without_cc(monkeypatch, keys, room):
+    """cc's row (computed beside the first batch) and the blocks' rows land where the lazy
+    jackknife puts them, for cc alone, without cc, and cc between other statistics, in one
+    batch or in many (no room: a block per core a batch)."""
+    import xuqcal
+    from xuqcal.analysis import resampling
+
+    E, uE = _data(13, 700, ties=True)
+    prepared = PreparedData.from_arrays(E, uE, n_bins=4)
+    codes = codes_of(get_statistics(keys))
+    if room is not None:
+        monkeypatch.setattr(resampling, "JACKKNIFE_BATCH_BYTES", room)
+    with xuqcal.set_options(jackknife_chunk=50):
+        values = resampling.jackknife_values(prepared, codes, 700)
+    assert values.flags.c_contiguous and values.shape == (len(keys), 700)
+    np.testing.assert_array_equal(values, _jackknife_block(prepared, codes, 0, 700).T)
+
+
 def test_jackknife_blocks_are_few_and_bounded(monkeypatch):
     """The option's blocks are made larger where they would give a core more than
     JACKKNIFE_TASKS_PER_CORE tasks, but no larger than a core's share of the batch bytes; a
