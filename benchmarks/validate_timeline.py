@@ -37,12 +37,19 @@ KERNELS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="path of the JSON results")
+    parser.add_argument("--out", help="path of the JSON results")
+    parser.add_argument("--derive", type=Path,
+                        help="add the fields computed from the calls to this record and stop")
     parser.add_argument("--m", type=int, default=2_000_000)
     parser.add_argument("--nine-sets", action="store_true",
                         help="time the nine-set one call of rows/nine_sets.py (fixed counts) "
                              "instead of a default validate of --m NIG points")
     args = parser.parse_args()
+    if args.derive is not None:
+        add_derived_fields(args.derive)
+        return
+    if args.out is None:
+        parser.error("--out is required")
 
     import xuqcal
     from xuqcal.core import kernels as K
@@ -112,6 +119,10 @@ def main() -> None:
         # every span of at least IDLE_SPAN seconds when no kernel runs (serial work: the data
         # prepared, the accelerations, a round's summaries), and after the last kernel
         "spans_without_kernel": _spans_without_kernel(calls, wall),
+        # how long no kernel, one kernel, and as many kernels as threads ran: the time one
+        # kernel runs alone, with threads idle, is serial work too (cc's jackknife, a round's
+        # last task)
+        "seconds_by_kernels_running": _seconds_by_kernels_running(calls, wall, threads),
         "simulation_by_generator": {
             g: {"thread_seconds": s, "replicates": n, "points": p,
                 "ns_per_point_per_thread": s / p * 1e9 if p else None}
@@ -120,6 +131,29 @@ def main() -> None:
     }
     Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps({k: v for k, v in record.items() if k != "calls"}, indent=1))
+
+
+def _seconds_by_kernels_running(calls: list[dict], wall: float, threads: int
+                                ) -> dict[str, float]:
+    """Seconds of the call during which 0, 1, ... ``threads`` or more kernels ran."""
+    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls])
+    seconds = [0.0] * (threads + 1)
+    running, last = 0, 0.0
+    for moment, change in [*events, (wall, 0)]:
+        seconds[min(running, threads)] += moment - last
+        running += change
+        last = moment
+    return {(str(k) if k < threads else f"{k}+"): s for k, s in enumerate(seconds)}
+
+
+def add_derived_fields(path: Path) -> None:
+    """Add ``seconds_by_kernels_running`` to a record written before it existed, from its
+    ``calls`` (``--derive RECORD``)."""
+    record = json.loads(path.read_text())
+    record["seconds_by_kernels_running"] = _seconds_by_kernels_running(
+        record["calls"], record["wall_seconds"], record["threads"])
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(json.dumps(record["seconds_by_kernels_running"]))
 
 
 #: The shortest span without a running kernel that the record lists, in seconds.

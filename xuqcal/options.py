@@ -107,7 +107,9 @@ class set_options:
     replicate_chunk : int, default 1000
         Replicates per Dask chunk along ``replicate`` when ``chunks`` is not given.
     jackknife_chunk : int, default 4096
-        Leave-one-out values per Dask task of the BCa jackknife.
+        Leave-one-out values per Dask task of the BCa jackknife, at the least: more where it
+        would give each core more than 4 tasks
+        (:func:`xuqcal.analysis.resampling.jackknife_block_size`). No value depends on it.
     progress : bool, default False
         Show a progress bar with the time left (:class:`xuqcal.studies.progress.TimeLeft` on
         the local schedulers) while long computations (cubes, studies, the CLI) run.
