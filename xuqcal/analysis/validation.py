@@ -648,6 +648,10 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # are read here: the thread gets NumPy arrays, never a file or a Dask graph)
     fitting = (_in_thread(fitted_nu, np.asarray(ds[E].values), np.asarray(ds[uE].values))
                if simulated and any(g.fitted for g in gens) else None)
+    # the heavy-tail screen β_GM(Z²) (a sort of the M values: 0.19 s at M = 2e6), which the
+    # result needs only at the end, in a thread too: the last step no longer waits for it
+    screening = _in_thread(robust_skewness_z2, np.asarray(ds[E].values),
+                           np.asarray(ds[uE].values))
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,
                               analysis="validate", jackknife=True,
                               simulation=bool(simulated)).compute()
@@ -771,16 +775,18 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
                            max(boot.worst, mc_worst), gens=gens, names=names, schemes=schemes,
                            b=b, r=r, known_generator=known_generator,
                            simulated_scheme=simulated_scheme, mc_precision=mc_precision,
-                           heavy_tail_threshold=heavy_tail_threshold, tol=tol)
+                           heavy_tail_threshold=heavy_tail_threshold, tol=tol,
+                           beta_gm_z2=screening.result())
 
 
 def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst, *, gens,
                     names, schemes, b, r, known_generator, simulated_scheme, mc_precision,
-                    heavy_tail_threshold, tol) -> xr.Dataset:
+                    heavy_tail_threshold, tol, beta_gm_z2=None) -> xr.Dataset:
     """The result of a precision-driven :func:`validate` from its last round's bootstrap
     result of the kernel statistics (``None`` when there are none: coverage statistics only,
     nothing bootstrapped or simulated) and simulated references, by the functions of the
-    fixed-count path; ``worst`` is the largest shortfall ratio of the last round."""
+    fixed-count path; ``worst`` is the largest shortfall ratio of the last round;
+    ``beta_gm_z2``, the heavy-tail screen when computed already (else computed here)."""
     uE_values = np.asarray(ds[b["uE"]].values)
     bootstrap = _with_coverage_rows(_over_all_statistics(bootstrap, all_stats, b,
                                                          ds.sizes["sample"]), all_stats)
@@ -796,7 +802,7 @@ def _precise_result(ds, all_stats, bootstrap, reference, simulated, n_mc, worst,
                        stats=all_stats, names=names, schemes=schemes,
                        known_generator=known_generator, simulated_scheme=simulated_scheme,
                        heavy_tail_threshold=heavy_tail_threshold, tol=tol,
-                       dependence=b["dependence"]).compute()
+                       dependence=b["dependence"], beta_gm_z2=beta_gm_z2).compute()
 
 
 def _dependence_values(ds: xr.Dataset, dependence) -> object:
@@ -961,10 +967,11 @@ def sim2_zeta(estimate, mean, q025, q975):
 
 
 def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_scheme,
-                   heavy_tail_threshold, tol, dependence=None) -> xr.Dataset:
+                   heavy_tail_threshold, tol, dependence=None, beta_gm_z2=None) -> xr.Dataset:
     """The result of :func:`validate` from the computed bootstrap and simulation results, the
     uncertainties, the errors and the values of the dependence variable (``None`` for
-    independent points; one task of the graph)."""
+    independent points; one task of the graph); ``beta_gm_z2``, the heavy-tail screen
+    :func:`robust_skewness_z2` of the errors when computed already (else computed here)."""
     result, simulated, uE_values, E_values, dependence_values = parts
     uE_values = np.asarray(uE_values)
     coverage = [i for i, s in enumerate(stats) if s.is_coverage]
@@ -1009,7 +1016,7 @@ def _validate_body(parts, *, stats, names, schemes, known_generator, simulated_s
     result = result.assign_coords(df=simulated.df)
     sensitive = generator_sensitive(simulated["mean"].values, simulated["se"].values)
     result["generator_sensitive"] = xr.DataArray(sensitive, dims="statistic")
-    beta = robust_skewness_z2(E_values, uE_values)
+    beta = robust_skewness_z2(E_values, uE_values) if beta_gm_z2 is None else beta_gm_z2
     result["beta_gm_z2"] = xr.DataArray(beta)
     # tail-sensitive statistics of heavy-tailed z-scores are not testable (their zeta stays)
     heavy_tails = heavy_tail_threshold is not None and beta > heavy_tail_threshold
