@@ -299,8 +299,8 @@ def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
             values[ranked] = computed[0]
             computed = computed[1:]
         for (start, stop, _), block in zip(blocks, computed, strict=True):
-            # row by row: a boolean-masked assignment of the transposed block took 18 times
-            # as long (0.26 s for eight statistics at M = 2e6)
+            # row by row: a boolean-masked assignment of the transposed block is a slow path
+            # of NumPy's (benchmarks/measured/ab-jackknife-rows-issue26-2026-11-27.json)
             for column, row in enumerate(rows):
                 values[row, start:stop] = block[:, column]
     return values
