@@ -65,6 +65,30 @@ def test_against_a_direct_computation(window, min_count, by):
     assert r.attrs["min_count"] == (window if min_count is None else min_count)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_trailing_mean_is_numbagg_s_bit_for_bit(seed):
+    """xuqcal's cached running mean (numbagg compiles in every process) gives numbagg's
+    move_mean bits: the same running sums, with NaNs skipped, every window and min_count, on
+    values of mixed magnitudes (where the order of the additions shows in the last bits)."""
+    import numbagg
+
+    from xuqcal.core.moving import trailing_mean
+
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 400))
+    a = rng.standard_normal(m) * 10.0 ** rng.integers(-8, 9, m)
+    a[rng.random(m) < 0.2] = np.nan
+    compared = 0
+    for window in sorted({1, 2, 3, m // 3 or 1, m // 2 or 1, m}):
+        for min_count in sorted({1, window // 2 or 1, window}):
+            out = np.empty(m)
+            trailing_mean(a, window, min_count, out)
+            expected = numbagg.move_mean(a, window=window, min_count=min_count)
+            assert np.array_equal(out, expected, equal_nan=True), (m, window, min_count)
+            compared += 1
+    assert compared >= 3
+
+
 def test_edges_are_nan_where_the_window_is_incomplete():
     ds = _data(50)
     r = running_statistics(ds, window=6)

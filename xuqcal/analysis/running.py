@@ -17,7 +17,6 @@ this default.
 
 from __future__ import annotations
 
-import numbagg
 import numpy as np
 import xarray as xr
 
@@ -26,6 +25,7 @@ from xuqcal.analysis.slices import broadcast
 from xuqcal.analysis.stats import check_sample_variables
 from xuqcal.core import defaults
 from xuqcal.core.checks import check_finite
+from xuqcal.core.moving import trailing_mean
 from xuqcal.core.provenance import provenance
 from xuqcal.io import SAMPLE_DIM, by_role
 
@@ -75,7 +75,9 @@ def default_window(m: int) -> int:
 
 
 def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) -> np.ndarray:
-    """Mean over a centred window of ``window`` points, with :func:`numbagg.move_mean`.
+    """Mean over a centred window of ``window`` points, with the running sums of
+    :func:`numbagg.move_mean` (:func:`xuqcal.core.moving.trailing_mean`, the same values,
+    compiled once per machine where numbagg compiles in every process).
 
     ``numbagg.move_mean`` is trailing: its value at position ``j`` averages ``x[j - window + 1
     : j + 1]``. Shifting it by ``(window - 1) // 2`` centres it: the value at position ``i``
@@ -113,7 +115,9 @@ def centred_move_mean(x: np.ndarray, window: int, min_count: int | None = None) 
         min_count, "min_count", 1, window, f"the window ({window})")
     lead = (window - 1) // 2  # points after i inside its window
     padded = np.concatenate([x, np.full(lead, np.nan)])  # NaNs are skipped: a cut window
-    return numbagg.move_mean(padded, window=window, min_count=min_count)[lead:]
+    out = np.empty_like(padded)
+    trailing_mean(padded, window, min_count, out)
+    return out[lead:]
 
 
 @broadcast
