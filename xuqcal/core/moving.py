@@ -2,9 +2,10 @@
 
 :func:`trailing_mean` is the algorithm of :func:`numbagg.move_mean` (running sums with NaN
 values skipped), written here so that it is compiled once per machine: numbagg compiles its
-functions anew in every process (it does not cache them), which cost about a second on the
-first running statistic of every ``xuqcal`` command that made one. The values are
-numbagg's bit for bit (``tests/test_running.py`` compares them).
+functions anew in every process (it does not cache them), on the first running statistic of
+every ``xuqcal`` command that made one (``xuqcal demo``, fresh processes alternated ×3: median
+6.072 → 5.444 s, ``benchmarks/measured/ab-cli-demo-running-mean-issue26-2026-11-27.json``).
+The values are numbagg's bit for bit (``tests/test_running.py`` compares them).
 """
 
 from __future__ import annotations
