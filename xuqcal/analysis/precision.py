@@ -359,9 +359,9 @@ class Rounds:
 def round_chunks(size: int, chunks: int | None) -> int:
     """Replicates per Dask task in a round of ``size``: ``chunks`` when given, else the
     option ``replicate_chunk``, but small enough that a round gives every core of the machine
-    two tasks (a first round of 500 replicates in one task would use one core), and large
-    enough that a round has at most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not
-    change any value.
+    :data:`ROUND_TASKS_PER_CORE` tasks (a first round of 500 replicates in one task would use
+    one core), and large enough that a round has at most ``defaults.MAX_REPLICATE_TASKS``
+    tasks. The chunking does not change any value.
 
     Examples
     --------
@@ -370,7 +370,14 @@ def round_chunks(size: int, chunks: int | None) -> int:
     """
     if chunks is not None:
         return int(chunks)
-    return default_chunk(size)
+    return default_chunk(size, ROUND_TASKS_PER_CORE)
+
+
+#: Tasks per core of a precision-driven round (a round ends with its slowest task: with two
+#: tasks a core, at M = 2e6 on 2 cores the first bootstrap round's four tasks took 4.4 s on
+#: average and 5.9 s at most, one core idle meanwhile, in
+#: ``benchmarks/measured/validate-timeline-2e6-eighth-session-end-issue26-2026-11-27.json``).
+ROUND_TASKS_PER_CORE = 4
 
 
 def computes_when_auto(function: Callable | None = None, *,

@@ -26,11 +26,12 @@ __all__ = ["COUNTS_BLOCK", "count_blocks", "counts_replicates", "default_chunk",
            "evaluate_row_counts", "replicate_chunks"]
 
 
-def default_chunk(n_replicates: int) -> int:
+def default_chunk(n_replicates: int, tasks_per_core: int = 2) -> int:
     """Replicates per Dask task when ``chunks`` is not given: the option ``replicate_chunk``,
-    but small enough that the replicates give every core of the machine two tasks (1000
-    replicates in one task would use one core of sixteen), and large enough that there are at
-    most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not change any value.
+    but small enough that the replicates give every core of the machine ``tasks_per_core``
+    tasks (1000 replicates in one task would use one core of sixteen), and large enough that
+    there are at most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not change any
+    value.
 
     Examples
     --------
@@ -40,7 +41,8 @@ def default_chunk(n_replicates: int) -> int:
     1000
     """
     cores = os.cpu_count() or 1
-    return max(1, min(OPTIONS["replicate_chunk"], math.ceil(n_replicates / (2 * cores))),
+    return max(1, min(OPTIONS["replicate_chunk"],
+                      math.ceil(n_replicates / (tasks_per_core * cores))),
                math.ceil(n_replicates / defaults.MAX_REPLICATE_TASKS))
 
 
