@@ -309,19 +309,35 @@ class Rounds:
     """
 
     def __init__(self, compute: Callable[..., np.ndarray], count: int | str, *, ceiling: int,
-                 first: int = defaults.AUTO_FIRST, statistics: int | None = None) -> None:
+                 first: int = defaults.AUTO_FIRST, statistics: int | None = None,
+                 initial: np.ndarray | None = None) -> None:
         self.together = statistics is None
         # all together: one group, whose values are those of compute(start, stop)
         self._compute = ((lambda rows, start, stop: compute(start, stop)[np.newaxis])
                          if self.together else compute)
         self.auto = is_auto(count)
         self.ceiling = int(ceiling) if self.auto else int(count)
-        start = min(first, self.ceiling) if self.auto else self.ceiling
+        start = self.first_count(count, ceiling=ceiling, first=first)
         rows = list(range(1 if self.together else statistics))
-        block = self._compute(rows, 0, start)
+        # ``initial``: the first round computed already (what compute would return for it)
+        block = (self._compute(rows, 0, start) if initial is None else
+                 (initial[np.newaxis] if self.together else initial))
         self._values = [block[i] for i in rows]
         self._n = np.full(len(rows), start, dtype=np.int64)
         self.worst = 0.0
+
+    @staticmethod
+    def first_count(count: int | str, *, ceiling: int, first: int = defaults.AUTO_FIRST) -> int:
+        """The replicates of the first round: ``first`` (at most ``ceiling``) for ``"auto"``,
+        else the fixed ``count``.
+
+        Examples
+        --------
+        >>> Rounds.first_count("auto", ceiling=10_000, first=2000), Rounds.first_count(
+        ...     500, ceiling=10_000)
+        (2000, 500)
+        """
+        return min(first, int(ceiling)) if is_auto(count) else int(count)
 
     @property
     def values(self) -> np.ndarray | list[np.ndarray]:

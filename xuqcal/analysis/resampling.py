@@ -71,7 +71,7 @@ from xuqcal.io import by_role
 from xuqcal.options import OPTIONS
 
 __all__ = ["bootstrap", "bootstrap_prepared", "check_count", "jackknife", "jackknife_values",
-           "replicate_chunks"]
+           "jackknife_values_alongside", "replicate_chunks"]
 
 RNG_DESCRIPTION = (
     "SplitMix64 stream per replicate r, started from mix(key, r) with "
@@ -269,7 +269,18 @@ def jackknife(prepared, codes: np.ndarray, m: int) -> da.Array:
 
 
 def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
-    """The values of :func:`jackknife`, computed now as one C-ordered ``(len(codes), m)`` array.
+    """The values of :func:`jackknife`, computed now as one C-ordered ``(len(codes), m)`` array
+    (:func:`jackknife_values_alongside` without a collection)."""
+    return jackknife_values_alongside(prepared, codes, m, None)[0]
+
+
+def jackknife_values_alongside(prepared, codes: np.ndarray, m: int, alongside
+                               ) -> tuple[np.ndarray, object]:
+    """The values of :func:`jackknife`, computed now as one C-ordered ``(len(codes), m)`` array,
+    and ``alongside``, a Dask collection (or None) computed in the same call as the first
+    batch: ``(values, computed alongside)``. A precision-driven validate computes its first
+    bootstrap round there, so that the cores that the jackknife leaves idle (cc's one task,
+    the end of a batch) draw replicates meanwhile.
 
     The blocks of the moment and binned statistics are computed in batches (by the active
     scheduler) of at most :data:`JACKKNIFE_BATCH_BYTES` (but at least a block per core) and
@@ -291,10 +302,15 @@ def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
              for start, stop in (_jackknife_bounds(m, others.shape[0]) if others.size else [])]
     size = jackknife_block_size(m, others.shape[0])
     batch = max(cores(), JACKKNIFE_BATCH_BYTES // (size * max(others.shape[0], 1) * 8))
+    result = None
     for first in range(0, max(len(tasks), 1), batch):
         blocks = tasks[first:first + batch]
         with_cc = first == 0 and spearman is not None
-        computed = dask.compute(*([spearman] if with_cc else []), *[t[2] for t in blocks])
+        with_other = first == 0 and alongside is not None
+        computed = dask.compute(*([alongside] if with_other else []),
+                                *([spearman] if with_cc else []), *[t[2] for t in blocks])
+        if with_other:
+            result, computed = computed[0], computed[1:]
         if with_cc:
             values[ranked] = computed[0]
             computed = computed[1:]
@@ -303,7 +319,7 @@ def jackknife_values(prepared, codes: np.ndarray, m: int) -> np.ndarray:
             # of NumPy's (benchmarks/measured/ab-jackknife-rows-issue26-2026-11-27.json)
             for column, row in enumerate(rows):
                 values[row, start:stop] = block[:, column]
-    return values
+    return values, result
 
 
 def _as_delayed(obj):

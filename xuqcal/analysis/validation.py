@@ -85,7 +85,7 @@ from xuqcal.analysis.resampling import (
     bootstrap_checked,
     bootstrap_replicates,
     bootstrap_result,
-    jackknife_values,
+    jackknife_values_alongside,
     prepare_lazily,
 )
 from xuqcal.analysis.simulation import (
@@ -659,10 +659,21 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
     dependence = b["dependence"]
+    # the bootstrap's first round holds at least the replicates a fixed count needs at this
+    # level (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
+    first_boot = max(defaults.AUTO_FIRST, minimum_replicates(level))
+    initial = None  # the first bootstrap round, when computed beside the jackknife
     if dependence is None:
         # in C order, its only copy (the summaries of every round would copy an (M,
-        # statistic) transpose, 640 MB for eight statistics at M = 10^7)
-        jack = jackknife_values(in_graph, codes, prepared.size)
+        # statistic) transpose, 640 MB for eight statistics at M = 10^7); the first bootstrap
+        # round is drawn in the same call as its first batch (the cores that cc's one task
+        # leaves idle draw replicates meanwhile), the accelerations being needed only after it
+        n_first = Rounds.first_count(b["n_boot"], ceiling=defaults.N_BOOT, first=first_boot)
+        jack, initial = jackknife_values_alongside(
+            in_graph, codes, prepared.size,
+            bootstrap_replicates(in_graph, codes, n_first, seed, round_chunks(n_first, chunks),
+                                 first=0))
+        initial = np.asarray(initial).T
     else:  # the resampling rows of the points, and the delete-one-group/block jackknife
         by_values = ds[b["by"]].values if b["by"] != uE else ds[uE].values
         arranged = arrange_prepared(prepared, np.asarray(by_values),
@@ -696,11 +707,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # the bootstrap grows per statistic: a round computes the statistics still short of
     # precision only (at M = 2e6, the moment statistics' replicates cost a fraction of the
     # binned and rank statistics'); each keeps the prefix of its fixed-count replicates
-    # the first round holds at least the replicates a fixed count needs at this level
-    # (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
-    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT,
-                  first=max(defaults.AUTO_FIRST, minimum_replicates(level)),
-                  statistics=len(stats))
+    boot = Rounds(bootstrap_rounds, b["n_boot"], ceiling=defaults.N_BOOT, first=first_boot,
+                  statistics=len(stats), initial=initial)
     if fitting is not None:
         gens = fit_generators(gens, fitting.result())
     sims = Rounds(simulation_rounds, r["n_mc"], ceiling=defaults.N_MC) if simulated else None
