@@ -39,6 +39,17 @@ python3 -c "import numpy, scipy, numba, xarray, dask, distributed, numba.cuda as
 print('numpy', numpy.__version__, 'scipy', scipy.__version__, 'numba', numba.__version__, \
 'xarray', xarray.__version__, 'dask', dask.__version__, 'gpu', c.is_available())"
 
+# the default validate of 2e6 points on 16 threads and on the GPU (core_scaling.py) in the time
+# left: validate_on_16_threads_and_the_gpu NAME VALIDATE (VALIDATE: default or without_cc)
+validate_on_16_threads_and_the_gpu() {
+    local left=$((LIMIT - SECONDS - 20))
+    echo "== validate ($2) at ${SECONDS} s, budget ${left} s"
+    timeout $((left + 10)) python3 benchmarks/core_scaling.py --out "$OUT/$1.json" \
+        --work validate --threads 16 --cuda --validate "$2" --budget "$left" \
+        > "$OUT/$1.log" 2>&1
+    echo "core_scaling.py exit $?"; tail -n 20 "$OUT/$1.log"
+}
+
 STAGES=${STAGES:-"gpu_simulation core_scaling"}
 if [[ " $STAGES " == *" fma "* ]]; then
     timeout 120 python3 benchmarks/gpu_simulation.py --fma-only --out "$OUT/fma.json" \
@@ -51,12 +62,7 @@ if [[ " $STAGES " == *" split "* ]]; then
     timeout 200 python3 benchmarks/gpu_split.py --out "$OUT/gpu-split.json" --budget 150 \
         > "$OUT/gpu-split.log" 2>&1
     echo "gpu_split.py exit $?"; tail -n 30 "$OUT/gpu-split.log"
-    left=$((LIMIT - SECONDS - 20))
-    echo "== validate without cc at ${SECONDS} s, budget ${left} s"
-    timeout $((left + 10)) python3 benchmarks/core_scaling.py --out "$OUT/validate-cuda.json" \
-        --work validate --threads 16 --cuda --validate without_cc --budget "$left" \
-        > "$OUT/validate-cuda.log" 2>&1
-    echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cuda.log"
+    validate_on_16_threads_and_the_gpu validate-cuda without_cc
 fi
 if [[ " $STAGES " == *" exact "* ]]; then
     # the sums in the CPU's order (the default since 2026-11-27, third session) against the
@@ -74,12 +80,7 @@ if [[ " $STAGES " == *" ranks "* ]]; then
     timeout 240 python3 benchmarks/gpu_ranks.py --out "$OUT/gpu-ranks.json" \
         > "$OUT/gpu-ranks.log" 2>&1
     echo "gpu_ranks.py exit $?"; tail -n 12 "$OUT/gpu-ranks.log"
-    left=$((LIMIT - SECONDS - 20))
-    echo "== validate with cc at ${SECONDS} s, budget ${left} s"
-    timeout $((left + 10)) python3 benchmarks/core_scaling.py --out "$OUT/validate-cc-cuda.json" \
-        --work validate --threads 16 --cuda --validate default --budget "$left" \
-        > "$OUT/validate-cc-cuda.log" 2>&1
-    echo "core_scaling.py exit $?"; tail -n 20 "$OUT/validate-cc-cuda.log"
+    validate_on_16_threads_and_the_gpu validate-cc-cuda default
 fi
 if [[ " $STAGES " == *" profile "* ]]; then
     # where the default validate of 2e6 points spends its wall time on the GPU, without and
