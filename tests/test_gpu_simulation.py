@@ -25,10 +25,10 @@ from xuqcal.core.generators import get_generator
 from xuqcal.core.statistics import STATISTICS
 
 TOLERANCE = 1e-12
-#: Every statistic the GPU simulates: moment, binned and cc (a sort per set on the device;
-#: its kernel's branches are checked on made keys in ``tests/test_gpu_ranks.py``).
-KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse",
-        "cc")
+#: Every moment and binned statistic the GPU simulates (cc, a sort per set on the device, is
+#: checked below with two generators: its kernel does not depend on the generator, and its
+#: branches are checked on made keys in ``tests/test_gpu_ranks.py``).
+KEYS = ("mse", "rmse", "mv", "rmv", "zm", "zms", "zv", "rce", "nll", "ence", "uce", "zmse")
 #: The generators and the branch of ``fill_variates`` each takes: normal (ziggurat),
 #: Student-t of integer nu from 3 to 6 (its own ziggurat, stream version 4: t4 and t6, whose
 #: density takes a sqrt, and t5, whose does not), of another even nu <= 32 (chi-square
@@ -101,6 +101,20 @@ for name in GENERATORS:
     variates[name] = relative(eps, cpu)
 result["statistics"] = statistics
 result["identical"] = identical
+
+# cc: each set sorted and ranked on the device (t6: one thread a replicate; normal: split
+# between 8 threads), with the moment and binned statistics of the same sets
+ranked = np.array([STATISTICS[k].code for k in ("zms", "cc", "ence")])
+cc_sets = {}
+for name, options in (("t6", {"threads": 2}), ("normal", {"threads": 8, "segment": 24})):
+    g = get_generator(name)
+    key = stream_key(3, f"reference:{name}")
+    reference = _simulation_block(prepared, ranked, g.code, g.parameter, key, 5, 7)
+    values = gpu.simulate_statistics_gpu(key, 5, 7, ranked, g.code, g.parameter, prepared,
+                                         **options)
+    cc_sets[name] = [bool(np.array_equal(values, reference, equal_nan=True)),
+                     float(np.ptp(reference[:, 1]))]
+result["cc_sets"] = cc_sets
 result["variates"] = variates
 result["spread"] = spread
 
@@ -205,14 +219,16 @@ ds = xuqcal.synthetic.nig(150, nu=6, seed=4)
 options = dict(generators=["normal", "t6", "normp1.5"], n_mc=6, seed=2, n_bins=5,
                keep_replicates=True)
 stats = ["zms", "ence", "zmse", "rce"]
+cc_options = {**options, "generators": ["normal", "normp1.5"], "n_mc": 3}
 cpu = xuqcal.simulate(ds, stats, chunks=2, **options).compute()
 with xuqcal.set_options(device="cuda"):
     lazy = xuqcal.simulate(ds, stats, chunks=2, **options)
     result["chunks"] = [list(c) for c in lazy.replicates.chunks]
     on_gpu = lazy.compute()
     other = xuqcal.simulate(ds, stats, chunks=[1, 5], **options).compute()
-    with_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **options).compute()
-plain_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **options).compute()
+    # (fewer sets: the simulator sorts each set's |E~| as Python threads)
+    with_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **cc_options).compute()
+plain_cc = xuqcal.simulate(ds, ["zms", "cc"], chunks=2, **cc_options).compute()
 result["simulate_relative"] = relative(on_gpu.replicates.values, cpu.replicates.values)
 result["simulate_identical"] = all(
     np.array_equal(on_gpu[v].values, cpu[v].values, equal_nan=True)
@@ -223,7 +239,7 @@ result["chunk_independent"] = bool(np.array_equal(on_gpu.replicates.values,
                                                   other.replicates.values, equal_nan=True))
 result["device"] = on_gpu.attrs.get("device")
 result["cpu_device"] = cpu.attrs.get("device")
-result["launches"] = list(launches)  # normal and t6, one launch each; normp on the CPU
+result["launches"] = list(launches)  # one launch a generator on the GPU; normp on the CPU
 result["cc_identical"] = bool(plain_cc.replicates.identical(with_cc.replicates))
 result["cc_device"] = with_cc.attrs.get("device")
 
@@ -308,6 +324,16 @@ def test_statistics_are_the_cpu_s_bit_for_bit_where_the_variates_are(simulated):
         assert group > 1 and one_thread and split, (name, simulated["identical"][name])
 
 
+def test_simulated_cc_is_the_cpu_s_bit_for_bit(simulated):
+    """cc's sets sorted and ranked on the device, with the moment and binned statistics of
+    the same sets, one thread a replicate (t6) and split between threads (normal): the CPU's
+    bits."""
+    assert set(simulated["cc_sets"]) == {"normal", "t6"}
+    for name, (identical, spread) in simulated["cc_sets"].items():
+        assert identical, name
+        assert spread > 0, name  # cc differs between the sets
+
+
 def test_bin_sums_follow_the_cpu_bins_including_empty_ones(simulated):
     assert simulated["empty_bins"] > 0
     assert simulated["bin_sums_equal"] is True
@@ -334,9 +360,10 @@ def test_device_option_routes_simulate_to_the_gpu(simulated):
     assert simulated["summaries_relative"] <= TOLERANCE
     # normal and t6: the CPU's variates, summed in its order, so its replicates and summaries
     assert simulated["simulate_identical"] is True
-    # one launch per GPU generator (all 6 sets), re-chunked as asked, in each of the three
-    # simulations (chunks 2 and [1, 5], and the one with cc); normp on the CPU
-    assert simulated["launches"] == [6, 6, 6, 6, 6, 6]
+    # one launch per GPU generator (all its sets), re-chunked as asked, in each of the three
+    # simulations (normal and t6 with chunks 2 and [1, 5]; normal's 3 sets with cc); normp on
+    # the CPU
+    assert simulated["launches"] == [6, 6, 6, 6, 3]
     assert simulated["chunks"][-1] == [2, 2, 2]
     assert simulated["chunk_independent"] is True
     assert simulated["device"] == ("cuda (synthetic sets of normal, t6 on the GPU, the same "
@@ -347,7 +374,7 @@ def test_device_option_routes_simulate_to_the_gpu(simulated):
 def test_a_request_with_cc_runs_on_the_gpu(simulated):
     """cc's sets sorted and ranked on the device: the CPU's replicates bit for bit."""
     assert simulated["cc_identical"] is True
-    assert simulated["cc_device"] == ("cuda (synthetic sets of normal, t6 on the GPU, the same "
+    assert simulated["cc_device"] == ("cuda (synthetic sets of normal on the GPU, the same "
                                       "streams; normp1.5 on the CPU)")
 
 
