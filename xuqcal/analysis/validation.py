@@ -648,8 +648,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     # are read here: the thread gets NumPy arrays, never a file or a Dask graph)
     fitting = (_in_thread(fitted_nu, np.asarray(ds[E].values), np.asarray(ds[uE].values))
                if simulated and any(g.fitted for g in gens) else None)
-    # the heavy-tail screen β_GM(Z²) (a sort of the M values: 0.19 s at M = 2e6), which the
-    # result needs only at the end, in a thread too: the last step no longer waits for it
+    # the heavy-tail screen β_GM(Z²) (a sort of the M values), which the result needs only
+    # at the end, in a thread too: the last step no longer waits for it
     screening = _in_thread(robust_skewness_z2, np.asarray(ds[E].values),
                            np.asarray(ds[uE].values))
     prepared = prepare_lazily(ds, stats, n_bins=b["n_bins"], by=r["by"], E=E, uE=uE,

@@ -989,8 +989,8 @@ def _average_unit_ranks(order, tie, rank):
 def average_ranks(order, tie, counts, rank):
     """:func:`_average_ranks`, compiled into the cache for callers in Python (the jackknife's
     tie groups, :meth:`xuqcal.core.statistics.PreparedData.tie_groups`): the inlined function,
-    called from Python, was compiled again in every process (0.44 s of a small default
-    validate in a fresh process)."""
+    called from Python, was compiled again in every process (a fresh-process ``xuqcal
+    validate`` of 1 000 points: ``benchmarks/measured/ab-cli-validate-process-cached-ranks-*``)."""
     _average_ranks(order, tie, counts, rank)
 
 
