@@ -10,7 +10,6 @@ whose rows are drawn as multiplicities a block at a time (:func:`count_blocks`,
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ from xuqcal.core import kernels as K
 from xuqcal.core.checks import check_chunks, check_count
 from xuqcal.core.memory import check_replicates_fit
 from xuqcal.core.statistics import PreparedData
+from xuqcal.core.threads import cores
 from xuqcal.options import OPTIONS
 
 __all__ = ["COUNTS_BLOCK", "count_blocks", "counts_replicates", "default_chunk",
@@ -28,9 +28,10 @@ __all__ = ["COUNTS_BLOCK", "count_blocks", "counts_replicates", "default_chunk",
 
 def default_chunk(n_replicates: int, tasks_per_core: int = 2) -> int:
     """Replicates per Dask task when ``chunks`` is not given: the option ``replicate_chunk``,
-    but small enough that the replicates give every core of the machine ``tasks_per_core``
-    tasks (1000 replicates in one task would use one core of sixteen), and large enough that
-    there are at most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not change any
+    but small enough that the replicates give every core the process may use
+    (:func:`xuqcal.core.threads.cores`, as the jackknife's blocks) ``tasks_per_core`` tasks
+    (1000 replicates in one task would use one core of sixteen), and large enough that there
+    are at most ``defaults.MAX_REPLICATE_TASKS`` tasks. The chunking does not change any
     value.
 
     Examples
@@ -40,9 +41,8 @@ def default_chunk(n_replicates: int, tasks_per_core: int = 2) -> int:
     >>> default_chunk(100_000)
     1000
     """
-    cores = os.cpu_count() or 1
     return max(1, min(OPTIONS["replicate_chunk"],
-                      math.ceil(n_replicates / (tasks_per_core * cores))),
+                      math.ceil(n_replicates / (tasks_per_core * cores()))),
                math.ceil(n_replicates / defaults.MAX_REPLICATE_TASKS))
 
 
