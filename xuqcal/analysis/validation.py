@@ -659,6 +659,15 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     estimate = prepared.evaluate(codes)
     in_graph = shared(prepared)  # sent to a cluster's workers once, not with every round
     dependence = b["dependence"]
+    def round_replicates(grown: list[int], start: int, stop: int):
+        """The lazy bootstrap replicates ``start .. stop - 1`` of the statistics ``grown``."""
+        if dependence is not None:
+            return dependent_bootstrap_replicates(
+                arranged_in_graph, codes[grown], stop - start, seed, dependence.resample,
+                round_chunks(stop - start, chunks), first=start)
+        return bootstrap_replicates(in_graph, codes[grown], stop - start, seed,
+                                    round_chunks(stop - start, chunks), first=start)
+
     # the bootstrap's first round holds at least the replicates a fixed count needs at this
     # level (minimum_replicates: 2000 at 0.999), so that no bound is an extreme replicate
     first_boot = max(defaults.AUTO_FIRST, minimum_replicates(level))
@@ -670,9 +679,8 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
         # leaves idle draw replicates meanwhile), the accelerations being needed only after it
         n_first = Rounds.first_count(b["n_boot"], ceiling=defaults.N_BOOT, first=first_boot)
         jack, initial = jackknife_values_alongside(
-            in_graph, codes, prepared.size,
-            bootstrap_replicates(in_graph, codes, n_first, seed, round_chunks(n_first, chunks),
-                                 first=0))
+            in_graph, codes, prepared.size, round_replicates(list(range(len(stats))), 0,
+                                                              n_first))
         initial = np.asarray(initial).T
     else:  # the resampling rows of the points, and the delete-one-group/block jackknife
         by_values = ds[b["by"]].values if b["by"] != uE else ds[uE].values
@@ -690,13 +698,7 @@ def _validate_precise(ds, all_stats, simulated, gens, names, schemes, bootstrap_
     sim_codes = codes_of(simulated) if simulated else codes[:0]
 
     def bootstrap_rounds(grown: list[int], start: int, stop: int) -> np.ndarray:
-        if dependence is not None:
-            return computed(dependent_bootstrap_replicates(
-                arranged_in_graph, codes[grown], stop - start, seed, dependence.resample,
-                round_chunks(stop - start, chunks), first=start)).T
-        return computed(bootstrap_replicates(in_graph, codes[grown], stop - start, seed,
-                                             round_chunks(stop - start, chunks),
-                                             first=start)).T
+        return computed(round_replicates(grown, start, stop)).T
 
     def simulation_rounds(start: int, stop: int) -> np.ndarray:
         return computed(da.stack(
