@@ -234,9 +234,10 @@ def jackknife_block_size(m: int, width: int) -> int:
     """Points per Dask task of the jackknife of ``m`` points and ``width`` statistics: the option
     ``jackknife_chunk``, made larger where it would give a core more than
     :data:`JACKKNIFE_TASKS_PER_CORE` tasks (at M = 2·10⁶ on 2 cores, 489 tasks of 4 096 points
-    spent about as long in Python between the kernels as in them), but no larger than a core's
-    share of :data:`JACKKNIFE_BATCH_BYTES`. No value depends on it: each point's leave-one-out
-    value is computed alone.
+    ran 1.7 thread-seconds of kernels in 1.66 s of two threads' wall time,
+    ``benchmarks/measured/validate-timeline-2e6-seventh-session-end-*``), but no larger than a
+    core's share of :data:`JACKKNIFE_BATCH_BYTES`. No value depends on it: each point's
+    leave-one-out value is computed alone.
 
     Examples
     --------
@@ -288,8 +289,9 @@ def jackknife_values_alongside(prepared, codes: np.ndarray, m: int, alongside
     of the blocks and no transposition (each a second and third copy, 640 MB for eight
     statistics at M = 10⁷). What the blocks share is computed once, before the batches
     (:func:`dask.persist`). cc's leave-one-out values, one task of all the points (O(M log M),
-    0.4–0.7 s at M = 2·10⁶), are computed beside the first batch and copied into their row:
-    the blocks do not wait for them.
+    0.67–1.11 s at M = 2·10⁶ on 2 busy cores in ``benchmarks/measured/validate-timeline-2e6-*``),
+    are computed beside the first batch and copied into their row: the blocks do not wait for
+    them.
     """
     values = np.empty((codes.shape[0], m))
     ranked = codes == K.CC
@@ -297,10 +299,10 @@ def jackknife_values_alongside(prepared, codes: np.ndarray, m: int, alongside
     rows = np.flatnonzero(~ranked).tolist()
     prepared, spearman, prefix, totals = _jackknife_shared(prepared, codes)
     prepared, prefix, totals = dask.persist(prepared, prefix, totals)
+    bounds = _jackknife_bounds(m, others.shape[0]) if others.size else []
     tasks = [(start, stop, delayed_call(_jackknife_block, prepared, others, start, stop, None,
-                                        prefix, totals))
-             for start, stop in (_jackknife_bounds(m, others.shape[0]) if others.size else [])]
-    size = jackknife_block_size(m, others.shape[0])
+                                        prefix, totals)) for start, stop in bounds]
+    size = bounds[0][1] - bounds[0][0] if bounds else 1
     batch = max(cores(), JACKKNIFE_BATCH_BYTES // (size * max(others.shape[0], 1) * 8))
     result = None
     for first in range(0, max(len(tasks), 1), batch):
