@@ -1757,14 +1757,23 @@ def simulation_sums_gpu(key, start: int, stop: int, generator_code: int, paramet
     >>> sums.shape, bins.shape  # doctest: +SKIP
     ((4, 3), (4, 5, 2))
     """
-    variate_constants(generator_code, parameter)  # refuses normp
-    in_order = _simulation_in_order(order)
-    u = np.ascontiguousarray(u, dtype=np.float64)
-    plan = split_plan(generator_code, parameter, u.shape[0], threads=threads, segment=segment)
+    u, in_order, plan = _simulation_setup(generator_code, parameter, u, order, threads, segment)
     with _GPU_LOCK:
         return _simulation_sums_locked(key, int(start), int(stop), int(generator_code),
                                        float(parameter), u, int(n_bins), int(n_record), plan,
                                        in_order, info)
+
+
+def _simulation_setup(generator_code: int, parameter: float, u, order: int | None,
+                      threads: int | None, segment: int | None) -> tuple:
+    """What :func:`simulation_sums_gpu` and :func:`simulation_cc_sums_gpu` check and plan before
+    a launch: ``normp`` refused, ``(u as contiguous float64, in the CPU's order or not, the
+    split_plan)``."""
+    variate_constants(generator_code, parameter)  # refuses normp
+    in_order = _simulation_in_order(order)
+    u = np.ascontiguousarray(u, dtype=np.float64)
+    return u, in_order, split_plan(generator_code, parameter, u.shape[0], threads=threads,
+                                   segment=segment)
 
 
 def _simulation_in_order(order: int | None) -> bool:
@@ -2165,9 +2174,11 @@ def simulation_cc_sums_gpu(key, start: int, stop: int, generator_code: int, para
     >>> cc.shape  # doctest: +SKIP
     (4, 2)
     """
-    variate_constants(generator_code, parameter)  # refuses normp
-    in_order = _simulation_in_order(order)
-    u = np.ascontiguousarray(u, dtype=np.float64)
+    rank_threads = RANK_THREADS if threads is None else _check_threads(threads)
+    if rank_threads > RANK_THREADS:
+        raise ValueError(f"the rank kernel takes at most {RANK_THREADS} threads per block "
+                         f"(threads = {rank_threads})")
+    u, in_order, plan = _simulation_setup(generator_code, parameter, u, order, threads, segment)
     centred_u = np.ascontiguousarray(centred_u, dtype=np.float64)
     m = u.shape[0]
     if centred_u.shape != (m,):
@@ -2175,12 +2186,7 @@ def simulation_cc_sums_gpu(key, start: int, stop: int, generator_code: int, para
                          f"{centred_u.shape}")
     if not 0 < m <= K._MAX_SORTED:
         raise ValueError(f"cc of simulated sets needs 0 < M <= 2**31 - 1 points (M = {m})")
-    rank_threads = RANK_THREADS if threads is None else _check_threads(threads)
-    if rank_threads > RANK_THREADS:
-        raise ValueError(f"the rank kernel takes at most {RANK_THREADS} threads per block "
-                         f"(threads = {rank_threads})")
     sequential = m > K._EXACT_RANK_SUMS if sequential is None else bool(sequential)
-    plan = split_plan(generator_code, parameter, m, threads=threads, segment=segment)
     start, stop = int(start), int(stop)
     parts = []
     with _GPU_LOCK:
