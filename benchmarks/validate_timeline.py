@@ -136,14 +136,21 @@ def main() -> None:
 def _seconds_by_kernels_running(calls: list[dict], wall: float, threads: int
                                 ) -> dict[str, float]:
     """Seconds of the call during which 0, 1, ... ``threads`` or more kernels ran."""
-    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls])
     seconds = [0.0] * (threads + 1)
+    for begin, end, running in _intervals(calls, wall):
+        seconds[min(running, threads)] += end - begin
+    return {(str(k) if k < threads else f"{k}+"): s for k, s in enumerate(seconds)}
+
+
+def _intervals(calls: list[dict], wall: float):
+    """``(begin, end, kernels running)`` of each interval between two consecutive starts or
+    ends of the kernels' calls, from the call's start to its end."""
+    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls])
     running, last = 0, 0.0
     for moment, change in [*events, (wall, 0)]:
-        seconds[min(running, threads)] += moment - last
+        yield last, moment, running
         running += change
         last = moment
-    return {(str(k) if k < threads else f"{k}+"): s for k, s in enumerate(seconds)}
 
 
 def add_derived_fields(path: Path) -> None:
@@ -163,14 +170,8 @@ IDLE_SPAN = 0.05
 def _spans_without_kernel(calls: list[dict], wall: float) -> list[list[float]]:
     """``[start, end]`` of each span of at least :data:`IDLE_SPAN` s in which no kernel runs,
     from the call's start to its end."""
-    events = sorted([(c["start"], 1) for c in calls] + [(c["end"], -1) for c in calls])
-    spans, running, last = [], 0, 0.0
-    for moment, change in [*events, (wall, 0)]:
-        if running == 0 and moment - last >= IDLE_SPAN:
-            spans.append([last, moment])
-        running += change
-        last = moment
-    return spans
+    return [[begin, end] for begin, end, running in _intervals(calls, wall)
+            if running == 0 and end - begin >= IDLE_SPAN]
 
 
 if __name__ == "__main__":
